@@ -1,0 +1,61 @@
+// ISA detection via the compiler's cpu-feature builtins.
+#include "core/isa.h"
+
+#include <cstdlib>
+
+#include "core/error.h"
+
+namespace tinfer {
+
+const char* isa_name(Isa isa) {
+  switch (isa) {
+    case Isa::generic: return "generic";
+    case Isa::avx2: return "avx2";
+    case Isa::avx512: return "avx512";
+  }
+  return "?";
+}
+
+Isa parse_isa(const std::string& name) {
+  if (name == "generic") return Isa::generic;
+  if (name == "avx2") return Isa::avx2;
+  if (name == "avx512") return Isa::avx512;
+  fail("unknown ISA '" + name + "' (expected avx512, avx2 or generic)");
+}
+
+bool cpu_supports(Isa isa) {
+  __builtin_cpu_init();
+  switch (isa) {
+    case Isa::generic: return true;
+    case Isa::avx2:
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+    case Isa::avx512:
+      return cpu_supports(Isa::avx2) && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+             __builtin_cpu_supports("avx512vnni");
+  }
+  return false;
+}
+
+Isa best_isa() {
+  if (cpu_supports(Isa::avx512)) return Isa::avx512;
+  if (cpu_supports(Isa::avx2)) return Isa::avx2;
+  return Isa::generic;
+}
+
+Isa active_isa() {
+  const char* env = std::getenv("TINFER_ISA");
+  if (!env || !*env) return best_isa();
+  Isa isa = parse_isa(env);
+  check(cpu_supports(isa), std::string("TINFER_ISA=") + env + " but this CPU does not support it");
+  return isa;
+}
+
+std::vector<Isa> supported_isas() {
+  std::vector<Isa> out;
+  for (Isa i : {Isa::generic, Isa::avx2, Isa::avx512})
+    if (cpu_supports(i)) out.push_back(i);
+  return out;
+}
+
+}  // namespace tinfer

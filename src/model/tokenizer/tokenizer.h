@@ -1,0 +1,61 @@
+// Tokenizer interface: SentencePiece-style BPE (`llama`) and byte-level BPE (`gpt2`), built from
+// GGUF metadata (or a SentencePiece .model protobuf, or a llama2.c tokenizer .bin).
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tinfer {
+
+class GgufFile;
+
+enum class TokenAttr : int32_t { normal = 1, unknown = 2, control = 3, user_defined = 4, unused = 5, byte = 6 };
+
+class Tokenizer {
+ public:
+  virtual ~Tokenizer() = default;
+
+  // Encodes text. add_bos prepends BOS; parse_special lets control/user-defined token texts in
+  // `text` (e.g. "<|im_start|>") map to their ids instead of being split as plain text.
+  virtual std::vector<int32_t> encode(std::string_view text, bool add_bos, bool parse_special = false) const = 0;
+  // The raw bytes a token stands for (byte tokens decoded, SentencePiece U+2581 -> ' ', gpt2 byte
+  // mapping undone). Control tokens give "" unless render_special.
+  virtual std::string token_bytes(int32_t id, bool render_special = false) const = 0;
+  std::string decode(const std::vector<int32_t>& ids, bool render_special = false) const;
+
+  virtual int32_t n_vocab() const = 0;
+  virtual int32_t bos() const = 0;  // -1 if none
+  virtual int32_t eos() const = 0;  // -1 if none
+  virtual bool is_eog(int32_t id) const = 0;  // end of generation (EOS, <|im_end|>, EOT ...)
+  virtual int32_t token_id(std::string_view piece) const = 0;  // exact vocab piece -> id, -1 if absent
+  virtual const std::string& piece(int32_t id) const = 0;      // vocab string as stored
+  virtual bool add_bos_by_default() const = 0;
+};
+
+// Builds the tokenizer named by tokenizer.ggml.model ("llama" or "gpt2"); Error otherwise.
+std::unique_ptr<Tokenizer> load_tokenizer(const GgufFile& gguf);
+// SentencePiece model protobuf (e.g. llama2-tokenizer.model, tok512.model).
+std::unique_ptr<Tokenizer> load_sentencepiece_model(const std::string& path);
+
+// Incremental UTF-8 assembly for streaming: push token bytes, get back only complete characters.
+class Utf8Stream {
+ public:
+  std::string push(std::string_view bytes);
+  std::string flush();  // whatever is pending (invalid tails replaced by U+FFFD)
+
+ private:
+  std::string pending_;
+};
+
+// Chat formatting for the model's template (ChatML recognised from tokenizer.chat_template;
+// a plain "role: content" fallback otherwise).
+struct ChatMessage {
+  std::string role;
+  std::string content;
+};
+std::string apply_chat_template(const std::string& tmpl, const std::vector<ChatMessage>& messages,
+                                bool add_generation_prompt);
+
+}  // namespace tinfer
