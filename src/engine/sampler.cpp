@@ -1,0 +1,248 @@
+// Sampler implementation. Every filter keeps a prefix of the vocabulary ordered by (logit desc, id asc),
+// so the chain is computed without a full sort: a linear pass (penalties, temperature, max, min-p
+// pre-filter), nth_element for top-k, and an incrementally grown partial sort only as far as top-p needs.
+#include "engine/sampler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <sstream>
+
+#include "core/error.h"
+
+namespace tinfer {
+namespace {
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+uint64_t splitmix64(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+// Total order used by every filter: higher logit first, lower id first on ties (deterministic cuts).
+bool better(const Candidate& a, const Candidate& b) {
+  return a.logit > b.logit || (a.logit == b.logit && a.token < b.token);
+}
+
+std::string num(double v) {
+  std::ostringstream os;
+  os << v;
+  return os.str();
+}
+
+}  // namespace
+
+double sample_uniform(uint64_t seed, uint64_t position) {
+  // splitmix64 is a bijection, so distinct positions of one seed never share a draw.
+  const uint64_t h = splitmix64(splitmix64(seed) ^ position);
+  return static_cast<double>(h >> 11) * 0x1.0p-53;
+}
+
+std::vector<std::string> SamplingParams::validate() const {
+  std::vector<std::string> errs;
+  if (!(std::isfinite(temperature) && temperature >= 0.0f))
+    errs.push_back("temperature must be a finite number >= 0 (0 = greedy), got " + num(temperature));
+  if (top_k < 0) errs.push_back("top_k must be >= 0 (0 = off), got " + num(top_k));
+  if (!(top_p > 0.0f && top_p <= 1.0f)) errs.push_back("top_p must be in (0, 1], got " + num(top_p));
+  if (!(min_p >= 0.0f && min_p <= 1.0f)) errs.push_back("min_p must be in [0, 1], got " + num(min_p));
+  if (!(std::isfinite(repetition_penalty) && repetition_penalty > 0.0f))
+    errs.push_back("repetition_penalty must be a finite number > 0 (1 = off), got " + num(repetition_penalty));
+  if (!(presence_penalty >= -2.0f && presence_penalty <= 2.0f))
+    errs.push_back("presence_penalty must be in [-2, 2], got " + num(presence_penalty));
+  if (!(frequency_penalty >= -2.0f && frequency_penalty <= 2.0f))
+    errs.push_back("frequency_penalty must be in [-2, 2], got " + num(frequency_penalty));
+  if (seed < -1) errs.push_back("seed must be >= 0, or -1 for a random seed, got " + num(double(seed)));
+  if (top_logprobs < 0 || top_logprobs > kMaxTopLogprobs)
+    errs.push_back("top_logprobs must be in [0, " + std::to_string(kMaxTopLogprobs) + "], got " +
+                   std::to_string(top_logprobs));
+  return errs;
+}
+
+Sampler::Sampler(const SamplingParams& params, int32_t n_vocab, std::span<const int32_t> prompt)
+    : params_(params), n_vocab_(n_vocab) {
+  const auto errs = params.validate();
+  if (!errs.empty()) {
+    std::string msg = "invalid sampling parameters:";
+    for (const auto& e : errs) msg += "\n  " + e;
+    fail(msg);
+  }
+  check(n_vocab > 0, "sampler: n_vocab must be > 0, got " + std::to_string(n_vocab));
+  if (params.seed >= 0) {
+    seed_ = static_cast<uint64_t>(params.seed);
+  } else {
+    std::random_device rd;
+    seed_ = ((uint64_t(rd()) << 32) ^ rd()) & 0x7fffffffffffffffull;  // non-negative as int64
+  }
+  seen_.assign(n_vocab, 0);
+  counts_.assign(n_vocab, 0);
+  work_.resize(n_vocab);
+  cand_.resize(n_vocab);
+  result_.top.reserve(SamplingParams::kMaxTopLogprobs);
+  for (int32_t t : prompt) {
+    check(t >= 0 && t < n_vocab, "sampler: prompt token " + std::to_string(t) + " outside the vocabulary [0, " +
+                                     std::to_string(n_vocab) + ")");
+    if (!seen_[t]) seen_[t] = 1, seen_ids_.push_back(t);
+  }
+}
+
+void Sampler::accept(int32_t token) {
+  check(token >= 0 && token < n_vocab_, "sampler: accepted token " + std::to_string(token) + " outside the vocabulary");
+  if (!seen_[token]) seen_[token] = 1, seen_ids_.push_back(token);
+  if (counts_[token]++ == 0) count_ids_.push_back(token);
+  ++n_generated_;
+}
+
+void Sampler::apply_penalties(const float* logits) {
+  std::memcpy(work_.data(), logits, sizeof(float) * size_t(n_vocab_));
+  const float rep = params_.repetition_penalty;
+  if (rep != 1.0f) {
+    for (int32_t id : seen_ids_) {
+      const float l = work_[id];
+      work_[id] = l > 0.0f ? l / rep : l * rep;  // HF: always makes a repeat less likely for rep > 1
+    }
+  }
+  const float pres = params_.presence_penalty, freq = params_.frequency_penalty;
+  if (pres != 0.0f || freq != 0.0f) {
+    for (int32_t id : count_ids_) work_[id] -= pres + freq * float(counts_[id]);
+  }
+}
+
+void Sampler::filter() {
+  const int64_t V = n_vocab_;
+  if (params_.temperature == 0.0f) {
+    int32_t best = 0;
+    for (int32_t i = 1; i < V; ++i)
+      if (work_[i] > work_[best]) best = i;  // strict: lowest id wins ties
+    cand_[0] = {best, work_[best], 1.0f};
+    n_cand_ = 1;
+    return;
+  }
+  // Temperature first (as HF and vLLM do), so top-p and min-p see the tempered distribution.
+  const float inv_t = 1.0f / params_.temperature;
+  float m = kNegInf;
+  for (int64_t i = 0; i < V; ++i) {
+    work_[i] *= inv_t;
+    m = std::max(m, work_[i]);  // NaN logits never win and never survive (comparisons are false)
+  }
+  if (m == kNegInf) {  // everything masked: nothing sensible to draw, fall back to token 0
+    cand_[0] = {0, work_[0], 1.0f};
+    n_cand_ = 1;
+    return;
+  }
+  const int64_t k = (params_.top_k > 0 && params_.top_k < V) ? params_.top_k : 0;
+  const bool top_p_on = params_.top_p < 1.0f;
+  // min-p keeps {p >= min_p * p_max}; p_max is the same before and after top-k/top-p renormalisation,
+  // so it may be applied first as a pre-filter -- except when top-p must normalise over the top-k set,
+  // which needs the tokens min-p would drop.
+  const float min_p_thr = params_.min_p > 0.0f ? m + std::log(params_.min_p) : kNegInf;
+  const bool prefilter = !(top_p_on && k > 0);
+  const float push_thr = prefilter ? min_p_thr : kNegInf;
+  const bool z_full = top_p_on && k == 0;
+  double z = 0.0;  // normaliser of the distribution top-p sees
+  size_t n = 0;
+  for (int32_t i = 0; i < V; ++i) {
+    const float w = work_[i];
+    if (z_full && w >= kNegInf) z += std::exp(double(w - m));
+    if (w >= push_thr) cand_[n++] = {i, w, 0.0f};
+  }
+  Candidate* c = cand_.data();
+  if (k > 0 && size_t(k) < n) {
+    std::nth_element(c, c + k, c + n, better);
+    n = size_t(k);
+  }
+  if (top_p_on && k > 0)
+    for (size_t j = 0; j < n; ++j) z += std::exp(double(c[j].logit - m));
+  if (!prefilter && min_p_thr > kNegInf)
+    n = size_t(std::partition(c, c + n, [&](const Candidate& x) { return x.logit >= min_p_thr; }) - c);
+  if (top_p_on) {
+    // Sort only as far as the nucleus reaches: chunks of 64, 256, 1024 ... (each chunk's elements
+    // are all below the previous chunk's, so partial_sort of the remainder continues the order).
+    const double target = double(params_.top_p) * z;
+    double cum = 0.0;
+    size_t sorted = 0, chunk = 64, cut = n;
+    while (sorted < n && cut == n) {
+      const size_t next = std::min(n, sorted + chunk);
+      std::partial_sort(c + sorted, c + next, c + n, better);
+      for (size_t j = sorted; j < next; ++j) {
+        cum += std::exp(double(c[j].logit - m));
+        if (cum >= target) {
+          cut = j + 1;
+          break;
+        }
+      }
+      sorted = next;
+      chunk *= 4;
+    }
+    n = cut;
+  }
+  double s = 0.0;
+  for (size_t j = 0; j < n; ++j) s += std::exp(double(c[j].logit - m));
+  for (size_t j = 0; j < n; ++j) c[j].prob = float(std::exp(double(c[j].logit - m)) / s);
+  n_cand_ = n;
+}
+
+std::span<const Candidate> Sampler::candidates(const float* logits) {
+  apply_penalties(logits);
+  filter();
+  return {cand_.data(), n_cand_};
+}
+
+void Sampler::fill_logprobs(const float* logits, int32_t token) {
+  // log-softmax of the original logits (before penalties and temperature), as OpenAI reports.
+  float m = kNegInf;
+  for (int32_t i = 0; i < n_vocab_; ++i) m = std::max(m, logits[i]);
+  double s = 0.0;
+  for (int32_t i = 0; i < n_vocab_; ++i)
+    if (logits[i] >= kNegInf) s += std::exp(double(logits[i] - m));
+  const double log_z = double(m) + std::log(s);
+  result_.logprob = float(double(logits[token]) - log_z);
+  auto& top = result_.top;
+  top.clear();
+  const size_t want = size_t(params_.top_logprobs);
+  if (want == 0) return;
+  // Insertion into a sorted array of at most 20: O(V) in practice, no allocation.
+  for (int32_t i = 0; i < n_vocab_; ++i) {
+    const float l = logits[i];
+    if (!(l >= kNegInf)) continue;
+    if (top.size() == want && !(l > top.back().logprob)) continue;
+    if (top.size() < want) top.push_back({});
+    size_t j = top.size() - 1;
+    while (j > 0 && l > top[j - 1].logprob) {
+      top[j] = top[j - 1];
+      --j;
+    }
+    top[j] = {i, l};
+  }
+  for (auto& t : top) t.logprob = float(double(t.logprob) - log_z);
+}
+
+const SampleResult& Sampler::sample(const float* logits) {
+  apply_penalties(logits);
+  filter();
+  int32_t token = cand_[n_cand_ - 1].token;
+  if (n_cand_ > 1) {
+    const double u = sample_uniform(seed_, uint64_t(n_generated_));
+    double acc = 0.0;
+    for (size_t j = 0; j < n_cand_; ++j) {
+      acc += cand_[j].prob;
+      if (u < acc) {
+        token = cand_[j].token;
+        break;
+      }
+    }
+  } else {
+    token = cand_[0].token;
+  }
+  result_.token = token;
+  result_.logprob = 0.0f;
+  result_.top.clear();
+  if (params_.logprobs || params_.top_logprobs > 0) fill_logprobs(logits, token);
+  return result_;
+}
+
+}  // namespace tinfer

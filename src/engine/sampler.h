@@ -1,0 +1,96 @@
+// Per-request token sampler: penalties, then greedy or temperature -> top-k -> top-p -> min-p, and a
+// draw from a counter-based RNG keyed by (seed, output position), so a seed gives the same text
+// whatever else is in the batch. Also reports OpenAI-style logprobs of the original logits.
+#pragma once
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace tinfer {
+
+struct SamplingParams {
+  float temperature = 1.0f;        // 0 = greedy (argmax after penalties); filters are then ignored
+  int top_k = 0;                   // keep the k most likely tokens; 0 = off
+  float top_p = 1.0f;              // nucleus: smallest set with cumulative probability >= top_p; (0, 1]
+  float min_p = 0.0f;              // keep tokens with p >= min_p * p_max; [0, 1]
+  float repetition_penalty = 1.0f; // HF/CTRL: logit > 0 divided, logit < 0 multiplied; > 0, 1 = off
+  float presence_penalty = 0.0f;   // OpenAI: logit -= presence * [count > 0]; [-2, 2]
+  float frequency_penalty = 0.0f;  // OpenAI: logit -= frequency * count; [-2, 2]
+  int64_t seed = -1;               // -1 = a random seed, chosen once per request (see Sampler::seed())
+  bool logprobs = false;           // report the chosen token's logprob
+  int top_logprobs = 0;            // also report the N most likely tokens; [0, kMaxTopLogprobs]
+
+  static constexpr int kMaxTopLogprobs = 20;  // OpenAI's limit
+
+  // Every problem with these parameters, one message each; empty when valid.
+  std::vector<std::string> validate() const;
+};
+
+struct TokenLogprob {
+  int32_t token = -1;
+  float logprob = 0.0f;
+};
+
+struct SampleResult {
+  int32_t token = -1;
+  float logprob = 0.0f;             // log-softmax of the original logits at `token` (if requested)
+  std::vector<TokenLogprob> top;    // top_logprobs entries, most likely first (if requested)
+};
+
+// One candidate that survived the filters: its id and its probability renormalised over the survivors.
+struct Candidate {
+  int32_t token;
+  float logit;  // penalised logit / temperature
+  float prob;
+};
+
+// The uniform draw in [0, 1) for output position `position` of a request seeded `seed`: a pure
+// function (splitmix64 of both), so it does not depend on earlier draws or on batch composition.
+double sample_uniform(uint64_t seed, uint64_t position);
+
+class Sampler {
+ public:
+  // `prompt` seeds the repetition-penalty history. Throws Error on invalid params, n_vocab <= 0 or
+  // out-of-range prompt ids. All working memory is allocated here (O(n_vocab)).
+  Sampler(const SamplingParams& params, int32_t n_vocab, std::span<const int32_t> prompt = {});
+
+  // Samples the token for output position n_generated() from logits[n_vocab]. Does not record the
+  // token: call accept() with whatever the request keeps. The returned reference is valid until the
+  // next call; no allocation once top_logprobs' storage has been reserved (at construction).
+  const SampleResult& sample(const float* logits);
+
+  // Records a generated token: it joins the penalty history and advances the output position.
+  void accept(int32_t token);
+
+  // The survivors of penalties + temperature + top-k + top-p + min-p for `logits`, in no particular
+  // order, probabilities summing to 1. With temperature 0 it is the single argmax. For tests and tools.
+  std::span<const Candidate> candidates(const float* logits);
+
+  int64_t seed() const { return static_cast<int64_t>(seed_); }  // the resolved seed (never -1)
+  int64_t n_generated() const { return n_generated_; }
+  const SamplingParams& params() const { return params_; }
+
+ private:
+  void apply_penalties(const float* logits);  // logits -> work_ (penalised, unscaled)
+  void filter();                              // work_ -> cand_ (survivors with probabilities)
+  void fill_logprobs(const float* logits, int32_t token);
+
+  SamplingParams params_;
+  int32_t n_vocab_;
+  uint64_t seed_;
+  int64_t n_generated_ = 0;
+
+  // Penalty history. Repetition uses prompt + generated; presence/frequency use generated only.
+  std::vector<uint8_t> seen_;       // [n_vocab] 1 if the token is in prompt or output
+  std::vector<int32_t> seen_ids_;   // distinct ids with seen_ == 1
+  std::vector<int32_t> counts_;     // [n_vocab] occurrences in the output
+  std::vector<int32_t> count_ids_;  // distinct ids with counts_ > 0
+
+  std::vector<float> work_;         // [n_vocab] penalised logits
+  std::vector<Candidate> cand_;     // capacity n_vocab; cand_[0, n_cand_) are the survivors
+  size_t n_cand_ = 0;
+  SampleResult result_;
+};
+
+}  // namespace tinfer

@@ -1,0 +1,298 @@
+// Sampler tests: exact candidate sets per filter, penalty arithmetic, seed determinism, the empirical
+// distribution of temperature sampling, logprobs, and validation messages.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+#include <set>
+
+#include "core/error.h"
+#include "engine/sampler.h"
+
+namespace tinfer {
+namespace {
+
+std::set<int32_t> ids(std::span<const Candidate> c) {
+  std::set<int32_t> s;
+  for (const auto& x : c) s.insert(x.token);
+  return s;
+}
+
+// Logits whose softmax is exactly `probs`.
+std::vector<float> log_of(const std::vector<float>& probs) {
+  std::vector<float> l;
+  for (float p : probs) l.push_back(std::log(p));
+  return l;
+}
+
+SamplingParams params_t1() {
+  SamplingParams p;
+  p.seed = 1;
+  return p;
+}
+
+// Reference chain with full sorts, HF-warper style: temperature, top-k, top-p, min-p in sequence.
+std::vector<std::pair<int32_t, double>> reference(const std::vector<float>& logits, const SamplingParams& p) {
+  std::vector<std::pair<int32_t, double>> v;  // (id, scaled logit), best first
+  for (size_t i = 0; i < logits.size(); ++i) v.push_back({int32_t(i), double(logits[i] / p.temperature)});
+  std::sort(v.begin(), v.end(), [](auto& a, auto& b) { return a.second > b.second || (a.second == b.second && a.first < b.first); });
+  if (p.top_k > 0 && size_t(p.top_k) < v.size()) v.resize(p.top_k);
+  auto probs = [&] {
+    std::vector<double> q;
+    double s = 0;
+    for (auto& x : v) s += std::exp(x.second - v[0].second);
+    for (auto& x : v) q.push_back(std::exp(x.second - v[0].second) / s);
+    return q;
+  };
+  if (p.top_p < 1) {
+    auto q = probs();
+    double cum = 0;
+    size_t keep = v.size();
+    for (size_t j = 0; j < q.size(); ++j) {
+      cum += q[j];
+      if (cum >= p.top_p) { keep = j + 1; break; }
+    }
+    v.resize(keep);
+  }
+  if (p.min_p > 0) {
+    auto q = probs();
+    size_t keep = 0;
+    while (keep < q.size() && q[keep] >= p.min_p * q[0]) ++keep;
+    v.resize(keep);
+  }
+  auto q = probs();
+  std::vector<std::pair<int32_t, double>> out;
+  for (size_t j = 0; j < v.size(); ++j) out.push_back({v[j].first, q[j]});
+  return out;
+}
+
+TEST(Sampler, GreedyIsArgmax) {
+  std::mt19937 rng(7);
+  std::normal_distribution<float> nd(0, 3);
+  SamplingParams p;
+  p.temperature = 0;
+  p.top_k = 3;  // ignored when greedy
+  for (int trial = 0; trial < 20; ++trial) {
+    std::vector<float> l(1000);
+    for (auto& x : l) x = nd(rng);
+    Sampler s(p, int32_t(l.size()));
+    EXPECT_EQ(s.sample(l.data()).token, int32_t(std::max_element(l.begin(), l.end()) - l.begin()));
+  }
+  std::vector<float> tie = {1, 3, 3, 2};
+  Sampler s(p, 4);
+  EXPECT_EQ(s.sample(tie.data()).token, 1);  // lowest id wins a tie
+}
+
+TEST(Sampler, TopK) {
+  std::vector<float> l = {1, 5, 3, 4, 2};
+  auto p = params_t1();
+  p.top_k = 2;
+  Sampler s(p, 5);
+  auto c = s.candidates(l.data());
+  EXPECT_EQ(ids(c), (std::set<int32_t>{1, 3}));
+  for (auto& x : c) EXPECT_NEAR(x.prob, std::exp(x.logit) / (std::exp(5.f) + std::exp(4.f)), 1e-6);
+}
+
+TEST(Sampler, TopP) {
+  auto l = log_of({0.5f, 0.2f, 0.15f, 0.1f, 0.05f});
+  auto p = params_t1();
+  for (auto [top_p, want] : std::vector<std::pair<float, std::set<int32_t>>>{
+           {0.4f, {0}}, {0.65f, {0, 1}}, {0.8f, {0, 1, 2}}, {0.9f, {0, 1, 2, 3}}, {1.0f, {0, 1, 2, 3, 4}}}) {
+    p.top_p = top_p;
+    Sampler s(p, 5);
+    auto c = s.candidates(l.data());
+    EXPECT_EQ(ids(c), want) << "top_p " << top_p;
+    float sum = 0;
+    for (auto& x : c) sum += x.prob;
+    EXPECT_NEAR(sum, 1.0f, 1e-6);
+  }
+}
+
+TEST(Sampler, MinP) {
+  auto l = log_of({0.5f, 0.2f, 0.15f, 0.1f, 0.05f});
+  auto p = params_t1();
+  for (auto [min_p, want] : std::vector<std::pair<float, std::set<int32_t>>>{
+           {0.25f, {0, 1, 2}}, {0.35f, {0, 1}}, {0.9f, {0}}, {0.05f, {0, 1, 2, 3, 4}}}) {
+    p.min_p = min_p;
+    Sampler s(p, 5);
+    EXPECT_EQ(ids(s.candidates(l.data())), want) << "min_p " << min_p;
+  }
+}
+
+TEST(Sampler, TemperatureScalesLogits) {
+  std::vector<float> l = {0.0f, 1.0f, 2.0f};
+  auto p = params_t1();
+  p.temperature = 2.0f;
+  Sampler s(p, 3);
+  auto c = s.candidates(l.data());
+  const double z = 1 + std::exp(0.5) + std::exp(1.0);
+  for (auto& x : c) EXPECT_NEAR(x.prob, std::exp(x.token / 2.0) / z, 1e-6);
+}
+
+// The pruned, partially sorted chain matches a full-sort reference on random logits and combinations.
+TEST(Sampler, FilterChainMatchesReference) {
+  std::mt19937 rng(11);
+  std::normal_distribution<float> nd(0, 2);
+  int checked = 0;
+  for (int32_t V : {7, 300, 5000}) {
+    for (int top_k : {0, 1, 5, 40, 6000})
+      for (float top_p : {1.0f, 0.95f, 0.5f, 0.1f})
+        for (float min_p : {0.0f, 0.02f, 0.3f})
+          for (float temp : {0.5f, 1.0f, 1.7f}) {
+            std::vector<float> l(V);
+            for (auto& x : l) x = nd(rng);
+            SamplingParams p;
+            p.seed = 3;
+            p.top_k = top_k, p.top_p = top_p, p.min_p = min_p, p.temperature = temp;
+            Sampler s(p, V);
+            auto c = s.candidates(l.data());
+            auto ref = reference(l, p);
+            std::set<int32_t> want;
+            for (auto& r : ref) want.insert(r.first);
+            ASSERT_EQ(ids(c), want) << "V " << V << " k " << top_k << " p " << top_p << " min_p " << min_p;
+            std::vector<double> prob(V, 0);
+            for (auto& r : ref) prob[r.first] = r.second;
+            for (auto& x : c) EXPECT_NEAR(x.prob, prob[x.token], 1e-5);
+            ++checked;
+          }
+  }
+  EXPECT_EQ(checked, 3 * 5 * 4 * 3 * 3);
+}
+
+TEST(Sampler, PenaltiesArithmetic) {
+  // Repetition over prompt + output (HF/vLLM), presence/frequency over the output only (OpenAI/vLLM).
+  std::vector<float> l = {2.0f, -2.0f, 1.0f, 0.5f, 3.0f};
+  auto p = params_t1();
+  p.repetition_penalty = 2.0f;
+  p.presence_penalty = 0.5f;
+  p.frequency_penalty = 0.25f;
+  std::vector<int32_t> prompt = {0, 1, 0};
+  Sampler s(p, 5, prompt);
+  s.accept(2);
+  s.accept(2);
+  s.accept(4);
+  EXPECT_EQ(s.n_generated(), 3);
+  std::vector<float> want = {
+      2.0f / 2,                       // prompt token: repetition only
+      -2.0f * 2,                      // negative logit: multiplied
+      1.0f / 2 - 0.5f - 0.25f * 2,    // generated twice
+      0.5f,                           // never seen
+      3.0f / 2 - 0.5f - 0.25f * 1,    // generated once
+  };
+  auto c = s.candidates(l.data());
+  ASSERT_EQ(c.size(), 5u);
+  for (auto& x : c) EXPECT_FLOAT_EQ(x.logit, want[x.token]) << "token " << x.token;
+
+  // Greedy sees the penalised logits: token 4 drops from 3.0 to 0.75, below token 0's 1.0.
+  p.temperature = 0;
+  Sampler g(p, 5, prompt);
+  g.accept(2), g.accept(2), g.accept(4);
+  EXPECT_EQ(g.sample(l.data()).token, 0);
+}
+
+TEST(Sampler, SeedDeterminism) {
+  std::mt19937 rng(5);
+  std::normal_distribution<float> nd(0, 1);
+  std::vector<std::vector<float>> steps(64, std::vector<float>(500));
+  for (auto& st : steps)
+    for (auto& x : st) x = nd(rng);
+  auto run = [&](int64_t seed, bool interleave) {
+    SamplingParams p;
+    p.seed = seed, p.top_p = 0.9f, p.frequency_penalty = 0.3f;
+    Sampler s(p, 500);
+    Sampler other(SamplingParams{}, 500);  // another request in the "batch"
+    std::vector<int32_t> out;
+    for (auto& st : steps) {
+      if (interleave) other.accept(other.sample(st.data()).token);
+      out.push_back(s.sample(st.data()).token);
+      s.accept(out.back());
+    }
+    return out;
+  };
+  EXPECT_EQ(run(42, false), run(42, true));
+  EXPECT_EQ(run(42, false), run(42, false));
+  EXPECT_NE(run(42, false), run(43, false));
+  EXPECT_EQ(sample_uniform(9, 17), sample_uniform(9, 17));
+  EXPECT_NE(sample_uniform(9, 17), sample_uniform(9, 18));
+  SamplingParams r;  // seed -1: resolved once, reported, and reusable
+  Sampler a(r, 10);
+  EXPECT_GE(a.seed(), 0);
+}
+
+TEST(Sampler, TemperatureSamplingMatchesSoftmax) {
+  std::vector<float> l = {0.0f, 0.5f, 1.0f, 1.5f, -1.0f};
+  SamplingParams p;
+  p.seed = 1234, p.temperature = 0.8f;
+  Sampler s(p, 5);
+  const int n = 40000;
+  std::vector<int> hits(5, 0);
+  for (int i = 0; i < n; ++i) {
+    int32_t t = s.sample(l.data()).token;
+    ++hits[t];
+    s.accept(t);  // advances the position; no penalties are set
+  }
+  double z = 0;
+  for (float x : l) z += std::exp(x / 0.8);
+  double chi2 = 0;
+  for (int i = 0; i < 5; ++i) {
+    double e = n * std::exp(l[i] / 0.8) / z;
+    chi2 += (hits[i] - e) * (hits[i] - e) / e;
+  }
+  EXPECT_LT(chi2, 25.0) << "4 degrees of freedom: P(chi2 > 25) ~ 5e-5";  // seeded: deterministic
+}
+
+TEST(Sampler, Logprobs) {
+  std::vector<float> l = {1.0f, 3.0f, 2.0f, -1.0f};
+  SamplingParams p;
+  p.seed = 2, p.temperature = 0.3f, p.repetition_penalty = 1.5f, p.logprobs = true, p.top_logprobs = 3;
+  Sampler s(p, 4, std::vector<int32_t>{1});
+  const auto& r = s.sample(l.data());
+  double z = 0;
+  for (float x : l) z += std::exp(x);
+  auto lp = [&](int i) { return float(l[i] - std::log(z)); };  // original logits: no penalty, no temperature
+  EXPECT_NEAR(r.logprob, lp(r.token), 1e-5);
+  ASSERT_EQ(r.top.size(), 3u);
+  EXPECT_EQ(r.top[0].token, 1);
+  EXPECT_EQ(r.top[1].token, 2);
+  EXPECT_EQ(r.top[2].token, 0);
+  for (auto& t : r.top) EXPECT_NEAR(t.logprob, lp(t.token), 1e-5);
+  SamplingParams q;
+  q.seed = 2;
+  Sampler none(q, 4);
+  EXPECT_TRUE(none.sample(l.data()).top.empty());
+}
+
+TEST(Sampler, Validation) {
+  EXPECT_TRUE(SamplingParams{}.validate().empty());
+  auto has = [](const std::vector<std::string>& errs, const std::string& key) {
+    return std::any_of(errs.begin(), errs.end(), [&](auto& e) { return e.rfind(key, 0) == 0; });
+  };
+  SamplingParams p;
+  p.temperature = -0.5f;
+  p.top_k = -1;
+  p.top_p = 0.0f;
+  p.min_p = 1.5f;
+  p.repetition_penalty = 0.0f;
+  p.presence_penalty = 3.0f;
+  p.frequency_penalty = -2.5f;
+  p.seed = -7;
+  p.top_logprobs = 21;
+  auto errs = p.validate();
+  EXPECT_EQ(errs.size(), 9u);
+  for (auto key : {"temperature", "top_k", "top_p", "min_p", "repetition_penalty", "presence_penalty",
+                   "frequency_penalty", "seed", "top_logprobs"})
+    EXPECT_TRUE(has(errs, key)) << key;
+  SamplingParams q;
+  q.top_p = 1.01f;
+  EXPECT_TRUE(has(q.validate(), "top_p"));
+  q.top_p = 1.0f, q.temperature = NAN;
+  EXPECT_TRUE(has(q.validate(), "temperature"));
+  EXPECT_THROW(Sampler(p, 10), Error);
+  EXPECT_THROW(Sampler(SamplingParams{}, 10, std::vector<int32_t>{10}), Error);
+  EXPECT_THROW(Sampler(SamplingParams{}, 0), Error);
+}
+
+}  // namespace
+}  // namespace tinfer
