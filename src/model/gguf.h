@@ -86,9 +86,13 @@ class GgufWriter {
   void set_string_array(const std::string& key, const std::vector<std::string>& v);
   void set_f32_array(const std::string& key, const std::vector<float>& v);
   void set_i32_array(const std::string& key, const std::vector<int32_t>& v);
+  // Any value, including the types without a typed setter (u8, i64, f64, nested arrays, ...).
+  // Setting an existing key replaces its value in place.
+  void set(const std::string& key, GgufValue v);
   // shape[0] is the row length; data holds row_bytes(type, shape[0]) * (product of the rest) bytes.
   void add_tensor(const std::string& name, DType type, const std::vector<int64_t>& shape, const void* data,
                   size_t bytes);
+  // Data alignment is general.alignment when set (a power of two), else 32.
   std::vector<uint8_t> to_bytes() const;
   void write(const std::string& path) const;  // throws Error on I/O failure
 
