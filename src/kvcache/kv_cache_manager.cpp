@@ -1,0 +1,158 @@
+// KV cache manager implementation. Invariant: every block in a live table holds one ref per table entry.
+#include "kvcache/kv_cache_manager.h"
+
+#include <algorithm>
+#include <string>
+
+#include "core/error.h"
+
+namespace tinfer::kv {
+
+KvCacheManager::KvCacheManager(KvCacheConfig config)
+    : config_(std::move(config)), pool_(config_.num_blocks, config_.block_size) {
+  check(static_cast<bool>(config_.hash_fn), "kv cache: hash function is empty");
+}
+
+PrefixHit KvCacheManager::match_prefix(std::span<const Token> tokens, uint64_t extra_key, int max_tokens) {
+  PrefixHit hit;
+  if (!config_.prefix_caching) return hit;
+  query_tokens_ += static_cast<int64_t>(tokens.size());
+  const int bs = config_.block_size;
+  const int limit = std::min(static_cast<int>(tokens.size()), std::max(max_tokens, 0));
+  BlockHash parent = 0;
+  for (int i = 0; (i + 1) * bs <= limit; ++i) {
+    auto span = tokens.subspan(static_cast<size_t>(i) * bs, bs);
+    const BlockHash h = config_.hash_fn(parent, span, extra_key);
+    auto id = pool_.lookup(h, parent, span, extra_key);
+    if (!id) break;
+    hit.blocks.push_back(*id);
+    hit.hashes.push_back(h);
+    parent = h;
+  }
+  hit.num_tokens = static_cast<int>(hit.blocks.size()) * bs;
+  hit_tokens_ += hit.num_tokens;
+  return hit;
+}
+
+int KvCacheManager::blocks_needed(SeqId seq, const AllocRequest& r) const {
+  const int end = r.num_computed + r.num_new;
+  auto it = seqs_.find(seq);
+  if (it == seqs_.end()) {
+    int shared = 0, revived = 0;
+    if (r.hit) {
+      shared = static_cast<int>(r.hit->blocks.size());
+      for (BlockId b : r.hit->blocks) revived += pool_.ref_count(b) == 0;
+    }
+    int target = blocks_for(end);
+    if (config_.layout == KvLayout::kReserved) target = std::max(target, blocks_for(r.reserve_tokens));
+    return std::max(0, target - shared) + revived;
+  }
+  const Seq& s = it->second;
+  const int have = static_cast<int>(s.blocks.size());
+  int copies = 0;
+  if (r.num_new > 0) {
+    const int last = std::min(have - 1, (end - 1) / config_.block_size);
+    for (int i = r.num_computed / config_.block_size; i <= last; ++i) copies += must_copy(s.blocks[i]);
+  }
+  return std::max(0, blocks_for(end) - have) + copies;
+}
+
+bool KvCacheManager::allocate(SeqId seq, const AllocRequest& r, std::vector<CowCopy>* cow) {
+  check(r.num_computed >= 0 && r.num_new >= 0, "kv cache: negative token count");
+  if (!can_allocate(seq, r)) return false;
+  const int bs = config_.block_size;
+  const int end = r.num_computed + r.num_new;
+  auto it = seqs_.find(seq);
+  if (it == seqs_.end()) {
+    const int hit_tokens = r.hit ? r.hit->num_tokens : 0;
+    check(r.num_computed == hit_tokens, "kv cache: a new sequence starts at its prefix hit (" +
+                                            std::to_string(hit_tokens) + " tokens), not " +
+                                            std::to_string(r.num_computed));
+    Seq s;
+    s.extra_key = r.extra_key;
+    if (r.hit) {
+      for (BlockId b : r.hit->blocks) pool_.ref(b);  // revive before allocating, so they cannot be evicted
+      s.blocks = r.hit->blocks;
+      s.hashes = r.hit->hashes;
+    }
+    int target = blocks_for(end);
+    if (config_.layout == KvLayout::kReserved) target = std::max(target, blocks_for(r.reserve_tokens));
+    while (static_cast<int>(s.blocks.size()) < target) s.blocks.push_back(pool_.allocate());
+    s.num_tokens = end;
+    seqs_.emplace(seq, std::move(s));
+    return true;
+  }
+  Seq& s = it->second;
+  // Positions from num_computed on are (re)written: their hashes no longer describe the KV.
+  if (static_cast<int>(s.hashes.size()) * bs > r.num_computed) s.hashes.resize(r.num_computed / bs);
+  if (r.num_new > 0) {
+    const int last = std::min(static_cast<int>(s.blocks.size()) - 1, (end - 1) / bs);
+    for (int i = r.num_computed / bs; i <= last; ++i) {
+      if (!must_copy(s.blocks[i])) continue;
+      const BlockId dst = pool_.allocate();
+      if (cow) cow->push_back({s.blocks[i], dst});
+      pool_.release(s.blocks[i]);
+      s.blocks[i] = dst;
+    }
+  }
+  while (static_cast<int>(s.blocks.size()) < blocks_for(end)) s.blocks.push_back(pool_.allocate());
+  s.num_tokens = std::max(s.num_tokens, end);
+  return true;
+}
+
+void KvCacheManager::commit(SeqId seq, std::span<const Token> tokens, int num_computed) {
+  if (!config_.prefix_caching) return;
+  auto it = seqs_.find(seq);
+  check(it != seqs_.end(), "kv cache: commit for unknown sequence " + std::to_string(seq));
+  Seq& s = it->second;
+  const int bs = config_.block_size;
+  const int full = std::min({num_computed, static_cast<int>(tokens.size()), s.num_tokens}) / bs;
+  for (int i = static_cast<int>(s.hashes.size()); i < full && i < static_cast<int>(s.blocks.size()); ++i) {
+    const BlockHash parent = i ? s.hashes[i - 1] : 0;
+    auto span = tokens.subspan(static_cast<size_t>(i) * bs, bs);
+    const BlockHash h = config_.hash_fn(parent, span, s.extra_key);
+    // false when an identical block computed by another sequence already owns the hash: ours stays private.
+    pool_.cache_block(s.blocks[i], h, parent, span, s.extra_key);
+    s.hashes.push_back(h);
+  }
+}
+
+void KvCacheManager::fork(SeqId parent, SeqId child) {
+  auto it = seqs_.find(parent);
+  check(it != seqs_.end(), "kv cache: fork of unknown sequence " + std::to_string(parent));
+  check(!seqs_.count(child), "kv cache: fork target " + std::to_string(child) + " already exists");
+  Seq copy = it->second;
+  for (BlockId b : copy.blocks) pool_.ref(b);
+  seqs_.emplace(child, std::move(copy));
+}
+
+void KvCacheManager::free(SeqId seq) {
+  auto it = seqs_.find(seq);
+  if (it == seqs_.end()) return;
+  const auto& blocks = it->second.blocks;
+  for (auto b = blocks.rbegin(); b != blocks.rend(); ++b) pool_.release(*b);
+  seqs_.erase(it);
+}
+
+const std::vector<BlockId>& KvCacheManager::block_table(SeqId seq) const {
+  auto it = seqs_.find(seq);
+  check(it != seqs_.end(), "kv cache: no block table for sequence " + std::to_string(seq));
+  return it->second.blocks;
+}
+
+KvStats KvCacheManager::stats() const {
+  KvStats st;
+  st.num_blocks = pool_.num_blocks();
+  st.used = pool_.num_used();
+  st.free = pool_.num_free();
+  st.cached_free = pool_.num_cached_free();
+  st.peak_used = pool_.peak_used();
+  st.evictions = pool_.num_evictions();
+  st.prefix_query_tokens = query_tokens_;
+  st.prefix_hit_tokens = hit_tokens_;
+  for (const auto& [id, s] : seqs_)
+    st.waste_slots += static_cast<int64_t>(s.blocks.size()) * config_.block_size - s.num_tokens;
+  return st;
+}
+
+}  // namespace tinfer::kv

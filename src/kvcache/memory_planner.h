@@ -1,0 +1,36 @@
+// KV memory planner: from a model's KV shape and a byte budget, how many blocks fit, how many tokens they hold,
+// and how many sequences of a given context length can run at once. Pure functions over plain structs.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+namespace tinfer::kv {
+
+struct KvShape {
+  int num_layers = 0;
+  int num_kv_heads = 0;
+  int head_dim = 0;
+  int bytes_per_elem = 2;  // 2 for f16/bf16 KV, 4 for f32
+};
+
+struct KvMemoryPlan {
+  size_t bytes_per_token = 0;  // 2 (K and V) x layers x kv_heads x head_dim x bytes_per_elem
+  size_t bytes_per_block = 0;  // bytes_per_token x block_size
+  int block_size = 0;
+  int num_blocks = 0;          // floor(budget / bytes_per_block)
+  int64_t capacity_tokens = 0; // num_blocks x block_size
+  size_t bytes_used = 0;       // num_blocks x bytes_per_block (<= budget)
+  int context_len = 0;
+  int blocks_per_seq = 0;      // ceil(context_len / block_size)
+  int max_concurrency = 0;     // sequences of context_len that fit at once (>= 1)
+};
+
+size_t kv_bytes_per_token(const KvShape& shape);
+
+// Throws tinfer::Error for a malformed shape, or when not even one sequence of context_len fits in the budget.
+KvMemoryPlan plan_kv_memory(const KvShape& shape, size_t budget_bytes, int block_size, int context_len);
+
+// Budget as a fraction (0, 1] of a total (e.g. free device memory); throws for a fraction outside that range.
+size_t kv_budget_from_fraction(size_t total_bytes, double fraction);
+
+}  // namespace tinfer::kv
