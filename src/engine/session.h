@@ -1,0 +1,38 @@
+// Session: one sequence with its own KV blocks (identity block table), for batch-1 tools
+// (run, chat, ppl, bench). Prompts are fed in chunks through the same batched forward as serving.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "model/cpu_forward.h"
+#include "model/kv_storage.h"
+
+namespace tinfer {
+
+class Session {
+ public:
+  static constexpr int64_t kBlockSize = 16;
+  Session(CpuForward& fwd, int64_t max_ctx);
+
+  int64_t n_past() const { return n_past_; }
+  int64_t max_ctx() const { return max_ctx_; }
+  void reset() { n_past_ = 0; }
+  size_t kv_bytes() const { return kv_.bytes(); }
+
+  // Appends `tokens` (in chunks of at most `chunk`) and returns the logits after the last one.
+  const std::vector<float>& feed(const std::vector<int32_t>& tokens, int64_t chunk = 512);
+  // Appends tokens and returns the logits after every one of them: [n][n_vocab] (for perplexity).
+  void feed_all_logits(const std::vector<int32_t>& tokens, std::vector<float>& out, int64_t chunk = 512);
+  const std::vector<float>& logits() const { return logits_; }
+
+ private:
+  void run(const int32_t* tokens, int64_t n, bool all_logits, float* out);
+  CpuForward& fwd_;
+  int64_t max_ctx_;
+  KvStorage kv_;
+  ForwardBatch batch_;
+  int64_t n_past_ = 0;
+  std::vector<float> logits_;
+};
+
+}  // namespace tinfer

@@ -1,0 +1,48 @@
+// Architecture interface: each architecture is one file that knows its metadata keys and tensor
+// names, plus one line in the registry. The forward passes consume the generic structures below.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "model/model_config.h"
+
+namespace tinfer {
+
+class GgufFile;
+struct GgufTensor;
+
+// One decoder block's tensors, GGUF shapes in comments (shape[0] = row length = input features).
+struct LayerTensors {
+  const GgufTensor* attn_norm = nullptr;  // [dim]
+  const GgufTensor* wq = nullptr;         // [dim, n_heads*head_dim]
+  const GgufTensor* wk = nullptr;         // [dim, n_kv_heads*head_dim]
+  const GgufTensor* wv = nullptr;         // [dim, n_kv_heads*head_dim]
+  const GgufTensor* wo = nullptr;         // [n_heads*head_dim, dim]
+  const GgufTensor* ffn_norm = nullptr;   // [dim]
+  const GgufTensor* w_gate = nullptr;     // [dim, ffn]
+  const GgufTensor* w_up = nullptr;       // [dim, ffn]
+  const GgufTensor* w_down = nullptr;     // [ffn, dim]
+};
+
+struct DecoderTensors {
+  const GgufTensor* tok_embd = nullptr;     // [dim, vocab]
+  const GgufTensor* output_norm = nullptr;  // [dim]
+  const GgufTensor* output = nullptr;       // [dim, vocab]; == tok_embd when tied
+  std::vector<LayerTensors> layers;
+};
+
+struct ArchSpec {
+  const char* name;
+  ModelConfig (*read_config)(const GgufFile& file);
+  DecoderTensors (*bind_tensors)(const GgufFile& file, const ModelConfig& cfg);  // validates shapes
+};
+
+// The registry: nullptr if `name` is not a known architecture.
+const ArchSpec* find_arch(const std::string& name);
+std::vector<std::string> known_archs();
+
+// Shared helpers for architecture files.
+const GgufTensor& require_tensor(const GgufFile& file, const std::string& name, std::vector<int64_t> shape);
+int64_t require_int(const GgufFile& file, const std::string& key);
+
+}  // namespace tinfer

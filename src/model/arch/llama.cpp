@@ -1,0 +1,69 @@
+// Llama family (Llama 2/3, TinyLlama, SmolLM2, Mistral without sliding window, llama2.c models):
+// RMSNorm, RoPE, grouped-query attention, SwiGLU feed-forward, tied or separate output head.
+#include <string>
+
+#include "core/error.h"
+#include "model/arch/arch.h"
+#include "model/gguf.h"
+
+namespace tinfer {
+
+namespace {
+
+ModelConfig read_llama_config(const GgufFile& f) {
+  const std::string p = "llama.";
+  ModelConfig c;
+  c.arch = "llama";
+  c.name = f.get_string("general.name").value_or("");
+  c.dim = require_int(f, p + "embedding_length");
+  c.n_layers = require_int(f, p + "block_count");
+  c.n_heads = require_int(f, p + "attention.head_count");
+  c.n_kv_heads = f.get_int(p + "attention.head_count_kv").value_or(c.n_heads);
+  c.ffn_dim = require_int(f, p + "feed_forward_length");
+  c.ctx_len = f.get_int(p + "context_length").value_or(2048);
+  c.head_dim = c.n_heads > 0 ? f.get_int(p + "attention.key_length").value_or(c.dim / c.n_heads) : 0;
+  c.rope_dim = f.get_int(p + "rope.dimension_count").value_or(c.head_dim);
+  c.rms_eps = float(f.get_float(p + "attention.layer_norm_rms_epsilon").value_or(1e-5));
+  c.rope_base = float(f.get_float(p + "rope.freq_base").value_or(10000.0));
+  if (auto type = f.get_string(p + "rope.scaling.type"); type && *type == "linear")
+    c.rope_scale = float(f.get_float(p + "rope.scaling.factor").value_or(1.0));
+  // GGUF's llama layout is interleaved pairs; synthetic test models may ask for the half-split one.
+  if (auto layout = f.get_string("tinfer.rope.layout")) {
+    check(*layout == "neox" || *layout == "interleaved", "unknown tinfer.rope.layout '" + *layout + "'");
+    c.rope_layout = *layout == "neox" ? RopeLayout::neox : RopeLayout::interleaved;
+  }
+  const GgufTensor* embd = f.tensor("token_embd.weight");
+  check(embd != nullptr && embd->shape.size() == 2, "missing or malformed tensor 'token_embd.weight'");
+  c.n_vocab = f.get_int(p + "vocab_size").value_or(embd->shape[1]);
+  c.tied_output = f.tensor("output.weight") == nullptr;
+  c.validate();
+  return c;
+}
+
+DecoderTensors bind_llama(const GgufFile& f, const ModelConfig& c) {
+  DecoderTensors d;
+  d.tok_embd = &require_tensor(f, "token_embd.weight", {c.dim, c.n_vocab});
+  d.output_norm = &require_tensor(f, "output_norm.weight", {c.dim});
+  d.output = c.tied_output ? d.tok_embd : &require_tensor(f, "output.weight", {c.dim, c.n_vocab});
+  for (int64_t l = 0; l < c.n_layers; ++l) {
+    const std::string b = "blk." + std::to_string(l) + ".";
+    LayerTensors t;
+    t.attn_norm = &require_tensor(f, b + "attn_norm.weight", {c.dim});
+    t.wq = &require_tensor(f, b + "attn_q.weight", {c.dim, c.q_dim()});
+    t.wk = &require_tensor(f, b + "attn_k.weight", {c.dim, c.kv_dim()});
+    t.wv = &require_tensor(f, b + "attn_v.weight", {c.dim, c.kv_dim()});
+    t.wo = &require_tensor(f, b + "attn_output.weight", {c.q_dim(), c.dim});
+    t.ffn_norm = &require_tensor(f, b + "ffn_norm.weight", {c.dim});
+    t.w_gate = &require_tensor(f, b + "ffn_gate.weight", {c.dim, c.ffn_dim});
+    t.w_up = &require_tensor(f, b + "ffn_up.weight", {c.dim, c.ffn_dim});
+    t.w_down = &require_tensor(f, b + "ffn_down.weight", {c.ffn_dim, c.dim});
+    d.layers.push_back(t);
+  }
+  return d;
+}
+
+}  // namespace
+
+extern const ArchSpec kLlamaArch{"llama", read_llama_config, bind_llama};
+
+}  // namespace tinfer

@@ -1,0 +1,50 @@
+// The architecture registry: one line per architecture file, plus helpers those files share.
+#include <algorithm>
+
+#include "core/error.h"
+#include "model/arch/arch.h"
+#include "model/gguf.h"
+
+namespace tinfer {
+
+extern const ArchSpec kLlamaArch;
+
+namespace {
+const ArchSpec* const kArchs[] = {
+    &kLlamaArch,
+};
+
+std::string shape_str(const std::vector<int64_t>& s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+  return out + "]";
+}
+}  // namespace
+
+const ArchSpec* find_arch(const std::string& name) {
+  for (const ArchSpec* a : kArchs)
+    if (name == a->name) return a;
+  return nullptr;
+}
+
+std::vector<std::string> known_archs() {
+  std::vector<std::string> out;
+  for (const ArchSpec* a : kArchs) out.push_back(a->name);
+  return out;
+}
+
+const GgufTensor& require_tensor(const GgufFile& file, const std::string& name, std::vector<int64_t> shape) {
+  const GgufTensor* t = file.tensor(name);
+  check(t != nullptr, "missing tensor '" + name + "'");
+  check(t->shape == shape,
+        "tensor '" + name + "' has shape " + shape_str(t->shape) + ", expected " + shape_str(shape));
+  return *t;
+}
+
+int64_t require_int(const GgufFile& file, const std::string& key) {
+  auto v = file.get_int(key);
+  check(v.has_value(), "missing metadata key '" + key + "'");
+  return *v;
+}
+
+}  // namespace tinfer

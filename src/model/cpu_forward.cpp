@@ -1,0 +1,153 @@
+// CpuForward: packing at load, then per step: embed -> per layer (norm, QKV GEMM, RoPE, KV write,
+// paged attention, output GEMM + residual, norm, gate/up GEMM, SwiGLU, down GEMM + residual) -> head.
+#include "model/cpu_forward.h"
+
+#include <cstring>
+
+#include "core/error.h"
+#include "core/thread_pool.h"
+#include "model/attention.h"
+#include "model/reference_forward.h"
+#include "quant/type_table.h"
+
+namespace tinfer {
+
+namespace {
+
+PackedMatrix pack_tensor(const GgufTensor& t) { return pack_matrix(t.type, t.data, t.shape[1], t.shape[0]); }
+
+}  // namespace
+
+CpuForward::Stacked CpuForward::pack_stacked(std::initializer_list<const GgufTensor*> parts) {
+  const GgufTensor* first = *parts.begin();
+  Stacked s;
+  bool same = true;
+  for (auto* t : parts) {
+    same = same && t->type == first->type;
+    s.rows += t->shape[1];
+  }
+  if (!same) {
+    for (auto* t : parts) s.parts.push_back(pack_tensor(*t));
+    return s;
+  }
+  std::vector<uint8_t> joined;  // GGUF rows are independent: stacking is concatenation
+  joined.reserve(row_bytes(first->type, first->shape[0]) * s.rows);
+  for (auto* t : parts) joined.insert(joined.end(), t->data, t->data + t->bytes);
+  s.parts.push_back(pack_matrix(first->type, joined.data(), s.rows, first->shape[0]));
+  return s;
+}
+
+void CpuForward::Stacked::run(const float* x, int64_t n, float* y, std::vector<float>& tmp, ThreadPool& pool) const {
+  if (parts.size() == 1) return matmul(parts[0], x, n, y, pool);
+  int64_t col = 0;
+  for (const PackedMatrix& p : parts) {
+    tmp.resize(n * p.rows);
+    matmul(p, x, n, tmp.data(), pool);
+    for (int64_t i = 0; i < n; ++i) std::memcpy(y + i * rows + col, &tmp[i * p.rows], p.rows * sizeof(float));
+    col += p.rows;
+  }
+}
+
+CpuForward::CpuForward(const Model& model, ThreadPool& pool) : model_(model), pool_(pool), rope_(model.config()) {
+  const ModelConfig& c = model.config();
+  check(c.n_heads / c.n_kv_heads <= 64, "grouped-query attention with more than 64 heads per KV head is unsupported");
+  const DecoderTensors& t = model.tensors();
+  for (const LayerTensors& lt : t.layers) {
+    Layer L;
+    L.attn_norm = dequantize_tensor(*lt.attn_norm);
+    L.ffn_norm = dequantize_tensor(*lt.ffn_norm);
+    L.wqkv = pack_stacked({lt.wq, lt.wk, lt.wv});
+    L.wo = pack_tensor(*lt.wo);
+    L.w_gateup = pack_stacked({lt.w_gate, lt.w_up});
+    L.w_down = pack_tensor(*lt.w_down);
+    layers_.push_back(std::move(L));
+  }
+  output_norm_ = dequantize_tensor(*t.output_norm);
+  output_ = pack_tensor(*t.output);
+}
+
+size_t CpuForward::packed_bytes() const {
+  size_t total = output_.data.size();
+  for (const Layer& L : layers_) {
+    for (auto* s : {&L.wqkv, &L.w_gateup})
+      for (const PackedMatrix& p : s->parts) total += p.data.size();
+    total += L.wo.data.size() + L.w_down.data.size();
+  }
+  return total;
+}
+
+void CpuForward::ensure_scratch(int64_t n, int64_t n_logits) {
+  const ModelConfig& c = config();
+  if (n > cap_tokens_) {
+    cap_tokens_ = n;
+    x_.resize(n * c.dim);
+    xb_.resize(n * c.dim);
+    qkv_.resize(n * (c.q_dim() + 2 * c.kv_dim()));
+    att_.resize(n * std::max(c.q_dim(), c.dim));
+    gu_.resize(n * 2 * c.ffn_dim);
+  }
+  if (n_logits > cap_logits_) {
+    cap_logits_ = n_logits;
+    hidden_.resize(n_logits * c.dim);
+  }
+}
+
+void CpuForward::embed(const ForwardBatch& batch) {
+  const ModelConfig& c = config();
+  const GgufTensor& e = *model_.tensors().tok_embd;
+  const TypeTraits& tt = type_traits(e.type);
+  const size_t rb = row_bytes(e.type, c.dim);
+  for (size_t i = 0; i < batch.tokens.size(); ++i) {
+    int32_t tok = batch.tokens[i];
+    check(tok >= 0 && tok < c.n_vocab, "token id " + std::to_string(tok) + " out of range");
+    tt.to_float(e.data + rb * tok, &x_[i * c.dim], c.dim);
+  }
+}
+
+void CpuForward::forward(const ForwardBatch& batch, KvStorage& kv, float* logits) {
+  const ModelConfig& c = config();
+  const int64_t n = int64_t(batch.tokens.size());
+  if (n == 0) return;
+  check(kv.block_size() <= 256, "KV block size above 256 is unsupported");
+  ensure_scratch(n, int64_t(batch.logit_rows.size()));
+  embed(batch);
+  const int64_t qkv_w = c.q_dim() + 2 * c.kv_dim(), dim = c.dim, ffn = c.ffn_dim, bs = kv.block_size();
+  const AttentionShape shape{c.n_heads, c.n_kv_heads, c.head_dim};
+
+  for (int64_t l = 0; l < c.n_layers; ++l) {
+    const Layer& L = layers_[l];
+    for (int64_t i = 0; i < n; ++i) rmsnorm(&x_[i * dim], L.attn_norm.data(), &xb_[i * dim], dim, c.rms_eps);
+    L.wqkv.run(xb_.data(), n, qkv_.data(), tmp_, pool_);  // [n][q | k | v]
+    for (int64_t i = 0; i < n; ++i) {
+      float* q = &qkv_[i * qkv_w];
+      float* k = q + c.q_dim();
+      const float* v = k + c.kv_dim();
+      const int64_t pos = batch.positions[i];
+      rope_.apply(q, c.n_heads, pos);
+      rope_.apply(k, c.n_kv_heads, pos);
+      const int64_t block = batch.block_tables[batch.seq[i]][pos / bs];
+      std::memcpy(kv.k(l, block, pos % bs), k, c.kv_dim() * sizeof(float));
+      std::memcpy(kv.v(l, block, pos % bs), v, c.kv_dim() * sizeof(float));
+    }
+    paged_attention(shape, batch, kv, l, qkv_.data(), qkv_w, att_.data(), pool_);
+    // att_ rows have stride q_dim(); wo reads [n][q_dim] and writes [n][dim] into xb_.
+    matmul(L.wo, att_.data(), n, xb_.data(), pool_);
+    add_inplace(x_.data(), xb_.data(), n * dim);
+    for (int64_t i = 0; i < n; ++i) rmsnorm(&x_[i * dim], L.ffn_norm.data(), &xb_[i * dim], dim, c.rms_eps);
+    L.w_gateup.run(xb_.data(), n, gu_.data(), tmp_, pool_);  // [n][gate | up]
+    for (int64_t i = 0; i < n; ++i) {
+      float* g = &gu_[i * 2 * ffn];
+      silu_mul(g, g + ffn, ffn);
+      if (i > 0) std::memmove(&gu_[i * ffn], g, ffn * sizeof(float));  // compact to [n][ffn] for the down GEMM
+    }
+    matmul(L.w_down, gu_.data(), n, xb_.data(), pool_);
+    add_inplace(x_.data(), xb_.data(), n * dim);
+  }
+
+  const int64_t nl = int64_t(batch.logit_rows.size());
+  for (int64_t r = 0; r < nl; ++r)
+    rmsnorm(&x_[batch.logit_rows[r] * dim], output_norm_.data(), &hidden_[r * dim], dim, c.rms_eps);
+  if (nl > 0) matmul(output_, hidden_.data(), nl, logits, pool_);
+}
+
+}  // namespace tinfer

@@ -1,0 +1,62 @@
+// The fast forward pass on CPU: weights packed once in their stored (quantized) format, every
+// scheduled token of every sequence through each weight matrix as one GEMM, fused QKV and
+// gate/up projections, paged flash-style attention, scratch reused across steps.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "kernels/kernels.h"
+#include "model/forward_batch.h"
+#include "model/kv_storage.h"
+#include "model/model.h"
+#include "model/rope.h"
+
+namespace tinfer {
+
+class ThreadPool;
+
+class CpuForward {
+ public:
+  CpuForward(const Model& model, ThreadPool& pool);
+
+  const Model& model() const { return model_; }
+  const ModelConfig& config() const { return model_.config(); }
+  ThreadPool& pool() const { return pool_; }
+  size_t packed_bytes() const;
+
+  // Runs one step: writes K/V of every batch token into `kv`, then fills `logits`
+  // ([batch.logit_rows.size()][n_vocab], row-major) for the requested rows.
+  void forward(const ForwardBatch& batch, KvStorage& kv, float* logits);
+
+ private:
+  // Row-stacked projections sharing one input (QKV; gate+up): one GEMM when the parts share a
+  // type, else one per part with outputs placed side by side.
+  struct Stacked {
+    std::vector<PackedMatrix> parts;
+    int64_t rows = 0;
+    void run(const float* x, int64_t n, float* y, std::vector<float>& tmp, ThreadPool& pool) const;
+  };
+  struct Layer {
+    std::vector<float> attn_norm, ffn_norm;
+    Stacked wqkv;          // rows: [q_dim | kv_dim | kv_dim]
+    PackedMatrix wo;       // [dim][q_dim]
+    Stacked w_gateup;      // rows: [ffn | ffn]
+    PackedMatrix w_down;   // [dim][ffn]
+  };
+  static Stacked pack_stacked(std::initializer_list<const GgufTensor*> parts);
+  void ensure_scratch(int64_t n_tokens, int64_t n_logits);
+  void embed(const ForwardBatch& batch);
+
+  const Model& model_;
+  ThreadPool& pool_;
+  RopeTable rope_;
+  std::vector<Layer> layers_;
+  std::vector<float> output_norm_;
+  PackedMatrix output_;
+  // Scratch, grown to the largest batch seen: x/xb [n][dim], qkv [n][q+2kv], att [n][q], gu [n][2 ffn].
+  int64_t cap_tokens_ = 0, cap_logits_ = 0;
+  std::vector<float> x_, xb_, qkv_, att_, gu_, hidden_, tmp_;
+};
+
+}  // namespace tinfer

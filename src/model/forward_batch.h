@@ -1,0 +1,22 @@
+// ForwardBatch: one step's work for the fast forward pass, as plain data. Tokens of several
+// sequences (decode tokens and prefill chunks alike) form one ragged batch; each token names its
+// sequence, whose block table maps positions to KV blocks (position p -> block_table[p / block_size]).
+#pragma once
+#include <cstdint>
+#include <vector>
+
+namespace tinfer {
+
+struct ForwardBatch {
+  std::vector<int32_t> tokens;     // [n] token ids
+  std::vector<int32_t> positions;  // [n] position of each token in its sequence
+  std::vector<int32_t> seq;        // [n] index into block_tables
+  std::vector<std::vector<int32_t>> block_tables;  // per sequence: KV block ids covering its positions
+  std::vector<int32_t> logit_rows;  // indices into tokens whose logits are wanted, in output order
+
+  void clear() {
+    tokens.clear(), positions.clear(), seq.clear(), block_tables.clear(), logit_rows.clear();
+  }
+};
+
+}  // namespace tinfer

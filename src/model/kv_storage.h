@@ -1,0 +1,37 @@
+// KvStorage: the KV cache memory, in fixed-size blocks of `block_size` token slots per layer.
+// Which block holds which positions of which sequence is decided elsewhere (block tables); this
+// class only owns the bytes. Layout per layer and per K/V: [n_blocks][block_size][kv_dim] fp32.
+#pragma once
+#include <cstdint>
+
+#include "core/buffer.h"
+#include "model/model_config.h"
+
+namespace tinfer {
+
+class KvStorage {
+ public:
+  KvStorage(const ModelConfig& cfg, int64_t n_blocks, int64_t block_size);
+
+  int64_t n_blocks() const { return n_blocks_; }
+  int64_t block_size() const { return block_size_; }
+  int64_t kv_dim() const { return kv_dim_; }
+  size_t bytes() const { return buf_.size(); }
+  static int64_t bytes_per_token(const ModelConfig& cfg) { return cfg.kv_bytes_per_token(sizeof(float)); }
+
+  float* k(int64_t layer, int64_t block, int64_t slot) { return base(layer, 0, block, slot); }
+  float* v(int64_t layer, int64_t block, int64_t slot) { return base(layer, 1, block, slot); }
+  const float* k(int64_t layer, int64_t block, int64_t slot) const { return const_cast<KvStorage*>(this)->k(layer, block, slot); }
+  const float* v(int64_t layer, int64_t block, int64_t slot) const { return const_cast<KvStorage*>(this)->v(layer, block, slot); }
+  // Copies every layer's K and V of block `src` into block `dst` (copy-on-write).
+  void copy_block(int64_t src, int64_t dst);
+
+ private:
+  float* base(int64_t layer, int64_t kv, int64_t block, int64_t slot) {
+    return buf_.as<float>() + (((layer * 2 + kv) * n_blocks_ + block) * block_size_ + slot) * kv_dim_;
+  }
+  int64_t n_layers_, n_blocks_, block_size_, kv_dim_;
+  Buffer buf_;
+};
+
+}  // namespace tinfer

@@ -1,0 +1,39 @@
+// ModelConfig validation: one function that reports every problem at once.
+#include "model/model_config.h"
+
+#include <vector>
+
+#include "core/error.h"
+
+namespace tinfer {
+
+void ModelConfig::validate() const {
+  std::vector<std::string> problems;
+  auto positive = [&](const char* what, int64_t v, int64_t max) {
+    if (v <= 0 || v > max) problems.push_back(std::string(what) + " = " + std::to_string(v) + " is out of range [1, " +
+                                              std::to_string(max) + "]");
+  };
+  positive("vocab size", n_vocab, int64_t(1) << 24);
+  positive("embedding length", dim, 1 << 16);
+  positive("block count", n_layers, 1024);
+  positive("head count", n_heads, 1024);
+  positive("kv head count", n_kv_heads, 1024);
+  positive("head dim", head_dim, 1024);
+  positive("feed-forward length", ffn_dim, 1 << 20);
+  positive("context length", ctx_len, int64_t(1) << 24);
+  if (n_heads > 0 && n_kv_heads > 0 && n_heads % n_kv_heads != 0)
+    problems.push_back("head count " + std::to_string(n_heads) + " is not a multiple of kv head count " +
+                       std::to_string(n_kv_heads));
+  if (rope_dim <= 0 || rope_dim > head_dim || rope_dim % 2 != 0)
+    problems.push_back("rope dimension " + std::to_string(rope_dim) + " must be even and in [2, head dim " +
+                       std::to_string(head_dim) + "]");
+  if (!(rms_eps > 0.f && rms_eps < 1.f)) problems.push_back("rms epsilon " + std::to_string(rms_eps) + " out of (0, 1)");
+  if (!(rope_base > 1.f)) problems.push_back("rope base " + std::to_string(rope_base) + " must be > 1");
+  if (!(rope_scale > 0.f)) problems.push_back("rope scale " + std::to_string(rope_scale) + " must be > 0");
+  if (problems.empty()) return;
+  std::string msg = "invalid model configuration (" + arch + "):";
+  for (auto& p : problems) msg += "\n  - " + p;
+  fail(msg);
+}
+
+}  // namespace tinfer

@@ -1,0 +1,38 @@
+// ModelConfig: the immutable hyper-parameters of a decoder-only Transformer, read once from the
+// file by the architecture's reader and validated in one place (every problem reported together).
+#pragma once
+#include <cstdint>
+#include <string>
+
+namespace tinfer {
+
+enum class RopeLayout { interleaved, neox };  // pairs (2i, 2i+1) vs (i, i + rot_dim/2)
+
+struct ModelConfig {
+  std::string arch;        // "llama", ...
+  std::string name;        // general.name
+  int64_t n_vocab = 0;
+  int64_t dim = 0;         // embedding width
+  int64_t n_layers = 0;
+  int64_t n_heads = 0;
+  int64_t n_kv_heads = 0;  // < n_heads: grouped-query attention
+  int64_t head_dim = 0;
+  int64_t ffn_dim = 0;
+  int64_t ctx_len = 0;     // trained context length
+  int64_t rope_dim = 0;    // rotated dims per head (== head_dim for llama)
+  float rms_eps = 1e-5f;
+  float rope_base = 10000.f;
+  float rope_scale = 1.f;  // linear position scaling (positions are divided by it)
+  RopeLayout rope_layout = RopeLayout::interleaved;
+  bool tied_output = false;  // output head reuses token_embd
+
+  int64_t q_dim() const { return n_heads * head_dim; }
+  int64_t kv_dim() const { return n_kv_heads * head_dim; }
+  // KV cache bytes per token: 2 (K and V) x layers x kv_heads x head_dim x bytes per element.
+  int64_t kv_bytes_per_token(int64_t bytes_per_elem) const { return 2 * n_layers * kv_dim() * bytes_per_elem; }
+
+  // Throws Error listing every inconsistency (non-positive sizes, heads not dividing, ...).
+  void validate() const;
+};
+
+}  // namespace tinfer

@@ -1,0 +1,113 @@
+// Reference forward pass, reading top to bottom against the math of a Llama-family decoder.
+#include "model/reference_forward.h"
+
+#include <cmath>
+
+#include "model/rope.h"
+#include "quant/type_table.h"
+
+namespace tinfer {
+
+std::vector<float> dequantize_tensor(const GgufTensor& t) {
+  std::vector<float> out(t.elements());
+  type_traits(t.type).to_float(t.data, out.data(), t.elements());
+  return out;
+}
+
+namespace {
+
+using Vec = std::vector<double>;
+
+// out[r] = sum_c W[r][c] * x[c]; W is [rows][cols] row-major (GGUF: shape [cols, rows]).
+Vec matvec(const std::vector<float>& w, const Vec& x, int64_t rows) {
+  const int64_t cols = int64_t(x.size());
+  Vec out(rows);
+  for (int64_t r = 0; r < rows; ++r) {
+    double acc = 0;
+    const float* row = &w[r * cols];
+    for (int64_t c = 0; c < cols; ++c) acc += double(row[c]) * x[c];
+    out[r] = acc;
+  }
+  return out;
+}
+
+Vec rmsnorm(const Vec& x, const std::vector<float>& w, double eps) {
+  double ss = 0;
+  for (double v : x) ss += v * v;
+  double inv = 1.0 / std::sqrt(ss / double(x.size()) + eps);
+  Vec out(x.size());
+  for (size_t i = 0; i < x.size(); ++i) out[i] = x[i] * inv * double(w[i]);
+  return out;
+}
+
+}  // namespace
+
+ReferenceForward::ReferenceForward(const Model& model) : model_(model) {
+  const DecoderTensors& t = model.tensors();
+  tok_embd_ = dequantize_tensor(*t.tok_embd);
+  output_norm_ = dequantize_tensor(*t.output_norm);
+  output_ = t.output == t.tok_embd ? tok_embd_ : dequantize_tensor(*t.output);
+  for (const LayerTensors& l : t.layers) {
+    layers_.push_back({dequantize_tensor(*l.attn_norm), dequantize_tensor(*l.wq), dequantize_tensor(*l.wk),
+                       dequantize_tensor(*l.wv), dequantize_tensor(*l.wo), dequantize_tensor(*l.ffn_norm),
+                       dequantize_tensor(*l.w_gate), dequantize_tensor(*l.w_up), dequantize_tensor(*l.w_down)});
+  }
+}
+
+std::vector<std::vector<float>> ReferenceForward::logits(const std::vector<int32_t>& tokens,
+                                                         const std::vector<int64_t>& want) const {
+  const ModelConfig& c = model_.config();
+  const int64_t n = int64_t(tokens.size()), hd = c.head_dim, group = c.n_heads / c.n_kv_heads;
+  std::vector<Vec> x(n);  // residual stream [n][dim]
+  for (int64_t i = 0; i < n; ++i) x[i] = Vec(tok_embd_.begin() + tokens[i] * c.dim, tok_embd_.begin() + (tokens[i] + 1) * c.dim);
+
+  for (const Layer& L : layers_) {
+    std::vector<Vec> q(n), k(n), v(n);
+    for (int64_t i = 0; i < n; ++i) {
+      Vec h = rmsnorm(x[i], L.attn_norm, c.rms_eps);
+      q[i] = matvec(L.wq, h, c.q_dim());  // [n_heads * head_dim]
+      k[i] = matvec(L.wk, h, c.kv_dim());  // [n_kv_heads * head_dim]
+      v[i] = matvec(L.wv, h, c.kv_dim());
+      rope_reference(q[i].data(), c.n_heads, hd, c.rope_dim, i, c.rope_base, c.rope_scale, c.rope_layout);
+      rope_reference(k[i].data(), c.n_kv_heads, hd, c.rope_dim, i, c.rope_base, c.rope_scale, c.rope_layout);
+    }
+    for (int64_t i = 0; i < n; ++i) {
+      Vec att(c.q_dim(), 0.0);
+      for (int64_t h = 0; h < c.n_heads; ++h) {
+        const int64_t kvh = h / group;  // grouped-query attention: heads share kv head h / group
+        Vec score(i + 1);
+        double mx = -INFINITY;
+        for (int64_t j = 0; j <= i; ++j) {
+          double s = 0;
+          for (int64_t d = 0; d < hd; ++d) s += q[i][h * hd + d] * k[j][kvh * hd + d];
+          score[j] = s / std::sqrt(double(hd));
+          mx = std::max(mx, score[j]);
+        }
+        double sum = 0;
+        for (double& s : score) sum += (s = std::exp(s - mx));
+        for (int64_t j = 0; j <= i; ++j)
+          for (int64_t d = 0; d < hd; ++d) att[h * hd + d] += score[j] / sum * v[j][kvh * hd + d];
+      }
+      Vec o = matvec(L.wo, att, c.dim);
+      for (int64_t d = 0; d < c.dim; ++d) x[i][d] += o[d];
+      Vec h = rmsnorm(x[i], L.ffn_norm, c.rms_eps);
+      Vec g = matvec(L.w_gate, h, c.ffn_dim), u = matvec(L.w_up, h, c.ffn_dim);
+      for (int64_t f = 0; f < c.ffn_dim; ++f) g[f] = g[f] / (1.0 + std::exp(-g[f])) * u[f];  // SwiGLU
+      Vec down = matvec(L.w_down, g, c.dim);
+      for (int64_t d = 0; d < c.dim; ++d) x[i][d] += down[d];
+    }
+  }
+
+  std::vector<int64_t> rows = want;
+  if (rows.empty())
+    for (int64_t i = 0; i < n; ++i) rows.push_back(i);
+  std::vector<std::vector<float>> out;
+  for (int64_t i : rows) {
+    Vec h = rmsnorm(x[i], output_norm_, c.rms_eps);
+    Vec l = matvec(output_, h, c.n_vocab);
+    out.emplace_back(l.begin(), l.end());
+  }
+  return out;
+}
+
+}  // namespace tinfer

@@ -1,0 +1,30 @@
+// The reference forward pass: weights dequantized to fp32, arithmetic in double, naive attention
+// over the whole sequence, no threads, no cache. Obviously correct and slow: the test oracle.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "model/model.h"
+
+namespace tinfer {
+
+class ReferenceForward {
+ public:
+  explicit ReferenceForward(const Model& model);
+  // Logits after each position of `tokens`: [tokens.size()][n_vocab]. Only rows listed in
+  // `want` are returned (all when empty), in that order.
+  std::vector<std::vector<float>> logits(const std::vector<int32_t>& tokens, const std::vector<int64_t>& want = {}) const;
+
+ private:
+  struct Layer {
+    std::vector<float> attn_norm, wq, wk, wv, wo, ffn_norm, w_gate, w_up, w_down;
+  };
+  const Model& model_;
+  std::vector<float> tok_embd_, output_norm_, output_;
+  std::vector<Layer> layers_;
+};
+
+// Dequantizes a whole tensor to fp32 with the type table's reference routine.
+std::vector<float> dequantize_tensor(const GgufTensor& t);
+
+}  // namespace tinfer

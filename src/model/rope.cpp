@@ -1,0 +1,61 @@
+// RoPE: theta_i = pos / scale * base^(-2i / rope_dim); interleaved rotates (2i, 2i+1), neox (i, i + rope_dim/2).
+#include "model/rope.h"
+
+#include <cmath>
+
+namespace tinfer {
+
+RopeTable::RopeTable(const ModelConfig& cfg)
+    : head_dim_(cfg.head_dim), rope_dim_(cfg.rope_dim), base_(cfg.rope_base), scale_(cfg.rope_scale),
+      layout_(cfg.rope_layout) {
+  grow(std::min<int64_t>(cfg.ctx_len, 8192));
+}
+
+void RopeTable::grow(int64_t n_pos) const {
+  if (n_pos <= n_pos_) return;
+  const int64_t half = rope_dim_ / 2;
+  cos_.resize(n_pos * half);
+  sin_.resize(n_pos * half);
+  for (int64_t p = n_pos_; p < n_pos; ++p)
+    for (int64_t i = 0; i < half; ++i) {
+      double theta = double(p) / scale_ * std::pow(base_, -2.0 * double(i) / double(rope_dim_));
+      cos_[p * half + i] = float(std::cos(theta));
+      sin_[p * half + i] = float(std::sin(theta));
+    }
+  n_pos_ = n_pos;
+}
+
+void RopeTable::apply(float* x, int64_t n_heads, int64_t pos) const {
+  if (pos >= n_pos_) grow(std::max(pos + 1, n_pos_ * 2));  // only beyond the trained context
+  const int64_t half = rope_dim_ / 2;
+  const float* c = &cos_[pos * half];
+  const float* s = &sin_[pos * half];
+  for (int64_t h = 0; h < n_heads; ++h) {
+    float* v = x + h * head_dim_;
+    for (int64_t i = 0; i < half; ++i) {
+      int64_t a = layout_ == RopeLayout::interleaved ? 2 * i : i;
+      int64_t b = layout_ == RopeLayout::interleaved ? 2 * i + 1 : i + half;
+      float x0 = v[a], x1 = v[b];
+      v[a] = x0 * c[i] - x1 * s[i];
+      v[b] = x0 * s[i] + x1 * c[i];
+    }
+  }
+}
+
+void rope_reference(double* x, int64_t n_heads, int64_t head_dim, int64_t rope_dim, int64_t pos, double base,
+                    double scale, RopeLayout layout) {
+  const int64_t half = rope_dim / 2;
+  for (int64_t h = 0; h < n_heads; ++h) {
+    double* v = x + h * head_dim;
+    for (int64_t i = 0; i < half; ++i) {
+      double theta = double(pos) / scale * std::pow(base, -2.0 * double(i) / double(rope_dim));
+      int64_t a = layout == RopeLayout::interleaved ? 2 * i : i;
+      int64_t b = layout == RopeLayout::interleaved ? 2 * i + 1 : i + half;
+      double x0 = v[a], x1 = v[b];
+      v[a] = x0 * std::cos(theta) - x1 * std::sin(theta);
+      v[b] = x0 * std::sin(theta) + x1 * std::cos(theta);
+    }
+  }
+}
+
+}  // namespace tinfer
