@@ -1,0 +1,99 @@
+// AVX-512 VNNI quantized GEMM on the 16-row tile layout (packed_layout.h): one vpdpbusd multiplies
+// a 64-byte k-quad (16 weight rows x 4 k, u8) by 4 broadcast activation bytes (s8), giving 16 rows'
+// int32 partial sums. MR activation rows share each weight load, so prefill reuses weights in registers.
+// GCC 12's AVX-512 headers build "undefined" vectors that -W(maybe-)uninitialized flags falsely.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "kernels/kernel_table.h"
+#include "kernels/packed_layout.h"
+
+namespace tinfer {
+namespace {
+
+enum class Kind { q8_0, q4_0, q4_1 };
+
+inline __m512i bcast4(const int8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return _mm512_set1_epi32(v);
+}
+
+// Rows [i, i + MR) of y for one tile: y[i + r][0..16) = sum_b d_w * d_a * (int dot + offset).
+template <Kind K, int MR>
+inline void tile_rows(const uint8_t* tile, int64_t quant_offset, const QActs& a, int64_t i, float* y,
+                      int64_t ldy, __mmask16 mask) {
+  constexpr int ns = K == Kind::q4_1 ? 32 : 16;  // fp16 scales per block
+  constexpr int qbytes = K == Kind::q8_0 ? 512 : 256;
+  constexpr int corr = K == Kind::q8_0 ? -128 : K == Kind::q4_0 ? -8 : 0;
+  const auto* scales = reinterpret_cast<const uint16_t*>(tile);
+  const uint8_t* quants = tile + quant_offset;
+  const int64_t nb = a.nb;
+  __m512 facc[MR];
+  for (int r = 0; r < MR; ++r) facc[r] = _mm512_setzero_ps();
+  const __m512i lo4 = _mm512_set1_epi8(0x0f);
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* qb = quants + b * qbytes;
+    const __m512 wd = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales + b * ns)));
+    __m512i w[8];
+    if constexpr (K == Kind::q8_0) {
+      for (int j = 0; j < 8; ++j) w[j] = _mm512_loadu_si512(qb + 64 * j);
+    } else {
+      for (int c = 0; c < 4; ++c) {
+        const __m512i v = _mm512_loadu_si512(qb + 64 * c);
+        w[c] = _mm512_and_si512(v, lo4);
+        w[c + 4] = _mm512_and_si512(_mm512_srli_epi16(v, 4), lo4);
+      }
+    }
+    for (int r = 0; r < MR; ++r) {
+      const int64_t ab = (i + r) * nb + b;
+      const int8_t* q = a.q + (i + r) * a.ldq + b * 32;
+      __m512i acc = corr ? _mm512_set1_epi32(corr * a.sum[ab]) : _mm512_setzero_si512();
+      if constexpr (MR <= 2) {  // few rows: two chains to hide vpdpbusd latency
+        __m512i acc1 = _mm512_setzero_si512();
+        for (int j = 0; j < 8; j += 2) {
+          acc = _mm512_dpbusd_epi32(acc, w[j], bcast4(q + 4 * j));
+          acc1 = _mm512_dpbusd_epi32(acc1, w[j + 1], bcast4(q + 4 * j + 4));
+        }
+        acc = _mm512_add_epi32(acc, acc1);
+      } else {
+        for (int j = 0; j < 8; ++j) acc = _mm512_dpbusd_epi32(acc, w[j], bcast4(q + 4 * j));
+      }
+      facc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc), _mm512_mul_ps(wd, _mm512_set1_ps(a.d[ab])), facc[r]);
+      if constexpr (K == Kind::q4_1) {
+        const __m512 wm =
+            _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales + b * ns + 16)));
+        facc[r] = _mm512_fmadd_ps(wm, _mm512_set1_ps(a.ds[ab]), facc[r]);
+      }
+    }
+  }
+  for (int r = 0; r < MR; ++r) _mm512_mask_storeu_ps(y + (i + r) * ldy, mask, facc[r]);
+}
+
+template <Kind K>
+void gemm(const GemmArgs& g, int64_t t0, int64_t t1, int64_t i0, int64_t i1) {
+  constexpr int kMR = 8;
+  for (int64_t t = t0; t < t1; ++t) {
+    const int valid = int(std::min<int64_t>(packed::kTileRows, g.rows - t * packed::kTileRows));
+    const __mmask16 mask = __mmask16((1u << valid) - 1);
+    const uint8_t* tile = g.w + t * g.tile_bytes;
+    float* y = g.y + t * packed::kTileRows;
+    int64_t i = i0;
+    for (; i + kMR <= i1; i += kMR) tile_rows<K, kMR>(tile, g.quant_offset, g.a, i, y, g.ldy, mask);
+    if (i1 - i >= 4) { tile_rows<K, 4>(tile, g.quant_offset, g.a, i, y, g.ldy, mask); i += 4; }
+    if (i1 - i >= 2) { tile_rows<K, 2>(tile, g.quant_offset, g.a, i, y, g.ldy, mask); i += 2; }
+    if (i1 - i >= 1) tile_rows<K, 1>(tile, g.quant_offset, g.a, i, y, g.ldy, mask);
+  }
+}
+
+}  // namespace
+
+GemmFn avx512_gemm_q8_0() { return gemm<Kind::q8_0>; }
+GemmFn avx512_gemm_q4_0() { return gemm<Kind::q4_0>; }
+GemmFn avx512_gemm_q4_1() { return gemm<Kind::q4_1>; }
+
+}  // namespace tinfer

@@ -1,0 +1,140 @@
+// Portable SIMD element-wise ops written with GCC vector extensions: each ISA directory includes
+// this once, compiled with its own flags, so one source becomes SSE2, AVX2 or AVX-512 code.
+// Everything has internal linkage (anonymous namespace) so the per-ISA copies never collide.
+#pragma once
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#ifndef TINFER_VEC_FLOATS
+#error "define TINFER_VEC_FLOATS (4, 8 or 16) before including vec.h"
+#endif
+
+namespace tinfer {
+namespace {
+
+constexpr int kW = TINFER_VEC_FLOATS;
+typedef float vf __attribute__((vector_size(kW * 4)));
+typedef int32_t vi __attribute__((vector_size(kW * 4)));
+
+inline vf vload(const float* p) { vf v; std::memcpy(&v, p, sizeof v); return v; }
+inline void vstore(float* p, vf v) { std::memcpy(p, &v, sizeof v); }
+inline vf vsplat(float s) { return vf{} + s; }
+inline float hsum(vf v) { float s = 0; for (int i = 0; i < kW; ++i) s += v[i]; return s; }
+inline float hmax(vf v) { float s = v[0]; for (int i = 1; i < kW; ++i) s = v[i] > s ? v[i] : s; return s; }
+
+// exp(x) to ~2 ulp (Cephes polynomial on x - n ln2, then scaled by 2^n); 0 below -87.3.
+inline vf vexp(vf x) {
+  const vf lo = vsplat(-87.33654f), hi = vsplat(88.72283f);
+  vi under = x < lo;
+  x = x < lo ? lo : x;
+  x = x > hi ? hi : x;
+  const float magic = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer (ties to even)
+  vf n = (x * 1.44269504088896341f + magic) - magic;
+  vf r = x - n * 0.693359375f + n * 2.12194440e-4f;
+  vf p = vsplat(1.9875691500e-4f);
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * r * r + r + 1.0f;
+  vi e = (__builtin_convertvector(n, vi) + 127) << 23;
+  vf scale;
+  std::memcpy(&scale, &e, sizeof scale);
+  vf out = p * scale;
+  return under ? vsplat(0.0f) : out;
+}
+
+inline float v_dot_f32(const float* a, const float* b, int64_t n) {
+  vf s0{}, s1{};
+  int64_t i = 0;
+  for (; i + 2 * kW <= n; i += 2 * kW) {
+    s0 += vload(a + i) * vload(b + i);
+    s1 += vload(a + i + kW) * vload(b + i + kW);
+  }
+  for (; i + kW <= n; i += kW) s0 += vload(a + i) * vload(b + i);
+  float s = hsum(s0 + s1);
+  for (; i < n; ++i) s += a[i] * b[i];
+  return s;
+}
+
+inline void v_axpy(float a, const float* x, float* y, int64_t n) {
+  int64_t i = 0;
+  for (; i + kW <= n; i += kW) vstore(y + i, vload(y + i) + a * vload(x + i));
+  for (; i < n; ++i) y[i] += a * x[i];
+}
+
+inline void v_scale_inplace(float* x, float s, int64_t n) {
+  int64_t i = 0;
+  for (; i + kW <= n; i += kW) vstore(x + i, vload(x + i) * s);
+  for (; i < n; ++i) x[i] *= s;
+}
+
+inline void v_add_inplace(float* y, const float* x, int64_t n) {
+  int64_t i = 0;
+  for (; i + kW <= n; i += kW) vstore(y + i, vload(y + i) + vload(x + i));
+  for (; i < n; ++i) y[i] += x[i];
+}
+
+inline void v_rmsnorm(const float* x, const float* w, float* out, int64_t n, float eps) {
+  const float ss = v_dot_f32(x, x, n);
+  const float r = 1.0f / std::sqrt(ss / float(n) + eps);
+  int64_t i = 0;
+  for (; i + kW <= n; i += kW) vstore(out + i, vload(x + i) * r * vload(w + i));
+  for (; i < n; ++i) out[i] = x[i] * r * w[i];
+}
+
+inline void v_silu_mul(float* gate, const float* up, int64_t n) {
+  int64_t i = 0;
+  for (; i + kW <= n; i += kW) {
+    vf g = vload(gate + i);
+    vstore(gate + i, g / (1.0f + vexp(-g)) * vload(up + i));
+  }
+  for (; i < n; ++i) gate[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+}
+
+inline void v_softmax_inplace(float* x, int64_t n) {
+  if (n <= 0) return;
+  float mx = x[0];
+  int64_t i = 0;
+  if (n >= kW) {
+    vf m = vload(x);
+    for (i = kW; i + kW <= n; i += kW) { vf v = vload(x + i); m = v > m ? v : m; }
+    mx = hmax(m);
+  }
+  for (; i < n; ++i) mx = x[i] > mx ? x[i] : mx;
+  vf s{};
+  float st = 0;
+  for (i = 0; i + kW <= n; i += kW) {
+    vf e = vexp(vload(x + i) - mx);
+    vstore(x + i, e);
+    s += e;
+  }
+  for (; i < n; ++i) { x[i] = std::exp(x[i] - mx); st += x[i]; }
+  v_scale_inplace(x, 1.0f / (hsum(s) + st), n);
+}
+
+// One activation row to int8 per 32-block (the contract in kernel_table.h; bit-exact with the
+// reference: d = amax / 127, q = nearbyint(x * (1 / d))).
+inline void v_quantize_act_row(const float* x, int64_t cols, int8_t* q, float* d, int32_t* sum, float* ds) {
+  for (int64_t b = 0; b < cols / 32; ++b) {
+    const float* xb = x + b * 32;
+    float amax = 0;
+    for (int k = 0; k < 32; ++k) amax = std::max(amax, std::fabs(xb[k]));
+    const float db = amax / 127.0f, id = db != 0.0f ? 1.0f / db : 0.0f;
+    int32_t s = 0;
+    for (int k = 0; k < 32; ++k) {
+      const int v = int(std::nearbyint(xb[k] * id));
+      q[b * 32 + k] = int8_t(v);
+      s += v;
+    }
+    d[b] = db;
+    sum[b] = s;
+    ds[b] = db * float(s);
+  }
+}
+
+}  // namespace
+}  // namespace tinfer

@@ -1,0 +1,65 @@
+// Generic (plain C++) quantized GEMM on the 16-row tile layout of packed_layout.h: the portable
+// fallback and a readable statement of what the SIMD kernels compute.
+#include <algorithm>
+#include <cstring>
+
+#include "core/fp16.h"
+#include "kernels/kernel_table.h"
+#include "kernels/packed_layout.h"
+
+namespace tinfer {
+namespace {
+
+enum class Kind { q8_0, q4_0, q4_1 };
+
+// y[i][tile rows] for one tile and one activation row i.
+template <Kind K>
+void tile_row(const uint8_t* tile, int64_t quant_offset, const QActs& a, int64_t i, float* y, int valid) {
+  constexpr int ns = K == Kind::q4_1 ? 32 : 16;  // fp16 scales per block
+  constexpr int qbytes = K == Kind::q8_0 ? 512 : 256;
+  constexpr int corr = K == Kind::q8_0 ? -128 : K == Kind::q4_0 ? -8 : 0;  // weight offset per q
+  const auto* scales = reinterpret_cast<const uint16_t*>(tile);
+  const uint8_t* quants = tile + quant_offset;
+  float acc[16] = {};
+  for (int64_t b = 0; b < a.nb; ++b) {
+    const int8_t* q = a.q + i * a.ldq + b * 32;
+    const uint8_t* qb = quants + b * qbytes;
+    int32_t isum[16];
+    for (int r = 0; r < 16; ++r) isum[r] = corr * a.sum[i * a.nb + b];
+    if constexpr (K == Kind::q8_0) {
+      for (int j = 0; j < 8; ++j)
+        for (int r = 0; r < 16; ++r)
+          for (int u = 0; u < 4; ++u) isum[r] += int(qb[j * 64 + r * 4 + u]) * q[4 * j + u];
+    } else {
+      for (int c = 0; c < 4; ++c)
+        for (int r = 0; r < 16; ++r)
+          for (int u = 0; u < 4; ++u) {
+            const int byte = qb[c * 64 + r * 4 + u];
+            isum[r] += (byte & 15) * q[4 * c + u] + (byte >> 4) * q[16 + 4 * c + u];
+          }
+    }
+    const float da = a.d[i * a.nb + b];
+    for (int r = 0; r < 16; ++r) {
+      acc[r] += fp16_to_f32(scales[b * ns + r]) * da * float(isum[r]);
+      if constexpr (K == Kind::q4_1) acc[r] += fp16_to_f32(scales[b * ns + 16 + r]) * a.ds[i * a.nb + b];
+    }
+  }
+  std::memcpy(y, acc, sizeof(float) * size_t(valid));
+}
+
+template <Kind K>
+void gemm(const GemmArgs& g, int64_t t0, int64_t t1, int64_t i0, int64_t i1) {
+  for (int64_t t = t0; t < t1; ++t) {
+    const int valid = int(std::min<int64_t>(packed::kTileRows, g.rows - t * packed::kTileRows));
+    for (int64_t i = i0; i < i1; ++i)
+      tile_row<K>(g.w + t * g.tile_bytes, g.quant_offset, g.a, i, g.y + i * g.ldy + t * packed::kTileRows, valid);
+  }
+}
+
+}  // namespace
+
+GemmFn generic_gemm_q8_0() { return gemm<Kind::q8_0>; }
+GemmFn generic_gemm_q4_0() { return gemm<Kind::q4_0>; }
+GemmFn generic_gemm_q4_1() { return gemm<Kind::q4_1>; }
+
+}  // namespace tinfer
