@@ -1,0 +1,55 @@
+// Reference matmul (double accumulation over the type table's dequantized GGUF rows) and the
+// reference activation quantizer used by the int8 path.
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "kernels/ref/ref_kernels.h"
+#include "quant/type_table.h"
+
+namespace tinfer::ref {
+
+void matmul(DType type, const void* w, int64_t rows, int64_t cols, const float* x, int64_t m, float* y) {
+  const auto& tt = type_traits(type);
+  const size_t rb = row_bytes(type, cols);
+  std::vector<float> row(static_cast<size_t>(cols));
+  for (int64_t r = 0; r < rows; ++r) {
+    tt.to_float(static_cast<const uint8_t*>(w) + rb * size_t(r), row.data(), cols);
+    for (int64_t i = 0; i < m; ++i) {
+      double s = 0;
+      for (int64_t c = 0; c < cols; ++c) s += double(row[size_t(c)]) * double(x[i * cols + c]);
+      y[i * rows + r] = float(s);
+    }
+  }
+}
+
+void quantize_act_row(const float* x, int64_t cols, int8_t* q, float* d, int32_t* sum, float* ds) {
+  for (int64_t b = 0; b < cols / 32; ++b) {
+    float amax = 0;
+    for (int k = 0; k < 32; ++k) amax = std::max(amax, std::fabs(x[b * 32 + k]));
+    const float db = amax / 127.0f, id = db != 0.0f ? 1.0f / db : 0.0f;
+    int32_t s = 0;
+    for (int k = 0; k < 32; ++k) {
+      const int v = int(std::nearbyint(x[b * 32 + k] * id));
+      q[b * 32 + k] = int8_t(v);
+      s += v;
+    }
+    d[b] = db;
+    sum[b] = s;
+    ds[b] = db * float(s);
+  }
+}
+
+void matmul_qact(DType type, const void* w, int64_t rows, int64_t cols, const float* x, int64_t m, float* y) {
+  const int64_t nb = cols / 32;
+  std::vector<float> xq(static_cast<size_t>(m * cols)), d(static_cast<size_t>(nb)), ds(static_cast<size_t>(nb));
+  std::vector<int8_t> q(static_cast<size_t>(cols));
+  std::vector<int32_t> sum(static_cast<size_t>(nb));
+  for (int64_t i = 0; i < m; ++i) {
+    quantize_act_row(x + i * cols, cols, q.data(), d.data(), sum.data(), ds.data());
+    for (int64_t c = 0; c < cols; ++c) xq[size_t(i * cols + c)] = float(double(d[size_t(c / 32)]) * q[size_t(c)]);
+  }
+  matmul(type, w, rows, cols, xq.data(), m, y);
+}
+
+}  // namespace tinfer::ref
