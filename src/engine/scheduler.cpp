@@ -1,0 +1,251 @@
+// Scheduler implementation: one budgeted pass over running then waiting requests per step; preemption by
+// recompute when blocks run out; stop/length checks in update().
+#include "engine/scheduler.h"
+
+#include <algorithm>
+#include <unordered_set>
+
+#include "core/error.h"
+
+namespace tinfer {
+
+std::vector<std::string> SchedulerConfig::validate() const {
+  std::vector<std::string> errs;
+  if (max_batched_tokens < 1) errs.push_back("max_batched_tokens must be >= 1");
+  if (max_seqs < 1) errs.push_back("max_seqs must be >= 1");
+  if (max_model_len < 2) errs.push_back("max_model_len must be >= 2 (a prompt token and an output)");
+  if (default_max_tokens < 1) errs.push_back("default_max_tokens must be >= 1");
+  if (max_tokens_cap < 1) errs.push_back("max_tokens_cap must be >= 1");
+  // Without chunking a (re)computed sequence must fit one step whole, up to its longest length.
+  if (!chunked_prefill && max_batched_tokens < max_model_len)
+    errs.push_back("without chunked prefill max_batched_tokens (" + std::to_string(max_batched_tokens) +
+                   ") must be >= max_model_len (" + std::to_string(max_model_len) + ")");
+  return errs;
+}
+
+Scheduler::Scheduler(SchedulerConfig config, kv::KvCacheConfig kv_config, std::unique_ptr<BatchingPolicy> policy)
+    : config_(std::move(config)), kv_(std::move(kv_config)), policy_(std::move(policy)) {
+  auto errs = config_.validate();
+  if (!errs.empty()) {
+    std::string msg = "scheduler config:";
+    for (const auto& e : errs) msg += "\n  " + e;
+    fail(msg);
+  }
+  check(policy_ != nullptr, "scheduler: no batching policy");
+  // A lone request can always grow to max_len_, so preemption never loops.
+  const int64_t capacity = static_cast<int64_t>(kv_.pool().num_blocks()) * kv_.block_size();
+  max_len_ = static_cast<int>(std::min<int64_t>(config_.max_model_len, capacity));
+}
+
+void Scheduler::add(RequestId id, RequestParams p) {
+  check(!requests_.count(id), "request " + std::to_string(id) + ": duplicate id");
+  check(!p.prompt.empty(), "request " + std::to_string(id) + ": empty prompt");
+  const int n = static_cast<int>(p.prompt.size());
+  check(n < max_len_, "request " + std::to_string(id) + ": prompt of " + std::to_string(n) +
+                          " tokens leaves no room for output (max length " + std::to_string(max_len_) + ")");
+  Request r;
+  r.id = id;
+  r.tokens = std::move(p.prompt);
+  r.num_prompt_tokens = n;
+  r.max_tokens = p.max_tokens > 0 ? p.max_tokens : config_.default_max_tokens;
+  if (r.max_tokens > config_.max_tokens_cap) {
+    r.max_tokens = config_.max_tokens_cap;
+    r.clamped = p.max_tokens > 0;  // only an explicit ask is reported as clamped
+  }
+  r.stop_token_ids = std::move(p.stop_token_ids);
+  r.ignore_eos = p.ignore_eos;
+  r.cache_salt = p.cache_salt;
+  requests_.emplace(id, std::move(r));
+  waiting_.push_back(id);
+}
+
+void Scheduler::emit(BatchPlan& plan, const Request& r, int n, std::vector<kv::CowCopy> copies) {
+  ScheduledRequest s;
+  s.id = r.id;
+  s.start_pos = r.num_computed_tokens;
+  s.tokens.assign(r.tokens.begin() + s.start_pos, r.tokens.begin() + s.start_pos + n);
+  s.block_table = kv_.block_table(r.id);
+  s.needs_logits = s.start_pos + n == r.num_tokens();
+  s.copies = std::move(copies);
+  plan.num_tokens += n;
+  plan.requests.push_back(std::move(s));
+}
+
+BatchPlan Scheduler::schedule() {
+  BatchPlan plan;
+  plan.step = next_step_++;
+  plan.block_size = kv_.block_size();
+  int budget = config_.max_batched_tokens;
+  const int num_running_at_start = num_running();
+  std::unordered_set<RequestId> scheduled;
+
+  // Running requests: decodes (one uncomputed token) first, then unfinished prefill chunks; each in admission order.
+  std::vector<RequestId> order = running_;
+  std::stable_partition(order.begin(), order.end(), [&](RequestId id) {
+    const Request& r = requests_.at(id);
+    return r.num_tokens() - r.num_computed_tokens == 1;
+  });
+  bool preempted_any = false;
+  for (RequestId id : order) {
+    if (budget == 0) break;
+    Request& r = requests_.at(id);
+    if (r.status != RequestStatus::kRunning) continue;  // preempted earlier in this loop
+    const int n = std::min(r.num_tokens() - r.num_computed_tokens, budget);
+    const kv::AllocRequest a{.num_computed = r.num_computed_tokens, .num_new = n};
+    std::vector<kv::CowCopy> copies;
+    while (!kv_.allocate(id, a, &copies)) {
+      // Out of blocks: the newest running request not yet scheduled this step gives its blocks back.
+      Request* victim = nullptr;
+      for (RequestId rid : running_) {
+        Request& c = requests_.at(rid);
+        if (!scheduled.count(rid) && (!victim || c.admit_order > victim->admit_order)) victim = &c;
+      }
+      preempt(*victim);
+      plan.preempted.push_back(victim->id);
+      preempted_any = true;
+      if (victim == &r) break;
+    }
+    if (r.status != RequestStatus::kRunning) continue;
+    emit(plan, r, n, std::move(copies));
+    scheduled.insert(id);
+    budget -= n;
+  }
+
+  // Waiting requests join in FCFS order; none after a preemption (the pool is short) or when the policy says no.
+  if (!preempted_any && policy_->may_admit(num_running_at_start)) {
+    while (!waiting_.empty() && num_running() < config_.max_seqs && budget > 0) {
+      Request& r = requests_.at(waiting_.front());
+      // Never the whole sequence from cache: the last token is computed so that its logits exist.
+      const kv::PrefixHit hit = kv_.match_prefix(r.tokens, r.cache_salt, r.num_tokens() - 1);
+      const int remaining = r.num_tokens() - hit.num_tokens;
+      if (!config_.chunked_prefill && remaining > budget) break;
+      const int n = std::min(remaining, budget);
+      const int reserve = std::min(r.num_prompt_tokens + r.max_tokens, max_len_);
+      const kv::AllocRequest a{.num_computed = hit.num_tokens, .num_new = n, .hit = &hit,
+                               .reserve_tokens = reserve, .extra_key = r.cache_salt};
+      if (!kv_.allocate(r.id, a, nullptr)) break;
+      kv_.record_prefix_query(r.num_tokens(), hit.num_tokens);
+      waiting_.pop_front();
+      r.status = RequestStatus::kRunning;
+      r.admit_order = next_admit_++;
+      r.num_computed_tokens = hit.num_tokens;
+      r.num_cached_prompt_tokens = std::min(hit.num_tokens, r.num_prompt_tokens);
+      running_.push_back(r.id);
+      emit(plan, r, n, {});
+      scheduled.insert(r.id);
+      budget -= n;
+    }
+  }
+  ++stats_.steps;
+  stats_.scheduled_tokens += plan.num_tokens;
+  return plan;
+}
+
+void Scheduler::preempt(Request& r) {
+  kv_.free(r.id);
+  remove_running(r.id);
+  r.status = RequestStatus::kWaiting;
+  r.num_computed_tokens = 0;  // recompute prompt + outputs on resume (prefix cache may cover part of it)
+  ++r.num_preemptions;
+  ++stats_.preemptions;
+  waiting_.push_front(r.id);
+}
+
+void Scheduler::remove_running(RequestId id) { std::erase(running_, id); }
+
+FinishReason Scheduler::stop_reason(const Request& r) const {
+  const Token t = r.tokens.back();
+  auto has = [t](const std::vector<Token>& v) { return std::find(v.begin(), v.end(), t) != v.end(); };
+  if (!r.ignore_eos && has(config_.eos_ids)) return FinishReason::kStop;
+  if (has(r.stop_token_ids)) return FinishReason::kStop;
+  if (r.num_output_tokens() >= r.max_tokens || r.num_tokens() >= max_len_) return FinishReason::kLength;
+  return FinishReason::kNone;
+}
+
+RequestOutput Scheduler::finish(Request& r, FinishReason reason) {
+  RequestOutput out;
+  out.id = r.id;
+  out.finished = true;
+  out.finish_reason = reason;
+  out.output_tokens = r.output_tokens();
+  out.num_prompt_tokens = r.num_prompt_tokens;
+  out.num_cached_prompt_tokens = r.num_cached_prompt_tokens;
+  out.clamped = r.clamped;
+  const RequestId id = r.id;  // copied: erasing the entry destroys r
+  kv_.free(id);
+  if (r.status == RequestStatus::kRunning) remove_running(id);
+  else std::erase(waiting_, id);
+  ++stats_.finished;
+  requests_.erase(id);  // r dangles from here on
+  return out;
+}
+
+std::vector<RequestOutput> Scheduler::update(const BatchPlan& plan, std::span<const Token> sampled) {
+  check(sampled.size() == plan.requests.size(), "scheduler update: " + std::to_string(sampled.size()) +
+                                                    " sampled tokens for " +
+                                                    std::to_string(plan.requests.size()) + " scheduled requests");
+  std::vector<RequestOutput> outs;
+  for (size_t i = 0; i < plan.requests.size(); ++i) {
+    const ScheduledRequest& s = plan.requests[i];
+    auto it = requests_.find(s.id);
+    if (it == requests_.end()) continue;  // aborted since
+    Request& r = it->second;
+    if (r.status != RequestStatus::kRunning || r.num_computed_tokens != s.start_pos) continue;  // preempted since
+    r.num_computed_tokens += static_cast<int>(s.tokens.size());
+    kv_.commit(r.id, r.tokens, r.num_computed_tokens);
+    if (!s.needs_logits) continue;
+    r.tokens.push_back(sampled[i]);
+    const FinishReason reason = stop_reason(r);
+    if (reason == FinishReason::kNone) {
+      RequestOutput o;
+      o.id = r.id;
+      o.new_tokens = {sampled[i]};
+      o.num_prompt_tokens = r.num_prompt_tokens;
+      o.num_cached_prompt_tokens = r.num_cached_prompt_tokens;
+      o.clamped = r.clamped;
+      outs.push_back(std::move(o));
+    } else {
+      RequestOutput o = finish(r, reason);
+      o.new_tokens = {sampled[i]};
+      outs.push_back(std::move(o));
+    }
+  }
+  return outs;
+}
+
+std::optional<RequestOutput> Scheduler::abort(RequestId id) {
+  auto it = requests_.find(id);
+  if (it == requests_.end()) return std::nullopt;
+  return finish(it->second, FinishReason::kAbort);
+}
+
+std::optional<RequestOutput> Scheduler::fork(RequestId parent, RequestId child, std::optional<Token> last_token) {
+  auto it = requests_.find(parent);
+  check(it != requests_.end() && it->second.status == RequestStatus::kRunning,
+        "fork: request " + std::to_string(parent) + " is not running");
+  check(!requests_.count(child), "fork: request " + std::to_string(child) + " already exists");
+  check(num_running() < config_.max_seqs, "fork: max_seqs reached");
+  Request c = it->second;
+  c.id = child;
+  c.admit_order = next_admit_++;
+  if (last_token) {
+    check(c.num_output_tokens() > 0 && c.num_computed_tokens < c.num_tokens(),
+          "fork: the parent's last token is already computed or not an output");
+    c.tokens.back() = *last_token;
+  }
+  kv_.fork(parent, child);
+  Request& r = requests_.emplace(child, std::move(c)).first->second;
+  running_.push_back(child);
+  if (last_token) {
+    const FinishReason reason = stop_reason(r);
+    if (reason != FinishReason::kNone) return finish(r, reason);
+  }
+  return std::nullopt;
+}
+
+const Request* Scheduler::find(RequestId id) const {
+  auto it = requests_.find(id);
+  return it == requests_.end() ? nullptr : &it->second;
+}
+
+}  // namespace tinfer
