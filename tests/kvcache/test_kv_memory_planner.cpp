@@ -1,0 +1,62 @@
+// KV memory planner: bytes per token, blocks from a budget, concurrency at a context length, and the refusal.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "core/error.h"
+#include "kvcache/memory_planner.h"
+
+namespace tinfer::kv {
+namespace {
+
+// Llama-2-7B-like: 32 layers, 32 KV heads of 128, f16 -> 2*32*32*128*2 = 512 KiB per token.
+constexpr KvShape kLlama7b{32, 32, 128, 2};
+
+TEST(MemoryPlanner, BytesPerToken) {
+  EXPECT_EQ(kv_bytes_per_token(kLlama7b), 524288u);
+  EXPECT_EQ(kv_bytes_per_token({22, 4, 64, 2}), 2u * 22 * 4 * 64 * 2);  // GQA: kv_heads, not heads
+  EXPECT_THROW(kv_bytes_per_token({0, 4, 64, 2}), Error);
+}
+
+TEST(MemoryPlanner, BlocksCapacityAndConcurrency) {
+  const size_t gib = size_t{1} << 30;
+  const KvMemoryPlan p = plan_kv_memory(kLlama7b, 4 * gib, 16, 4096);
+  EXPECT_EQ(p.bytes_per_block, 16u * 524288u);  // 8 MiB
+  EXPECT_EQ(p.num_blocks, 512);                  // 4 GiB / 8 MiB
+  EXPECT_EQ(p.capacity_tokens, 8192);
+  EXPECT_EQ(p.blocks_per_seq, 256);
+  EXPECT_EQ(p.max_concurrency, 2);
+  EXPECT_EQ(p.bytes_used, 4 * gib);
+}
+
+TEST(MemoryPlanner, RoundsDownBudgetAndUpContext) {
+  const KvShape s{1, 1, 4, 2};  // 16 bytes per token, 64 per block of 4
+  const KvMemoryPlan p = plan_kv_memory(s, 64 * 10 + 63, 4, 9);
+  EXPECT_EQ(p.num_blocks, 10);
+  EXPECT_EQ(p.blocks_per_seq, 3);  // 9 tokens -> 3 blocks of 4
+  EXPECT_EQ(p.max_concurrency, 3);
+  EXPECT_EQ(p.bytes_used, 640u);
+}
+
+TEST(MemoryPlanner, RefusesWhenOneSequenceCannotFit) {
+  const size_t gib = size_t{1} << 30;
+  try {
+    plan_kv_memory(kLlama7b, gib, 16, 4096);  // holds 2048 tokens, needs 4096
+    FAIL() << "expected an Error";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("4096 tokens"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("2048 tokens"), std::string::npos) << msg;
+  }
+  EXPECT_THROW(plan_kv_memory(kLlama7b, 100, 16, 1), Error);  // less than one block
+  EXPECT_THROW(plan_kv_memory(kLlama7b, gib, 0, 16), Error);
+}
+
+TEST(MemoryPlanner, BudgetFromFraction) {
+  EXPECT_EQ(kv_budget_from_fraction(1000, 0.9), 900u);
+  EXPECT_THROW(kv_budget_from_fraction(1000, 0.0), Error);
+  EXPECT_THROW(kv_budget_from_fraction(1000, 1.5), Error);
+}
+
+}  // namespace
+}  // namespace tinfer::kv
