@@ -1,0 +1,95 @@
+// Element-wise ops of every ISA's table vs the scalar references, on lengths with ragged tails.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "core/isa.h"
+#include "kernels/kernel_table.h"
+#include "kernels/kernel_test_util.h"
+#include "kernels/kernels.h"
+#include "kernels/ref/ref_kernels.h"
+
+namespace tinfer {
+namespace {
+
+// fp32 vs double reference; exp is a polynomial good to a few ulp, so 2e-6 relative + tiny absolute.
+void expect_close(const std::vector<float>& got, const std::vector<float>& want, double rel = 2e-6) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i)
+    ASSERT_NEAR(got[i], want[i], rel * std::fabs(want[i]) + 1e-6) << "at " << i;
+}
+
+const int64_t kLengths[] = {1, 3, 7, 16, 17, 33, 100, 1000, 4099};
+
+TEST(ElementwiseTest, EveryIsaMatchesReference) {
+  for (Isa isa : supported_isas()) {
+    const KernelTable& kt = kernel_table(isa);
+    for (int64_t n : kLengths) {
+      SCOPED_TRACE(testing::Message() << isa_name(isa) << " n=" << n);
+      const auto a = test::random_floats(size_t(n), uint32_t(n), 2.0f);
+      const auto b = test::random_floats(size_t(n), uint32_t(n + 1), 2.0f);
+      std::vector<float> got(static_cast<size_t>(n)), want(static_cast<size_t>(n));
+
+      kt.rmsnorm(a.data(), b.data(), got.data(), n, 1e-5f);
+      ref::rmsnorm(a.data(), b.data(), want.data(), n, 1e-5f);
+      expect_close(got, want, 1e-5);
+
+      got = a, want = a;
+      kt.silu_mul(got.data(), b.data(), n);
+      ref::silu_mul(want.data(), b.data(), n);
+      expect_close(got, want);
+
+      got = a, want = a;
+      kt.add_inplace(got.data(), b.data(), n);
+      ref::add_inplace(want.data(), b.data(), n);
+      expect_close(got, want);
+
+      got = a, want = a;
+      kt.axpy(0.37f, b.data(), got.data(), n);
+      ref::axpy(0.37f, b.data(), want.data(), n);
+      expect_close(got, want);
+
+      got = a, want = a;
+      kt.scale_inplace(got.data(), -1.5f, n);
+      ref::scale_inplace(want.data(), -1.5f, n);
+      expect_close(got, want);
+
+      EXPECT_NEAR(kt.dot_f32(a.data(), b.data(), n), ref::dot_f32(a.data(), b.data(), n), 1e-5 * double(n));
+
+      got = a, want = a;
+      for (auto* v : {&got, &want}) (*v)[0] *= 20.0f;  // a large logit
+      if (n > 3) got[2] = want[2] = -std::numeric_limits<float>::infinity();  // a masked position
+      kt.softmax_inplace(got.data(), n);
+      ref::softmax_inplace(want.data(), n);
+      expect_close(got, want, 1e-5);
+    }
+  }
+}
+
+TEST(ElementwiseTest, ActiveIsaWrappers) {
+  const int64_t n = 37;
+  const auto a = test::random_floats(size_t(n), 1), b = test::random_floats(size_t(n), 2);
+  std::vector<float> got = a, want = a;
+  silu_mul(got.data(), b.data(), n);
+  ref::silu_mul(want.data(), b.data(), n);
+  expect_close(got, want);
+  EXPECT_NEAR(dot_f32(a.data(), b.data(), n), ref::dot_f32(a.data(), b.data(), n), 1e-4);
+  rmsnorm(a.data(), b.data(), got.data(), n, 1e-6f);
+  ref::rmsnorm(a.data(), b.data(), want.data(), n, 1e-6f);
+  expect_close(got, want, 1e-5);
+}
+
+TEST(ElementwiseTest, SiluExtremes) {
+  std::vector<float> g = {-100.0f, -20.0f, 0.0f, 20.0f, 100.0f, -1e-3f, 1e-3f, 5.0f}, up(8, 1.0f);
+  for (Isa isa : supported_isas()) {
+    std::vector<float> got = g, want = g;
+    kernel_table(isa).silu_mul(got.data(), up.data(), 8);
+    ref::silu_mul(want.data(), up.data(), 8);
+    SCOPED_TRACE(isa_name(isa));
+    expect_close(got, want);
+  }
+}
+
+}  // namespace
+}  // namespace tinfer

@@ -1,0 +1,109 @@
+// matmul on every ISA and type vs the reference kernels, on ragged shapes (rows not a multiple of
+// the 16-row tile, odd block counts, odd activation row counts).
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "core/isa.h"
+#include "core/thread_pool.h"
+#include "kernels/kernel_table.h"
+#include "kernels/kernel_test_util.h"
+#include "kernels/kernels.h"
+#include "kernels/ref/ref_kernels.h"
+
+namespace tinfer {
+namespace {
+
+// Bound on NMSE vs the fp32-activation reference. The 32-block types quantize activations to int8
+// (step amax/127 per block): for Gaussian data the expected NMSE is ~3e-5, but a shape with a single
+// output is one sample of that noise (1.5e-4 seen), so 5e-4; a wrong scale or offset gives >1e-2, and
+// the exact int8 path is checked far tighter below. The others run fp32 dots (fp32-vs-double only): 1e-9.
+double nmse_tolerance(DType t) {
+  switch (t) {
+    case DType::Q8_0: case DType::Q4_0: case DType::Q4_1: return 5e-4;
+    default: return 1e-9;
+  }
+}
+// Bound on max error / rms vs the reference that quantizes activations the same way: the int dots
+// are exact, so only fp32 accumulation over the blocks (plus one rounding of d_w * d_a) remains.
+constexpr double kQActTolerance = 1e-5;
+
+struct Shape {
+  int64_t rows, blocks, m;
+};
+
+class MatmulTest : public ::testing::TestWithParam<DType> {};
+
+TEST_P(MatmulTest, MatchesReferenceOnEveryIsa) {
+  const DType type = GetParam();
+  const auto& tt = type_traits(type);
+  const int64_t bs = tt.block_size == 1 ? 32 : tt.block_size;  // float types: any width; use 32-steps
+  const bool tiled = type == DType::Q8_0 || type == DType::Q4_0 || type == DType::Q4_1;
+  std::vector<Shape> shapes = {{1, 1, 1}, {17, 3, 1}, {17, 3, 2}, {17, 3, 3}, {31, 5, 5},
+                               {33, 3, 7}, {16, 7, 16}, {45, 33, 33}, {5, 9, 70}};
+  if (tt.block_size == 1) shapes.push_back({7, 1, 3});  // cols = 32 + odd tail below
+  ThreadPool pool(2);
+  for (const Shape& s : shapes) {
+    const int64_t cols = s.blocks * bs + (tt.block_size == 1 ? 3 : 0);  // float types: ragged tail
+    const auto w = test::random_weights(type, s.rows, cols, uint32_t(s.rows * 131 + cols));
+    const auto x = test::random_floats(size_t(s.m * cols), uint32_t(s.m * 7 + cols));
+    std::vector<float> want(static_cast<size_t>(s.m * s.rows)), want_q(want.size());
+    ref::matmul(type, w.data(), s.rows, cols, x.data(), s.m, want.data());
+    if (tiled) ref::matmul_qact(type, w.data(), s.rows, cols, x.data(), s.m, want_q.data());
+    const PackedMatrix pw = pack_matrix(type, w.data(), s.rows, cols);
+    for (Isa isa : supported_isas()) {
+      SCOPED_TRACE(testing::Message() << tt.name << " isa=" << isa_name(isa) << " rows=" << s.rows
+                                      << " cols=" << cols << " m=" << s.m);
+      std::vector<float> got(want.size(), -1e30f);
+      matmul(pw, x.data(), s.m, got.data(), pool, kernel_table(isa));
+      EXPECT_LT(test::nmse(got.data(), want.data(), got.size()), nmse_tolerance(type));
+      if (tiled) {
+        EXPECT_LT(test::max_err_over_rms(got.data(), want_q.data(), got.size()), kQActTolerance);
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllTypes, MatmulTest,
+                         ::testing::Values(DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0,
+                                           DType::Q4_1, DType::Q4_K, DType::Q6_K),
+                         [](const auto& info) { return std::string(type_traits(info.param).name); });
+
+TEST(MatmulTest, SingleThreadPoolGivesSameResult) {
+  const int64_t rows = 37, cols = 96, m = 3;
+  const auto w = test::random_weights(DType::Q8_0, rows, cols, 5);
+  const auto x = test::random_floats(size_t(m * cols), 6);
+  const PackedMatrix pw = pack_matrix(DType::Q8_0, w.data(), rows, cols);
+  ThreadPool p1(1), p2(2);
+  std::vector<float> a(static_cast<size_t>(m * rows)), b(a.size());
+  matmul(pw, x.data(), m, a.data(), p1);
+  matmul(pw, x.data(), m, b.data(), p2);
+  EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float)));
+}
+
+TEST(ActQuantTest, EveryIsaMatchesReferenceBitExactly) {
+  const int64_t cols = 32 * 9;
+  auto x = test::random_floats(size_t(cols), 11, 3.0f);
+  for (int k = 64; k < 96; ++k) x[size_t(k)] = 0.0f;  // an all-zero block: d = 0, q = 0
+  x[5] = 127.0f / 2;                                  // ties: exact .5 multiples round to even
+  std::vector<int8_t> q0(static_cast<size_t>(cols)), q1(static_cast<size_t>(cols));
+  std::vector<float> d0(9), d1(9), ds0(9), ds1(9);
+  std::vector<int32_t> s0(9), s1(9);
+  ref::quantize_act_row(x.data(), cols, q0.data(), d0.data(), s0.data(), ds0.data());
+  for (Isa isa : supported_isas()) {
+    SCOPED_TRACE(isa_name(isa));
+    kernel_table(isa).quantize_act_row(x.data(), cols, q1.data(), d1.data(), s1.data(), ds1.data());
+    EXPECT_EQ(q0, q1);
+    EXPECT_EQ(d0, d1);
+    EXPECT_EQ(s0, s1);
+    EXPECT_EQ(ds0, ds1);
+  }
+}
+
+TEST(KernelTableTest, ForcedIsaTablesReportTheirIsa) {
+  for (Isa isa : supported_isas()) EXPECT_EQ(kernel_table(isa).isa, isa);
+  EXPECT_EQ(active_kernels().isa, active_isa());
+}
+
+}  // namespace
+}  // namespace tinfer

@@ -1,0 +1,46 @@
+// pack_matrix / unpack_row: round trips against the type table's dequantizer, errors for bad input.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "core/error.h"
+#include "kernels/kernel_test_util.h"
+#include "kernels/kernels.h"
+
+namespace tinfer {
+namespace {
+
+class PackTest : public ::testing::TestWithParam<DType> {};
+
+TEST_P(PackTest, UnpackRowRoundTrips) {
+  const DType type = GetParam();
+  const auto& tt = type_traits(type);
+  const int64_t rows = 37, cols = (tt.block_size == 1 ? 32 : tt.block_size) * 3;
+  const auto w = test::random_weights(type, rows, cols, 42);
+  const PackedMatrix pw = pack_matrix(type, w.data(), rows, cols);
+  EXPECT_EQ(pw.rows, rows);
+  EXPECT_EQ(pw.cols, cols);
+  std::vector<float> got(static_cast<size_t>(cols)), want(static_cast<size_t>(cols));
+  for (int64_t r = 0; r < rows; ++r) {
+    unpack_row(pw, r, got.data());
+    tt.to_float(w.data() + row_bytes(type, cols) * size_t(r), want.data(), cols);
+    for (int64_t c = 0; c < cols; ++c)
+      ASSERT_NEAR(got[size_t(c)], want[size_t(c)], 1e-6 * std::fabs(want[size_t(c)]) + 1e-9)
+          << tt.name << " r=" << r << " c=" << c;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllTypes, PackTest,
+                         ::testing::Values(DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0,
+                                           DType::Q4_1, DType::Q4_K, DType::Q6_K),
+                         [](const auto& info) { return std::string(type_traits(info.param).name); });
+
+TEST(PackErrors, RejectsUnsupportedTypesAndRaggedRows) {
+  std::vector<uint8_t> buf(4096);
+  EXPECT_THROW(pack_matrix(DType(6), buf.data(), 1, 32), Error);  // Q5_0: not supported here
+  EXPECT_THROW(pack_matrix(DType::Q8_0, buf.data(), 1, 40), Error);  // not a multiple of 32
+  EXPECT_THROW(pack_matrix(DType::Q8_0, buf.data(), 0, 32), Error);
+}
+
+}  // namespace
+}  // namespace tinfer
