@@ -1,0 +1,251 @@
+// Scheduler behaviour with a fake runner: admission and retirement every step, the token budget, chunked
+// prefill on/off, max_seqs, caps and clamping, stop ids, EOS, abort, static vs continuous, prefix hits.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "core/error.h"
+#include "test_scheduler_util.h"
+
+namespace tinfer::test {
+namespace {
+
+RequestParams params(std::vector<Token> prompt, int max_tokens = 0) {
+  RequestParams p;
+  p.prompt = std::move(prompt);
+  p.max_tokens = max_tokens;
+  return p;
+}
+
+std::vector<RequestId> ids_of(const BatchPlan& plan) {
+  std::vector<RequestId> ids;
+  for (const auto& s : plan.requests) ids.push_back(s.id);
+  return ids;
+}
+
+SchedulerConfig config(int budget = 64, int max_seqs = 8) {
+  SchedulerConfig c;
+  c.max_batched_tokens = budget;
+  c.max_seqs = max_seqs;
+  c.max_model_len = 64;
+  c.default_max_tokens = 3;
+  c.max_tokens_cap = 8;
+  c.eos_ids = {2};
+  return c;
+}
+
+TEST(Scheduler, AdmitsAndRetiresEveryStep) {
+  Scheduler s(config(), kv_config(32));
+  FakeRunner runner(32, 4);
+  s.add(1, params(prompt_of(5), 1));
+  s.add(2, params(prompt_of(6, 200), 3));
+  BatchPlan p = s.schedule();
+  EXPECT_EQ(ids_of(p), (std::vector<RequestId>{1, 2}));
+  EXPECT_EQ(p.num_tokens, 11);
+  EXPECT_TRUE(p.requests[0].needs_logits && p.requests[1].needs_logits);
+  auto outs = s.update(p, runner.run(p));
+  ASSERT_EQ(outs.size(), 2u);
+  EXPECT_TRUE(outs[0].finished);  // max_tokens 1: leaves at once
+  EXPECT_EQ(outs[0].finish_reason, FinishReason::kLength);
+  EXPECT_EQ(s.num_running(), 1);
+  EXPECT_EQ(s.kv().stats().used, 2);  // request 1's blocks are back
+
+  s.add(3, params(prompt_of(3, 300)));
+  p = s.schedule();  // request 2 decodes, request 3 joins in the same step
+  EXPECT_EQ(ids_of(p), (std::vector<RequestId>{2, 3}));
+  EXPECT_EQ(p.requests[0].tokens.size(), 1u);
+  EXPECT_EQ(p.requests[0].start_pos, 6);
+  EXPECT_EQ(p.num_tokens, 4);
+  auto done = drive(s, runner);
+  EXPECT_EQ(done.at(2).output_tokens.size(), 3u);
+  EXPECT_EQ(done.at(3).output_tokens.size(), 3u);  // the server default
+  EXPECT_EQ(s.kv().stats().used, 0);
+}
+
+TEST(Scheduler, ChunkedPrefillSplitsALongPromptOverSteps) {
+  Scheduler s(config(8), kv_config(32));
+  FakeRunner runner(32, 4);
+  s.add(1, params(prompt_of(20), 2));
+  std::vector<int> starts;
+  std::vector<bool> logits;
+  for (int i = 0; i < 3; ++i) {
+    BatchPlan p = s.schedule();
+    ASSERT_EQ(p.requests.size(), 1u);
+    EXPECT_LE(p.num_tokens, 8);
+    starts.push_back(p.requests[0].start_pos);
+    logits.push_back(p.requests[0].needs_logits);
+    s.update(p, runner.run(p));
+  }
+  EXPECT_EQ(starts, (std::vector<int>{0, 8, 16}));
+  EXPECT_EQ(logits, (std::vector<bool>{false, false, true}));
+  EXPECT_EQ(s.find(1)->num_output_tokens(), 1);
+}
+
+TEST(Scheduler, WithoutChunkingAPromptWaitsUntilItFitsWhole) {
+  SchedulerConfig c = config(16);
+  c.max_model_len = 16;
+  c.chunked_prefill = false;
+  Scheduler s(c, kv_config(32));
+  FakeRunner runner(32, 4);
+  s.add(1, params(prompt_of(10), 4));
+  s.add(2, params(prompt_of(10, 200), 4));
+  BatchPlan p = s.schedule();
+  EXPECT_EQ(ids_of(p), (std::vector<RequestId>{1}));  // 6 tokens left: request 2 does not fit whole
+  s.update(p, runner.run(p));
+  p = s.schedule();
+  EXPECT_EQ(ids_of(p), (std::vector<RequestId>{1, 2}));
+  EXPECT_EQ(p.num_tokens, 11);
+
+  SchedulerConfig bad = config(8);
+  bad.chunked_prefill = false;  // budget 8 < max_model_len 64: a long sequence could never run
+  EXPECT_THROW(Scheduler(bad, kv_config(32)), Error);
+}
+
+TEST(Scheduler, ChunkingFillsTheRemainingBudget) {
+  Scheduler s(config(16), kv_config(32));
+  FakeRunner runner(32, 4);
+  s.add(1, params(prompt_of(10), 4));
+  s.add(2, params(prompt_of(10, 200), 4));
+  BatchPlan p = s.schedule();
+  ASSERT_EQ(ids_of(p), (std::vector<RequestId>{1, 2}));
+  EXPECT_EQ(p.requests[1].tokens.size(), 6u);
+  EXPECT_FALSE(p.requests[1].needs_logits);
+  s.update(p, runner.run(p));
+  p = s.schedule();  // decode of 1 first, then the rest of 2's prompt
+  EXPECT_EQ(ids_of(p), (std::vector<RequestId>{1, 2}));
+  EXPECT_EQ(p.requests[1].start_pos, 6);
+  EXPECT_TRUE(p.requests[1].needs_logits);
+}
+
+TEST(Scheduler, MaxSeqsBoundsTheRunningSet) {
+  Scheduler s(config(64, 2), kv_config(32));
+  FakeRunner runner(32, 4);
+  for (RequestId id = 1; id <= 5; ++id) s.add(id, params(prompt_of(3, static_cast<Token>(id * 10)), 2));
+  auto done = drive(s, runner);  // drive() checks the bound every step
+  EXPECT_EQ(done.size(), 5u);
+}
+
+TEST(Scheduler, CapsClampAndDefaults) {
+  Scheduler s(config(), kv_config(32));
+  FakeRunner runner(32, 4);
+  s.add(1, params(prompt_of(4), 100));  // above the cap of 8
+  s.add(2, params(prompt_of(4, 200), 0));
+  s.add(3, params(prompt_of(60, 300), 8));  // max_model_len 64 ends it first
+  EXPECT_TRUE(s.find(1)->clamped);
+  EXPECT_EQ(s.find(1)->max_tokens, 8);
+  EXPECT_FALSE(s.find(2)->clamped);
+  auto done = drive(s, runner);
+  EXPECT_EQ(done.at(1).output_tokens.size(), 8u);
+  EXPECT_TRUE(done.at(1).clamped);
+  EXPECT_EQ(done.at(1).finish_reason, FinishReason::kLength);
+  EXPECT_EQ(done.at(2).output_tokens.size(), 3u);
+  EXPECT_EQ(done.at(3).output_tokens.size(), 4u);
+  EXPECT_EQ(done.at(3).finish_reason, FinishReason::kLength);
+  EXPECT_THROW(s.add(4, params(prompt_of(64))), Error);  // no room for one output
+  EXPECT_THROW(s.add(5, params({})), Error);
+  s.add(6, params(prompt_of(2)));
+  EXPECT_THROW(s.add(6, params(prompt_of(2))), Error);
+}
+
+TEST(Scheduler, StopIdsAndEos) {
+  Scheduler s(config(), kv_config(32));
+  RequestParams a = params(prompt_of(3), 8);
+  a.stop_token_ids = {77};
+  RequestParams b = params(prompt_of(3, 200), 8);
+  RequestParams c = params(prompt_of(3, 300), 3);
+  c.ignore_eos = true;
+  s.add(1, a);
+  s.add(2, b);
+  s.add(3, c);
+  BatchPlan p = s.schedule();
+  auto outs = s.update(p, std::vector<Token>{77, 2, 2});  // stop id for 1, EOS for 2 and 3
+  ASSERT_EQ(outs.size(), 3u);
+  EXPECT_TRUE(outs[0].finished);
+  EXPECT_EQ(std::string(finish_reason_name(outs[0].finish_reason)), "stop");
+  EXPECT_EQ(outs[0].output_tokens, (std::vector<Token>{77}));
+  EXPECT_TRUE(outs[1].finished);
+  EXPECT_EQ(outs[1].finish_reason, FinishReason::kStop);
+  EXPECT_FALSE(outs[2].finished);  // ignores EOS
+  EXPECT_EQ(outs[2].new_tokens, (std::vector<Token>{2}));
+  p = s.schedule();
+  outs = s.update(p, std::vector<Token>{77});  // 77 is not a stop id for request 3
+  EXPECT_FALSE(outs[0].finished);
+}
+
+TEST(Scheduler, AbortInAnyState) {
+  Scheduler s(config(8, 1), kv_config(32));
+  FakeRunner runner(32, 4);
+  s.add(1, params(prompt_of(12), 4));
+  s.add(2, params(prompt_of(4, 200), 4));
+  BatchPlan p = s.schedule();  // 1 prefills its first chunk; 2 waits (max_seqs 1)
+  EXPECT_EQ(s.kv().stats().used, 2);
+  auto a = s.abort(2);  // waiting
+  ASSERT_TRUE(a);
+  EXPECT_EQ(std::string(finish_reason_name(a->finish_reason)), "abort");
+  a = s.abort(1);  // running, with a plan in flight
+  ASSERT_TRUE(a);
+  EXPECT_EQ(s.kv().stats().used, 0);  // blocks returned at once
+  EXPECT_TRUE(s.update(p, runner.run(p)).empty());  // the stale plan is ignored
+  EXPECT_FALSE(s.abort(1));
+  EXPECT_FALSE(s.has_unfinished());
+}
+
+// max_seqs 2; request 1 stops after one token, request 2 after five. Returns the step at which 3 is admitted.
+int step_when_third_joins(std::unique_ptr<BatchingPolicy> policy) {
+  Scheduler s(config(64, 2), kv_config(32), std::move(policy));
+  FakeRunner runner(32, 4);
+  s.add(1, params(prompt_of(3), 1));
+  s.add(2, params(prompt_of(3, 200), 5));
+  s.add(3, params(prompt_of(3, 300), 1));
+  for (int step = 0; step < 20; ++step) {
+    BatchPlan p = s.schedule();
+    const auto ids = ids_of(p);
+    if (std::find(ids.begin(), ids.end(), 3) != ids.end()) return step;
+    s.update(p, runner.run(p));
+  }
+  return -1;
+}
+
+TEST(Scheduler, StaticBatchDrainsBeforeAdmittingContinuousJoinsAtOnce) {
+  EXPECT_EQ(step_when_third_joins(std::make_unique<ContinuousBatching>()), 1);  // the step after 1 finished
+  EXPECT_EQ(step_when_third_joins(std::make_unique<StaticBatching>()), 5);      // after 2's fifth token
+}
+
+TEST(Scheduler, PrefixHitsSkipComputationAndKeepOutputs) {
+  auto prompt = prompt_of(18);
+  std::vector<Token> reference;
+  {
+    Scheduler cold(config(), kv_config(32, false));
+    FakeRunner runner(32, 4);
+    cold.add(1, params(prompt, 4));
+    reference = drive(cold, runner).at(1).output_tokens;
+  }
+  Scheduler s(config(), kv_config(32));
+  FakeRunner runner(32, 4);
+  s.add(1, params(prompt, 4));
+  drive(s, runner);
+  s.add(2, params(prompt, 4));
+  BatchPlan p = s.schedule();
+  ASSERT_EQ(p.requests.size(), 1u);
+  EXPECT_EQ(p.requests[0].start_pos, 16);  // 4 full blocks hit; 2 prompt tokens computed
+  EXPECT_EQ(s.find(2)->num_cached_prompt_tokens, 16);
+  auto outs = s.update(p, runner.run(p));
+  auto done = drive(s, runner);
+  EXPECT_EQ(done.at(2).output_tokens, reference);
+  EXPECT_EQ(done.at(2).num_cached_prompt_tokens, 16);
+
+  s.add(3, params(prompt_of(16), 1));  // whole prompt cached: the last block is still computed
+  p = s.schedule();
+  EXPECT_EQ(p.requests[0].start_pos, 12);
+  EXPECT_TRUE(p.requests[0].needs_logits);
+  RequestParams salted = params(prompt, 1);
+  salted.cache_salt = 9;
+  s.update(p, runner.run(p));
+  s.add(4, salted);
+  p = s.schedule();
+  EXPECT_EQ(p.requests[0].start_pos, 0);  // another salt never shares
+  EXPECT_GT(s.kv().stats().prefix_hit_tokens, 0);
+}
+
+}  // namespace
+}  // namespace tinfer::test
