@@ -1,0 +1,116 @@
+// matmul micro-benchmarks on TinyLlama-1.1B shapes: decode (m=1, reported as weight GB/s) and
+// prefill (m=512, reported as int8 GOPS = 2*rows*cols*m / s), plus a whole-model decode step.
+// Threads: TINFER_THREADS (default 2). Run: build/bench/bench_matmul --benchmark_min_time=0.5
+#include <benchmark/benchmark.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "core/fp16.h"
+#include "core/thread_pool.h"
+#include "kernels/kernels.h"
+#include "quant/type_table.h"
+
+namespace tinfer {
+namespace {
+
+ThreadPool& pool() {
+  static ThreadPool p(std::getenv("TINFER_THREADS") ? std::atoi(std::getenv("TINFER_THREADS")) : 2);
+  return p;
+}
+
+// Random GGUF-layout weights without running the (slow) reference quantizer on 65M values: random
+// quant bytes from a few quantized random rows, repeated; the kernels' speed does not depend on values.
+PackedMatrix random_packed(DType type, int64_t rows, int64_t cols) {
+  const size_t rb = row_bytes(type, cols);
+  std::vector<uint8_t> seed_rows(rb * 8);
+  std::mt19937 rng(1);
+  std::normal_distribution<float> dist(0.0f, 0.05f);
+  std::vector<float> f(static_cast<size_t>(cols));
+  for (int r = 0; r < 8; ++r) {
+    for (auto& v : f) v = dist(rng);
+    type_traits(type).from_float(f.data(), seed_rows.data() + rb * size_t(r), cols);
+  }
+  std::vector<uint8_t> w(rb * size_t(rows));
+  for (int64_t r = 0; r < rows; ++r) std::memcpy(w.data() + rb * size_t(r), seed_rows.data() + rb * size_t(r % 8), rb);
+  return pack_matrix(type, w.data(), rows, cols);
+}
+
+std::vector<float> random_x(int64_t n) {
+  std::mt19937 rng(2);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<float> x(static_cast<size_t>(n));
+  for (auto& v : x) v = dist(rng);
+  return x;
+}
+
+// args: type, rows, cols, m. Decode shapes cycle through enough copies (>= 256 MiB) that weights
+// come from DRAM, as in a real decode step (TINFER_BENCH_HOT=1: one copy, to see in-cache kernel speed).
+void BM_Matmul(benchmark::State& state) {
+  const DType type = DType(state.range(0));
+  const int64_t rows = state.range(1), cols = state.range(2), m = state.range(3);
+  std::vector<PackedMatrix> ws;
+  ws.push_back(random_packed(type, rows, cols));
+  const size_t bytes = ws[0].data.size();
+  const size_t copies = m == 1 && !std::getenv("TINFER_BENCH_HOT") ? std::max<size_t>(1, (size_t(256) << 20) / bytes) : 1;
+  while (ws.size() < copies) ws.push_back(random_packed(type, rows, cols));
+  const auto x = random_x(m * cols);
+  std::vector<float> y(static_cast<size_t>(m * rows));
+  size_t k = 0;
+  for (auto _ : state) {
+    matmul(ws[k], x.data(), m, y.data(), pool());
+    k = (k + 1) % ws.size();
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.counters["GB/s"] = benchmark::Counter(double(bytes), benchmark::Counter::kIsIterationInvariantRate,
+                                              benchmark::Counter::kIs1000);
+  state.counters["GOPS"] = benchmark::Counter(2.0 * double(rows * cols * m),
+                                              benchmark::Counter::kIsIterationInvariantRate,
+                                              benchmark::Counter::kIs1000);
+  state.SetLabel(type_traits(type).name);
+}
+
+void shapes(benchmark::internal::Benchmark* b) {
+  const int64_t kShapes[][2] = {{2048, 2048}, {256, 2048}, {5632, 2048}, {2048, 5632}, {32000, 2048}};
+  for (DType t : {DType::Q8_0, DType::Q4_0, DType::Q4_1})
+    for (const auto& s : kShapes) b->Args({int64_t(t), s[0], s[1], 1});
+  for (DType t : {DType::Q8_0, DType::Q4_0})
+    for (const auto& s : kShapes)
+      if (s[0] != 32000) b->Args({int64_t(t), s[0], s[1], 512});
+}
+BENCHMARK(BM_Matmul)->Apply(shapes)->Unit(benchmark::kMicrosecond)->UseRealTime();
+
+// A whole TinyLlama decode step (m=1): 22 layers of q,k,v,o,gate,up,down + the output matrix.
+// Four distinct layers are cycled (~180 MiB for Q8_0) so weights stream from DRAM.
+void BM_DecodeStep(benchmark::State& state) {
+  const DType type = DType(state.range(0));
+  const int64_t kLayer[][2] = {{2048, 2048}, {256, 2048}, {256, 2048}, {2048, 2048},
+                               {5632, 2048}, {5632, 2048}, {2048, 5632}};
+  std::vector<std::vector<PackedMatrix>> layers(4);
+  size_t bytes = 0;
+  for (auto& l : layers)
+    for (const auto& s : kLayer) l.push_back(random_packed(type, s[0], s[1]));
+  for (auto& w : layers[0]) bytes += w.data.size() * 22;
+  const PackedMatrix out = random_packed(type, 32000, 2048);
+  bytes += out.data.size();
+  const auto x = random_x(5632);
+  std::vector<float> y(32000);
+  for (auto _ : state) {
+    for (int l = 0; l < 22; ++l)
+      for (auto& w : layers[size_t(l % 4)]) matmul(w, x.data(), 1, y.data(), pool());
+    matmul(out, x.data(), 1, y.data(), pool());
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.counters["tok/s"] = benchmark::Counter(1.0, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GB/s"] = benchmark::Counter(double(bytes), benchmark::Counter::kIsIterationInvariantRate,
+                                              benchmark::Counter::kIs1000);
+  state.SetLabel(type_traits(type).name);
+}
+BENCHMARK(BM_DecodeStep)->Arg(int64_t(DType::Q8_0))->Arg(int64_t(DType::Q4_0))->Unit(benchmark::kMillisecond)->UseRealTime();
+
+}  // namespace
+}  // namespace tinfer
+
+BENCHMARK_MAIN();
