@@ -32,6 +32,9 @@ class Tokenizer {
   virtual int32_t token_id(std::string_view piece) const = 0;  // exact vocab piece -> id, -1 if absent
   virtual const std::string& piece(int32_t id) const = 0;      // vocab string as stored
   virtual bool add_bos_by_default() const = 0;
+  // True when encode() puts a SentencePiece dummy-prefix space before the text; decode() then drops
+  // one leading space so that decode(encode(s)) == s.
+  virtual bool adds_space_prefix() const { return false; }
 };
 
 // Builds the tokenizer named by tokenizer.ggml.model ("llama" or "gpt2"); Error otherwise.

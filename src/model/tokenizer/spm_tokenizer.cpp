@@ -1,0 +1,144 @@
+// SentencePiece-style BPE (tokenizer.ggml.model = "llama"): dummy-prefix space, ' ' -> U+2581,
+// greedy merging of the highest-scoring adjacent pair, byte fallback (<0xNN>) for unknown text.
+#include <array>
+#include <cstdio>
+
+#include "model/tokenizer/merge_queue.h"
+#include "model/tokenizer/unicode_util.h"
+#include "model/tokenizer/vocab.h"
+
+namespace tinfer {
+namespace {
+
+constexpr std::string_view kSpace = "\xE2\x96\x81";  // U+2581 LOWER ONE EIGHTH BLOCK
+
+class SpmTokenizer final : public Tokenizer {
+ public:
+  explicit SpmTokenizer(VocabData d) : vocab_(std::move(d)) {
+    byte_ids_.fill(-1);
+    char buf[8];
+    for (int b = 0; b < 256; ++b) {
+      std::snprintf(buf, sizeof buf, "<0x%02X>", b);
+      byte_ids_[b] = vocab_.find(buf);
+    }
+  }
+
+  std::vector<int32_t> encode(std::string_view text, bool add_bos, bool parse_special) const override {
+    std::vector<int32_t> out;
+    const VocabData& d = vocab_.data();
+    if (add_bos && d.bos >= 0) out.push_back(d.bos);
+    bool after_special = true;  // the dummy prefix goes before the text and after each special token
+    std::string buf;
+    for (const auto& frag : vocab_.split_special(text, parse_special)) {
+      if (frag.id >= 0) {
+        out.push_back(frag.id);
+        after_special = true;
+        continue;
+      }
+      buf.clear();
+      if (d.add_space_prefix && after_special) buf += kSpace;
+      for (char c : frag.text) {
+        if (c == ' ') buf += kSpace;
+        else buf += c;
+      }
+      encode_piece(buf, out);
+      after_special = false;
+    }
+    return out;
+  }
+
+  std::string token_bytes(int32_t id, bool render_special) const override {
+    if (!vocab_.in_range(id)) return {};
+    const std::string& p = vocab_.data().tokens[id];
+    switch (vocab_.attr(id)) {
+      case TokenAttr::byte: {
+        unsigned v = 0;
+        if (p.size() == 6 && std::sscanf(p.c_str(), "<0x%2X>", &v) == 1) return std::string(1, static_cast<char>(v));
+        return p;
+      }
+      case TokenAttr::control:
+      case TokenAttr::unknown:
+      case TokenAttr::unused:
+        return render_special ? p : std::string();
+      default: {
+        std::string s;
+        s.reserve(p.size());
+        for (size_t i = 0; i < p.size();) {
+          if (p.compare(i, kSpace.size(), kSpace) == 0) {
+            s += ' ';
+            i += kSpace.size();
+          } else {
+            s += p[i++];
+          }
+        }
+        return s;
+      }
+    }
+  }
+
+  int32_t n_vocab() const override { return vocab_.size(); }
+  int32_t bos() const override { return vocab_.data().bos; }
+  int32_t eos() const override { return vocab_.data().eos; }
+  bool is_eog(int32_t id) const override { return vocab_.is_eog(id); }
+  int32_t token_id(std::string_view piece) const override { return vocab_.find(piece); }
+  const std::string& piece(int32_t id) const override { return vocab_.data().tokens.at(id); }
+  bool add_bos_by_default() const override { return vocab_.data().add_bos; }
+  bool adds_space_prefix() const override { return vocab_.data().add_space_prefix; }
+
+ private:
+  // Pieces that take part in merging: normal and user-defined (SentencePiece never forms control,
+  // byte, unknown or unused pieces by merging).
+  int32_t mergeable(std::string_view s) const {
+    const int32_t id = vocab_.find(s);
+    if (id < 0) return -1;
+    const TokenAttr a = vocab_.attr(id);
+    return a == TokenAttr::normal || a == TokenAttr::user_defined ? id : -1;
+  }
+
+  void encode_piece(std::string_view s, std::vector<int32_t>& out) const {
+    std::vector<MergeSymbol> syms;
+    for (size_t i = 0; i < s.size();) {
+      const size_t n = unicode::utf8_len(s, i);
+      MergeSymbol m;
+      m.prev = static_cast<int32_t>(syms.size()) - 1;
+      m.next = static_cast<int32_t>(syms.size()) + 1;
+      m.start = static_cast<uint32_t>(i);
+      m.len = static_cast<uint32_t>(n);
+      syms.push_back(m);
+      i += n;
+    }
+    if (syms.empty()) return;
+    syms.back().next = -1;
+    merge_symbols(syms, [&](const MergeSymbol& l, const MergeSymbol& r, double& pr, int32_t& id) {
+      id = mergeable(s.substr(l.start, l.len + r.len));
+      if (id < 0) return false;
+      pr = vocab_.score(id);
+      return true;
+    });
+    for (int32_t i = 0; i >= 0; i = syms[i].next) {
+      const std::string_view piece = s.substr(syms[i].start, syms[i].len);
+      const int32_t id = mergeable(piece);
+      if (id >= 0) {
+        out.push_back(id);
+        continue;
+      }
+      // Byte fallback; a vocabulary without byte pieces gives one <unk> for the whole piece.
+      bool have_bytes = true;
+      for (char c : piece) have_bytes = have_bytes && byte_ids_[static_cast<uint8_t>(c)] >= 0;
+      if (have_bytes) {
+        for (char c : piece) out.push_back(byte_ids_[static_cast<uint8_t>(c)]);
+      } else if (vocab_.data().unk >= 0) {
+        out.push_back(vocab_.data().unk);
+      }
+    }
+  }
+
+  Vocab vocab_;
+  std::array<int32_t, 256> byte_ids_;
+};
+
+}  // namespace
+
+std::unique_ptr<Tokenizer> make_spm_tokenizer(VocabData d) { return std::make_unique<SpmTokenizer>(std::move(d)); }
+
+}  // namespace tinfer

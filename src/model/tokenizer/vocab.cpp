@@ -1,0 +1,112 @@
+// Vocab: validation of tokenizer metadata, piece lookup, end-of-generation set, special-token split.
+#include "model/tokenizer/vocab.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include "core/error.h"
+
+namespace tinfer {
+
+void VocabData::validate() const {
+  std::ostringstream err;
+  const size_t n = tokens.size();
+  if (n == 0) err << "; tokenizer.ggml.tokens is empty";
+  if (n > static_cast<size_t>(INT32_MAX)) err << "; too many tokens (" << n << ")";
+  if (!scores.empty() && scores.size() != n)
+    err << "; tokenizer.ggml.scores has " << scores.size() << " entries, tokens has " << n;
+  if (!types.empty() && types.size() != n)
+    err << "; tokenizer.ggml.token_type has " << types.size() << " entries, tokens has " << n;
+  for (size_t i = 0; i < types.size(); ++i) {
+    if (types[i] < 0 || types[i] > 6) {
+      err << "; token " << i << " has invalid token_type " << types[i];
+      break;
+    }
+  }
+  const std::pair<const char*, int32_t> ids[] = {{"bos_token_id", bos}, {"eos_token_id", eos},
+                                                 {"unknown_token_id", unk}, {"eot_token_id", eot},
+                                                 {"eom_token_id", eom}, {"padding_token_id", pad}};
+  for (const auto& [name, id] : ids)
+    if (id < -1 || (id >= 0 && static_cast<size_t>(id) >= n))
+      err << "; tokenizer.ggml." << name << " = " << id << " is out of range [0, " << n << ")";
+  if (model == "gpt2" && merges.empty()) err << "; gpt2 tokenizer has no tokenizer.ggml.merges";
+  const std::string e = err.str();
+  if (!e.empty()) fail("invalid tokenizer metadata: " + e.substr(2));
+}
+
+Vocab::Vocab(VocabData d) : d_(std::move(d)) {
+  d_.validate();
+  const int32_t n = size();
+  attrs_.assign(n, TokenAttr::normal);
+  for (int32_t i = 0; i < n && !d_.types.empty(); ++i)
+    attrs_[i] = d_.types[i] == 0 ? TokenAttr::normal : static_cast<TokenAttr>(d_.types[i]);
+  index_.reserve(n);
+  for (int32_t i = 0; i < n; ++i) index_.emplace(d_.tokens[i], i);  // first occurrence wins
+  eog_.assign(n, false);
+  for (int32_t id : {d_.eos, d_.eot, d_.eom})
+    if (id >= 0) eog_[id] = true;
+  for (int32_t i = 0; i < n; ++i) {
+    const TokenAttr a = attrs_[i];
+    if ((a == TokenAttr::control || a == TokenAttr::user_defined) && !d_.tokens[i].empty()) specials_.push_back(i);
+    // Chat/end-of-turn control tokens of common families end generation too.
+    static const char* kEogTexts[] = {"<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<|eom_id|>",
+                                      "<end_of_turn>", "<|end|>", "</s>"};
+    if (a == TokenAttr::control)
+      for (const char* t : kEogTexts)
+        if (d_.tokens[i] == t) eog_[i] = true;
+  }
+  std::stable_sort(specials_.begin(), specials_.end(),
+                   [&](int32_t a, int32_t b) { return d_.tokens[a].size() > d_.tokens[b].size(); });
+}
+
+int32_t Vocab::find(std::string_view piece) const {
+  auto it = index_.find(piece);
+  return it == index_.end() ? -1 : it->second;
+}
+
+bool Vocab::is_eog(int32_t id) const { return in_range(id) && eog_[id]; }
+
+std::vector<Vocab::Fragment> Vocab::split_special(std::string_view text, bool parse_special) const {
+  std::vector<Fragment> out;
+  if (!parse_special || specials_.empty()) {
+    if (!text.empty()) out.push_back({-1, text});
+    return out;
+  }
+  // Scan left to right; at each position try specials longest first. Special texts start with a
+  // small set of bytes ('<', '[' ...), so a first-byte filter keeps this near linear.
+  bool first_byte[256] = {};
+  for (int32_t id : specials_) first_byte[static_cast<uint8_t>(d_.tokens[id][0])] = true;
+  size_t raw_start = 0, i = 0;
+  while (i < text.size()) {
+    int32_t hit = -1;
+    if (first_byte[static_cast<uint8_t>(text[i])]) {
+      for (int32_t id : specials_) {
+        const std::string& t = d_.tokens[id];
+        if (text.compare(i, t.size(), t) == 0) {
+          hit = id;
+          break;
+        }
+      }
+    }
+    if (hit < 0) {
+      ++i;
+      continue;
+    }
+    if (i > raw_start) out.push_back({-1, text.substr(raw_start, i - raw_start)});
+    out.push_back({hit, {}});
+    i += d_.tokens[hit].size();
+    raw_start = i;
+  }
+  if (raw_start < text.size()) out.push_back({-1, text.substr(raw_start)});
+  return out;
+}
+
+std::unique_ptr<Tokenizer> make_tokenizer(VocabData d) {
+  using Maker = std::unique_ptr<Tokenizer> (*)(VocabData);
+  static const std::pair<const char*, Maker> kTable[] = {{"llama", make_spm_tokenizer}, {"gpt2", make_bpe_tokenizer}};
+  for (const auto& [name, make] : kTable)
+    if (d.model == name) return make(std::move(d));
+  fail("unsupported tokenizer model '" + d.model + "' (supported: llama, gpt2)");
+}
+
+}  // namespace tinfer

@@ -1,0 +1,69 @@
+// Vocabulary data common to every tokenizer kind: pieces, scores, attributes, merges and special
+// ids as read from GGUF (or built in code), its validation, and splitting text at special tokens.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "model/tokenizer/tokenizer.h"
+
+namespace tinfer {
+
+// Plain metadata, as in the GGUF keys tokenizer.ggml.*; filled by load_tokenizer or by tests.
+struct VocabData {
+  std::string model;                // tokenizer.ggml.model: "llama", "gpt2"
+  std::string pre = "default";      // tokenizer.ggml.pre (gpt2 pre-tokenizer name)
+  std::vector<std::string> tokens;  // [n_vocab]
+  std::vector<float> scores;        // [n_vocab] or empty (all 0)
+  std::vector<int32_t> types;       // [n_vocab] TokenAttr values, or empty (all normal)
+  std::vector<std::string> merges;  // gpt2: "left right", rank = index
+  int32_t bos = -1, eos = -1, unk = -1, eot = -1, eom = -1, pad = -1;
+  bool add_bos = true;
+  bool add_space_prefix = true;  // SentencePiece dummy prefix
+  // Throws Error listing every problem: array lengths that disagree, ids out of range, bad types.
+  void validate() const;
+};
+
+// Immutable lookups built once from VocabData.
+class Vocab {
+ public:
+  explicit Vocab(VocabData d);
+  Vocab(const Vocab&) = delete;  // index_ holds views into d_.tokens
+  Vocab& operator=(const Vocab&) = delete;
+  const VocabData& data() const { return d_; }
+  int32_t size() const { return static_cast<int32_t>(d_.tokens.size()); }
+  TokenAttr attr(int32_t id) const { return attrs_[id]; }
+  float score(int32_t id) const { return d_.scores.empty() ? 0.0f : d_.scores[id]; }
+  int32_t find(std::string_view piece) const;  // -1 if absent
+  bool in_range(int32_t id) const { return id >= 0 && id < size(); }
+  bool is_eog(int32_t id) const;
+
+  // A piece of input after special-token matching: either a special token id or raw text.
+  struct Fragment {
+    int32_t id = -1;  // >= 0: special token
+    std::string_view text;
+  };
+  // Splits `text` at occurrences of control/user-defined token texts (longest match first);
+  // without parse_special the whole text is one raw fragment.
+  std::vector<Fragment> split_special(std::string_view text, bool parse_special) const;
+
+ private:
+  VocabData d_;
+  std::vector<TokenAttr> attrs_;
+  std::unordered_map<std::string_view, int32_t> index_;  // views into d_.tokens
+  std::vector<int32_t> specials_;                        // control/user-defined ids, longest text first
+  std::vector<bool> eog_;
+};
+
+// Constructors for each tokenizer kind (the table load_tokenizer dispatches on).
+std::unique_ptr<Tokenizer> make_spm_tokenizer(VocabData d);
+std::unique_ptr<Tokenizer> make_bpe_tokenizer(VocabData d);
+// SentencePiece ModelProto bytes -> VocabData (model "llama"); Error on malformed input.
+VocabData parse_sentencepiece_model(const uint8_t* data, size_t size);
+// Dispatch by d.model; Error naming an unknown model. Validates first.
+std::unique_ptr<Tokenizer> make_tokenizer(VocabData d);
+
+}  // namespace tinfer

@@ -1,0 +1,136 @@
+// Byte-level BPE: pre-tokenizer splits, in-code merges, and the SmolLM2 golden ids produced by
+// Hugging Face `tokenizers` (gen_smollm2_golden.py); skipped visibly without the default model.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "common/test_env.h"
+#include "core/error.h"
+#include "model/gguf.h"
+#include "model/tokenizer/pretokenizer.h"
+#include "tokenizer/tokenizer_test_util.h"
+
+namespace tinfer {
+namespace {
+
+std::vector<std::string> split(PreTokenizer k, std::string_view text) {
+  std::vector<std::string_view> words;
+  pre_tokenize(k, text, words);
+  return {words.begin(), words.end()};
+}
+using Words = std::vector<std::string>;
+
+TEST(PreTokenizer, Gpt2Regex) {
+  EXPECT_EQ(split(PreTokenizer::gpt2, "Hello world"), (Words{"Hello", " world"}));
+  EXPECT_EQ(split(PreTokenizer::gpt2, "I'm  here's 123!!"), (Words{"I", "'m", " ", " here", "'s", " 123", "!!"}));
+  EXPECT_EQ(split(PreTokenizer::gpt2, "a   b\n\nc "), (Words{"a", "  ", " b", "\n", "\n", "c", " "}));
+  EXPECT_EQ(split(PreTokenizer::gpt2, "DON'T"), (Words{"DON", "'", "T"}));  // contractions are case-sensitive
+  EXPECT_EQ(split(PreTokenizer::gpt2, "h\xC3\xA9llo w\xC3\xB6rld"), (Words{"h\xC3\xA9llo", " w\xC3\xB6rld"}));
+  EXPECT_EQ(split(PreTokenizer::gpt2, ""), Words{});
+}
+
+TEST(PreTokenizer, SmolLMIsolatesDigits) {
+  EXPECT_EQ(split(PreTokenizer::smollm, "ab 123x"), (Words{"ab", " ", "1", "2", "3", "x"}));
+  EXPECT_EQ(split(PreTokenizer::smollm, "x\xC2\xB2"), (Words{"x", "\xC2\xB2"}));  // U+00B2 is \p{N} (No)
+}
+
+TEST(PreTokenizer, UnknownNameIsAnError) {
+  EXPECT_EQ(pre_tokenizer_from_name("default"), PreTokenizer::gpt2);
+  EXPECT_EQ(pre_tokenizer_from_name("smollm"), PreTokenizer::smollm);
+  try {
+    pre_tokenizer_from_name("no-such-pre");
+    FAIL() << "expected Error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no-such-pre"), std::string::npos);
+  }
+}
+
+TEST(BpeTokenizer, MergesByRank) {
+  // Ranks: "l l"(0) before "h e"(1); "he ll"(2); "hell o"(3). Ġ is the mapped space.
+  auto tok = make_bpe_tokenizer(test::tiny_bpe_vocab({"l l", "h e", "he ll", "hell o", "Ġ w"}));
+  const int32_t base = 257;
+  EXPECT_EQ(tok->encode("hello", false), (std::vector<int32_t>{base + 3}));
+  EXPECT_EQ(tok->encode("hello world", false),
+            (std::vector<int32_t>{base + 3, base + 4, 'o', 'r', 'l', 'd'}));  // printable ASCII maps to itself
+  EXPECT_EQ(tok->decode(tok->encode("hello world", false)), "hello world");
+  EXPECT_EQ(tok->encode("<|endoftext|>hi", false, true), (std::vector<int32_t>{256, 'h', 'i'}));
+  EXPECT_EQ(tok->encode("<|endoftext|>", false, false).size(), 13u);
+  EXPECT_TRUE(tok->is_eog(256));
+  EXPECT_EQ(tok->token_bytes(256), "");
+  EXPECT_EQ(tok->token_bytes(256, true), "<|endoftext|>");
+  const std::string bytes = "\x00\x01\xFF\xC3(\n\t";
+  EXPECT_EQ(tok->decode(tok->encode(std::string_view(bytes.data(), 7), false)), std::string(bytes.data(), 7));
+}
+
+class SmolLM2 : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = test::default_model();
+    if (path_.empty()) GTEST_SKIP() << "fixture absent: default model SmolLM2-135M-Instruct.Q4_1.gguf";
+    tok_ = load_tokenizer(GgufFile::open(path_));
+  }
+  std::string path_;
+  std::unique_ptr<Tokenizer> tok_;
+};
+
+TEST_F(SmolLM2, GoldenIdsFromHuggingFaceTokenizers) {
+  std::ifstream in(std::string(TINFER_TOKENIZER_TEST_DATA) + "/smollm2_golden.txt");
+  ASSERT_TRUE(in.good()) << "golden file missing";
+  std::string line;
+  int n = 0;
+  while (std::getline(in, line)) {
+    const auto j = nlohmann::json::parse(line);
+    std::string text;
+    if (j.contains("text")) {
+      text = j["text"].get<std::string>();
+    } else {
+      const std::string f = test::shared_file(j["file"].get<std::string>());
+      if (f.empty()) {
+        std::cout << "[  SKIPPED ] golden case from absent " << j["file"] << "\n";
+        continue;
+      }
+      text = test::read_file(f).substr(j["offset"].get<size_t>(), j["length"].get<size_t>());
+    }
+    const auto want = j["ids"].get<std::vector<int32_t>>();
+    EXPECT_EQ(tok_->encode(text, false, true), want) << "text: " << line.substr(0, 200);
+    EXPECT_EQ(tok_->decode(want, true), text);
+    ++n;
+  }
+  EXPECT_GE(n, 30);
+}
+
+TEST_F(SmolLM2, MetadataAndSpecials) {
+  EXPECT_EQ(tok_->n_vocab(), 49152);
+  EXPECT_FALSE(tok_->add_bos_by_default());
+  const int32_t im_end = tok_->token_id("<|im_end|>");
+  const int32_t eot = tok_->token_id("<|endoftext|>");
+  ASSERT_GE(im_end, 0);
+  EXPECT_TRUE(tok_->is_eog(im_end));
+  EXPECT_TRUE(tok_->is_eog(eot));
+  EXPECT_FALSE(tok_->is_eog(tok_->token_id("<|im_start|>")));
+  EXPECT_FALSE(tok_->is_eog(tok_->token_id("Hello")));
+  EXPECT_EQ(tok_->encode("<|im_end|>", false, true), (std::vector<int32_t>{im_end}));
+  EXPECT_GT(tok_->encode("<|im_end|>", false, false).size(), 1u);
+}
+
+TEST_F(SmolLM2, RoundTripAndSpeed) {
+  const std::string wiki = test::shared_file("corpus/wikitext-2-test.raw");
+  TINFER_REQUIRE_FILE(wiki, "corpus/wikitext-2-test.raw");
+  const std::string text = test::corpus_slice(wiki, 0, 100 * 1024);
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto ids = tok_->encode(text, false);
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_LT(s, 1.0) << "encoding 100 KB took " << s << " s";
+  EXPECT_EQ(tok_->decode(ids), text);
+  for (const char* rel : {"corpus/jargon.txt", "corpus/prompts-fortunes.txt"}) {
+    const std::string f = test::shared_file(rel);
+    if (f.empty()) continue;
+    const std::string t = test::corpus_slice(f, 10000, 30000);
+    EXPECT_EQ(tok_->decode(tok_->encode(t, false)), t) << rel;
+  }
+}
+
+}  // namespace
+}  // namespace tinfer

@@ -1,0 +1,156 @@
+// Utf8Stream on split multi-byte characters, chat templates (exact strings), and errors from bad
+// tokenizer metadata (in code, through GGUF bytes, and malformed SentencePiece protobufs).
+#include <gtest/gtest.h>
+
+#include <functional>
+
+#include "common/test_env.h"
+#include "core/error.h"
+#include "model/gguf.h"
+#include "tokenizer/tokenizer_test_util.h"
+
+namespace tinfer {
+namespace {
+
+TEST(Utf8Stream, EmitsOnlyCompleteCharacters) {
+  Utf8Stream s;
+  EXPECT_EQ(s.push("a\xE2"), "a");     // first byte of U+20AC held back
+  EXPECT_EQ(s.push("\x82"), "");
+  EXPECT_EQ(s.push("\xAC" "b"), "\xE2\x82\xAC" "b");
+  EXPECT_EQ(s.push("\xF0\x9F"), "");  // U+1F600 in two halves
+  EXPECT_EQ(s.push("\x98\x80"), "\xF0\x9F\x98\x80");
+  EXPECT_EQ(s.flush(), "");
+}
+
+TEST(Utf8Stream, InvalidBytesBecomeReplacementCharacters) {
+  Utf8Stream s;
+  EXPECT_EQ(s.push("\x80x"), "\xEF\xBF\xBDx");  // stray continuation byte
+  EXPECT_EQ(s.push("\xC3"), "");
+  EXPECT_EQ(s.push("y"), "\xEF\xBF\xBDy");      // lead byte not continued
+  EXPECT_EQ(s.push("\xE2\x82"), "");
+  EXPECT_EQ(s.flush(), "\xEF\xBF\xBD");         // unfinished tail at the end
+  EXPECT_EQ(s.flush(), "");
+}
+
+TEST(Utf8Stream, ByteAtATimeReassemblesText) {
+  const std::string text = "h\xC3\xA9llo \xE4\xB8\x96\xE7\x95\x8C \xF0\x9F\x91\x8D!";
+  Utf8Stream s;
+  std::string out;
+  for (char c : text) out += s.push(std::string_view(&c, 1));
+  out += s.flush();
+  EXPECT_EQ(out, text);
+}
+
+const char* kSmolTemplate =
+    "{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}{{ '<|im_start|>system\n"
+    "You are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n' }}{% endif %}{{'<|im_start|>' "
+    "+ message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt "
+    "%}{{ '<|im_start|>assistant\n' }}{% endif %}";
+
+TEST(ChatTemplate, SmolLM2InjectsDefaultSystemPrompt) {
+  EXPECT_EQ(apply_chat_template(kSmolTemplate, {{"user", "Hi"}}, true),
+            "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n"
+            "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
+  EXPECT_EQ(apply_chat_template(kSmolTemplate, {{"system", "Be brief."}, {"user", "Hi"}, {"assistant", "Hello!"}}, false),
+            "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n"
+            "<|im_start|>assistant\nHello!<|im_end|>\n");
+  EXPECT_EQ(apply_chat_template(kSmolTemplate, {}, true), "<|im_start|>assistant\n");
+}
+
+TEST(ChatTemplate, PlainChatMLHasNoDefaultSystem) {
+  const std::string t = "{% for m in messages %}{{'<|im_start|>' + m['role'] + '\\n' + m['content'] + '<|im_end|>\\n'}}"
+                        "{% endfor %}";
+  EXPECT_EQ(apply_chat_template(t, {{"user", "Hi"}}, true), "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
+}
+
+TEST(ChatTemplate, SmolLM2TemplateFromGguf) {
+  const std::string path = test::default_model();
+  TINFER_REQUIRE_FILE(path, "default model SmolLM2-135M-Instruct.Q4_1.gguf");
+  const auto tmpl = GgufFile::open(path).get_string("tokenizer.chat_template");
+  ASSERT_TRUE(tmpl.has_value());
+  EXPECT_EQ(apply_chat_template(*tmpl, {{"user", "Hi"}}, true),
+            "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n"
+            "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
+}
+
+TEST(ChatTemplate, Llama2AndFallback) {
+  EXPECT_EQ(apply_chat_template("... [INST] ...", {{"system", "S"}, {"user", "U1"}, {"assistant", "A1"}, {"user", "U2"}},
+                                true),
+            "<s>[INST] <<SYS>>\nS\n<</SYS>>\n\nU1 [/INST] A1 </s><s>[INST] U2 [/INST]");
+  EXPECT_EQ(apply_chat_template("", {{"user", "Hi"}}, true), "user: Hi\nassistant:");
+}
+
+void expect_error(const std::function<void()>& f, const std::string& needle) {
+  try {
+    f();
+    ADD_FAILURE() << "expected an Error mentioning '" << needle << "'";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+  }
+}
+
+TEST(TokenizerErrors, BadVocabData) {
+  auto d = test::tiny_spm_vocab({"a"});
+  d.scores.pop_back();
+  expect_error([&] { make_tokenizer(d); }, "scores");
+  d = test::tiny_spm_vocab({"a"});
+  d.eos = 100000;
+  expect_error([&] { make_tokenizer(d); }, "eos_token_id");
+  d = test::tiny_spm_vocab({"a"});
+  d.types[5] = 42;
+  expect_error([&] { make_tokenizer(d); }, "token_type");
+  d.model = "wordpiece";
+  expect_error([&] { make_tokenizer(d); }, "wordpiece");
+  auto b = test::tiny_bpe_vocab({"a b"});
+  b.merges.push_back("nospace");
+  expect_error([&] { make_tokenizer(b); }, "merges");
+  b = test::tiny_bpe_vocab({"a b"});
+  b.pre = "mystery";
+  expect_error([&] { make_tokenizer(b); }, "mystery");
+}
+
+TEST(TokenizerErrors, BadGgufMetadata) {
+  GgufWriter w;
+  w.set_string("tokenizer.ggml.model", "rwkv");
+  w.set_string_array("tokenizer.ggml.tokens", {"a", "b"});
+  auto bytes = w.to_bytes();
+  expect_error([&] { load_tokenizer(GgufFile::from_bytes(bytes.data(), bytes.size())); }, "rwkv");
+
+  GgufWriter v;
+  v.set_string("tokenizer.ggml.model", "llama");
+  v.set_string_array("tokenizer.ggml.tokens", {"<unk>", "<s>", "</s>", "a"});
+  v.set_f32_array("tokenizer.ggml.scores", {0, 0, 0});
+  v.set_u32("tokenizer.ggml.bos_token_id", 9);
+  bytes = v.to_bytes();
+  expect_error([&] { load_tokenizer(GgufFile::from_bytes(bytes.data(), bytes.size())); }, "scores has 3");
+  expect_error([&] { load_tokenizer(GgufFile::from_bytes(bytes.data(), bytes.size())); }, "bos_token_id = 9");
+
+  GgufWriter none;
+  none.set_u32("general.alignment", 32);
+  bytes = none.to_bytes();
+  expect_error([&] { load_tokenizer(GgufFile::from_bytes(bytes.data(), bytes.size())); }, "tokenizer.ggml.model");
+}
+
+TEST(TokenizerErrors, MalformedSentencePieceProtobuf) {
+  const uint8_t truncated[] = {0x0A, 0x10, 0x0A, 0x01};  // piece message claims 16 bytes, has 2
+  expect_error([&] { parse_sentencepiece_model(truncated, sizeof truncated); }, "past the end");
+  const uint8_t group[] = {0x0B};  // wire type 3 (groups) is not supported
+  expect_error([&] { parse_sentencepiece_model(group, sizeof group); }, "wire type");
+  expect_error([&] { make_spm_tokenizer(parse_sentencepiece_model(nullptr, 0)); }, "empty");
+  expect_error([] { load_sentencepiece_model("/nonexistent/tok.model"); }, "cannot open");
+}
+
+TEST(SentencePieceModel, Tok512MatchesStoriesGguf) {
+  const std::string model = test::shared_file("models/tok512.model");
+  const std::string gguf = test::shared_file("models/stories260K.gguf");
+  TINFER_REQUIRE_FILE(model, "models/tok512.model");
+  TINFER_REQUIRE_FILE(gguf, "models/stories260K.gguf");
+  auto a = load_sentencepiece_model(model);
+  auto b = load_tokenizer(GgufFile::open(gguf));
+  ASSERT_EQ(a->n_vocab(), b->n_vocab());
+  for (const char* t : {"Once upon a time", "Zoo", "The cat sat on the mat. \xC3\xA9!", "  two  spaces\n"})
+    EXPECT_EQ(a->encode(t, true), b->encode(t, true)) << t;
+}
+
+}  // namespace
+}  // namespace tinfer
