@@ -25,7 +25,7 @@ float make_qx_quants_rmse1(int n, int nmax, const float* x, int8_t* L);
 // nstep+1 inverse scales (rmin + rdelta*is + nmax) / (max - min) with a weighted least-squares
 // fit of scale and min each time, keeping the lowest weighted squared (or absolute) error.
 // Laux is n bytes of scratch.
-float make_qkx2_quants(int n, int nmax, const float* x, const float* weights, uint8_t* L, float* the_min,
-                       uint8_t* Laux, float rmin, float rdelta, int nstep, bool use_mad);
+float make_qkx2_quants(int n, int nmax, const float* x, const float* weights, uint8_t* L, float* the_min, uint8_t* Laux,
+                       float rmin, float rdelta, int nstep, bool use_mad);
 
 }  // namespace tinfer::quant_ref

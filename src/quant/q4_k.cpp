@@ -13,8 +13,8 @@ namespace tinfer::quant_ref {
 
 namespace {
 
-constexpr int kSub = 32;              // elements per sub-block
-constexpr int kNSub = kQK_K / kSub;   // 8 sub-blocks
+constexpr int kSub = 32;             // elements per sub-block
+constexpr int kNSub = kQK_K / kSub;  // 8 sub-blocks
 
 // scales[12] packing of 8 (sc, mn) 6-bit pairs:
 //   bytes 0-3:  sc[0..3] low 6 bits, top 2 bits = sc[4..7] >> 4

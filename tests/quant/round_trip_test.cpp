@@ -30,18 +30,21 @@ struct Tolerance {
   bool requant_exact;
 };
 constexpr Tolerance kTolerances[] = {
-    {DType::F32, 0.0, true},      {DType::F16, 4.9e-4, true},  {DType::BF16, 3.9e-3, true},
-    {DType::Q8_0, 0.016, true},   {DType::Q4_0, 0.22, true},   {DType::Q4_1, 0.22, false},
-    {DType::Q4_K, 0.15, false},   {DType::Q6_K, 0.042, false},
+    {DType::F32, 0.0, true},   {DType::F16, 4.9e-4, true}, {DType::BF16, 3.9e-3, true}, {DType::Q8_0, 0.016, true},
+    {DType::Q4_0, 0.22, true}, {DType::Q4_1, 0.22, false}, {DType::Q4_K, 0.15, false},  {DType::Q6_K, 0.042, false},
 };
 
 enum class Dist { Normal, Uniform, Laplace, Cubed };
 const char* dist_name(Dist d) {
   switch (d) {
-    case Dist::Normal: return "normal";
-    case Dist::Uniform: return "uniform";
-    case Dist::Laplace: return "laplace";
-    case Dist::Cubed: return "normal^3";
+    case Dist::Normal:
+      return "normal";
+    case Dist::Uniform:
+      return "uniform";
+    case Dist::Laplace:
+      return "laplace";
+    case Dist::Cubed:
+      return "normal^3";
   }
   return "?";
 }
@@ -54,10 +57,20 @@ std::vector<float> random_row(int64_t n, Dist dist, float scale, uint32_t seed) 
   std::vector<float> x(static_cast<size_t>(n));
   for (float& v : x) {
     switch (dist) {
-      case Dist::Normal: v = normal(rng); break;
-      case Dist::Uniform: v = uniform(rng); break;
-      case Dist::Laplace: v = expo(rng) * (uniform(rng) < 0 ? -1.0f : 1.0f); break;
-      case Dist::Cubed: { const float g = normal(rng); v = g * g * g; break; }
+      case Dist::Normal:
+        v = normal(rng);
+        break;
+      case Dist::Uniform:
+        v = uniform(rng);
+        break;
+      case Dist::Laplace:
+        v = expo(rng) * (uniform(rng) < 0 ? -1.0f : 1.0f);
+        break;
+      case Dist::Cubed: {
+        const float g = normal(rng);
+        v = g * g * g;
+        break;
+      }
     }
     v *= scale;
   }
@@ -84,8 +97,7 @@ TEST_P(RoundTrip, RelativeErrorWithinTolerance) {
       for (int64_t n : ragged_sizes(t)) {
         const auto x = random_row(n, dist, scale, seed++);
         const double err = relative_rmse(x, dequantize(t, quantize(t, x), n));
-        EXPECT_LE(err, GetParam().rel_rmse)
-            << t.name << " " << dist_name(dist) << " scale " << scale << " n " << n;
+        EXPECT_LE(err, GetParam().rel_rmse) << t.name << " " << dist_name(dist) << " scale " << scale << " n " << n;
       }
     }
   }
@@ -173,7 +185,8 @@ TEST(KQuantLayout, LargestSubBlockScaleUsesTheTopCode) {
     BlockQ4_K k4;
     std::memcpy(&k4, q4.data() + b * sizeof(BlockQ4_K), sizeof k4);
     int max_sc = 0;
-    for (int j = 0; j < 4; ++j) max_sc = std::max({max_sc, k4.scales[j] & 63, (k4.scales[j + 8] & 0xF) | ((k4.scales[j] >> 6) << 4)});
+    for (int j = 0; j < 4; ++j)
+      max_sc = std::max({max_sc, k4.scales[j] & 63, (k4.scales[j + 8] & 0xF) | ((k4.scales[j] >> 6) << 4)});
     EXPECT_EQ(max_sc, 63) << "q4_K block " << b;
     BlockQ6_K k6;
     std::memcpy(&k6, q6.data() + b * sizeof(BlockQ6_K), sizeof k6);

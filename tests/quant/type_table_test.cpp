@@ -1,10 +1,11 @@
 // The type table's facts and lookups: ids and names, unknown types, row_bytes and its errors.
+#include "quant/type_table.h"
+
 #include <gtest/gtest.h>
 
 #include <string>
 
 #include "core/error.h"
-#include "quant/type_table.h"
 
 namespace tinfer {
 namespace {
@@ -19,10 +20,9 @@ struct Expected {
 
 // GGUF ids and block geometry as the GGUF spec / ggml define them.
 constexpr Expected kExpected[] = {
-    {DType::F32, 0, "f32", 1, 4},         {DType::F16, 1, "f16", 1, 2},
-    {DType::BF16, 30, "bf16", 1, 2},      {DType::Q8_0, 8, "q8_0", 32, 34},
-    {DType::Q4_0, 2, "q4_0", 32, 18},     {DType::Q4_1, 3, "q4_1", 32, 20},
-    {DType::Q4_K, 12, "q4_k", 256, 144},  {DType::Q6_K, 14, "q6_k", 256, 210},
+    {DType::F32, 0, "f32", 1, 4},        {DType::F16, 1, "f16", 1, 2},        {DType::BF16, 30, "bf16", 1, 2},
+    {DType::Q8_0, 8, "q8_0", 32, 34},    {DType::Q4_0, 2, "q4_0", 32, 18},    {DType::Q4_1, 3, "q4_1", 32, 20},
+    {DType::Q4_K, 12, "q4_k", 256, 144}, {DType::Q6_K, 14, "q6_k", 256, 210},
 };
 
 TEST(TypeTable, RowsMatchTheGgufSpec) {
@@ -80,8 +80,11 @@ TEST(TypeTable, RowBytes) {
 }
 
 TEST(TypeTable, RowBytesRejectsPartialBlocks) {
-  for (auto [type, n] : {std::pair{DType::Q8_0, int64_t(33)}, {DType::Q4_0, 16}, {DType::Q4_1, 31},
-                         {DType::Q4_K, 128}, {DType::Q6_K, 257}}) {
+  for (auto [type, n] : {std::pair{DType::Q8_0, int64_t(33)},
+                         {DType::Q4_0, 16},
+                         {DType::Q4_1, 31},
+                         {DType::Q4_K, 128},
+                         {DType::Q6_K, 257}}) {
     try {
       row_bytes(type, n);
       ADD_FAILURE() << "accepted n=" << n;
