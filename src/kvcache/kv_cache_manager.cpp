@@ -13,10 +13,9 @@ KvCacheManager::KvCacheManager(KvCacheConfig config)
   check(static_cast<bool>(config_.hash_fn), "kv cache: hash function is empty");
 }
 
-PrefixHit KvCacheManager::match_prefix(std::span<const Token> tokens, uint64_t extra_key, int max_tokens) {
+PrefixHit KvCacheManager::match_prefix(std::span<const Token> tokens, uint64_t extra_key, int max_tokens) const {
   PrefixHit hit;
   if (!config_.prefix_caching) return hit;
-  query_tokens_ += static_cast<int64_t>(tokens.size());
   const int bs = config_.block_size;
   const int limit = std::min(static_cast<int>(tokens.size()), std::max(max_tokens, 0));
   BlockHash parent = 0;
@@ -30,7 +29,6 @@ PrefixHit KvCacheManager::match_prefix(std::span<const Token> tokens, uint64_t e
     parent = h;
   }
   hit.num_tokens = static_cast<int>(hit.blocks.size()) * bs;
-  hit_tokens_ += hit.num_tokens;
   return hit;
 }
 

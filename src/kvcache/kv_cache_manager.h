@@ -42,7 +42,7 @@ struct AllocRequest {
 struct KvStats {
   int num_blocks = 0, used = 0, free = 0, cached_free = 0, peak_used = 0;
   int64_t evictions = 0;
-  int64_t prefix_query_tokens = 0;  // tokens looked up by match_prefix
+  int64_t prefix_query_tokens = 0;  // tokens looked up (record_prefix_query)
   int64_t prefix_hit_tokens = 0;    // of which found in the cache
   int64_t waste_slots = 0;          // token slots held by live sequences but not written
 };
@@ -52,7 +52,12 @@ class KvCacheManager {
   explicit KvCacheManager(KvCacheConfig config);
 
   // Longest run of cached full blocks that prefix tokens[0, min(size, max_tokens)). Empty with caching off.
-  PrefixHit match_prefix(std::span<const Token> tokens, uint64_t extra_key, int max_tokens);
+  // Counts nothing: a caller that may retry the lookup calls record_prefix_query() once per admission.
+  PrefixHit match_prefix(std::span<const Token> tokens, uint64_t extra_key, int max_tokens) const;
+  void record_prefix_query(int query_tokens, int hit_tokens) {
+    query_tokens_ += query_tokens;
+    hit_tokens_ += hit_tokens;
+  }
 
   // Free blocks `allocate(seq, r)` would take (new blocks + revived cached blocks + copy-on-write copies).
   int blocks_needed(SeqId seq, const AllocRequest& r) const;
