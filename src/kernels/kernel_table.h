@@ -15,6 +15,7 @@ struct QActs {
   const float* d = nullptr;    // [m][nb]
   const int32_t* sum = nullptr;// [m][nb]
   const float* ds = nullptr;   // [m][nb]
+  const int32_t* off = nullptr;// [m][nb] weight-offset term corr * sum (Q8_0: -128, Q4_0: -8, Q4_1: unused)
   int64_t ldq = 0;             // bytes per row of q (>= nb * 32)
   int64_t nb = 0;              // blocks per row
 };

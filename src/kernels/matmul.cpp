@@ -21,10 +21,11 @@ constexpr int64_t kActChunk = 64;  // activation rows per pass over a thread's t
 struct ActScratch {
   std::vector<int8_t> q;
   std::vector<float> d, ds;
-  std::vector<int32_t> sum;
+  std::vector<int32_t> sum, off;
 };
 
-QActs quantize_acts(const KernelTable& kt, const float* x, int64_t m, int64_t cols, ThreadPool& pool) {
+// corr: the packed weights' per-q offset (Q8_0 stores q + 128, Q4_0 stores q + 8), removed via off.
+QActs quantize_acts(const KernelTable& kt, const float* x, int64_t m, int64_t cols, int32_t corr, ThreadPool& pool) {
   thread_local ActScratch s;
   const int64_t nb = cols / 32;
   if (int64_t(s.q.size()) < m * cols) s.q.resize(size_t(m * cols));
@@ -32,11 +33,14 @@ QActs quantize_acts(const KernelTable& kt, const float* x, int64_t m, int64_t co
     s.d.resize(size_t(m * nb));
     s.ds.resize(size_t(m * nb));
     s.sum.resize(size_t(m * nb));
+    s.off.resize(size_t(m * nb));
   }
   auto rows = [&](int64_t i0, int64_t i1) {
-    for (int64_t i = i0; i < i1; ++i)
+    for (int64_t i = i0; i < i1; ++i) {
       kt.quantize_act_row(x + i * cols, cols, s.q.data() + i * cols, s.d.data() + i * nb, s.sum.data() + i * nb,
                           s.ds.data() + i * nb);
+      for (int64_t b = i * nb; b < (i + 1) * nb; ++b) s.off[size_t(b)] = corr * s.sum[size_t(b)];
+    }
   };
   if (m * cols >= (1 << 16)) pool.parallel_for(m, 1, rows);
   else rows(0, m);
@@ -45,6 +49,7 @@ QActs quantize_acts(const KernelTable& kt, const float* x, int64_t m, int64_t co
   a.d = s.d.data();
   a.sum = s.sum.data();
   a.ds = s.ds.data();
+  a.off = s.off.data();
   a.ldq = cols;
   a.nb = nb;
   return a;
@@ -57,7 +62,7 @@ void matmul_tiled(const PackedMatrix& w, const float* x, int64_t m, float* y, Th
   g.tile_bytes = packed::tile_bytes(w.type, w.cols / 32);
   g.quant_offset = packed::scale_region_bytes(w.type, w.cols / 32);
   g.rows = w.rows;
-  g.a = quantize_acts(kt, x, m, w.cols, pool);
+  g.a = quantize_acts(kt, x, m, w.cols, w.type == DType::Q8_0 ? -128 : w.type == DType::Q4_0 ? -8 : 0, pool);
   g.y = y;
   g.ldy = w.rows;
   const GemmFn fn = w.type == DType::Q8_0 ? kt.gemm_q8_0 : w.type == DType::Q4_0 ? kt.gemm_q4_0 : kt.gemm_q4_1;

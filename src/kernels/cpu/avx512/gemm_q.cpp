@@ -29,11 +29,11 @@ inline void tile_rows(const uint8_t* tile, int64_t quant_offset, const QActs& a,
                       int64_t ldy, __mmask16 mask) {
   constexpr int ns = K == Kind::q4_1 ? 32 : 16;  // fp16 scales per block
   constexpr int qbytes = K == Kind::q8_0 ? 512 : 256;
-  constexpr int corr = K == Kind::q8_0 ? -128 : K == Kind::q4_0 ? -8 : 0;
   const auto* scales = reinterpret_cast<const uint16_t*>(tile);
   const uint8_t* quants = tile + quant_offset;
   const int64_t nb = a.nb;
   __m512 facc[MR];
+  #pragma GCC unroll 16
   for (int r = 0; r < MR; ++r) facc[r] = _mm512_setzero_ps();
   const __m512i lo4 = _mm512_set1_epi8(0x0f);
   for (int64_t b = 0; b < nb; ++b) {
@@ -41,26 +41,31 @@ inline void tile_rows(const uint8_t* tile, int64_t quant_offset, const QActs& a,
     const __m512 wd = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales + b * ns)));
     __m512i w[8];
     if constexpr (K == Kind::q8_0) {
+      #pragma GCC unroll 16
       for (int j = 0; j < 8; ++j) w[j] = _mm512_loadu_si512(qb + 64 * j);
     } else {
+      #pragma GCC unroll 16
       for (int c = 0; c < 4; ++c) {
         const __m512i v = _mm512_loadu_si512(qb + 64 * c);
         w[c] = _mm512_and_si512(v, lo4);
         w[c + 4] = _mm512_and_si512(_mm512_srli_epi16(v, 4), lo4);
       }
     }
+    #pragma GCC unroll 16
     for (int r = 0; r < MR; ++r) {
       const int64_t ab = (i + r) * nb + b;
       const int8_t* q = a.q + (i + r) * a.ldq + b * 32;
-      __m512i acc = corr ? _mm512_set1_epi32(corr * a.sum[ab]) : _mm512_setzero_si512();
+      __m512i acc = K != Kind::q4_1 ? _mm512_set1_epi32(a.off[ab]) : _mm512_setzero_si512();
       if constexpr (MR <= 2) {  // few rows: two chains to hide vpdpbusd latency
         __m512i acc1 = _mm512_setzero_si512();
+        #pragma GCC unroll 16
         for (int j = 0; j < 8; j += 2) {
           acc = _mm512_dpbusd_epi32(acc, w[j], bcast4(q + 4 * j));
           acc1 = _mm512_dpbusd_epi32(acc1, w[j + 1], bcast4(q + 4 * j + 4));
         }
         acc = _mm512_add_epi32(acc, acc1);
       } else {
+        #pragma GCC unroll 16
         for (int j = 0; j < 8; ++j) acc = _mm512_dpbusd_epi32(acc, w[j], bcast4(q + 4 * j));
       }
       facc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc), _mm512_mul_ps(wd, _mm512_set1_ps(a.d[ab])), facc[r]);
@@ -71,6 +76,7 @@ inline void tile_rows(const uint8_t* tile, int64_t quant_offset, const QActs& a,
       }
     }
   }
+  #pragma GCC unroll 16
   for (int r = 0; r < MR; ++r) _mm512_mask_storeu_ps(y + (i + r) * ldy, mask, facc[r]);
 }
 

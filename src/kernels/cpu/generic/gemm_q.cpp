@@ -17,7 +17,6 @@ template <Kind K>
 void tile_row(const uint8_t* tile, int64_t quant_offset, const QActs& a, int64_t i, float* y, int valid) {
   constexpr int ns = K == Kind::q4_1 ? 32 : 16;  // fp16 scales per block
   constexpr int qbytes = K == Kind::q8_0 ? 512 : 256;
-  constexpr int corr = K == Kind::q8_0 ? -128 : K == Kind::q4_0 ? -8 : 0;  // weight offset per q
   const auto* scales = reinterpret_cast<const uint16_t*>(tile);
   const uint8_t* quants = tile + quant_offset;
   float acc[16] = {};
@@ -25,7 +24,7 @@ void tile_row(const uint8_t* tile, int64_t quant_offset, const QActs& a, int64_t
     const int8_t* q = a.q + i * a.ldq + b * 32;
     const uint8_t* qb = quants + b * qbytes;
     int32_t isum[16];
-    for (int r = 0; r < 16; ++r) isum[r] = corr * a.sum[i * a.nb + b];
+    for (int r = 0; r < 16; ++r) isum[r] = a.off[i * a.nb + b];  // corr * sum(q)
     if constexpr (K == Kind::q8_0) {
       for (int j = 0; j < 8; ++j)
         for (int r = 0; r < 16; ++r)
