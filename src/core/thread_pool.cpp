@@ -29,8 +29,9 @@ void ThreadPool::worker(int index) {
   uint64_t seen = 0;
   for (;;) {
     uint64_t g = generation_.load(std::memory_order_acquire);
-    for (int spin = 0; g == seen && spin < kSpinIters; ++spin) {
-      cpu_relax();
+    for (int spin = 0; g == seen && spin < 2 * kSpinIters; ++spin) {
+      if (spin < kSpinIters) cpu_relax();
+      else std::this_thread::yield();
       g = generation_.load(std::memory_order_acquire);
     }
     if (g == seen) {
@@ -58,7 +59,12 @@ void ThreadPool::run(const std::function<void(int, int)>& fn) {
   }
   cv_.notify_all();
   fn(0, n_);
-  while (pending_.load(std::memory_order_acquire) != 0) cpu_relax();
+  // Spin briefly (the workers usually finish together with us), then yield the core: on a
+  // loaded machine a worker may be waiting for exactly this core.
+  for (int spin = 0; pending_.load(std::memory_order_acquire) != 0; ++spin) {
+    if (spin < kSpinIters) cpu_relax();
+    else std::this_thread::yield();
+  }
 }
 
 void ThreadPool::parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {

@@ -30,6 +30,7 @@ void Session::run(const int32_t* tokens, int64_t n, bool all_logits, float* out)
   }
   fwd_.forward(batch_, kv_, out);
   n_past_ += n;
+  tokens_.insert(tokens_.end(), tokens, tokens + n);
 }
 
 const std::vector<float>& Session::feed(const std::vector<int32_t>& tokens, int64_t chunk) {

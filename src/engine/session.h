@@ -1,6 +1,7 @@
 // Session: one sequence with its own KV blocks (identity block table), for batch-1 tools
 // (run, chat, ppl, bench). Prompts are fed in chunks through the same batched forward as serving.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -16,7 +17,13 @@ class Session {
 
   int64_t n_past() const { return n_past_; }
   int64_t max_ctx() const { return max_ctx_; }
-  void reset() { n_past_ = 0; }
+  const std::vector<int32_t>& tokens() const { return tokens_; }  // what the KV cache holds
+  void reset() { truncate(0); }
+  // Keeps the first n tokens (their KV stays valid); later feeds overwrite the rest.
+  void truncate(int64_t n) {
+    n_past_ = std::min(n, n_past_);
+    tokens_.resize(n_past_);
+  }
   size_t kv_bytes() const { return kv_.bytes(); }
 
   // Appends `tokens` (in chunks of at most `chunk`) and returns the logits after the last one.
@@ -32,6 +39,7 @@ class Session {
   KvStorage kv_;
   ForwardBatch batch_;
   int64_t n_past_ = 0;
+  std::vector<int32_t> tokens_;
   std::vector<float> logits_;
 };
 

@@ -26,7 +26,7 @@ void paged_attention(const AttentionShape& s, const ForwardBatch& batch, const K
       const int64_t i = item / s.n_kv_heads, kvh = item % s.n_kv_heads;
       const int64_t pos = batch.positions[i];
       const auto& table = batch.block_tables[batch.seq[i]];
-      float* o = out + i * q_stride + kvh * group * hd;  // this group's output heads, contiguous
+      float* o = out + i * s.n_heads * hd + kvh * group * hd;  // [n][n_heads*hd]: this group's heads
       std::fill(o, o + group * hd, 0.f);
       std::fill(m, m + group, -INFINITY);
       std::fill(l, l + group, 0.f);

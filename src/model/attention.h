@@ -15,7 +15,7 @@ struct AttentionShape {
   int64_t n_heads, n_kv_heads, head_dim;
 };
 
-// q: [n][n_heads*head_dim] (already rotated), out: [n][n_heads*head_dim]. Token i attends to
+// q: rows of q_stride floats starting with n_heads*head_dim rotated values; out: [n][n_heads*head_dim]. Token i attends to
 // positions 0..positions[i] of its sequence; those K/V must already be in `kv` for `layer`.
 void paged_attention(const AttentionShape& s, const ForwardBatch& batch, const KvStorage& kv, int64_t layer,
                      const float* q, int64_t q_stride, float* out, ThreadPool& pool);

@@ -1,8 +1,56 @@
-// tinfer: one binary, one subcommand per file (run, chat, info, ppl, synth, bench, serve).
+// tinfer: one binary, one subcommand per file. Errors become one clear line and exit status 1.
 #include <cstdio>
 #include <cstring>
+#include <exception>
+
+#include "commands.h"
+#include "core/error.h"
+
+namespace {
+
+struct Entry {
+  const char* name;
+  tinfer::cli::Command fn;
+  const char* help;
+};
+
+const Entry kCommands[] = {
+    {"run", tinfer::cli::cmd_run, "generate a continuation of a prompt"},
+    {"chat", tinfer::cli::cmd_chat, "interactive chat with the model's chat template"},
+    {"info", tinfer::cli::cmd_info, "architecture, hyper-parameters, tensors, KV bytes per token"},
+    {"ppl", tinfer::cli::cmd_ppl, "teacher-forced perplexity of a text file"},
+    {"synth", tinfer::cli::cmd_synth, "write a random-weight model with a real architecture's shapes"},
+    {"bench", tinfer::cli::cmd_bench, "prefill/decode speed against the machine's roofline"},
+};
+
+void usage() {
+  std::fprintf(stderr, "usage: tinfer <command> [options]\ncommands:\n");
+  for (const auto& c : kCommands) std::fprintf(stderr, "  %-6s %s\n", c.name, c.help);
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
-  std::fprintf(stderr, "usage: tinfer <run|chat|info|ppl|synth|bench> ...\n");
-  return argc > 1 && std::strcmp(argv[1], "--help") == 0 ? 0 : 2;
+  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
+    usage();
+    return argc < 2 ? 2 : 0;
+  }
+  for (const auto& c : kCommands) {
+    if (std::strcmp(argv[1], c.name) != 0) continue;
+    try {
+      return c.fn(argc - 2, argv + 2);
+    } catch (const tinfer::Error& e) {
+      std::fprintf(stderr, "tinfer %s: error: %s\n", c.name, e.what());
+      return 1;
+    } catch (const std::bad_alloc&) {
+      std::fprintf(stderr, "tinfer %s: error: out of memory\n", c.name);
+      return 1;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "tinfer %s: error: %s\n", c.name, e.what());
+      return 1;
+    }
+  }
+  std::fprintf(stderr, "tinfer: unknown command '%s'\n", argv[1]);
+  usage();
+  return 2;
 }

@@ -1,0 +1,75 @@
+// The tinfer binary on bad input: each a clear error message and a non-zero exit, never a crash.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "common/test_env.h"
+#include "golden/golden_util.h"
+
+namespace tinfer {
+namespace {
+
+std::string temp_file(const std::string& name, const std::string& bytes) {
+  auto p = std::filesystem::temp_directory_path() / ("tinfer_cli_" + std::to_string(::getpid()) + "_" + name);
+  std::ofstream(p, std::ios::binary) << bytes;
+  return p.string();
+}
+
+void expect_error(const std::string& args, const std::string& needle) {
+  auto r = test::run_command(test::tinfer_bin() + " " + args + " 2>&1");
+  EXPECT_EQ(r.status, 1) << args << "\n" << r.out;
+  EXPECT_NE(r.out.find("error"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(needle), std::string::npos) << "expected '" << needle << "' in: " << r.out;
+}
+
+TEST(Cli, MissingModelFile) { expect_error("run -m /nonexistent/model.gguf -p hi", "does not exist"); }
+
+TEST(Cli, WrongMagic) {
+  std::string f = temp_file("magic.gguf", std::string("NOPE") + std::string(100, '\0'));
+  expect_error("info -m " + f, f);
+}
+
+TEST(Cli, TruncatedGguf) {
+  std::string model = test::shared_file("models/stories260K.gguf");
+  TINFER_REQUIRE_FILE(model, "models/stories260K.gguf");
+  std::ifstream in(model, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), {});
+  for (size_t cut : {size_t(3), size_t(20), size_t(1000), bytes.size() / 2, bytes.size() - 1}) {
+    std::string f = temp_file("trunc.gguf", bytes.substr(0, cut));
+    auto r = test::run_command(test::tinfer_bin() + " run -m " + f + " -p hi -n 1 2>&1");
+    EXPECT_EQ(r.status, 1) << "cut " << cut << ": " << r.out;
+    EXPECT_NE(r.out.find("error"), std::string::npos) << r.out;
+  }
+}
+
+TEST(Cli, UnknownArchitecture) {
+  std::string model = test::shared_file("models/stories260K.gguf");
+  TINFER_REQUIRE_FILE(model, "models/stories260K.gguf");
+  std::ifstream in(model, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), {});
+  auto pos = bytes.find("llama", bytes.find("general.architecture"));
+  ASSERT_NE(pos, std::string::npos);
+  bytes.replace(pos, 5, "zlama");
+  expect_error("run -m " + temp_file("arch.gguf", bytes) + " -p hi", "unknown architecture 'zlama'");
+}
+
+TEST(Cli, BadArguments) {
+  std::string model = test::shared_file("models/stories260K.gguf");
+  TINFER_REQUIRE_FILE(model, "models/stories260K.gguf");
+  expect_error("run -m " + model + " --temp -1", "temperature");
+  expect_error("run -m " + model + " -n abc", "integer");
+  expect_error("run -m " + model + " --bogus", "unknown option");
+  expect_error("synth --like gpt-5 -o /tmp/x.gguf", "unknown --like");
+}
+
+TEST(Cli, RunPrintsOnlyTheContinuation) {
+  std::string model = test::shared_file("models/stories260K.gguf");
+  TINFER_REQUIRE_FILE(model, "models/stories260K.gguf");
+  auto r = test::run_command(test::tinfer_bin() + " run -m " + model + " -p '' --temp 0 -n 12 2>/dev/null");
+  ASSERT_EQ(r.status, 0);
+  EXPECT_EQ(r.out.rfind("Once upon a time, there was a little girl", 0), 0u) << r.out;
+}
+
+}  // namespace
+}  // namespace tinfer

@@ -1,0 +1,80 @@
+// The default model (SmolLM2-135M-Instruct Q4_1), when the set-up has fetched it: loads, tokenizes
+// round trip, greedy chat answer non-empty and deterministic, fast vs reference first logits.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "common/test_env.h"
+#include "core/thread_pool.h"
+#include "engine/generate.h"
+#include "model/cpu_forward.h"
+#include "model/reference_forward.h"
+
+namespace tinfer {
+namespace {
+
+class DefaultModel : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = test::default_model();
+    if (path_.empty()) GTEST_SKIP() << "fixture absent: default model (run scripts/setup.sh)";
+    model_ = Model::load(path_);
+  }
+  std::string path_;
+  std::unique_ptr<Model> model_;
+};
+
+TEST_F(DefaultModel, LoadsWithExpectedShape) {
+  const ModelConfig& c = model_->config();
+  EXPECT_EQ(c.arch, "llama");
+  EXPECT_EQ(c.n_layers, 30);
+  EXPECT_EQ(c.dim, 576);
+  EXPECT_EQ(c.n_heads, 9);
+  EXPECT_EQ(c.n_kv_heads, 3);
+  EXPECT_EQ(c.n_vocab, 49152);
+  EXPECT_TRUE(c.tied_output);
+}
+
+TEST_F(DefaultModel, TokenizerRoundTrip) {
+  const std::string text = "Hello, world! The year 2024 had 366 days.\n  Indented — ünïcödé ✓";
+  auto ids = model_->tokenizer().encode(text, false);
+  EXPECT_EQ(model_->tokenizer().decode(ids), text);
+}
+
+TEST_F(DefaultModel, GreedyChatAnswerIsNonEmptyAndDeterministic) {
+  ThreadPool pool(2);
+  CpuForward fwd(*model_, pool);
+  const Tokenizer& tok = model_->tokenizer();
+  std::string prompt = apply_chat_template(model_->chat_template(), {{"user", "What is the capital of France?"}}, true);
+  auto ids = tok.encode(prompt, false, true);
+  auto answer = [&] {
+    Session s(fwd, 512);
+    GenerateOptions o;
+    o.max_tokens = 24;
+    o.sampling.temperature = 0;
+    std::string out;
+    generate(s, tok, ids, o, [&](int32_t t) { return out += tok.token_bytes(t), true; });
+    return out;
+  };
+  std::string a = answer(), b = answer();
+  EXPECT_FALSE(a.empty());
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a.find("Paris"), std::string::npos) << a;
+}
+
+TEST_F(DefaultModel, FastMatchesReferenceOnFirstLogits) {
+  auto ids = model_->tokenizer().encode("The quick brown fox", false);
+  auto want = ReferenceForward(*model_).logits(ids, {int64_t(ids.size()) - 1})[0];
+  ThreadPool pool(2);
+  CpuForward fwd(*model_, pool);
+  Session s(fwd, 32);
+  const auto& got = s.feed(ids);
+  double num = 0, den = 0;
+  for (size_t i = 0; i < want.size(); ++i) num += (got[i] - want[i]) * (got[i] - want[i]), den += want[i] * want[i];
+  EXPECT_LT(num / den, 5e-3);  // Q4_1/Q8_0 weights identical on both sides; int8 activations on the fast side
+  auto argmax = [](const std::vector<float>& v) { return std::max_element(v.begin(), v.end()) - v.begin(); };
+  EXPECT_EQ(argmax(got), argmax(want));
+}
+
+}  // namespace
+}  // namespace tinfer

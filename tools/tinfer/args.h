@@ -1,0 +1,36 @@
+// A small command-line parser: options are declared in a table (name, value or flag, help) and
+// anything else is a clear error. Kept tiny so every subcommand compiles fast.
+#pragma once
+#include <map>
+#include <string>
+#include <vector>
+
+namespace tinfer::cli {
+
+struct OptionSpec {
+  std::string names;  // "-m,--model"
+  std::string help;
+  bool takes_value = true;
+  std::string default_value;
+};
+
+class Args {
+ public:
+  // Throws Error on unknown options, missing values, or stray positionals.
+  Args(int argc, char** argv, const std::vector<OptionSpec>& spec, const std::string& usage);
+
+  bool has(const std::string& name) const;  // given on the command line (or has a default)
+  std::string str(const std::string& name) const;
+  long long integer(const std::string& name) const;  // Error naming the option if not an integer
+  double number(const std::string& name) const;
+  bool flag(const std::string& name) const;
+  std::string help() const;
+
+ private:
+  std::string canonical(const std::string& name) const;
+  std::vector<OptionSpec> spec_;
+  std::string usage_;
+  std::map<std::string, std::string> values_;
+};
+
+}  // namespace tinfer::cli

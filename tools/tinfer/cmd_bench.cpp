@@ -1,0 +1,102 @@
+// tinfer bench: batch-1 prefill and decode tokens/s (median and spread over repeats), measured
+// side by side with the machine's read bandwidth and compute peaks in the same process, and each
+// result as a percentage of its roofline. --json: one JSON object on the last stdout line.
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "common.h"
+#include "core/error.h"
+#include "core/roofline.h"
+#include "core/timer.h"
+#include "engine/session.h"
+#include "quant/type_table.h"
+
+namespace tinfer::cli {
+
+namespace {
+
+struct Spread {
+  double median, min, max;
+};
+Spread spread(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return {v[v.size() / 2], v.front(), v.back()};
+}
+
+// Multiply-accumulates per token in the weight matrices (attention scores excluded).
+double matmul_macs(const ModelConfig& c) {
+  double per_layer = double(c.dim) * (c.q_dim() + 2 * c.kv_dim()) + double(c.q_dim()) * c.dim + 3.0 * c.dim * c.ffn_dim;
+  return per_layer * c.n_layers + double(c.dim) * c.n_vocab;
+}
+
+}  // namespace
+
+int cmd_bench(int argc, char** argv) {
+  auto spec = concat(model_options(), {{"--prompt", "prompt tokens", true, "512"},
+                                       {"--gen", "generated tokens", true, "128"},
+                                       {"--repeat", "repetitions (median reported)", true, "5"},
+                                       {"--json", "print one JSON object on the last line", false}});
+  Args args(argc, argv, spec, "tinfer bench -m MODEL [--prompt 512] [--gen 128] [--repeat 5] [--json]");
+  const long long n_prompt = args.integer("--prompt"), n_gen = args.integer("--gen"), repeat = args.integer("--repeat");
+  check(n_prompt >= 1 && n_gen >= 2 && repeat >= 1, "--prompt >= 1, --gen >= 2 and --repeat >= 1 are required");
+  Loaded l = load_model(args);
+  const ModelConfig& c = l.model->config();
+  check(n_prompt + n_gen <= c.ctx_len || args.has("--ctx"),
+        "--prompt + --gen exceeds the model context of " + std::to_string(c.ctx_len));
+  Session session(*l.fwd, n_prompt + n_gen);
+
+  std::vector<int32_t> prompt(n_prompt);
+  for (long long i = 0; i < n_prompt; ++i) prompt[i] = int32_t((i * 7919 + 13) % c.n_vocab);
+  std::vector<double> bw, pre, dec;
+  bw.push_back(measure_read_gbps(*l.pool, size_t(512) << 20, 5, true));
+  double fp32 = measure_fp32_gflops(*l.pool, 0.2), int8 = measure_int8_gops(*l.pool, 0.2);
+  session.feed({prompt[0]});  // warm-up: scratch buffers, page faults
+  for (long long r = 0; r < repeat; ++r) {
+    session.reset();
+    double t0 = now_s();
+    const std::vector<float>* logits = &session.feed(prompt);
+    double t1 = now_s();
+    for (long long g = 1; g < n_gen; ++g) {
+      int32_t next = int32_t(std::max_element(logits->begin(), logits->end()) - logits->begin());
+      logits = &session.feed({next});
+    }
+    double t2 = now_s();
+    pre.push_back(n_prompt / (t1 - t0));
+    dec.push_back((n_gen - 1) / (t2 - t1));
+    bw.push_back(measure_read_gbps(*l.pool, size_t(512) << 20, 3, true));  // interleaved: the host is bimodal
+  }
+  const Spread p = spread(pre), d = spread(dec), b = spread(bw);
+  const double weight_bytes = double(l.fwd->packed_bytes());
+  const double decode_bound = b.median * 1e9 / weight_bytes;
+  const bool quantized = l.model->tensors().layers[0].wq->type != DType::F32 &&
+                         l.model->tensors().layers[0].wq->type != DType::F16 &&
+                         l.model->tensors().layers[0].wq->type != DType::BF16;
+  const double peak_ops = (quantized ? int8 : fp32) * 1e9;
+  const double prefill_bound = peak_ops / (2 * matmul_macs(c));
+  std::printf("model        %s (%s), %.1f MiB of packed weights, %d threads, isa %s\n", l.model->path().c_str(),
+              type_traits(l.model->tensors().layers[0].wq->type).name, weight_bytes / 1048576.0, l.pool->size(),
+              isa_name(active_isa()));
+  std::printf("roofline     read %.1f GB/s (median of %zu, range %.1f-%.1f), fp32 %.0f GFLOP/s, int8 %.0f GOP/s\n",
+              b.median, bw.size(), b.min, b.max, fp32, int8);
+  std::printf("prefill      %lld tokens: %.1f tok/s (range %.1f-%.1f) = %.0f%% of the %s compute bound %.0f tok/s\n",
+              n_prompt, p.median, p.min, p.max, 100 * p.median / prefill_bound, quantized ? "int8" : "fp32",
+              prefill_bound);
+  std::printf("decode       %lld tokens: %.1f tok/s (range %.1f-%.1f) = %.0f%% of the bandwidth bound %.1f tok/s (%.1f GB/s effective)\n",
+              n_gen, d.median, d.min, d.max, 100 * d.median / decode_bound, decode_bound, d.median * weight_bytes / 1e9);
+  if (args.flag("--json"))
+    std::printf(
+        "{\"model\":\"%s\",\"threads\":%d,\"isa\":\"%s\",\"prompt\":%lld,\"gen\":%lld,\"repeat\":%lld,"
+        "\"weight_bytes\":%.0f,\"prefill_tok_s\":%.3f,\"prefill_tok_s_min\":%.3f,\"prefill_tok_s_max\":%.3f,"
+        "\"decode_tok_s\":%.3f,\"decode_tok_s_min\":%.3f,\"decode_tok_s_max\":%.3f,\"read_gbps\":%.2f,"
+        "\"fp32_gflops\":%.1f,\"int8_gops\":%.1f,\"decode_roofline_pct\":%.1f,\"prefill_roofline_pct\":%.1f,"
+        "\"decode_effective_gbps\":%.2f}\n",
+        l.model->path().c_str(), l.pool->size(), isa_name(active_isa()), n_prompt, n_gen, repeat, weight_bytes,
+        p.median, p.min, p.max, d.median, d.min, d.max, b.median, fp32, int8, 100 * d.median / decode_bound,
+        100 * p.median / prefill_bound, d.median * weight_bytes / 1e9);
+  return 0;
+}
+
+}  // namespace tinfer::cli

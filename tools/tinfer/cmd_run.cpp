@@ -1,0 +1,48 @@
+// tinfer run: print only the generated continuation to stdout; timings to stderr.
+#include <cstdio>
+
+#include "commands.h"
+#include "common.h"
+#include "core/error.h"
+#include "engine/generate.h"
+#include "model/tokenizer/tokenizer.h"
+
+namespace tinfer::cli {
+
+int cmd_run(int argc, char** argv) {
+  auto spec = concat(concat(model_options(), sampling_options()),
+                     {{"-p,--prompt", "prompt text (empty: start from BOS)", true, ""},
+                      {"-n,--n-predict", "tokens to generate", true, "128"},
+                      {"--chat", "wrap the prompt as a user message in the chat template", false},
+                      {"--ignore-eos", "keep generating past end-of-generation tokens", false}});
+  Args args(argc, argv, spec, "tinfer run -m MODEL -p PROMPT [-n N] [--temp T] [--top-k K] [--top-p P] [--seed S] [--chat]");
+  SamplingParams sp = sampling_params(args);
+  long long n = args.integer("-n");
+  check(n >= 0, "-n must be >= 0");
+  Loaded l = load_model(args);
+  const Tokenizer& tok = l.model->tokenizer();
+  std::string text = args.str("--prompt");
+  bool chat = args.flag("--chat");
+  if (chat) text = apply_chat_template(l.model->chat_template(), {{"user", text}}, true);
+  std::vector<int32_t> prompt = encode_prompt(tok, text, chat);
+  Session session(*l.fwd, context_length(args, *l.model));
+  GenerateOptions opts;
+  opts.max_tokens = n;
+  opts.sampling = sp;
+  opts.stop_at_eog = !args.flag("--ignore-eos");
+  Utf8Stream utf8;
+  GenerateStats st = generate(session, tok, prompt, opts, [&](int32_t t) {
+    std::string s = utf8.push(tok.token_bytes(t));
+    std::fwrite(s.data(), 1, s.size(), stdout);
+    std::fflush(stdout);
+    return true;
+  });
+  std::string rest = utf8.flush();
+  std::fwrite(rest.data(), 1, rest.size(), stdout);
+  std::fprintf(stderr, "\nload %.2f s | prefill %lld tokens %.1f tok/s | decode %lld tokens %.1f tok/s | isa %s, %d threads\n",
+               l.load_s, (long long)st.prompt_tokens, st.prefill_tok_s(), (long long)st.generated, st.decode_tok_s(),
+               isa_name(active_isa()), l.pool->size());
+  return 0;
+}
+
+}  // namespace tinfer::cli

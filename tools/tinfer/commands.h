@@ -1,0 +1,15 @@
+// The subcommands of the tinfer binary; each lives in its own cmd_*.cpp file.
+#pragma once
+
+namespace tinfer::cli {
+
+using Command = int (*)(int argc, char** argv);  // argv excludes the subcommand name
+
+int cmd_run(int argc, char** argv);
+int cmd_chat(int argc, char** argv);
+int cmd_info(int argc, char** argv);
+int cmd_ppl(int argc, char** argv);
+int cmd_synth(int argc, char** argv);
+int cmd_bench(int argc, char** argv);
+
+}  // namespace tinfer::cli

@@ -1,0 +1,34 @@
+// Shared pieces of the subcommands: model loading with a thread pool and the fast forward pass,
+// the sampling options table, and the prompt encoding rules.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "args.h"
+#include "core/thread_pool.h"
+#include "engine/sampler.h"
+#include "model/cpu_forward.h"
+#include "model/model.h"
+
+namespace tinfer::cli {
+
+struct Loaded {
+  std::unique_ptr<Model> model;
+  std::unique_ptr<ThreadPool> pool;
+  std::unique_ptr<CpuForward> fwd;
+  double load_s = 0;
+};
+
+std::vector<OptionSpec> model_options();     // -m, -t, --tokenizer, -c
+std::vector<OptionSpec> sampling_options();  // --temp, --top-k, --top-p, --min-p, penalties, --seed
+std::vector<OptionSpec> concat(std::vector<OptionSpec> a, const std::vector<OptionSpec>& b);
+
+Loaded load_model(const Args& args);
+int64_t context_length(const Args& args, const Model& model);  // -c or min(trained, 4096)
+SamplingParams sampling_params(const Args& args);              // validated: Error lists every problem
+
+// BOS (if the tokenizer adds one) + the encoded text; an empty prompt gives BOS alone.
+std::vector<int32_t> encode_prompt(const Tokenizer& tok, const std::string& text, bool parse_special = false);
+
+}  // namespace tinfer::cli
