@@ -8,20 +8,26 @@
 namespace tinfer {
 
 // Activations quantized per 32-block: q = round(x / d), d = amax / 127, so q is in [-127, 127].
-// All arrays are [m][...] with row strides given; sum = sum(q) of the block (for the weight offsets),
-// ds = d * sum (for Q4_1's min term).
+// Stored as a panel that the GEMMs walk with one pointer: rows in groups of kActGroup (the last group
+// zero-padded); per group and block, kActBlockBytes = q[8][32] int8, d[8] f32, off[8] i32, ds[8] f32.
+// off = corr * sum(q) removes the packed weights' offset (Q8_0 stores q + 128: corr -128; Q4_0 q + 8:
+// corr -8); ds = d * sum(q) feeds Q4_1's min term.
+constexpr int kActGroup = 8;
+constexpr int64_t kActBlockBytes = kActGroup * 32 + kActGroup * 12;
 struct QActs {
-  const int8_t* q = nullptr;   // [m][ldq]
-  const float* d = nullptr;    // [m][nb]
-  const int32_t* sum = nullptr;// [m][nb]
-  const float* ds = nullptr;   // [m][nb]
-  const int32_t* off = nullptr;// [m][nb] weight-offset term corr * sum (Q8_0: -128, Q4_0: -8, Q4_1: unused)
-  int64_t ldq = 0;             // bytes per row of q (>= nb * 32)
-  int64_t nb = 0;              // blocks per row
+  const uint8_t* panel = nullptr;
+  int64_t nb = 0;  // blocks per row
+  // The block b of group g, and its fields for row r of the group.
+  const uint8_t* block(int64_t g, int64_t b) const { return panel + (g * nb + b) * kActBlockBytes; }
+  static const int8_t* q(const uint8_t* blk, int r) { return reinterpret_cast<const int8_t*>(blk) + r * 32; }
+  static const float* d(const uint8_t* blk, int r) { return reinterpret_cast<const float*>(blk + 256) + r; }
+  static const int32_t* off(const uint8_t* blk, int r) { return reinterpret_cast<const int32_t*>(blk + 288) + r; }
+  static const float* ds(const uint8_t* blk, int r) { return reinterpret_cast<const float*>(blk + 320) + r; }
 };
 
 // One quantized GEMM call: y[i][r] += ... is NOT accumulated; y[i][r] is overwritten for
 // i in [i0, i1), r in the rows of tiles [t0, t1) (the padded rows past `rows` are not stored).
+// i0 is a multiple of kActGroup.
 struct GemmArgs {
   const uint8_t* w = nullptr;  // packed tiles (packed_layout.h)
   int64_t tile_bytes = 0;      // bytes per 16-row tile

@@ -2,6 +2,7 @@
 // weight tiles over the thread pool (and blocks over activation rows so they stay in cache).
 // Float types and K-quants take a simpler path: each weight row dequantized once, fp32 dots.
 #include <algorithm>
+#include <cstring>
 #include <vector>
 
 #include "core/error.h"
@@ -19,38 +20,40 @@ constexpr int64_t kActChunk = 64;  // activation rows per pass over a thread's t
 
 // Per calling thread, grown on demand and then reused: no allocation per token after warm-up.
 struct ActScratch {
-  std::vector<int8_t> q;
-  std::vector<float> d, ds;
-  std::vector<int32_t> sum, off;
+  std::vector<uint8_t> panel;  // QActs layout (kernel_table.h)
 };
 
-// corr: the packed weights' per-q offset (Q8_0 stores q + 128, Q4_0 stores q + 8), removed via off.
+// Quantizes x [m][cols] into the activation panel; corr is the packed weights' per-q offset.
 QActs quantize_acts(const KernelTable& kt, const float* x, int64_t m, int64_t cols, int32_t corr, ThreadPool& pool) {
   thread_local ActScratch s;
-  const int64_t nb = cols / 32;
-  if (int64_t(s.q.size()) < m * cols) s.q.resize(size_t(m * cols));
-  if (int64_t(s.d.size()) < m * nb) {
-    s.d.resize(size_t(m * nb));
-    s.ds.resize(size_t(m * nb));
-    s.sum.resize(size_t(m * nb));
-    s.off.resize(size_t(m * nb));
-  }
-  auto rows = [&](int64_t i0, int64_t i1) {
-    for (int64_t i = i0; i < i1; ++i) {
-      kt.quantize_act_row(x + i * cols, cols, s.q.data() + i * cols, s.d.data() + i * nb, s.sum.data() + i * nb,
-                          s.ds.data() + i * nb);
-      for (int64_t b = i * nb; b < (i + 1) * nb; ++b) s.off[size_t(b)] = corr * s.sum[size_t(b)];
+  const int64_t nb = cols / 32, groups = (m + kActGroup - 1) / kActGroup;
+  const size_t bytes = size_t(groups * nb * kActBlockBytes);
+  if (s.panel.size() < bytes) s.panel.resize(bytes);
+  uint8_t* panel = s.panel.data();
+  auto rows = [&](int64_t g0, int64_t g1) {
+    thread_local std::vector<int8_t> q;
+    thread_local std::vector<float> d, ds;
+    thread_local std::vector<int32_t> sum;
+    if (int64_t(q.size()) < cols) q.resize(size_t(cols));
+    if (int64_t(d.size()) < nb) d.resize(size_t(nb)), ds.resize(size_t(nb)), sum.resize(size_t(nb));
+    for (int64_t i = g0 * kActGroup; i < g1 * kActGroup; ++i) {
+      const int r = int(i % kActGroup);
+      if (i < m) kt.quantize_act_row(x + i * cols, cols, q.data(), d.data(), sum.data(), ds.data());
+      for (int64_t b = 0; b < nb; ++b) {
+        uint8_t* blk = panel + ((i / kActGroup) * nb + b) * kActBlockBytes;
+        const bool live = i < m;  // padded rows of the last group are zeros
+        if (live) std::memcpy(blk + r * 32, q.data() + b * 32, 32);
+        else std::memset(blk + r * 32, 0, 32);
+        reinterpret_cast<float*>(blk + 256)[r] = live ? d[size_t(b)] : 0.0f;
+        reinterpret_cast<int32_t*>(blk + 288)[r] = live ? corr * sum[size_t(b)] : 0;
+        reinterpret_cast<float*>(blk + 320)[r] = live ? ds[size_t(b)] : 0.0f;
+      }
     }
   };
-  if (m * cols >= (1 << 16)) pool.parallel_for(m, 1, rows);
-  else rows(0, m);
+  if (m * cols >= (1 << 16)) pool.parallel_for(groups, 1, rows);
+  else rows(0, groups);
   QActs a;
-  a.q = s.q.data();
-  a.d = s.d.data();
-  a.sum = s.sum.data();
-  a.ds = s.ds.data();
-  a.off = s.off.data();
-  a.ldq = cols;
+  a.panel = panel;
   a.nb = nb;
   return a;
 }

@@ -36,8 +36,8 @@ inline __m256i dot4(__m256i w, __m256i a) {
 // Rows [i, i + MR) of y for one half (h: rows 8h..8h+7) of one tile. Q4_0 starts from a.off (-8 * sum);
 // Q8_0 needs no offset here (see dot4).
 template <Kind K, int MR>
-inline void half_rows(const uint8_t* tile, int64_t quant_offset, const QActs& a, int64_t i, int h, float* y,
-                      int64_t ldy, int valid) {
+inline void half_rows(const uint8_t* tile, int64_t quant_offset, const QActs& a, int64_t g, int r0, int h,
+                      float* y, int64_t ldy, int valid) {
   constexpr int ns = K == Kind::q4_1 ? 32 : 16;
   constexpr int qbytes = K == Kind::q8_0 ? 512 : 256;
   const auto* scales = reinterpret_cast<const uint16_t*>(tile);
@@ -50,17 +50,18 @@ inline void half_rows(const uint8_t* tile, int64_t quant_offset, const QActs& a,
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* qb = quants + b * qbytes;
     const __m256 wd = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + b * ns + 8 * h)));
+    const uint8_t* blk = a.block(g, b);
     __m256i acc[MR];
     #pragma GCC unroll 16
     for (int r = 0; r < MR; ++r)
-      acc[r] = K == Kind::q4_0 ? _mm256_set1_epi32(a.off[(i + r) * nb + b]) : _mm256_setzero_si256();
+      acc[r] = K == Kind::q4_0 ? _mm256_set1_epi32(*QActs::off(blk, r0 + r)) : _mm256_setzero_si256();
     if constexpr (K == Kind::q8_0) {
       #pragma GCC unroll 16
       for (int j = 0; j < 8; ++j) {
         const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qb + 64 * j));
         #pragma GCC unroll 16
         for (int r = 0; r < MR; ++r)
-          acc[r] = _mm256_add_epi32(acc[r], dot4<K>(w, bcast4(a.q + (i + r) * a.ldq + b * 32 + 4 * j)));
+          acc[r] = _mm256_add_epi32(acc[r], dot4<K>(w, bcast4(QActs::q(blk, r0 + r) + 4 * j)));
       }
     } else {
       #pragma GCC unroll 16
@@ -69,7 +70,7 @@ inline void half_rows(const uint8_t* tile, int64_t quant_offset, const QActs& a,
         const __m256i wl = _mm256_and_si256(v, lo4), wh = _mm256_and_si256(_mm256_srli_epi16(v, 4), lo4);
         #pragma GCC unroll 16
         for (int r = 0; r < MR; ++r) {
-          const int8_t* q = a.q + (i + r) * a.ldq + b * 32;
+          const int8_t* q = QActs::q(blk, r0 + r);
           acc[r] = _mm256_add_epi32(acc[r], _mm256_add_epi32(dot4<K>(wl, bcast4(q + 4 * c)),
                                                              dot4<K>(wh, bcast4(q + 16 + 4 * c))));
         }
@@ -77,12 +78,11 @@ inline void half_rows(const uint8_t* tile, int64_t quant_offset, const QActs& a,
     }
     #pragma GCC unroll 16
     for (int r = 0; r < MR; ++r) {
-      const int64_t ab = (i + r) * nb + b;
-      facc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc[r]), _mm256_mul_ps(wd, _mm256_set1_ps(a.d[ab])), facc[r]);
+      facc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc[r]), _mm256_mul_ps(wd, _mm256_set1_ps(*QActs::d(blk, r0 + r))), facc[r]);
       if constexpr (K == Kind::q4_1) {
         const __m256 wm =
             _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + b * ns + 16 + 8 * h)));
-        facc[r] = _mm256_fmadd_ps(wm, _mm256_set1_ps(a.ds[ab]), facc[r]);
+        facc[r] = _mm256_fmadd_ps(wm, _mm256_set1_ps(*QActs::ds(blk, r0 + r)), facc[r]);
       }
     }
   }
@@ -91,22 +91,25 @@ inline void half_rows(const uint8_t* tile, int64_t quant_offset, const QActs& a,
   for (int r = 0; r < MR; ++r) {
     float tmp[8];
     _mm256_storeu_ps(tmp, facc[r]);
-    std::memcpy(y + (i + r) * ldy + 8 * h, tmp, sizeof(float) * size_t(n));
+    std::memcpy(y + (g * kActGroup + r0 + r) * ldy + 8 * h, tmp, sizeof(float) * size_t(n));
   }
 }
 
 template <Kind K>
-void gemm(const GemmArgs& g, int64_t t0, int64_t t1, int64_t i0, int64_t i1) {
+void gemm(const GemmArgs& ga, int64_t t0, int64_t t1, int64_t i0, int64_t i1) {
   constexpr int kMR = 4;
   for (int64_t t = t0; t < t1; ++t) {
-    const int valid = int(std::min<int64_t>(packed::kTileRows, g.rows - t * packed::kTileRows));
-    const uint8_t* tile = g.w + t * g.tile_bytes;
-    float* y = g.y + t * packed::kTileRows;
+    const int valid = int(std::min<int64_t>(packed::kTileRows, ga.rows - t * packed::kTileRows));
+    const uint8_t* tile = ga.w + t * ga.tile_bytes;
+    float* y = ga.y + t * packed::kTileRows;
     for (int h = 0; h < 2 && 8 * h < valid; ++h) {
-      int64_t i = i0;
-      for (; i + kMR <= i1; i += kMR) half_rows<K, kMR>(tile, g.quant_offset, g.a, i, h, y, g.ldy, valid);
-      if (i1 - i >= 2) { half_rows<K, 2>(tile, g.quant_offset, g.a, i, h, y, g.ldy, valid); i += 2; }
-      if (i1 - i >= 1) half_rows<K, 1>(tile, g.quant_offset, g.a, i, h, y, g.ldy, valid);
+      for (int64_t g = i0 / kActGroup; g * kActGroup < i1; ++g) {
+        const int n = int(std::min<int64_t>(kActGroup, i1 - g * kActGroup));
+        int r0 = 0;
+        for (; r0 + kMR <= n; r0 += kMR) half_rows<K, kMR>(tile, ga.quant_offset, ga.a, g, r0, h, y, ga.ldy, valid);
+        if (n - r0 >= 2) { half_rows<K, 2>(tile, ga.quant_offset, ga.a, g, r0, h, y, ga.ldy, valid); r0 += 2; }
+        if (n - r0 >= 1) half_rows<K, 1>(tile, ga.quant_offset, ga.a, g, r0, h, y, ga.ldy, valid);
+      }
     }
   }
 }

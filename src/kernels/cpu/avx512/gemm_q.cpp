@@ -23,9 +23,9 @@ inline __m512i bcast4(const int8_t* p) {
   return _mm512_set1_epi32(v);
 }
 
-// Rows [i, i + MR) of y for one tile: y[i + r][0..16) = sum_b d_w * d_a * (int dot + offset).
+// Rows r0..r0+MR of activation group g, for one tile: y[row][0..16) = sum_b d_w * d_a * (int dot + off).
 template <Kind K, int MR>
-inline void tile_rows(const uint8_t* tile, int64_t quant_offset, const QActs& a, int64_t i, float* y,
+inline void tile_rows(const uint8_t* tile, int64_t quant_offset, const QActs& a, int64_t g, int r0, float* y,
                       int64_t ldy, __mmask16 mask) {
   constexpr int ns = K == Kind::q4_1 ? 32 : 16;  // fp16 scales per block
   constexpr int qbytes = K == Kind::q8_0 ? 512 : 256;
@@ -53,9 +53,9 @@ inline void tile_rows(const uint8_t* tile, int64_t quant_offset, const QActs& a,
     }
     #pragma GCC unroll 16
     for (int r = 0; r < MR; ++r) {
-      const int64_t ab = (i + r) * nb + b;
-      const int8_t* q = a.q + (i + r) * a.ldq + b * 32;
-      __m512i acc = K != Kind::q4_1 ? _mm512_set1_epi32(a.off[ab]) : _mm512_setzero_si512();
+      const uint8_t* blk = a.block(g, b);
+      const int8_t* q = QActs::q(blk, r0 + r);
+      __m512i acc = K != Kind::q4_1 ? _mm512_set1_epi32(*QActs::off(blk, r0 + r)) : _mm512_setzero_si512();
       if constexpr (MR <= 2) {  // few rows: two chains to hide vpdpbusd latency
         __m512i acc1 = _mm512_setzero_si512();
         #pragma GCC unroll 16
@@ -68,31 +68,36 @@ inline void tile_rows(const uint8_t* tile, int64_t quant_offset, const QActs& a,
         #pragma GCC unroll 16
         for (int j = 0; j < 8; ++j) acc = _mm512_dpbusd_epi32(acc, w[j], bcast4(q + 4 * j));
       }
-      facc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc), _mm512_mul_ps(wd, _mm512_set1_ps(a.d[ab])), facc[r]);
+      facc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc), _mm512_mul_ps(wd, _mm512_set1_ps(*QActs::d(blk, r0 + r))), facc[r]);
       if constexpr (K == Kind::q4_1) {
         const __m512 wm =
             _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales + b * ns + 16)));
-        facc[r] = _mm512_fmadd_ps(wm, _mm512_set1_ps(a.ds[ab]), facc[r]);
+        facc[r] = _mm512_fmadd_ps(wm, _mm512_set1_ps(*QActs::ds(blk, r0 + r)), facc[r]);
       }
     }
   }
   #pragma GCC unroll 16
-  for (int r = 0; r < MR; ++r) _mm512_mask_storeu_ps(y + (i + r) * ldy, mask, facc[r]);
+  for (int r = 0; r < MR; ++r) _mm512_mask_storeu_ps(y + (g * kActGroup + r0 + r) * ldy, mask, facc[r]);
 }
 
 template <Kind K>
-void gemm(const GemmArgs& g, int64_t t0, int64_t t1, int64_t i0, int64_t i1) {
-  constexpr int kMR = 8;
+void gemm(const GemmArgs& ga, int64_t t0, int64_t t1, int64_t i0, int64_t i1) {
   for (int64_t t = t0; t < t1; ++t) {
-    const int valid = int(std::min<int64_t>(packed::kTileRows, g.rows - t * packed::kTileRows));
+    const int valid = int(std::min<int64_t>(packed::kTileRows, ga.rows - t * packed::kTileRows));
     const __mmask16 mask = __mmask16((1u << valid) - 1);
-    const uint8_t* tile = g.w + t * g.tile_bytes;
-    float* y = g.y + t * packed::kTileRows;
-    int64_t i = i0;
-    for (; i + kMR <= i1; i += kMR) tile_rows<K, kMR>(tile, g.quant_offset, g.a, i, y, g.ldy, mask);
-    if (i1 - i >= 4) { tile_rows<K, 4>(tile, g.quant_offset, g.a, i, y, g.ldy, mask); i += 4; }
-    if (i1 - i >= 2) { tile_rows<K, 2>(tile, g.quant_offset, g.a, i, y, g.ldy, mask); i += 2; }
-    if (i1 - i >= 1) tile_rows<K, 1>(tile, g.quant_offset, g.a, i, y, g.ldy, mask);
+    const uint8_t* tile = ga.w + t * ga.tile_bytes;
+    float* y = ga.y + t * packed::kTileRows;
+    for (int64_t g = i0 / kActGroup; g * kActGroup < i1; ++g) {
+      const int64_t n = std::min<int64_t>(kActGroup, i1 - g * kActGroup);
+      if (n == kActGroup) {
+        tile_rows<K, 8>(tile, ga.quant_offset, ga.a, g, 0, y, ga.ldy, mask);
+        continue;
+      }
+      int r0 = 0;
+      if (n - r0 >= 4) { tile_rows<K, 4>(tile, ga.quant_offset, ga.a, g, r0, y, ga.ldy, mask); r0 += 4; }
+      if (n - r0 >= 2) { tile_rows<K, 2>(tile, ga.quant_offset, ga.a, g, r0, y, ga.ldy, mask); r0 += 2; }
+      if (n - r0 >= 1) tile_rows<K, 1>(tile, ga.quant_offset, ga.a, g, r0, y, ga.ldy, mask);
+    }
   }
 }
 

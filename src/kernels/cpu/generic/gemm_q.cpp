@@ -12,19 +12,20 @@ namespace {
 
 enum class Kind { q8_0, q4_0, q4_1 };
 
-// y[i][tile rows] for one tile and one activation row i.
+// y[tile rows] for one tile and row r of activation group g.
 template <Kind K>
-void tile_row(const uint8_t* tile, int64_t quant_offset, const QActs& a, int64_t i, float* y, int valid) {
+void tile_row(const uint8_t* tile, int64_t quant_offset, const QActs& a, int64_t g, int r0, float* y, int valid) {
   constexpr int ns = K == Kind::q4_1 ? 32 : 16;  // fp16 scales per block
   constexpr int qbytes = K == Kind::q8_0 ? 512 : 256;
   const auto* scales = reinterpret_cast<const uint16_t*>(tile);
   const uint8_t* quants = tile + quant_offset;
   float acc[16] = {};
   for (int64_t b = 0; b < a.nb; ++b) {
-    const int8_t* q = a.q + i * a.ldq + b * 32;
+    const uint8_t* blk = a.block(g, b);
+    const int8_t* q = QActs::q(blk, r0);
     const uint8_t* qb = quants + b * qbytes;
     int32_t isum[16];
-    for (int r = 0; r < 16; ++r) isum[r] = a.off[i * a.nb + b];  // corr * sum(q)
+    for (int r = 0; r < 16; ++r) isum[r] = *QActs::off(blk, r0);  // corr * sum(q)
     if constexpr (K == Kind::q8_0) {
       for (int j = 0; j < 8; ++j)
         for (int r = 0; r < 16; ++r)
@@ -37,10 +38,10 @@ void tile_row(const uint8_t* tile, int64_t quant_offset, const QActs& a, int64_t
             isum[r] += (byte & 15) * q[4 * c + u] + (byte >> 4) * q[16 + 4 * c + u];
           }
     }
-    const float da = a.d[i * a.nb + b];
+    const float da = *QActs::d(blk, r0);
     for (int r = 0; r < 16; ++r) {
       acc[r] += fp16_to_f32(scales[b * ns + r]) * da * float(isum[r]);
-      if constexpr (K == Kind::q4_1) acc[r] += fp16_to_f32(scales[b * ns + 16 + r]) * a.ds[i * a.nb + b];
+      if constexpr (K == Kind::q4_1) acc[r] += fp16_to_f32(scales[b * ns + 16 + r]) * *QActs::ds(blk, r0);
     }
   }
   std::memcpy(y, acc, sizeof(float) * size_t(valid));
@@ -51,7 +52,8 @@ void gemm(const GemmArgs& g, int64_t t0, int64_t t1, int64_t i0, int64_t i1) {
   for (int64_t t = t0; t < t1; ++t) {
     const int valid = int(std::min<int64_t>(packed::kTileRows, g.rows - t * packed::kTileRows));
     for (int64_t i = i0; i < i1; ++i)
-      tile_row<K>(g.w + t * g.tile_bytes, g.quant_offset, g.a, i, g.y + i * g.ldy + t * packed::kTileRows, valid);
+      tile_row<K>(g.w + t * g.tile_bytes, g.quant_offset, g.a, i / kActGroup, int(i % kActGroup),
+                  g.y + i * g.ldy + t * packed::kTileRows, valid);
   }
 }
 
