@@ -51,24 +51,32 @@ inline void tile_rows(const uint8_t* tile, int64_t quant_offset, const QActs& a,
         w[c + 4] = _mm512_and_si512(_mm512_srli_epi16(v, 4), lo4);
       }
     }
-    #pragma GCC unroll 16
-    for (int r = 0; r < MR; ++r) {
-      const uint8_t* blk = a.block(g, b);
-      const int8_t* q = QActs::q(blk, r0 + r);
-      __m512i acc = K != Kind::q4_1 ? _mm512_set1_epi32(*QActs::off(blk, r0 + r)) : _mm512_setzero_si512();
-      if constexpr (MR <= 2) {  // few rows: two chains to hide vpdpbusd latency
-        __m512i acc1 = _mm512_setzero_si512();
-        #pragma GCC unroll 16
-        for (int j = 0; j < 8; j += 2) {
-          acc = _mm512_dpbusd_epi32(acc, w[j], bcast4(q + 4 * j));
-          acc1 = _mm512_dpbusd_epi32(acc1, w[j + 1], bcast4(q + 4 * j + 4));
-        }
-        acc = _mm512_add_epi32(acc, acc1);
-      } else {
-        #pragma GCC unroll 16
-        for (int j = 0; j < 8; ++j) acc = _mm512_dpbusd_epi32(acc, w[j], bcast4(q + 4 * j));
+    // j outer, r inner: MR independent vpdpbusd chains in flight (latency ~5 cycles each).
+    const uint8_t* blk = a.block(g, b);
+    __m512i acc[MR];
+#pragma GCC unroll 16
+    for (int r = 0; r < MR; ++r)
+      acc[r] = K != Kind::q4_1 ? _mm512_set1_epi32(*QActs::off(blk, r0 + r)) : _mm512_setzero_si512();
+    if constexpr (MR == 1) {  // one row: split its chain in two
+      __m512i acc1 = _mm512_setzero_si512();
+      const int8_t* q = QActs::q(blk, r0);
+#pragma GCC unroll 16
+      for (int j = 0; j < 8; j += 2) {
+        acc[0] = _mm512_dpbusd_epi32(acc[0], w[j], bcast4(q + 4 * j));
+        acc1 = _mm512_dpbusd_epi32(acc1, w[j + 1], bcast4(q + 4 * j + 4));
       }
-      facc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc), _mm512_mul_ps(wd, _mm512_set1_ps(*QActs::d(blk, r0 + r))), facc[r]);
+      acc[0] = _mm512_add_epi32(acc[0], acc1);
+    } else {
+#pragma GCC unroll 16
+      for (int j = 0; j < 8; ++j)
+#pragma GCC unroll 16
+        for (int r = 0; r < MR; ++r)
+          acc[r] = _mm512_dpbusd_epi32(acc[r], w[j], bcast4(QActs::q(blk, r0 + r) + 4 * j));
+    }
+#pragma GCC unroll 16
+    for (int r = 0; r < MR; ++r) {
+      facc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc[r]), _mm512_mul_ps(wd, _mm512_set1_ps(*QActs::d(blk, r0 + r))),
+                                facc[r]);
       if constexpr (K == Kind::q4_1) {
         const __m512 wm =
             _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales + b * ns + 16)));
@@ -76,7 +84,6 @@ inline void tile_rows(const uint8_t* tile, int64_t quant_offset, const QActs& a,
       }
     }
   }
-  #pragma GCC unroll 16
   for (int r = 0; r < MR; ++r) _mm512_mask_storeu_ps(y + (g * kActGroup + r0 + r) * ldy, mask, facc[r]);
 }
 
