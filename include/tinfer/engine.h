@@ -1,0 +1,99 @@
+// The public offline serving API: an Engine owns a model, its KV cache, a scheduler and the
+// samplers, and runs iteration-level (continuous) batching. Clients add requests from any thread;
+// one thread drives step(); events are delivered by callback on the stepping thread.
+// The HTTP server (src/server) only converts JSON to these calls and back.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/request.h"
+#include "engine/sampler.h"
+
+namespace tinfer {
+
+class Model;
+class Tokenizer;
+
+struct EngineConfig {
+  std::string model_path;
+  std::string tokenizer_path;       // llama2.c .bin models only
+  int threads = 0;                  // 0 = all cores
+  // KV cache memory (the CPU analogue of gpu_memory_utilization): kv_memory_bytes if > 0, else
+  // kv_fraction of the memory available after the weights.
+  int64_t kv_memory_bytes = 0;
+  double kv_fraction = 0.5;
+  int block_size = 16;
+  bool prefix_caching = true;
+  std::string kv_layout = "paged";   // "paged" | "reserved" (baseline: max context reserved per sequence)
+  std::string batching = "continuous";  // "continuous" | "static" (baseline)
+  bool chunked_prefill = true;
+  int max_batched_tokens = 512;     // token budget per step
+  int max_seqs = 64;
+  int max_model_len = 0;            // 0 = the model's context length
+  int default_max_tokens = 256;
+  int max_tokens_cap = 4096;
+  bool verbose = true;              // print the KV plan at start (bytes/token, capacity, concurrency)
+
+  std::vector<std::string> validate() const;  // every problem, one message each
+};
+
+struct GenerationRequest {
+  std::vector<Token> prompt;         // token ids (BOS included if wanted)
+  SamplingParams sampling;
+  int max_tokens = 0;                // <= 0: server default; above the cap: clamped (reported)
+  std::vector<Token> stop_token_ids;
+  bool ignore_eos = false;
+  int n = 1;                         // parallel samples sharing the prompt's KV blocks (forked after prefill)
+  uint64_t cache_salt = 0;
+};
+
+// One event for one sample of a request. index = which of the n samples.
+struct TokenEvent {
+  RequestId id = 0;
+  int index = 0;
+  bool has_token = false;
+  Token token = -1;
+  float logprob = 0;
+  std::vector<TokenLogprob> top_logprobs;
+  bool finished = false;
+  FinishReason finish_reason = FinishReason::kNone;
+  int prompt_tokens = 0;
+  int cached_prompt_tokens = 0;
+  int completion_tokens = 0;         // so far, for this sample
+  bool clamped = false;              // max_tokens was clamped to the server cap
+};
+using EventCallback = std::function<void(const TokenEvent&)>;
+
+struct EngineStats {
+  int running = 0, waiting = 0;
+  int kv_blocks_total = 0, kv_blocks_used = 0, kv_blocks_peak = 0;
+  double prefix_hit_rate = 0;        // hit tokens / looked-up tokens
+  int64_t prompt_tokens = 0, generated_tokens = 0, preemptions = 0, aborts = 0, steps = 0;
+  int64_t kv_waste_slots = 0;        // reserved but unused token slots (now)
+};
+
+class Engine {
+ public:
+  // Loads the model and plans the KV cache; throws Error (e.g. a context that cannot fit one sequence).
+  static std::unique_ptr<Engine> create(const EngineConfig& config);
+  virtual ~Engine() = default;
+
+  // Thread-safe. Validates (Error on bad params / over-long prompt); the request joins at the next step.
+  virtual RequestId add_request(GenerationRequest request, EventCallback on_event) = 0;
+  // Thread-safe. Aborts at the next step (blocks return to the pool then); unknown ids are ignored.
+  virtual void abort(RequestId id) = 0;
+  // Runs one iteration (schedule -> forward -> sample -> update). Returns false if there was nothing to do.
+  virtual bool step() = 0;
+  virtual bool has_work() const = 0;  // thread-safe
+
+  virtual EngineStats stats() const = 0;  // thread-safe snapshot
+  virtual const Model& model() const = 0;
+  virtual const Tokenizer& tokenizer() const = 0;
+  virtual const EngineConfig& config() const = 0;
+  virtual int max_model_len() const = 0;  // longest prompt + output a request may have
+};
+
+}  // namespace tinfer
