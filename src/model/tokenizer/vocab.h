@@ -63,7 +63,7 @@ std::unique_ptr<Tokenizer> make_spm_tokenizer(VocabData d);
 std::unique_ptr<Tokenizer> make_bpe_tokenizer(VocabData d);
 // SentencePiece ModelProto bytes -> VocabData (model "llama"); Error on malformed input.
 VocabData parse_sentencepiece_model(const uint8_t* data, size_t size);
-// Dispatch by d.model; Error naming an unknown model. Validates first.
+// Dispatch by d.model (Error naming an unknown model); the kind validates d before building.
 std::unique_ptr<Tokenizer> make_tokenizer(VocabData d);
 
 }  // namespace tinfer
