@@ -16,6 +16,9 @@ constexpr uint32_t kMaxDims = 4;          // GGML_MAX_DIMS
 constexpr uint64_t kMaxKeyLen = 65535;    // spec: keys are at most 2^16-1 bytes
 constexpr uint64_t kMaxTensorName = 64;   // spec: tensor names are at most 64 bytes
 constexpr int kMaxArrayDepth = 4;         // arrays of arrays: bounded so recursion is bounded
+// Total array elements in one file's metadata. Real vocabularies need ~1M (256k tokens x
+// tokens/scores/types + merges); the cap bounds memory for hostile files (~48 bytes per value).
+constexpr uint64_t kMaxMetadataValues = uint64_t{1} << 23;
 
 // Smallest possible encodings, used to reject impossible counts before allocating.
 constexpr uint64_t kMinKvBytes = 8 + 4 + 1;              // key length, type, 1-byte value

@@ -1,5 +1,6 @@
 // GGUF reader: parses and validates the header, metadata and tensor table once, at open, against
 // the file size; afterwards every accessor is a plain lookup. Tensor data stays in the mapping.
+// v2 and v3 share one layout (64-bit counts); v3 only added big-endian files, which we reject.
 #include <algorithm>
 #include <bit>
 #include <cstring>
@@ -108,6 +109,10 @@ class Parser {
         if (n > remaining() / gguf::min_elem_size(arr->elem_type))
           error(what + " claims " + to_string(n) + " " + gguf::type_name(arr->elem_type) +
                 " elements but only " + to_string(remaining()) + " bytes remain");
+        // Each parsed value costs ~48 bytes in memory against 1 byte in the file: cap the total.
+        values_ += n;
+        if (values_ > gguf::kMaxMetadataValues)
+          error("metadata holds more than " + to_string(gguf::kMaxMetadataValues) + " array values in total");
         arr->values.reserve(n);
         const std::string elem = what + " element";  // one label for all: token lists are long
         for (uint64_t i = 0; i < n; ++i) arr->values.push_back(read_value(et, elem, depth + 1));
@@ -122,6 +127,7 @@ class Parser {
   const uint8_t* base_;
   size_t size_;
   size_t pos_ = 0;
+  uint64_t values_ = 0;  // array elements parsed so far
   const std::string& name_;
 };
 

@@ -111,6 +111,9 @@ TEST(GgufBadInput, MetadataProblems) {
   EXPECT_GGUF_ERROR(one_kv([](Bytes& b) { b.str("general.alignment").u32(4).u32(0); }), "not a power of two");
   EXPECT_GGUF_ERROR(one_kv([](Bytes& b) { b.kv_str("general.alignment", "32"); }), "must be an unsigned integer");
   EXPECT_GGUF_ERROR(Bytes().header(3, 0, 2).kv_u32("a", 1).kv_u32("a", 2).b, "duplicate metadata key 'a'");
+  // More array values than the reader will hold in memory, all present in the file.
+  const uint64_t many = (uint64_t{1} << 23) + 1;
+  EXPECT_GGUF_ERROR(Bytes().header(3, 0, 1).str("k").u32(9).u32(0).u64(many).zeros(many).b, "array values in total");
 }
 
 // One F32 tensor "t" with the given dims/type/offset and `data` bytes after the aligned table.
