@@ -1,6 +1,6 @@
 // Sampler implementation. Every filter keeps a prefix of the vocabulary ordered by (logit desc, id asc),
 // so the chain is computed without a full sort: a linear pass (penalties, temperature, max, min-p
-// pre-filter), nth_element for top-k, and an incrementally grown partial sort only as far as top-p needs.
+// pre-filter, exp once per survivor), nth_element for top-k, and a mass quickselect for top-p.
 #include "engine/sampler.h"
 
 #include <algorithm>
@@ -27,6 +27,44 @@ uint64_t splitmix64(uint64_t x) {
 // Total order used by every filter: higher logit first, lower id first on ties (deterministic cuts).
 bool better(const Candidate& a, const Candidate& b) {
   return a.logit > b.logit || (a.logit == b.logit && a.token < b.token);
+}
+
+// Top-p cut without sorting: the length of the shortest `better`-ordered prefix of c[0, n) whose
+// weight (.prob) reaches `target`, moving that prefix to the front. A quickselect on mass: partition
+// around a pivot, keep the side the cut falls in; expected O(n). n itself if the mass never gets there.
+size_t nucleus(Candidate* c, size_t n, double target) {
+  size_t lo = 0, hi = n;  // c[0, lo) is in the prefix (mass acc < target); the cut end lies in (lo, hi]
+  double acc = 0.0;
+  while (hi - lo > 32) {
+    // Median-of-three pivot, parked at c[hi - 1].
+    Candidate* a = c + lo;
+    Candidate* b = c + lo + (hi - lo) / 2;
+    Candidate* d = c + hi - 1;
+    if (better(*b, *a)) std::swap(*a, *b);
+    if (better(*d, *b)) std::swap(*b, *d);
+    if (better(*b, *a)) std::swap(*a, *b);
+    std::swap(*b, *d);
+    const Candidate pivot = *d;
+    Candidate* mid = std::partition(c + lo, c + hi - 1, [&](const Candidate& x) { return better(x, pivot); });
+    std::swap(*mid, c[hi - 1]);
+    const size_t m = size_t(mid - c);
+    double upper = 0.0;
+    for (size_t j = lo; j < m; ++j) upper += c[j].prob;
+    if (acc + upper >= target) {
+      hi = m;  // the prefix ends strictly above the pivot
+    } else if (acc + upper + pivot.prob >= target) {
+      return m + 1;  // ends exactly at the pivot
+    } else {
+      acc += upper + pivot.prob;
+      lo = m + 1;
+    }
+  }
+  std::sort(c + lo, c + hi, better);
+  for (size_t j = lo; j < hi; ++j) {
+    acc += c[j].prob;
+    if (acc >= target) return j + 1;
+  }
+  return hi;
 }
 
 std::string num(double v) {
@@ -145,10 +183,16 @@ void Sampler::filter() {
   const bool z_full = top_p_on && k == 0;
   double z = 0.0;  // normaliser of the distribution top-p sees
   size_t n = 0;
+  // Each survivor's unnormalised weight e = exp(w - m) is computed once and kept in .prob.
   for (int32_t i = 0; i < V; ++i) {
     const float w = work_[i];
-    if (z_full && w >= kNegInf) z += std::exp(double(w - m));
-    if (w >= push_thr) cand_[n++] = {i, w, 0.0f};
+    if (w >= push_thr) {
+      const float e = std::exp(w - m);
+      cand_[n++] = {i, w, e};
+      if (z_full) z += e;
+    } else if (z_full && w >= kNegInf) {
+      z += std::exp(w - m);
+    }
   }
   Candidate* c = cand_.data();
   if (k > 0 && size_t(k) < n) {
@@ -156,33 +200,14 @@ void Sampler::filter() {
     n = size_t(k);
   }
   if (top_p_on && k > 0)
-    for (size_t j = 0; j < n; ++j) z += std::exp(double(c[j].logit - m));
+    for (size_t j = 0; j < n; ++j) z += c[j].prob;
   if (!prefilter && min_p_thr > kNegInf)
     n = size_t(std::partition(c, c + n, [&](const Candidate& x) { return x.logit >= min_p_thr; }) - c);
-  if (top_p_on) {
-    // Sort only as far as the nucleus reaches: chunks of 64, 256, 1024 ... (each chunk's elements
-    // are all below the previous chunk's, so partial_sort of the remainder continues the order).
-    const double target = double(params_.top_p) * z;
-    double cum = 0.0;
-    size_t sorted = 0, chunk = 64, cut = n;
-    while (sorted < n && cut == n) {
-      const size_t next = std::min(n, sorted + chunk);
-      std::partial_sort(c + sorted, c + next, c + n, better);
-      for (size_t j = sorted; j < next; ++j) {
-        cum += std::exp(double(c[j].logit - m));
-        if (cum >= target) {
-          cut = j + 1;
-          break;
-        }
-      }
-      sorted = next;
-      chunk *= 4;
-    }
-    n = cut;
-  }
+  if (top_p_on) n = nucleus(c, n, double(params_.top_p) * z);
   double s = 0.0;
-  for (size_t j = 0; j < n; ++j) s += std::exp(double(c[j].logit - m));
-  for (size_t j = 0; j < n; ++j) c[j].prob = float(std::exp(double(c[j].logit - m)) / s);
+  for (size_t j = 0; j < n; ++j) s += c[j].prob;
+  const double inv_s = 1.0 / s;
+  for (size_t j = 0; j < n; ++j) c[j].prob = float(c[j].prob * inv_s);
   n_cand_ = n;
 }
 
@@ -198,7 +223,7 @@ void Sampler::fill_logprobs(const float* logits, int32_t token) {
   for (int32_t i = 0; i < n_vocab_; ++i) m = std::max(m, logits[i]);
   double s = 0.0;
   for (int32_t i = 0; i < n_vocab_; ++i)
-    if (logits[i] >= kNegInf) s += std::exp(double(logits[i] - m));
+    if (logits[i] >= kNegInf) s += std::exp(logits[i] - m);
   const double log_z = double(m) + std::log(s);
   result_.logprob = float(double(logits[token]) - log_z);
   auto& top = result_.top;
@@ -208,7 +233,7 @@ void Sampler::fill_logprobs(const float* logits, int32_t token) {
   // Insertion into a sorted array of at most 20: O(V) in practice, no allocation.
   for (int32_t i = 0; i < n_vocab_; ++i) {
     const float l = logits[i];
-    if (!(l >= kNegInf)) continue;
+    if (!(l >= kNegInf)) continue;  // NaN
     if (top.size() == want && !(l > top.back().logprob)) continue;
     if (top.size() < want) top.push_back({});
     size_t j = top.size() - 1;
