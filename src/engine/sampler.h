@@ -14,6 +14,8 @@ struct SamplingParams {
   int top_k = 0;                   // keep the k most likely tokens; 0 = off
   float top_p = 1.0f;              // nucleus: smallest set with cumulative probability >= top_p; (0, 1]
   float min_p = 0.0f;              // keep tokens with p >= min_p * p_max; [0, 1]
+  // Penalty history (as HF and vLLM do): repetition over prompt + generated tokens, so a model is not
+  // pushed to parrot its prompt; presence/frequency over generated tokens only, as OpenAI defines them.
   float repetition_penalty = 1.0f; // HF/CTRL: logit > 0 divided, logit < 0 multiplied; > 0, 1 = off
   float presence_penalty = 0.0f;   // OpenAI: logit -= presence * [count > 0]; [-2, 2]
   float frequency_penalty = 0.0f;  // OpenAI: logit -= frequency * count; [-2, 2]
