@@ -18,10 +18,14 @@ enum class FinishReason { kNone, kStop, kLength, kAbort };
 // "stop", "length", "abort" (OpenAI finish_reason spelling); "" for kNone.
 inline const char* finish_reason_name(FinishReason r) {
   switch (r) {
-    case FinishReason::kStop: return "stop";
-    case FinishReason::kLength: return "length";
-    case FinishReason::kAbort: return "abort";
-    case FinishReason::kNone: break;
+    case FinishReason::kStop:
+      return "stop";
+    case FinishReason::kLength:
+      return "length";
+    case FinishReason::kAbort:
+      return "abort";
+    case FinishReason::kNone:
+      break;
   }
   return "";
 }
@@ -39,17 +43,17 @@ struct Request {
   RequestId id = 0;
   std::vector<Token> tokens;  // prompt then sampled outputs; positions 0..size-1
   int num_prompt_tokens = 0;
-  int num_computed_tokens = 0;     // positions whose KV is in the cache
+  int num_computed_tokens = 0;       // positions whose KV is in the cache
   int num_cached_prompt_tokens = 0;  // prefix-cache hit at the latest admission
-  int max_tokens = 0;              // resolved output limit
-  bool clamped = false;            // the asked max_tokens exceeded the server cap
+  int max_tokens = 0;                // resolved output limit
+  bool clamped = false;              // the asked max_tokens exceeded the server cap
   std::vector<Token> stop_token_ids;
   bool ignore_eos = false;
   uint64_t cache_salt = 0;
   RequestStatus status = RequestStatus::kWaiting;
   FinishReason finish_reason = FinishReason::kNone;
   int num_preemptions = 0;
-  uint64_t admit_order = 0;        // larger = admitted more recently; the newest running one is preempted first
+  uint64_t admit_order = 0;  // larger = admitted more recently; the newest running one is preempted first
 
   int num_output_tokens() const { return static_cast<int>(tokens.size()) - num_prompt_tokens; }
   int num_tokens() const { return static_cast<int>(tokens.size()); }

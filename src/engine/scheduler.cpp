@@ -16,6 +16,7 @@ std::vector<std::string> SchedulerConfig::validate() const {
   if (max_model_len < 2) errs.push_back("max_model_len must be >= 2 (a prompt token and an output)");
   if (default_max_tokens < 1) errs.push_back("default_max_tokens must be >= 1");
   if (max_tokens_cap < 1) errs.push_back("max_tokens_cap must be >= 1");
+  if (default_max_tokens > max_tokens_cap) errs.push_back("default_max_tokens must be <= max_tokens_cap");
   // Without chunking a (re)computed sequence must fit one step whole, up to its longest length.
   if (!chunked_prefill && max_batched_tokens < max_model_len)
     errs.push_back("without chunked prefill max_batched_tokens (" + std::to_string(max_batched_tokens) +
@@ -121,8 +122,11 @@ BatchPlan Scheduler::schedule() {
       if (!config_.chunked_prefill && remaining > budget) break;
       const int n = std::min(remaining, budget);
       const int reserve = std::min(r.num_prompt_tokens + r.max_tokens, max_len_);
-      const kv::AllocRequest a{.num_computed = hit.num_tokens, .num_new = n, .hit = &hit,
-                               .reserve_tokens = reserve, .extra_key = r.cache_salt};
+      const kv::AllocRequest a{.num_computed = hit.num_tokens,
+                               .num_new = n,
+                               .hit = &hit,
+                               .reserve_tokens = reserve,
+                               .extra_key = r.cache_salt};
       if (!kv_.allocate(r.id, a, nullptr)) break;
       kv_.record_prefix_query(r.num_tokens(), hit.num_tokens);
       waiting_.pop_front();
@@ -173,8 +177,10 @@ RequestOutput Scheduler::finish(Request& r, FinishReason reason) {
   out.clamped = r.clamped;
   const RequestId id = r.id;  // copied: erasing the entry destroys r
   kv_.free(id);
-  if (r.status == RequestStatus::kRunning) remove_running(id);
-  else std::erase(waiting_, id);
+  if (r.status == RequestStatus::kRunning)
+    remove_running(id);
+  else
+    std::erase(waiting_, id);
   ++stats_.finished;
   requests_.erase(id);  // r dangles from here on
   return out;
@@ -182,8 +188,8 @@ RequestOutput Scheduler::finish(Request& r, FinishReason reason) {
 
 std::vector<RequestOutput> Scheduler::update(const BatchPlan& plan, std::span<const Token> sampled) {
   check(sampled.size() == plan.requests.size(), "scheduler update: " + std::to_string(sampled.size()) +
-                                                    " sampled tokens for " +
-                                                    std::to_string(plan.requests.size()) + " scheduled requests");
+                                                    " sampled tokens for " + std::to_string(plan.requests.size()) +
+                                                    " scheduled requests");
   std::vector<RequestOutput> outs;
   for (size_t i = 0; i < plan.requests.size(); ++i) {
     const ScheduledRequest& s = plan.requests[i];

@@ -66,19 +66,19 @@ struct ScheduledRequest {
 struct BatchPlan {
   uint64_t step = 0;
   int block_size = 0;
-  int num_tokens = 0;                    // sum of tokens.size(); <= max_batched_tokens
+  int num_tokens = 0;  // sum of tokens.size(); <= max_batched_tokens
   std::vector<ScheduledRequest> requests;
-  std::vector<RequestId> preempted;      // lost their KV this step; they recompute later
+  std::vector<RequestId> preempted;  // lost their KV this step; they recompute later
   bool empty() const { return requests.empty(); }
 };
 
 // An event for the client: a sampled token, and/or the end of the request.
 struct RequestOutput {
   RequestId id = 0;
-  std::vector<Token> new_tokens;         // sampled this step (zero or one)
+  std::vector<Token> new_tokens;  // sampled this step (zero or one)
   bool finished = false;
   FinishReason finish_reason = FinishReason::kNone;
-  std::vector<Token> output_tokens;      // every output token; filled when finished
+  std::vector<Token> output_tokens;  // every output token; filled when finished
   int num_prompt_tokens = 0;
   int num_cached_prompt_tokens = 0;
   bool clamped = false;
@@ -87,7 +87,7 @@ struct RequestOutput {
 struct SchedulerStats {
   int64_t steps = 0;
   int64_t preemptions = 0;
-  int64_t scheduled_tokens = 0;          // tokens computed over all steps (prefill + decode + recompute)
+  int64_t scheduled_tokens = 0;  // tokens computed over all steps (prefill + decode + recompute)
   int64_t finished = 0;
 };
 

@@ -19,8 +19,10 @@ void BlockPool::push_tail(BlockId id) {
   Block& b = blocks_[id];
   b.prev = tail_;
   b.next = kNoBlock;
-  if (tail_ != kNoBlock) blocks_[tail_].next = id;
-  else head_ = id;
+  if (tail_ != kNoBlock)
+    blocks_[tail_].next = id;
+  else
+    head_ = id;
   tail_ = id;
   b.in_free_list = true;
   ++num_free_;
@@ -29,10 +31,14 @@ void BlockPool::push_tail(BlockId id) {
 
 void BlockPool::unlink(BlockId id) {
   Block& b = blocks_[id];
-  if (b.prev != kNoBlock) blocks_[b.prev].next = b.next;
-  else head_ = b.next;
-  if (b.next != kNoBlock) blocks_[b.next].prev = b.prev;
-  else tail_ = b.prev;
+  if (b.prev != kNoBlock)
+    blocks_[b.prev].next = b.next;
+  else
+    head_ = b.next;
+  if (b.next != kNoBlock)
+    blocks_[b.next].prev = b.prev;
+  else
+    tail_ = b.prev;
   b.prev = b.next = kNoBlock;
   b.in_free_list = false;
   --num_free_;

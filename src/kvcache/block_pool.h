@@ -36,7 +36,7 @@ class BlockPool {
   int num_free() const { return num_free_; }  // ref 0, including cached ones
   int num_used() const { return num_blocks() - num_free_; }
   int num_cached() const { return static_cast<int>(index_.size()); }  // blocks holding a hash (used or free)
-  int num_cached_free() const;                                       // evictable cached blocks
+  int num_cached_free() const;                                        // evictable cached blocks
   int peak_used() const { return peak_used_; }
   int64_t num_evictions() const { return evictions_; }
 

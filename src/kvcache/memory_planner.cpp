@@ -20,8 +20,8 @@ std::string mib(size_t bytes) {
 size_t kv_bytes_per_token(const KvShape& s) {
   check(s.num_layers > 0 && s.num_kv_heads > 0 && s.head_dim > 0 && s.bytes_per_elem > 0,
         "kv planner: layers, kv_heads, head_dim and bytes_per_elem must all be positive (got " +
-            std::to_string(s.num_layers) + ", " + std::to_string(s.num_kv_heads) + ", " +
-            std::to_string(s.head_dim) + ", " + std::to_string(s.bytes_per_elem) + ")");
+            std::to_string(s.num_layers) + ", " + std::to_string(s.num_kv_heads) + ", " + std::to_string(s.head_dim) +
+            ", " + std::to_string(s.bytes_per_elem) + ")");
   return size_t{2} * s.num_layers * s.num_kv_heads * s.head_dim * s.bytes_per_elem;
 }
 
@@ -43,9 +43,8 @@ KvMemoryPlan plan_kv_memory(const KvShape& shape, size_t budget_bytes, int block
     const size_t need = static_cast<size_t>(p.blocks_per_seq) * p.bytes_per_block;
     fail("kv planner: one sequence of " + std::to_string(context_len) + " tokens needs " +
          std::to_string(p.blocks_per_seq) + " blocks (" + mib(need) + ", " + std::to_string(p.bytes_per_token) +
-         " bytes/token) but the KV budget of " + mib(budget_bytes) + " holds only " +
-         std::to_string(p.num_blocks) + " blocks (" + std::to_string(p.capacity_tokens) +
-         " tokens); lower the context length or raise the budget");
+         " bytes/token) but the KV budget of " + mib(budget_bytes) + " holds only " + std::to_string(p.num_blocks) +
+         " blocks (" + std::to_string(p.capacity_tokens) + " tokens); lower the context length or raise the budget");
   }
   return p;
 }

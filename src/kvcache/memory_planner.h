@@ -17,12 +17,12 @@ struct KvMemoryPlan {
   size_t bytes_per_token = 0;  // 2 (K and V) x layers x kv_heads x head_dim x bytes_per_elem
   size_t bytes_per_block = 0;  // bytes_per_token x block_size
   int block_size = 0;
-  int num_blocks = 0;          // floor(budget / bytes_per_block)
-  int64_t capacity_tokens = 0; // num_blocks x block_size
-  size_t bytes_used = 0;       // num_blocks x bytes_per_block (<= budget)
+  int num_blocks = 0;           // floor(budget / bytes_per_block)
+  int64_t capacity_tokens = 0;  // num_blocks x block_size
+  size_t bytes_used = 0;        // num_blocks x bytes_per_block (<= budget)
   int context_len = 0;
-  int blocks_per_seq = 0;      // ceil(context_len / block_size)
-  int max_concurrency = 0;     // sequences of context_len that fit at once (>= 1)
+  int blocks_per_seq = 0;   // ceil(context_len / block_size)
+  int max_concurrency = 0;  // sequences of context_len that fit at once (>= 1)
 };
 
 size_t kv_bytes_per_token(const KvShape& shape);

@@ -5,9 +5,9 @@
 
 namespace tinfer::kv {
 
-using Token = int32_t;      // vocabulary id
-using BlockId = int32_t;    // index into the block pool, 0..num_blocks-1
-using SeqId = uint64_t;     // one sequence (a request, or one fork of it)
+using Token = int32_t;    // vocabulary id
+using BlockId = int32_t;  // index into the block pool, 0..num_blocks-1
+using SeqId = uint64_t;   // one sequence (a request, or one fork of it)
 using BlockHash = uint64_t;
 
 constexpr BlockId kNoBlock = -1;

@@ -184,7 +184,7 @@ TEST(Scheduler, AbortInAnyState) {
   EXPECT_EQ(std::string(finish_reason_name(a->finish_reason)), "abort");
   a = s.abort(1);  // running, with a plan in flight
   ASSERT_TRUE(a);
-  EXPECT_EQ(s.kv().stats().used, 0);  // blocks returned at once
+  EXPECT_EQ(s.kv().stats().used, 0);                // blocks returned at once
   EXPECT_TRUE(s.update(p, runner.run(p)).empty());  // the stale plan is ignored
   EXPECT_FALSE(s.abort(1));
   EXPECT_FALSE(s.has_unfinished());

@@ -84,8 +84,8 @@ TEST(SchedulerPreempt, ForkSharesBlocksAndCopiesOnWrite) {
 }
 
 struct Expect {
-  RequestParams params;        // what to run alone for the reference
-  std::vector<Token> prefix;   // outputs already fixed before the reference run (forks)
+  RequestParams params;       // what to run alone for the reference
+  std::vector<Token> prefix;  // outputs already fixed before the reference run (forks)
 };
 
 TEST(SchedulerPreempt, RandomMixReturnsEveryBlockAndReproducesOutputs) {

@@ -71,7 +71,7 @@ TEST(KvCacheManager, PrefixHitsFullBlocksOnly) {
   auto other = toks;
   other[5] = 1;
   EXPECT_EQ(kv.match_prefix(other, 0, 9).blocks, (Ids{0}));  // diverges inside block 1
-  EXPECT_EQ(kv.match_prefix(toks, 99, 9).num_tokens, 0);    // another cache salt never shares
+  EXPECT_EQ(kv.match_prefix(toks, 99, 9).num_tokens, 0);     // another cache salt never shares
 
   ASSERT_TRUE(kv.allocate(2, {.num_computed = 8, .num_new = 2, .hit = &hit}, nullptr));
   EXPECT_EQ(kv.block_table(2), (Ids{0, 1, 3}));
@@ -90,7 +90,7 @@ TEST(KvCacheManager, CachedFreeBlocksReviveAndTailsAreEvictedFirst) {
 
   ASSERT_TRUE(kv.allocate(9, {.num_computed = 0, .num_new = 24}, nullptr));  // 6 blocks: 3..7 then 2
   EXPECT_EQ(kv.block_table(9), (Ids{3, 4, 5, 6, 7, 2}));
-  EXPECT_EQ(kv.match_prefix(toks, 0, 9).num_tokens, 8);  // both cached blocks survived
+  EXPECT_EQ(kv.match_prefix(toks, 0, 9).num_tokens, 8);                      // both cached blocks survived
   ASSERT_TRUE(kv.allocate(9, {.num_computed = 24, .num_new = 1}, nullptr));  // evicts block 1: the chain tail
   EXPECT_EQ(kv.block_table(9).back(), 1);
   EXPECT_EQ(kv.match_prefix(toks, 0, 9).blocks, (Ids{0}));
@@ -161,7 +161,7 @@ TEST(KvCacheManager, ReservedLayoutHoldsMaxContextAndReportsWaste) {
   EXPECT_EQ(reserved.block_table(1).size(), 4u);
   EXPECT_EQ(reserved.stats().waste_slots, 13);  // 16 reserved, 3 written
   EXPECT_EQ(paged.block_table(1).size(), 1u);
-  EXPECT_EQ(paged.stats().waste_slots, 1);      // only the partial block's tail
+  EXPECT_EQ(paged.stats().waste_slots, 1);  // only the partial block's tail
 
   ASSERT_TRUE(reserved.allocate(1, {.num_computed = 3, .num_new = 10}, nullptr));  // grows inside its reservation
   EXPECT_EQ(reserved.block_table(1).size(), 4u);

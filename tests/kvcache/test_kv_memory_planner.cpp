@@ -22,7 +22,7 @@ TEST(MemoryPlanner, BlocksCapacityAndConcurrency) {
   const size_t gib = size_t{1} << 30;
   const KvMemoryPlan p = plan_kv_memory(kLlama7b, 4 * gib, 16, 4096);
   EXPECT_EQ(p.bytes_per_block, 16u * 524288u);  // 8 MiB
-  EXPECT_EQ(p.num_blocks, 512);                  // 4 GiB / 8 MiB
+  EXPECT_EQ(p.num_blocks, 512);                 // 4 GiB / 8 MiB
   EXPECT_EQ(p.capacity_tokens, 8192);
   EXPECT_EQ(p.blocks_per_seq, 256);
   EXPECT_EQ(p.max_concurrency, 2);

@@ -34,10 +34,14 @@ class KvStress {
   void run(int ops) {
     for (int i = 0; i < ops; ++i) {
       const int op = pick(0, 9);
-      if (op < 3 || live_.empty()) add();
-      else if (op < 7) grow();
-      else if (op < 8) fork();
-      else free_one();
+      if (op < 3 || live_.empty())
+        add();
+      else if (op < 7)
+        grow();
+      else if (op < 8)
+        fork();
+      else
+        free_one();
       check_invariants();
     }
     for (auto& [id, s] : live_) kv_->free(id);
