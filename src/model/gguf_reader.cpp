@@ -80,23 +80,45 @@ class Parser {
     GgufValue v;
     v.type = static_cast<GgufType>(type_id);
     switch (v.type) {
-      case GgufType::UINT8: v.v = uint64_t{read<uint8_t>(what)}; break;
-      case GgufType::UINT16: v.v = uint64_t{read<uint16_t>(what)}; break;
-      case GgufType::UINT32: v.v = uint64_t{read<uint32_t>(what)}; break;
-      case GgufType::UINT64: v.v = read<uint64_t>(what); break;
-      case GgufType::INT8: v.v = int64_t{read<int8_t>(what)}; break;
-      case GgufType::INT16: v.v = int64_t{read<int16_t>(what)}; break;
-      case GgufType::INT32: v.v = int64_t{read<int32_t>(what)}; break;
-      case GgufType::INT64: v.v = read<int64_t>(what); break;
-      case GgufType::FLOAT32: v.v = double{read<float>(what)}; break;
-      case GgufType::FLOAT64: v.v = read<double>(what); break;
+      case GgufType::UINT8:
+        v.v = uint64_t{read<uint8_t>(what)};
+        break;
+      case GgufType::UINT16:
+        v.v = uint64_t{read<uint16_t>(what)};
+        break;
+      case GgufType::UINT32:
+        v.v = uint64_t{read<uint32_t>(what)};
+        break;
+      case GgufType::UINT64:
+        v.v = read<uint64_t>(what);
+        break;
+      case GgufType::INT8:
+        v.v = int64_t{read<int8_t>(what)};
+        break;
+      case GgufType::INT16:
+        v.v = int64_t{read<int16_t>(what)};
+        break;
+      case GgufType::INT32:
+        v.v = int64_t{read<int32_t>(what)};
+        break;
+      case GgufType::INT64:
+        v.v = read<int64_t>(what);
+        break;
+      case GgufType::FLOAT32:
+        v.v = double{read<float>(what)};
+        break;
+      case GgufType::FLOAT64:
+        v.v = read<double>(what);
+        break;
       case GgufType::BOOL: {
         uint8_t b = read<uint8_t>(what);
         if (b > 1) error(what + " is a bool with invalid byte value " + to_string(b));
         v.v = b == 1;
         break;
       }
-      case GgufType::STRING: v.v = read_string(what, std::numeric_limits<uint64_t>::max()); break;
+      case GgufType::STRING:
+        v.v = read_string(what, std::numeric_limits<uint64_t>::max());
+        break;
       case GgufType::ARRAY: {
         if (depth >= gguf::kMaxArrayDepth)
           error(what + " nests arrays deeper than " + to_string(gguf::kMaxArrayDepth) + " levels");
@@ -107,8 +129,8 @@ class Parser {
         auto n = read<uint64_t>(what + " element count");
         // Reject before reserving: n elements need at least n * min_elem_size bytes.
         if (n > remaining() / gguf::min_elem_size(arr->elem_type))
-          error(what + " claims " + to_string(n) + " " + gguf::type_name(arr->elem_type) +
-                " elements but only " + to_string(remaining()) + " bytes remain");
+          error(what + " claims " + to_string(n) + " " + gguf::type_name(arr->elem_type) + " elements but only " +
+                to_string(remaining()) + " bytes remain");
         // Each parsed value costs ~48 bytes in memory against 1 byte in the file: cap the total.
         values_ += n;
         if (values_ > gguf::kMaxMetadataValues)
@@ -174,8 +196,8 @@ void parse(Parsed& f, const uint8_t* base, size_t size) {
     const uint64_t* u = std::get_if<uint64_t>(&a.v);
     if (!u) p.error(std::string("general.alignment must be an unsigned integer, got ") + gguf::type_name(a.type));
     if (*u == 0 || !std::has_single_bit(*u) || *u > gguf::kMaxAlignment)
-      p.error("general.alignment " + to_string(*u) + " is not a power of two in [1, " +
-              to_string(gguf::kMaxAlignment) + "]");
+      p.error("general.alignment " + to_string(*u) + " is not a power of two in [1, " + to_string(gguf::kMaxAlignment) +
+              "]");
     f.alignment = static_cast<size_t>(*u);
   }
 
@@ -194,8 +216,7 @@ void parse(Parsed& f, const uint8_t* base, size_t size) {
       auto ne = p.read<uint64_t>(tn + " dimension " + to_string(d));
       if (ne < 1 || ne > uint64_t(std::numeric_limits<int64_t>::max()))
         p.error(tn + " dimension " + to_string(d) + " is " + to_string(ne) + " (must be >= 1 and < 2^63)");
-      if (__builtin_mul_overflow(elements, int64_t(ne), &elements))
-        p.error(tn + " element count overflows 64 bits");
+      if (__builtin_mul_overflow(elements, int64_t(ne), &elements)) p.error(tn + " element count overflows 64 bits");
       t.shape.push_back(int64_t(ne));
     }
     auto type_id = p.read<uint32_t>(tn + " type");
@@ -203,8 +224,8 @@ void parse(Parsed& f, const uint8_t* base, size_t size) {
     if (!tr) p.error(tn + " has unknown or unsupported type id " + to_string(type_id));
     t.type = tr->type;
     if (t.shape[0] % tr->block_size != 0)
-      p.error(tn + " row length " + to_string(t.shape[0]) + " is not a multiple of the " + tr->name +
-              " block size " + to_string(tr->block_size));
+      p.error(tn + " row length " + to_string(t.shape[0]) + " is not a multiple of the " + tr->name + " block size " +
+              to_string(tr->block_size));
     uint64_t blocks = uint64_t(elements / tr->block_size), bytes = 0;
     if (__builtin_mul_overflow(blocks, uint64_t(tr->block_bytes), &bytes) || bytes > size)
       p.error(tn + " needs " + (bytes > size ? to_string(bytes) : std::string("more than 2^64")) +
@@ -212,8 +233,7 @@ void parse(Parsed& f, const uint8_t* base, size_t size) {
     t.bytes = size_t(bytes);
     t.offset = p.read<uint64_t>(tn + " offset");
     if (t.offset % f.alignment != 0)
-      p.error(tn + " offset " + to_string(t.offset) + " is not a multiple of the alignment " +
-              to_string(f.alignment));
+      p.error(tn + " offset " + to_string(t.offset) + " is not a multiple of the alignment " + to_string(f.alignment));
     f.tensor_index.emplace(t.name, f.tensors.size());
     f.tensors.push_back(std::move(t));
   }
@@ -223,9 +243,8 @@ void parse(Parsed& f, const uint8_t* base, size_t size) {
   for (GgufTensor& t : f.tensors) {
     // data_start <= size is implied when offset + bytes fit; checked without overflow.
     if (data_start > size || t.offset > size - data_start || t.bytes > size - data_start - t.offset)
-      p.error("tensor '" + t.name + "' data runs past end of file (offset " +
-              to_string(data_start) + " + " + to_string(t.offset) + " + " + to_string(t.bytes) +
-              " bytes > file size " + to_string(size) + ")");
+      p.error("tensor '" + t.name + "' data runs past end of file (offset " + to_string(data_start) + " + " +
+              to_string(t.offset) + " + " + to_string(t.bytes) + " bytes > file size " + to_string(size) + ")");
     t.data = base + data_start + t.offset;
   }
   // Tensors must not overlap (a crafted file could alias one tensor's bytes as another's).

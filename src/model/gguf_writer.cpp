@@ -28,9 +28,14 @@ class Out {
   }
   void put_value(const GgufValue& v, int depth) {
     using gguf::type_name;
-    auto mismatch = [&] { fail(std::string("GgufWriter: value of type ") + type_name(v.type) + " holds the wrong C++ type"); };
+    auto mismatch = [&] {
+      fail(std::string("GgufWriter: value of type ") + type_name(v.type) + " holds the wrong C++ type");
+    };
     switch (v.type) {
-      case GgufType::UINT8: case GgufType::UINT16: case GgufType::UINT32: case GgufType::UINT64: {
+      case GgufType::UINT8:
+      case GgufType::UINT16:
+      case GgufType::UINT32:
+      case GgufType::UINT64: {
         const uint64_t* u = std::get_if<uint64_t>(&v.v);
         if (!u) mismatch();
         if (v.type == GgufType::UINT8) put<uint8_t>(uint8_t(*u));
@@ -39,7 +44,10 @@ class Out {
         if (v.type == GgufType::UINT64) put<uint64_t>(*u);
         break;
       }
-      case GgufType::INT8: case GgufType::INT16: case GgufType::INT32: case GgufType::INT64: {
+      case GgufType::INT8:
+      case GgufType::INT16:
+      case GgufType::INT32:
+      case GgufType::INT64: {
         const int64_t* i = std::get_if<int64_t>(&v.v);
         if (!i) mismatch();
         if (v.type == GgufType::INT8) put<int8_t>(int8_t(*i));
@@ -48,10 +56,14 @@ class Out {
         if (v.type == GgufType::INT64) put<int64_t>(*i);
         break;
       }
-      case GgufType::FLOAT32: case GgufType::FLOAT64: {
+      case GgufType::FLOAT32:
+      case GgufType::FLOAT64: {
         const double* d = std::get_if<double>(&v.v);
         if (!d) mismatch();
-        if (v.type == GgufType::FLOAT32) put<float>(float(*d)); else put<double>(*d);
+        if (v.type == GgufType::FLOAT32)
+          put<float>(float(*d));
+        else
+          put<double>(*d);
         break;
       }
       case GgufType::BOOL: {
@@ -78,12 +90,11 @@ class Out {
         }
         break;
       }
-      default: fail("GgufWriter: unknown value type " + std::to_string(static_cast<uint32_t>(v.type)));
+      default:
+        fail("GgufWriter: unknown value type " + std::to_string(static_cast<uint32_t>(v.type)));
     }
   }
-  void pad_to(size_t alignment) {
-    b_.resize((b_.size() + alignment - 1) / alignment * alignment, 0);
-  }
+  void pad_to(size_t alignment) { b_.resize((b_.size() + alignment - 1) / alignment * alignment, 0); }
 
  private:
   std::vector<uint8_t>& b_;
@@ -133,8 +144,8 @@ void GgufWriter::set_i32_array(const std::string& key, const std::vector<int32_t
   set(key, array_of(GgufType::INT32, v, [](int32_t x) { return int64_t{x}; }));
 }
 
-void GgufWriter::add_tensor(const std::string& name, DType type, const std::vector<int64_t>& shape,
-                            const void* data, size_t bytes) {
+void GgufWriter::add_tensor(const std::string& name, DType type, const std::vector<int64_t>& shape, const void* data,
+                            size_t bytes) {
   const std::string tn = "GgufWriter: tensor '" + name + "'";
   check(!name.empty() && name.size() <= gguf::kMaxTensorName, tn + ": name must be 1..64 bytes");
   for (const PendingTensor& t : tensors_) check(t.name != name, tn + " added twice");

@@ -38,8 +38,8 @@ Llama2cConfig parse_header(const MappedFile& m) {
          " kv_heads=" + std::to_string(h[4]) + " vocab=" + std::to_string(h[5]) + " seq_len=" + std::to_string(h[6]) +
          ")");
   };
-  if (c.dim <= 0 || c.hidden_dim <= 0 || c.n_layers <= 0 || c.n_heads <= 0 || c.n_kv_heads <= 0 ||
-      c.vocab_size <= 0 || c.seq_len <= 0)
+  if (c.dim <= 0 || c.hidden_dim <= 0 || c.n_layers <= 0 || c.n_heads <= 0 || c.n_kv_heads <= 0 || c.vocab_size <= 0 ||
+      c.seq_len <= 0)
     bad("every header field must be positive");
   if (c.dim % c.n_heads != 0) bad("dim is not a multiple of the head count");
   if (c.n_heads % c.n_kv_heads != 0) bad("head count is not a multiple of the KV head count");
@@ -86,7 +86,8 @@ void add_tokenizer(GgufWriter& w, const std::string& path, int32_t vocab) {
     int32_t len = 0;
     take(&score, 4, "score");
     take(&len, 4, "token length");
-    if (len < 0 || len > max_len) bad("token " + std::to_string(i) + " length " + std::to_string(len) + " is out of range");
+    if (len < 0 || len > max_len)
+      bad("token " + std::to_string(i) + " length " + std::to_string(len) + " is out of range");
     std::string t(size_t(len), '\0');
     take(t.data(), size_t(len), "token bytes");
     if (t == "\n<s>\n") t = "<s>";
@@ -111,9 +112,7 @@ void add_tokenizer(GgufWriter& w, const std::string& path, int32_t vocab) {
 
 }  // namespace
 
-Llama2cConfig read_llama2c_config(const std::string& model_bin) {
-  return parse_header(MappedFile::open(model_bin));
-}
+Llama2cConfig read_llama2c_config(const std::string& model_bin) { return parse_header(MappedFile::open(model_bin)); }
 
 std::vector<uint8_t> llama2c_to_gguf(const std::string& model_bin, const std::string& tokenizer_bin) {
   MappedFile m = MappedFile::open(model_bin);
@@ -155,19 +154,19 @@ std::vector<uint8_t> llama2c_to_gguf(const std::string& model_bin, const std::st
       add("blk." + std::to_string(l) + "." + suffix, base + size_t(l * in * out) * 4, shape);
     }
   };
-  const uint8_t* embd = take(V * d);        // (vocab, dim)
+  const uint8_t* embd = take(V * d);  // (vocab, dim)
   add("token_embd.weight", embd, {d, V});
-  per_layer("attn_norm.weight", d, 1);      // rms_att_weight (layer, dim)
-  per_layer("attn_q.weight", d, q_dim);     // wq (layer, n_heads*hs, dim)
-  per_layer("attn_k.weight", d, kv_dim);    // wk (layer, n_kv_heads*hs, dim)
-  per_layer("attn_v.weight", d, kv_dim);    // wv (layer, n_kv_heads*hs, dim)
+  per_layer("attn_norm.weight", d, 1);        // rms_att_weight (layer, dim)
+  per_layer("attn_q.weight", d, q_dim);       // wq (layer, n_heads*hs, dim)
+  per_layer("attn_k.weight", d, kv_dim);      // wk (layer, n_kv_heads*hs, dim)
+  per_layer("attn_v.weight", d, kv_dim);      // wv (layer, n_kv_heads*hs, dim)
   per_layer("attn_output.weight", q_dim, d);  // wo (layer, dim, n_heads*hs)
-  per_layer("ffn_norm.weight", d, 1);       // rms_ffn_weight (layer, dim)
-  per_layer("ffn_gate.weight", d, hd);      // w1 (layer, hidden, dim)
-  per_layer("ffn_down.weight", hd, d);      // w2 (layer, dim, hidden)
-  per_layer("ffn_up.weight", d, hd);        // w3 (layer, hidden, dim)
-  add("output_norm.weight", take(d), {d});  // rms_final_weight (dim)
-  take(int64_t(c.seq_len) * hs);            // freq_cis_real + freq_cis_imag (seq_len, hs/2) each: unused
+  per_layer("ffn_norm.weight", d, 1);         // rms_ffn_weight (layer, dim)
+  per_layer("ffn_gate.weight", d, hd);        // w1 (layer, hidden, dim)
+  per_layer("ffn_down.weight", hd, d);        // w2 (layer, dim, hidden)
+  per_layer("ffn_up.weight", d, hd);          // w3 (layer, hidden, dim)
+  add("output_norm.weight", take(d), {d});    // rms_final_weight (dim)
+  take(int64_t(c.seq_len) * hs);              // freq_cis_real + freq_cis_imag (seq_len, hs/2) each: unused
   add("output.weight", c.shared_classifier ? embd : take(V * d), {d, V});  // wcls (vocab, dim)
   return w.to_bytes();
 }

@@ -16,7 +16,7 @@ struct Llama2cConfig {
   int32_t n_heads = 0;
   int32_t n_kv_heads = 0;
   int32_t vocab_size = 0;
-  int32_t seq_len = 0;     // context length the model was trained with
+  int32_t seq_len = 0;  // context length the model was trained with
   bool shared_classifier = true;
   int32_t head_size() const { return dim / n_heads; }
 };

@@ -31,9 +31,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (const auto& [k, v] : f.metadata()) {
       sink = sink + k.size() + touch(v);
       // The typed getters must also either answer or throw Error.
-      try { (void)f.get_int(k); } catch (const tinfer::Error&) {}
-      try { (void)f.get_float_array(k); } catch (const tinfer::Error&) {}
-      try { (void)f.get_string_array(k); } catch (const tinfer::Error&) {}
+      try {
+        (void)f.get_int(k);
+      } catch (const tinfer::Error&) {
+      }
+      try {
+        (void)f.get_float_array(k);
+      } catch (const tinfer::Error&) {
+      }
+      try {
+        (void)f.get_string_array(k);
+      } catch (const tinfer::Error&) {
+      }
     }
     for (const tinfer::GgufTensor& t : f.tensors()) {
       sink = sink + uint64_t(t.elements()) + t.offset;

@@ -1,12 +1,12 @@
 // GGUF round trips: every metadata type and every tensor dtype through writer → reader, hand-made
 // v2/v3 headers, file I/O, typed getters, and the stories260K.gguf fixture's facts.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <random>
-#include <unistd.h>
 
 #include "common/test_env.h"
 #include "core/error.h"
@@ -39,10 +39,11 @@ void expect_same(const GgufValue& a, const GgufValue& b, const std::string& key)
   const auto& y = *std::get<std::shared_ptr<GgufArray>>(b.v);
   ASSERT_EQ(x.elem_type, y.elem_type) << key;
   ASSERT_EQ(x.values.size(), y.values.size()) << key;
-  for (size_t i = 0; i < x.values.size(); ++i) expect_same(x.values[i], y.values[i], key + "[" + std::to_string(i) + "]");
+  for (size_t i = 0; i < x.values.size(); ++i)
+    expect_same(x.values[i], y.values[i], key + "[" + std::to_string(i) + "]");
 }
 
-const DType kAllTypes[] = {DType::F32, DType::F16, DType::BF16, DType::Q4_0,
+const DType kAllTypes[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q4_0,
                            DType::Q4_1, DType::Q8_0, DType::Q4_K, DType::Q6_K};
 
 TEST(Gguf, RoundTripEveryMetadataTypeAndDtype) {
@@ -186,7 +187,8 @@ TEST(Gguf, WriteThenOpenFromDisk) {
   w.set_string("general.architecture", "test");
   std::vector<float> x = {1, 2, 3, 4};
   w.add_tensor("x", DType::F32, {4}, x.data(), 16);
-  std::string path = (std::filesystem::temp_directory_path() / ("tinfer_gguf_" + std::to_string(getpid()) + ".gguf")).string();
+  std::string path =
+      (std::filesystem::temp_directory_path() / ("tinfer_gguf_" + std::to_string(getpid()) + ".gguf")).string();
   w.write(path);
   {
     GgufFile f = GgufFile::open(path);
@@ -202,12 +204,12 @@ TEST(Gguf, WriteThenOpenFromDisk) {
 TEST(Gguf, WriterRejectsInconsistentTensors) {
   GgufWriter w;
   float x[4] = {};
-  EXPECT_THROW(w.add_tensor("x", DType::F32, {4}, x, 12), Error);       // wrong byte count
-  EXPECT_THROW(w.add_tensor("x", DType::Q8_0, {4}, x, 16), Error);      // not a block multiple
+  EXPECT_THROW(w.add_tensor("x", DType::F32, {4}, x, 12), Error);   // wrong byte count
+  EXPECT_THROW(w.add_tensor("x", DType::Q8_0, {4}, x, 16), Error);  // not a block multiple
   EXPECT_THROW(w.add_tensor("", DType::F32, {4}, x, 16), Error);
   EXPECT_THROW(w.add_tensor("x", DType::F32, {1, 1, 1, 1, 4}, x, 16), Error);
   w.add_tensor("x", DType::F32, {4}, x, 16);
-  EXPECT_THROW(w.add_tensor("x", DType::F32, {4}, x, 16), Error);       // duplicate
+  EXPECT_THROW(w.add_tensor("x", DType::F32, {4}, x, 16), Error);  // duplicate
 }
 
 TEST(Gguf, Stories260KFacts) {

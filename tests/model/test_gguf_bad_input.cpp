@@ -1,10 +1,10 @@
 // Malformed GGUF files: each must give a clear tinfer::Error (asserted by message) and never a
 // crash or a huge allocation — truncations at every length, crafted fields, and a byte-flip sweep.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
-#include <unistd.h>
 
 #include "core/error.h"
 #include "model/gguf.h"
@@ -24,10 +24,10 @@ std::string load_error(const std::vector<uint8_t>& b) {
   return "<loaded>";
 }
 
-#define EXPECT_GGUF_ERROR(bytes, substr)                                              \
-  do {                                                                                \
-    std::string msg_ = load_error(bytes);                                             \
-    EXPECT_NE(msg_.find(substr), std::string::npos) << "message: " << msg_;           \
+#define EXPECT_GGUF_ERROR(bytes, substr)                                               \
+  do {                                                                                 \
+    std::string msg_ = load_error(bytes);                                              \
+    EXPECT_NE(msg_.find(substr), std::string::npos) << "message: " << msg_;            \
     EXPECT_NE(msg_.find("<memory>"), std::string::npos) << "names the file: " << msg_; \
   } while (0)
 
@@ -135,8 +135,9 @@ TEST(GgufBadInput, TensorTableProblems) {
   EXPECT_GGUF_ERROR(one_tensor({4}, 99, 0, 32), "unknown or unsupported type id 99");
   EXPECT_GGUF_ERROR(one_tensor({33}, 8, 0, 64), "row length 33 is not a multiple of the q8_0 block size 32");
   EXPECT_GGUF_ERROR(one_tensor({4}, 0, 4, 64), "offset 4 is not a multiple of the alignment 32");
-  EXPECT_GGUF_ERROR(one_tensor({16}, 0, 0, 60),
-                    "tensor 'blk.0.attn_q.weight' data runs past end of file (offset 96 + 0 + 64 bytes > file size 156)");
+  EXPECT_GGUF_ERROR(
+      one_tensor({16}, 0, 0, 60),
+      "tensor 'blk.0.attn_q.weight' data runs past end of file (offset 96 + 0 + 64 bytes > file size 156)");
   EXPECT_GGUF_ERROR(one_tensor({4}, 0, 1ull << 62, 32), "data runs past end of file");
   EXPECT_GGUF_ERROR(one_tensor({4}, 0, 0, 32, std::string(65, 'x')), "tensor #0 name length 65 exceeds the limit");
   EXPECT_GGUF_ERROR(one_tensor({4}, 0, 0, 32, ""), "empty name");
@@ -152,9 +153,7 @@ TEST(GgufBadInput, TensorTableProblems) {
 TEST(GgufBadInput, OpenNamesThePath) {
   auto dir = std::filesystem::temp_directory_path();
   std::string path = (dir / ("tinfer_bad_" + std::to_string(getpid()) + ".gguf")).string();
-  {
-    std::ofstream(path, std::ios::binary) << "GGUF\x09";
-  }
+  { std::ofstream(path, std::ios::binary) << "GGUF\x09"; }
   try {
     GgufFile::open(path);
     ADD_FAILURE() << "no throw";
@@ -163,7 +162,7 @@ TEST(GgufBadInput, OpenNamesThePath) {
     EXPECT_NE(std::string(e.what()).find("truncated"), std::string::npos) << e.what();
   }
   std::filesystem::remove(path);
-  EXPECT_THROW(GgufFile::open(path), Error);  // absent
+  EXPECT_THROW(GgufFile::open(path), Error);          // absent
   EXPECT_THROW(GgufFile::open(dir.string()), Error);  // a directory
 }
 

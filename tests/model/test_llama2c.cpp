@@ -2,12 +2,12 @@
 // stories260K.gguf (compared by name) and the same vocabulary; a synthetic checkpoint with a
 // separate classifier pins run.c's weight order; malformed headers/sizes give clear Errors.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <climits>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <unistd.h>
 
 #include "common/test_env.h"
 #include "core/error.h"
@@ -66,9 +66,10 @@ TEST(Llama2c, Stories260KMatchesItsGgufTwin) {
     ASSERT_EQ(u->bytes, t.bytes) << t.name;
     EXPECT_EQ(0, std::memcmp(u->data, t.data, t.bytes)) << t.name << " differs";
   }
-  for (const char* k : {"llama.embedding_length", "llama.feed_forward_length", "llama.block_count",
-                        "llama.attention.head_count", "llama.attention.head_count_kv", "llama.rope.dimension_count",
-                        "tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id", "tokenizer.ggml.unknown_token_id"})
+  for (const char* k :
+       {"llama.embedding_length", "llama.feed_forward_length", "llama.block_count", "llama.attention.head_count",
+        "llama.attention.head_count_kv", "llama.rope.dimension_count", "tokenizer.ggml.bos_token_id",
+        "tokenizer.ggml.eos_token_id", "tokenizer.ggml.unknown_token_id"})
     EXPECT_EQ(g.get_int(k), twin.get_int(k)) << k;
   EXPECT_EQ(g.get_string("general.architecture"), "llama");
   EXPECT_EQ(g.get_int("llama.context_length"), 512);  // from the .bin header (the twin says 2048)
