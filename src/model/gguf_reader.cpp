@@ -227,8 +227,9 @@ void parse(Parsed& f, const uint8_t* base, size_t size) {
       p.error(tn + " row length " + to_string(t.shape[0]) + " is not a multiple of the " + tr->name + " block size " +
               to_string(tr->block_size));
     uint64_t blocks = uint64_t(elements / tr->block_size), bytes = 0;
-    if (__builtin_mul_overflow(blocks, uint64_t(tr->block_bytes), &bytes) || bytes > size)
-      p.error(tn + " needs " + (bytes > size ? to_string(bytes) : std::string("more than 2^64")) +
+    const bool overflow = __builtin_mul_overflow(blocks, uint64_t(tr->block_bytes), &bytes);
+    if (overflow || bytes > size)
+      p.error(tn + " needs " + (overflow ? std::string("more than 2^64") : to_string(bytes)) +
               " bytes, more than the file size " + to_string(size));
     t.bytes = size_t(bytes);
     t.offset = p.read<uint64_t>(tn + " offset");
