@@ -36,6 +36,11 @@ TEST(PreTokenizer, SmolLMIsolatesDigits) {
   EXPECT_EQ(split(PreTokenizer::smollm, "x\xC2\xB2"), (Words{"x", "\xC2\xB2"}));  // U+00B2 is \p{N} (No)
 }
 
+TEST(PreTokenizer, Llama3Regex) {
+  EXPECT_EQ(split(PreTokenizer::llama3, "Hello 12345 world\n\n"), (Words{"Hello", " ", "123", "45", " world", "\n\n"}));
+  EXPECT_EQ(split(PreTokenizer::llama3, "I'M ok...\n  x"), (Words{"I", "'M", " ok", "...\n", " ", " x"}));
+}
+
 TEST(PreTokenizer, UnknownNameIsAnError) {
   EXPECT_EQ(pre_tokenizer_from_name("default"), PreTokenizer::gpt2);
   EXPECT_EQ(pre_tokenizer_from_name("smollm"), PreTokenizer::smollm);
