@@ -73,12 +73,16 @@ struct EngineStats {
   double prefix_hit_rate = 0;        // hit tokens / looked-up tokens
   int64_t prompt_tokens = 0, generated_tokens = 0, preemptions = 0, aborts = 0, steps = 0;
   int64_t kv_waste_slots = 0;        // reserved but unused token slots (now)
+  int running_peak = 0;              // most requests running in one step so far
+  int64_t kv_capacity_tokens = 0;    // kv_blocks_total x block_size
 };
 
 class Engine {
  public:
   // Loads the model and plans the KV cache; throws Error (e.g. a context that cannot fit one sequence).
   static std::unique_ptr<Engine> create(const EngineConfig& config);
+  // The same over an already loaded model (tests, synthetic models); config.model_path is ignored.
+  static std::unique_ptr<Engine> create(std::unique_ptr<Model> model, const EngineConfig& config);
   virtual ~Engine() = default;
 
   // Thread-safe. Validates (Error on bad params / over-long prompt); the request joins at the next step.

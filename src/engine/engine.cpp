@@ -1,0 +1,411 @@
+// The serving engine: one iteration per step() = inbox (adds, aborts) -> Scheduler::schedule -> ModelRunner
+// (CoW copies, one ragged forward) -> per-sample Sampler -> Scheduler::update -> TokenEvents. n > 1 requests
+// prefill once and fork into n scheduler sequences sharing the prompt's blocks after the first token.
+#include <tinfer/engine.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <mutex>
+#include <unordered_map>
+
+#include "core/error.h"
+#include "core/thread_pool.h"
+#include "engine/kv_plan.h"
+#include "engine/model_runner.h"
+#include "engine/scheduler.h"
+#include "model/model.h"
+
+namespace tinfer {
+
+std::vector<std::string> EngineConfig::validate() const {
+  std::vector<std::string> e;
+  if (threads < 0) e.push_back("threads must be >= 0 (0 = all cores)");
+  if (kv_memory_bytes < 0) e.push_back("kv_memory_bytes must be >= 0");
+  if (kv_memory_bytes == 0 && !(kv_fraction > 0 && kv_fraction <= 1)) e.push_back("kv_fraction must be in (0, 1]");
+  if (block_size < 1 || block_size > 256) e.push_back("block_size must be in [1, 256]");
+  if (kv_layout != "paged" && kv_layout != "reserved") e.push_back("kv_layout must be paged or reserved");
+  if (batching != "continuous" && batching != "static") e.push_back("batching must be continuous or static");
+  if (max_batched_tokens < 1) e.push_back("max_batched_tokens must be >= 1");
+  if (max_seqs < 1) e.push_back("max_seqs must be >= 1");
+  if (max_model_len < 0) e.push_back("max_model_len must be >= 0 (0 = the model's context)");
+  if (default_max_tokens < 1) e.push_back("default_max_tokens must be >= 1");
+  if (max_tokens_cap < 1) e.push_back("max_tokens_cap must be >= 1");
+  return e;
+}
+
+namespace {
+
+void throw_if(const std::vector<std::string>& errs, const std::string& what) {
+  if (errs.empty()) return;
+  std::string msg = what + ":";
+  for (const auto& e : errs) msg += "\n  " + e;
+  fail(msg);
+}
+
+// Client state of one request: its samples (one Sampler and one scheduler sequence each) and callback.
+struct Live {
+  RequestId id = 0;
+  GenerationRequest req;
+  EventCallback on_event;
+  std::vector<Sampler> samplers;      // [n]
+  std::vector<kv::SeqId> seqs;        // [n] scheduler sequence of each sample; 0 before the fork
+  std::vector<int> completion;        // [n] tokens delivered so far
+  std::vector<bool> done;             // [n]
+  int max_tokens = 0;                 // resolved (default, cap)
+  bool clamped = false;
+  bool forked = false;                // n == 1, or the n sequences exist
+  int num_done = 0;
+};
+
+class EngineImpl final : public Engine {
+ public:
+  EngineImpl(std::unique_ptr<Model> model, const EngineConfig& cfg) : config_(cfg), model_(std::move(model)) {
+    throw_if(config_.validate(), "engine config");
+    const ModelConfig& mc = model_->config();
+    max_model_len_cfg_ = config_.max_model_len > 0 ? config_.max_model_len : static_cast<int>(mc.ctx_len);
+    pool_ = std::make_unique<ThreadPool>(config_.threads);
+    fwd_ = std::make_unique<CpuForward>(*model_, *pool_);  // packs the weights: MemAvailable is read after
+    const EngineKvBudget budget = kv_budget(config_.kv_memory_bytes, config_.kv_fraction);
+    plan_ = plan_engine_kv(mc, budget.budget_bytes, config_.block_size, max_model_len_cfg_);
+    if (config_.verbose) std::fprintf(stderr, "%s\n", describe_kv_plan(plan_, budget).c_str());
+    kv_ = std::make_unique<KvStorage>(mc, plan_.num_blocks, plan_.block_size);
+
+    SchedulerConfig sc;
+    sc.max_batched_tokens = config_.max_batched_tokens;
+    sc.max_seqs = config_.max_seqs;
+    sc.chunked_prefill = config_.chunked_prefill;
+    sc.max_model_len = max_model_len_cfg_;
+    sc.default_max_tokens = config_.default_max_tokens;
+    sc.max_tokens_cap = config_.max_tokens_cap;
+    for (int32_t t = 0; t < mc.n_vocab; ++t)
+      if (model_->tokenizer().is_eog(t)) sc.eos_ids.push_back(t);
+    eos_ids_ = sc.eos_ids;
+    kv::KvCacheConfig kc{.num_blocks = plan_.num_blocks,
+                         .block_size = plan_.block_size,
+                         .prefix_caching = config_.prefix_caching,
+                         .layout = config_.kv_layout == "reserved" ? kv::KvLayout::kReserved : kv::KvLayout::kPaged};
+    std::unique_ptr<BatchingPolicy> policy;
+    if (config_.batching == "static") policy = std::make_unique<StaticBatching>();
+    else policy = std::make_unique<ContinuousBatching>();
+    sched_ = std::make_unique<Scheduler>(sc, kc, std::move(policy));
+    max_len_ = sched_->max_len();
+    runner_ = std::make_unique<ModelRunner>(*fwd_, *kv_);
+    publish_stats();
+  }
+
+  RequestId add_request(GenerationRequest req, EventCallback on_event) override {
+    auto live = std::make_unique<Live>();
+    const int n_vocab = static_cast<int>(model_->config().n_vocab);
+    std::vector<std::string> errs = req.sampling.validate();
+    if (req.prompt.empty()) errs.push_back("prompt is empty");
+    for (Token t : req.prompt)
+      if (t < 0 || t >= n_vocab) {
+        errs.push_back("prompt token id " + std::to_string(t) + " outside the vocabulary [0, " +
+                       std::to_string(n_vocab) + ")");
+        break;
+      }
+    if (req.n < 1 || req.n > config_.max_seqs)
+      errs.push_back("n must be in [1, max_seqs = " + std::to_string(config_.max_seqs) + "]");
+    if (static_cast<int>(req.prompt.size()) >= max_len_)
+      errs.push_back("prompt of " + std::to_string(req.prompt.size()) + " tokens leaves no room for output (max " +
+                     "model length " + std::to_string(max_len_) + ")");
+    throw_if(errs, "request");
+    // Sample i draws with seed + i, so samples differ yet each is reproducible; seed -1 is resolved once.
+    live->samplers.emplace_back(req.sampling, n_vocab, req.prompt);
+    for (int i = 1; i < req.n; ++i) {
+      SamplingParams p = req.sampling;
+      p.seed = live->samplers[0].seed() + i;
+      live->samplers.emplace_back(p, n_vocab, req.prompt);
+    }
+    live->max_tokens = req.max_tokens > 0 ? req.max_tokens : config_.default_max_tokens;
+    if (live->max_tokens > config_.max_tokens_cap) {
+      live->max_tokens = config_.max_tokens_cap;
+      live->clamped = req.max_tokens > 0;
+    }
+    live->seqs.assign(req.n, 0);
+    live->completion.assign(req.n, 0);
+    live->done.assign(req.n, false);
+    live->forked = req.n == 1;
+    live->req = std::move(req);
+    live->on_event = std::move(on_event);
+    std::lock_guard<std::mutex> lock(mu_);
+    live->id = ++next_id_;
+    const RequestId id = live->id;
+    inbox_.push_back(std::move(live));
+    ++unfinished_;
+    return id;
+  }
+
+  void abort(RequestId id) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    aborts_.push_back(id);
+  }
+
+  bool has_work() const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return unfinished_ > 0 || !aborts_.empty();
+  }
+
+  bool step() override;
+
+  EngineStats stats() const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return stats_;
+  }
+  const Model& model() const override { return *model_; }
+  const Tokenizer& tokenizer() const override { return model_->tokenizer(); }
+  const EngineConfig& config() const override { return config_; }
+  int max_model_len() const override { return max_len_; }
+
+ private:
+  struct Owner {
+    Live* live;
+    int index;
+  };
+  void drain_inbox(bool* did_something);
+  void emit(Live& l, int index, const SampleResult* s, Token tok, bool finished, FinishReason why, int cached);
+  void finish_request_if_done(Live& l);
+  bool is_stop(const Live& l, Token t) const;
+  void fork_samples(Live& l, kv::SeqId parent, int parent_index, const std::vector<SampleResult>& first);
+  void publish_stats();
+
+  EngineConfig config_;
+  std::unique_ptr<Model> model_;
+  std::unique_ptr<ThreadPool> pool_;
+  std::unique_ptr<CpuForward> fwd_;
+  kv::KvMemoryPlan plan_;
+  std::unique_ptr<KvStorage> kv_;
+  std::unique_ptr<Scheduler> sched_;
+  std::unique_ptr<ModelRunner> runner_;
+  std::vector<Token> eos_ids_;
+  int max_model_len_cfg_ = 0;
+  int max_len_ = 0;
+
+  // Stepping thread only.
+  std::unordered_map<RequestId, std::unique_ptr<Live>> live_;
+  std::unordered_map<kv::SeqId, Owner> owner_;  // scheduler sequence -> (request, sample index)
+  kv::SeqId next_seq_ = 0;
+  int running_peak_ = 0;
+  int64_t prompt_tokens_ = 0, generated_ = 0, aborts_done_ = 0;
+
+  // Shared with client threads.
+  mutable std::mutex mu_;
+  std::vector<std::unique_ptr<Live>> inbox_;
+  std::vector<RequestId> aborts_;
+  RequestId next_id_ = 0;
+  int unfinished_ = 0;
+  EngineStats stats_;
+};
+
+bool EngineImpl::is_stop(const Live& l, Token t) const {
+  auto has = [t](const std::vector<Token>& v) { return std::find(v.begin(), v.end(), t) != v.end(); };
+  return (!l.req.ignore_eos && has(eos_ids_)) || has(l.req.stop_token_ids);
+}
+
+void EngineImpl::emit(Live& l, int index, const SampleResult* s, Token tok, bool finished, FinishReason why,
+                      int cached) {
+  TokenEvent ev;
+  ev.id = l.id;
+  ev.index = index;
+  if (s) {
+    ev.has_token = true;
+    ev.token = tok;
+    ev.logprob = s->logprob;
+    ev.top_logprobs = s->top;
+    ++l.completion[index];
+    ++generated_;
+  }
+  ev.finished = finished;
+  ev.finish_reason = why;
+  ev.prompt_tokens = static_cast<int>(l.req.prompt.size());
+  ev.cached_prompt_tokens = cached;
+  ev.completion_tokens = l.completion[index];
+  ev.clamped = l.clamped;
+  if (finished && !l.done[index]) {
+    l.done[index] = true;
+    ++l.num_done;
+    if (l.seqs[index]) owner_.erase(l.seqs[index]);
+  }
+  if (l.on_event) l.on_event(ev);
+}
+
+void EngineImpl::finish_request_if_done(Live& l) {
+  if (l.num_done < l.req.n) return;
+  const RequestId id = l.id;
+  live_.erase(id);  // l dangles from here on
+  std::lock_guard<std::mutex> lock(mu_);
+  --unfinished_;
+}
+
+void EngineImpl::drain_inbox(bool* did_something) {
+  std::vector<std::unique_ptr<Live>> adds;
+  std::vector<RequestId> aborts;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    adds.swap(inbox_);
+    aborts.swap(aborts_);
+  }
+  for (auto& up : adds) {
+    Live& l = *up;
+    const kv::SeqId seq = ++next_seq_;
+    sched_->add(seq, RequestParams{.prompt = l.req.prompt,
+                                   .max_tokens = l.req.max_tokens,
+                                   .stop_token_ids = l.req.stop_token_ids,
+                                   .ignore_eos = l.req.ignore_eos,
+                                   .cache_salt = l.req.cache_salt});
+    l.seqs[0] = seq;
+    owner_[seq] = {&l, 0};
+    prompt_tokens_ += static_cast<int64_t>(l.req.prompt.size());
+    live_[l.id] = std::move(up);
+  }
+  for (RequestId id : aborts) {
+    auto it = live_.find(id);
+    if (it == live_.end()) continue;  // unknown or already finished
+    Live& l = *it->second;
+    for (int i = 0; i < l.req.n; ++i) {
+      if (l.done[i]) continue;
+      if (l.seqs[i]) sched_->abort(l.seqs[i]);  // blocks return to the pool now
+      emit(l, i, nullptr, -1, true, FinishReason::kAbort, 0);
+    }
+    if (!l.forked && l.seqs[0]) owner_.erase(l.seqs[0]);
+    ++aborts_done_;
+    *did_something = true;
+    finish_request_if_done(l);
+  }
+}
+
+// The parent sequence sampled its first token for all n samples; it continues as `parent_index`, the others
+// become forks sharing its blocks (or, when max_seqs is full, new requests whose prompt ends with their token).
+void EngineImpl::fork_samples(Live& l, kv::SeqId parent, int parent_index, const std::vector<SampleResult>& first) {
+  const bool parent_alive = sched_->find(parent) != nullptr;
+  for (int k = 0; k < l.req.n; ++k) {
+    if (k == parent_index) continue;
+    const Token tok = first[k].token;
+    l.samplers[k].accept(tok);
+    const bool length = l.max_tokens <= 1 || static_cast<int>(l.req.prompt.size()) + 1 >= max_len_;
+    if (!parent_alive || is_stop(l, tok) || length) {
+      emit(l, k, &first[k], tok, true, is_stop(l, tok) ? FinishReason::kStop : FinishReason::kLength, 0);
+      continue;
+    }
+    const kv::SeqId child = ++next_seq_;
+    l.seqs[k] = child;
+    owner_[child] = {&l, k};
+    if (sched_->num_running() < sched_->config().max_seqs) {
+      sched_->fork(parent, child, tok);  // cannot finish: stop and length were ruled out above
+    } else {
+      std::vector<Token> prompt = l.req.prompt;
+      prompt.push_back(tok);
+      sched_->add(child, RequestParams{.prompt = std::move(prompt),
+                                       .max_tokens = l.max_tokens - 1,
+                                       .stop_token_ids = l.req.stop_token_ids,
+                                       .ignore_eos = l.req.ignore_eos,
+                                       .cache_salt = l.req.cache_salt});
+    }
+    emit(l, k, &first[k], tok, false, FinishReason::kNone, 0);
+  }
+  l.forked = true;
+}
+
+bool EngineImpl::step() {
+  bool did = false;
+  drain_inbox(&did);
+  const BatchPlan plan = sched_->schedule();
+  if (plan.empty()) {
+    publish_stats();
+    return did;
+  }
+  running_peak_ = std::max(running_peak_, sched_->num_running());
+  runner_->run(plan);
+
+  // Sample. A not-yet-forked n > 1 request draws all n first tokens from the same logits row.
+  std::vector<Token> sampled(plan.requests.size(), -1);
+  std::vector<SampleResult> results(plan.requests.size());
+  std::unordered_map<kv::SeqId, std::vector<SampleResult>> firsts;  // parent seq -> n first samples
+  for (size_t i = 0; i < plan.requests.size(); ++i) {
+    const float* logits = runner_->logits(i);
+    if (!logits) continue;
+    const Owner o = owner_.at(plan.requests[i].id);
+    Live& l = *o.live;
+    if (l.forked) {
+      results[i] = l.samplers[o.index].sample(logits);
+      l.samplers[o.index].accept(results[i].token);
+    } else {
+      std::vector<SampleResult> all;
+      for (int k = 0; k < l.req.n; ++k) all.push_back(l.samplers[k].sample(logits));
+      // The parent continues as the first sample that does not stop, so the others can still fork from it.
+      int p = 0;
+      while (p + 1 < l.req.n && is_stop(l, all[p].token)) ++p;
+      l.samplers[p].accept(all[p].token);
+      results[i] = all[p];
+      if (p != 0) {
+        l.seqs[p] = l.seqs[0];
+        l.seqs[0] = 0;
+        owner_[plan.requests[i].id] = {&l, p};
+      }
+      firsts.emplace(plan.requests[i].id, std::move(all));
+    }
+    sampled[i] = results[i].token;
+  }
+
+  const std::vector<RequestOutput> outs = sched_->update(plan, sampled);
+  std::unordered_map<kv::SeqId, size_t> plan_index;
+  for (size_t i = 0; i < plan.requests.size(); ++i) plan_index[plan.requests[i].id] = i;
+  std::vector<RequestId> touched;
+  for (const RequestOutput& out : outs) {
+    const Owner o = owner_.at(out.id);
+    Live& l = *o.live;
+    const size_t i = plan_index.at(out.id);
+    const bool has = !out.new_tokens.empty();
+    emit(l, o.index, has ? &results[i] : nullptr, has ? out.new_tokens[0] : -1, out.finished, out.finish_reason,
+         out.num_cached_prompt_tokens);
+    auto f = firsts.find(out.id);
+    if (f != firsts.end()) fork_samples(l, out.id, o.index, f->second);
+    touched.push_back(l.id);
+  }
+  for (RequestId id : touched) {
+    auto it = live_.find(id);
+    if (it != live_.end()) finish_request_if_done(*it->second);
+  }
+  running_peak_ = std::max(running_peak_, sched_->num_running());
+  publish_stats();
+  return true;
+}
+
+void EngineImpl::publish_stats() {
+  const kv::KvStats ks = sched_->kv().stats();
+  const SchedulerStats ss = sched_->stats();
+  std::lock_guard<std::mutex> lock(mu_);
+  stats_.running = sched_->num_running();
+  stats_.waiting = sched_->num_waiting() + static_cast<int>(inbox_.size());
+  stats_.kv_blocks_total = ks.num_blocks;
+  stats_.kv_blocks_used = ks.used;
+  stats_.kv_blocks_peak = ks.peak_used;
+  stats_.prefix_hit_rate =
+      ks.prefix_query_tokens > 0 ? double(ks.prefix_hit_tokens) / double(ks.prefix_query_tokens) : 0.0;
+  stats_.prompt_tokens = prompt_tokens_;
+  stats_.generated_tokens = generated_;
+  stats_.preemptions = ss.preemptions;
+  stats_.aborts = aborts_done_;
+  stats_.steps = ss.steps;
+  stats_.kv_waste_slots = ks.waste_slots;
+  stats_.running_peak = running_peak_;
+  stats_.kv_capacity_tokens = static_cast<int64_t>(ks.num_blocks) * plan_.block_size;
+}
+
+}  // namespace
+
+std::unique_ptr<Engine> Engine::create(std::unique_ptr<Model> model, const EngineConfig& config) {
+  check(model != nullptr, "engine: no model");
+  return std::make_unique<EngineImpl>(std::move(model), config);
+}
+
+std::unique_ptr<Engine> Engine::create(const EngineConfig& config) {
+  throw_if(config.validate(), "engine config");
+  check(!config.model_path.empty(), "engine config: model_path is empty");
+  ModelLoadOptions opts;
+  opts.tokenizer_path = config.tokenizer_path;
+  return create(Model::load(config.model_path, opts), config);
+}
+
+}  // namespace tinfer

@@ -1,0 +1,31 @@
+// The engine's KV cache plan: the byte budget (explicit, or a fraction of MemAvailable once the weights are
+// loaded and packed) turned into a number of fp32 blocks, and a one-line description for the start-up log.
+#pragma once
+#include <cstddef>
+#include <string>
+
+#include "kvcache/memory_planner.h"
+#include "model/model_config.h"
+
+namespace tinfer {
+
+struct EngineKvBudget {
+  size_t budget_bytes = 0;   // what the planner may use
+  size_t mem_available = 0;  // MemAvailable when the budget was taken (0 if explicit or unknown)
+};
+
+// MemAvailable from /proc/meminfo in bytes; 0 if unreadable.
+size_t mem_available_bytes();
+
+// kv_memory_bytes if > 0, else kv_fraction x MemAvailable. Throws Error when MemAvailable is unknown and no
+// explicit budget was given.
+EngineKvBudget kv_budget(int64_t kv_memory_bytes, double kv_fraction);
+
+// fp32 KV (the forward pass stores K and V as float). Throws Error (naming max_model_len) when not even one
+// sequence of max_model_len tokens fits.
+kv::KvMemoryPlan plan_engine_kv(const ModelConfig& cfg, size_t budget_bytes, int block_size, int max_model_len);
+
+// "KV cache: 4096 blocks x 16 tokens = 65536 tokens, 1408 MiB (22528 bytes/token); max concurrency 32 at 2048"
+std::string describe_kv_plan(const kv::KvMemoryPlan& plan, const EngineKvBudget& budget);
+
+}  // namespace tinfer

@@ -1,0 +1,32 @@
+// ModelRunner: BatchPlan -> CoW copies -> ForwardBatch -> CpuForward::forward -> logit rows.
+#include "engine/model_runner.h"
+
+namespace tinfer {
+
+void ModelRunner::run(const BatchPlan& plan) {
+  // Shared blocks about to be written were replaced by fresh ones: fill them before anyone writes.
+  for (const ScheduledRequest& s : plan.requests)
+    for (const kv::CowCopy& c : s.copies) kv_.copy_block(c.src, c.dst);
+
+  batch_.clear();
+  row_.assign(plan.requests.size(), -1);
+  for (size_t i = 0; i < plan.requests.size(); ++i) {
+    const ScheduledRequest& s = plan.requests[i];
+    const int32_t seq = static_cast<int32_t>(batch_.block_tables.size());
+    batch_.block_tables.emplace_back(s.block_table.begin(), s.block_table.end());
+    for (size_t t = 0; t < s.tokens.size(); ++t) {
+      batch_.tokens.push_back(s.tokens[t]);
+      batch_.positions.push_back(s.start_pos + static_cast<int32_t>(t));
+      batch_.seq.push_back(seq);
+    }
+    if (s.needs_logits) {
+      row_[i] = static_cast<int>(batch_.logit_rows.size());
+      batch_.logit_rows.push_back(static_cast<int32_t>(batch_.tokens.size() - 1));  // the chunk's last token
+    }
+  }
+  n_vocab_ = static_cast<size_t>(fwd_.config().n_vocab);
+  logits_.resize(batch_.logit_rows.size() * n_vocab_);
+  fwd_.forward(batch_, kv_, logits_.data());
+}
+
+}  // namespace tinfer
