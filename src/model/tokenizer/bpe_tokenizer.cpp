@@ -86,11 +86,10 @@ class BpeTokenizer final : public Tokenizer {
   void encode_word(std::string_view w, std::vector<MergeSymbol>& syms, std::vector<int32_t>& out) const {
     syms.clear();
     for (size_t i = 0; i < w.size(); ++i) {
-      const int32_t id = byte_ids_[static_cast<uint8_t>(w[i])];
-      if (id < 0) {  // vocabulary lacks this byte: <unk> if it has one, else the byte is dropped
-        if (vocab_.data().unk >= 0) out.push_back(vocab_.data().unk);
-        continue;
-      }
+      // A byte the vocabulary lacks becomes <unk> in place (never merged), or is dropped without one.
+      int32_t id = byte_ids_[static_cast<uint8_t>(w[i])];
+      if (id < 0) id = vocab_.data().unk;
+      if (id < 0) continue;
       MergeSymbol m;
       m.prev = static_cast<int32_t>(syms.size()) - 1;
       m.next = static_cast<int32_t>(syms.size()) + 1;

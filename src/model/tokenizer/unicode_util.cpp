@@ -73,10 +73,7 @@ size_t incomplete_tail(std::string_view s) {
   return 0;
 }
 
-bool is_letter(uint32_t cp) {
-  const uint32_t mask = U_GC_L_MASK;
-  return (U_GET_GC_MASK(static_cast<UChar32>(cp)) & mask) != 0;
-}
+bool is_letter(uint32_t cp) { return (U_GET_GC_MASK(static_cast<UChar32>(cp)) & U_GC_L_MASK) != 0; }
 bool is_number(uint32_t cp) { return (U_GET_GC_MASK(static_cast<UChar32>(cp)) & U_GC_N_MASK) != 0; }
 bool is_whitespace(uint32_t cp) { return u_isUWhiteSpace(static_cast<UChar32>(cp)); }
 

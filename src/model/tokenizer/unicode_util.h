@@ -14,8 +14,8 @@ size_t utf8_len(std::string_view s, size_t i);
 // consume one byte.
 uint32_t next_cp(std::string_view s, size_t& i);
 void append_utf8(std::string& out, uint32_t cp);
-// Length of the complete, valid UTF-8 prefix-free tail state: how many bytes at the end of `s`
-// form an unfinished but so-far-valid sequence (0 when `s` ends on a character boundary).
+// How many bytes at the end of `s` form an unfinished multi-byte sequence (a lead byte and fewer
+// continuation bytes than it announces); 0 when `s` ends on a character boundary.
 size_t incomplete_tail(std::string_view s);
 
 bool is_letter(uint32_t cp);      // \p{L}
