@@ -1,0 +1,309 @@
+// Engine tests with real weights (stories260K) and a tiny synthetic model: batched == one at a time == the
+// batch-1 generate() path, prefix hit == miss, chunked == unchunked, preempted == uninterrupted, static ==
+// continuous, n > 1 forks share blocks and match n = 1 runs seeded seed + i, abort frees blocks, caps, errors.
+#include <tinfer/engine.h>
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "common/test_env.h"
+#include "core/error.h"
+#include "core/thread_pool.h"
+#include "engine/generate.h"
+#include "model/model.h"
+#include "model/synth.h"
+
+namespace tinfer {
+namespace {
+
+struct Sample {
+  std::vector<Token> tokens;
+  FinishReason reason = FinishReason::kNone;
+  bool clamped = false;
+  int cached = 0;
+};
+using Outputs = std::map<RequestId, std::vector<Sample>>;  // per request, per sample index
+
+std::unique_ptr<Model> stories() {
+  const std::string path = test::shared_file("models/stories260K.gguf");
+  return path.empty() ? nullptr : Model::load(path);
+}
+
+std::unique_ptr<Model> synth_model() {
+  SynthSpec s;
+  s.weight_std = 0.3f;  // peaky logits: greedy choices are far from ties
+  return Model::from_gguf_bytes(synthesize_model_bytes(s));
+}
+
+EngineConfig base_config() {
+  EngineConfig c;
+  c.threads = 2;
+  c.kv_memory_bytes = 8 << 20;
+  c.verbose = false;
+  c.max_batched_tokens = 64;
+  return c;
+}
+
+GenerationRequest greedy(std::vector<Token> prompt, int max_tokens) {
+  GenerationRequest r;
+  r.prompt = std::move(prompt);
+  r.sampling.temperature = 0;
+  r.max_tokens = max_tokens;
+  r.ignore_eos = true;
+  return r;
+}
+
+// Adds every request (ids returned in order), steps until idle, collects every sample's tokens.
+Outputs run(Engine& e, const std::vector<GenerationRequest>& reqs, std::vector<RequestId>* ids = nullptr) {
+  Outputs out;
+  for (const auto& r : reqs) {
+    const RequestId id = e.add_request(r, [&out](const TokenEvent& ev) {
+      auto& v = out[ev.id];
+      if (v.size() <= size_t(ev.index)) v.resize(ev.index + 1);
+      Sample& s = v[ev.index];
+      if (ev.has_token) s.tokens.push_back(ev.token);
+      if (ev.finished) s.reason = ev.finish_reason;
+      s.clamped = ev.clamped;
+      s.cached = std::max(s.cached, ev.cached_prompt_tokens);
+    });
+    if (ids) ids->push_back(id);
+  }
+  while (e.has_work()) e.step();
+  return out;
+}
+
+// Deterministic, distinct prompts of assorted lengths (BOS = 1 first).
+std::vector<std::vector<Token>> prompts(int count, int vocab) {
+  std::vector<std::vector<Token>> p;
+  for (int i = 0; i < count; ++i) {
+    std::vector<Token> t{1};
+    for (int j = 0; j < 5 + 7 * i; ++j) t.push_back(Token(3 + (i * 131 + j * 17) % (vocab - 3)));
+    p.push_back(t);
+  }
+  return p;
+}
+
+std::vector<std::vector<Token>> tokens_of(const Outputs& o) {
+  std::vector<std::vector<Token>> v;
+  for (const auto& [id, samples] : o)
+    for (const Sample& s : samples) v.push_back(s.tokens);
+  return v;
+}
+
+std::vector<std::vector<Token>> run_greedy(std::unique_ptr<Model> m, EngineConfig c,
+                                           const std::vector<std::vector<Token>>& ps, int max_tokens,
+                                           EngineStats* stats = nullptr) {
+  auto e = Engine::create(std::move(m), c);
+  std::vector<GenerationRequest> reqs;
+  for (const auto& p : ps) reqs.push_back(greedy(p, max_tokens));
+  auto out = tokens_of(run(*e, reqs));
+  if (stats) *stats = e->stats();
+  EXPECT_EQ(e->stats().kv_blocks_used, 0);
+  return out;
+}
+
+TEST(Engine, StoriesBatchedEqualsOneAtATimeAndGenerate) {
+  auto m = stories();
+  TINFER_REQUIRE_FILE(m ? std::string("x") : std::string(), "models/stories260K.gguf");
+  const auto ps = prompts(6, 512);
+  const auto batched = run_greedy(stories(), base_config(), ps, 24);
+  ASSERT_EQ(batched.size(), ps.size());
+  // One at a time through a fresh engine each.
+  for (size_t i = 0; i < ps.size(); ++i) {
+    const auto single = run_greedy(stories(), base_config(), {ps[i]}, 24);
+    EXPECT_EQ(single[0], batched[i]) << "prompt " << i;
+  }
+  // The batch-1 Session/generate() path.
+  ThreadPool pool(2);
+  CpuForward fwd(*m, pool);
+  for (size_t i = 0; i < ps.size(); ++i) {
+    Session session(fwd, 512);
+    GenerateOptions o;
+    o.max_tokens = 24;
+    o.sampling.temperature = 0;
+    o.stop_at_eog = false;
+    std::vector<Token> got;
+    generate(session, m->tokenizer(), ps[i], o, [&](int32_t t) { return got.push_back(t), true; });
+    EXPECT_EQ(got, batched[i]) << "prompt " << i;
+  }
+}
+
+TEST(Engine, PrefixHitEqualsMiss) {
+  auto m = stories();
+  TINFER_REQUIRE_FILE(m ? std::string("x") : std::string(), "models/stories260K.gguf");
+  std::vector<Token> prompt = prompts(8, 512).back();  // 55 tokens: three full blocks of 16
+  auto e = Engine::create(std::move(m), base_config());
+  const Outputs first = run(*e, {greedy(prompt, 16)});
+  const Outputs second = run(*e, {greedy(prompt, 16)});
+  ASSERT_EQ(second.size(), 1u);
+  EXPECT_EQ(first.begin()->second[0].cached, 0);
+  EXPECT_EQ(second.begin()->second[0].cached, 48);
+  EXPECT_EQ(first.begin()->second[0].tokens, second.begin()->second[0].tokens);
+  EXPECT_GT(e->stats().prefix_hit_rate, 0.4);
+  EngineConfig off = base_config();
+  off.prefix_caching = false;
+  EXPECT_EQ(run_greedy(stories(), off, {prompt}, 16)[0], first.begin()->second[0].tokens);
+}
+
+TEST(Engine, ChunkedEqualsUnchunkedAndStaticEqualsContinuous) {
+  auto m = stories();
+  TINFER_REQUIRE_FILE(m ? std::string("x") : std::string(), "models/stories260K.gguf");
+  const auto ps = prompts(5, 512);
+  EngineConfig chunked = base_config();
+  chunked.max_batched_tokens = 7;  // every prompt split in chunks, decodes mixed in
+  EngineConfig whole = base_config();
+  whole.chunked_prefill = false;
+  whole.max_model_len = 256;
+  whole.max_batched_tokens = 256;
+  EngineConfig stat = base_config();
+  stat.batching = "static";
+  stat.max_seqs = 2;
+  const auto a = run_greedy(stories(), chunked, ps, 20);
+  EXPECT_EQ(a, run_greedy(stories(), whole, ps, 20));
+  EXPECT_EQ(a, run_greedy(stories(), stat, ps, 20));
+}
+
+TEST(Engine, PreemptedEqualsUninterrupted) {
+  auto m = stories();
+  TINFER_REQUIRE_FILE(m ? std::string("x") : std::string(), "models/stories260K.gguf");
+  const auto ps = prompts(6, 512);
+  EngineConfig tiny = base_config();
+  tiny.max_model_len = 128;
+  tiny.kv_memory_bytes = int64_t(m->config().kv_bytes_per_token(4)) * 160;  // 10 blocks for 6 x ~70 tokens
+  EngineStats st;
+  const auto pre = run_greedy(stories(), tiny, ps, 40, &st);
+  EXPECT_GT(st.preemptions, 0);
+  EXPECT_EQ(pre, run_greedy(stories(), base_config(), ps, 40));
+}
+
+TEST(Engine, ReservedLayoutSameOutputsMoreWaste) {
+  const auto ps = prompts(4, 512);
+  EngineConfig reserved = base_config();
+  reserved.kv_layout = "reserved";
+  // After the first step the reserved layout holds every request's whole prompt + max_tokens up front.
+  auto first_step = [&](const EngineConfig& c) {
+    auto e = Engine::create(synth_model(), c);
+    for (const auto& p : ps) e->add_request(greedy(p, 40), nullptr);
+    e->step();
+    return e->stats();
+  };
+  const EngineStats p1 = first_step(base_config()), r1 = first_step(reserved);
+  EXPECT_GT(r1.kv_blocks_used, p1.kv_blocks_used);
+  EXPECT_GT(r1.kv_waste_slots, p1.kv_waste_slots);
+  EXPECT_EQ(run_greedy(synth_model(), base_config(), ps, 12), run_greedy(synth_model(), reserved, ps, 12));
+}
+
+TEST(Engine, ParallelSamplesShareBlocksAndMatchSeededSingles) {
+  const std::vector<Token> prompt = prompts(8, 512).back();
+  GenerationRequest r;
+  r.prompt = prompt;
+  r.sampling.temperature = 0.9f;
+  r.sampling.seed = 42;
+  r.max_tokens = 10;
+  r.ignore_eos = true;
+  r.n = 4;
+  auto e = Engine::create(synth_model(), base_config());
+  const Outputs forked = run(*e, {r});
+  const int forked_peak = e->stats().kv_blocks_peak;
+  ASSERT_EQ(forked.begin()->second.size(), 4u);
+  std::vector<GenerationRequest> singles;
+  for (int i = 0; i < 4; ++i) {
+    GenerationRequest s = r;
+    s.n = 1;
+    s.sampling.seed = 42 + i;
+    singles.push_back(s);
+  }
+  EngineConfig nocache = base_config();
+  nocache.prefix_caching = false;
+  auto e2 = Engine::create(synth_model(), nocache);
+  const Outputs sep = run(*e2, singles);
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(forked.begin()->second[i].tokens.size(), 10u);
+    EXPECT_EQ(forked.begin()->second[i].tokens, std::next(sep.begin(), i)->second[0].tokens) << "sample " << i;
+  }
+  EXPECT_LT(forked_peak, e2->stats().kv_blocks_peak);
+  EXPECT_EQ(e->stats().kv_blocks_used, 0);
+  // Deterministic by seed: a second run of the same request gives the same four samples.
+  const Outputs again = run(*e, {r});
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(again.begin()->second[i].tokens, forked.begin()->second[i].tokens);
+}
+
+TEST(Engine, AbortReturnsEveryBlock) {
+  EngineConfig c = base_config();
+  c.prefix_caching = false;
+  auto e = Engine::create(synth_model(), c);
+  std::map<RequestId, FinishReason> reasons;
+  std::vector<RequestId> ids;
+  for (const auto& p : prompts(4, 512)) {
+    GenerationRequest r = greedy(p, 200);
+    r.n = 2;
+    ids.push_back(e->add_request(r, [&](const TokenEvent& ev) {
+      if (ev.finished) reasons[ev.id * 10 + ev.index] = ev.finish_reason;
+    }));
+  }
+  for (int i = 0; i < 6; ++i) e->step();
+  EXPECT_GT(e->stats().kv_blocks_used, 0);
+  for (RequestId id : ids) e->abort(id);
+  e->abort(12345);  // unknown: ignored
+  e->step();
+  EXPECT_FALSE(e->has_work());
+  EXPECT_EQ(e->stats().kv_blocks_used, 0);
+  EXPECT_EQ(e->stats().aborts, 4);
+  EXPECT_EQ(reasons.size(), 8u);
+  for (const auto& [k, why] : reasons) EXPECT_EQ(why, FinishReason::kAbort);
+}
+
+TEST(Engine, MaxTokensCapClampsAndIsFlagged) {
+  EngineConfig c = base_config();
+  c.max_tokens_cap = 8;
+  c.default_max_tokens = 5;
+  auto e = Engine::create(synth_model(), c);
+  const auto ps = prompts(2, 512);
+  std::vector<RequestId> ids;
+  const Outputs o = run(*e, {greedy(ps[0], 100), greedy(ps[1], 0)}, &ids);
+  const Sample& capped = o.at(ids[0])[0];
+  EXPECT_TRUE(capped.clamped);
+  EXPECT_EQ(capped.tokens.size(), 8u);
+  EXPECT_EQ(capped.reason, FinishReason::kLength);
+  EXPECT_FALSE(o.at(ids[1])[0].clamped);
+  EXPECT_EQ(o.at(ids[1])[0].tokens.size(), 5u);
+}
+
+TEST(Engine, StopTokenFinishesWithStop) {
+  auto e = Engine::create(synth_model(), base_config());
+  const auto p = prompts(1, 512)[0];
+  const auto free_run = tokens_of(run(*e, {greedy(p, 12)}))[0];
+  GenerationRequest r = greedy(p, 12);
+  r.stop_token_ids = {free_run[3]};
+  const Outputs o = run(*e, {r});
+  const Sample& s = o.begin()->second[0];
+  EXPECT_EQ(s.reason, FinishReason::kStop);
+  EXPECT_LE(s.tokens.size(), 4u);
+  EXPECT_EQ(s.tokens.back(), free_run[3]);
+}
+
+TEST(Engine, RejectsOverlongPromptAndUnfittableContext) {
+  EngineConfig c = base_config();
+  c.max_model_len = 64;
+  auto e = Engine::create(synth_model(), c);
+  EXPECT_EQ(e->max_model_len(), 64);
+  EXPECT_THROW(e->add_request(greedy(std::vector<Token>(64, 5), 4), nullptr), Error);
+  EXPECT_THROW(e->add_request(greedy({}, 4), nullptr), Error);
+  EXPECT_THROW(e->add_request(greedy({1, 600}, 4), nullptr), Error);
+  EngineConfig small = base_config();
+  small.kv_memory_bytes = 4096;  // less than one block
+  small.max_model_len = 256;
+  try {
+    Engine::create(synth_model(), small);
+    FAIL() << "expected Error";
+  } catch (const Error& err) {
+    EXPECT_NE(std::string(err.what()).find("max_model_len 256"), std::string::npos) << err.what();
+  }
+  EngineConfig bad = base_config();
+  bad.batching = "dynamic";
+  EXPECT_THROW(Engine::create(synth_model(), bad), Error);
+}
+
+}  // namespace
+}  // namespace tinfer
