@@ -76,6 +76,7 @@ void shapes(benchmark::internal::Benchmark* b) {
   const int64_t kShapes[][2] = {{2048, 2048}, {256, 2048}, {5632, 2048}, {2048, 5632}, {32000, 2048}};
   for (DType t : {DType::Q8_0, DType::Q4_0, DType::Q4_1})
     for (const auto& s : kShapes) b->Args({int64_t(t), s[0], s[1], 1});
+  for (DType t : {DType::F32, DType::F16, DType::BF16, DType::Q4_K, DType::Q6_K}) b->Args({int64_t(t), 2048, 2048, 1});
   for (DType t : {DType::Q8_0, DType::Q4_0})
     for (const auto& s : kShapes)
       if (s[0] != 32000) b->Args({int64_t(t), s[0], s[1], 512});

@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "core/isa.h"
+#include "quant/dtype.h"
 
 namespace tinfer {
 
@@ -47,6 +48,8 @@ struct KernelTable {
   GemmFn gemm_q8_0;
   GemmFn gemm_q4_0;
   GemmFn gemm_q4_1;
+  // Fast dequantization of one plain-layout row (F16, BF16, Q4_K, Q6_K); false = use the type table.
+  bool (*dequant_row)(DType type, const void* src, float* dst, int64_t n);
   // Element-wise ops (semantics in kernels.h).
   void (*rmsnorm)(const float* x, const float* w, float* out, int64_t n, float eps);
   void (*silu_mul)(float* gate, const float* up, int64_t n);

@@ -85,7 +85,7 @@ void matmul_rows(const PackedMatrix& w, const float* x, int64_t m, float* y, Thr
       const uint8_t* src = w.data.data() + rb * size_t(r);
       const float* wr = reinterpret_cast<const float*>(src);
       if (w.type != DType::F32) {
-        to_float(src, row.data(), w.cols);
+        if (!kt.dequant_row(w.type, src, row.data(), w.cols)) to_float(src, row.data(), w.cols);
         wr = row.data();
       }
       for (int64_t i = 0; i < m; ++i) y[i * w.rows + r] = kt.dot_f32(wr, x + i * w.cols, w.cols);

@@ -4,6 +4,8 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "core/isa.h"
+#include "kernels/kernel_table.h"
 #include "kernels/kernel_test_util.h"
 #include "kernels/kernels.h"
 
@@ -40,6 +42,36 @@ TEST(PackErrors, RejectsUnsupportedTypesAndRaggedRows) {
   EXPECT_THROW(pack_matrix(DType(6), buf.data(), 1, 32), Error);  // Q5_0: not supported here
   EXPECT_THROW(pack_matrix(DType::Q8_0, buf.data(), 1, 40), Error);  // not a multiple of 32
   EXPECT_THROW(pack_matrix(DType::Q8_0, buf.data(), 0, 32), Error);
+}
+
+}  // namespace
+}  // namespace tinfer
+
+namespace tinfer {
+namespace {
+
+// The per-ISA fast row dequantizers (used by matmul for the row-layout types) vs the type table.
+TEST(FastDequant, EveryIsaMatchesTypeTable) {
+  for (DType type : {DType::F16, DType::BF16, DType::Q4_K, DType::Q6_K}) {
+    const auto& tt = type_traits(type);
+    const int64_t cols = tt.block_size == 1 ? 77 : tt.block_size * 3;
+    auto w = test::random_weights(type, 1, cols, 9);
+    if (type == DType::F16) {  // add the special halves: subnormal, inf, -0
+      auto* h = reinterpret_cast<uint16_t*>(w.data());
+      h[0] = 0x0001, h[1] = 0x03ff, h[2] = 0x7c00, h[3] = 0x8000, h[4] = 0xfc00;
+    }
+    std::vector<float> want(static_cast<size_t>(cols)), got(want.size());
+    tt.to_float(w.data(), want.data(), cols);
+    for (Isa isa : supported_isas()) {
+      SCOPED_TRACE(testing::Message() << tt.name << " " << isa_name(isa));
+      ASSERT_TRUE(kernel_table(isa).dequant_row(type, w.data(), got.data(), cols));
+      for (int64_t c = 0; c < cols; ++c) {
+        const float g = got[size_t(c)], e = want[size_t(c)];
+        ASSERT_TRUE(g == e || std::fabs(g - e) <= 1e-6 * std::fabs(e) + 1e-12) << "c=" << c << " " << g << " vs " << e;
+        ASSERT_EQ(std::signbit(g), std::signbit(e)) << "c=" << c;
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 
 #define TINFER_VEC_FLOATS 16
 #include "kernels/cpu/common/vec.h"
+#include "kernels/cpu/common/dequant.h"
 #include "kernels/kernel_table.h"
 
 namespace tinfer {
@@ -38,7 +39,7 @@ void quantize_act_row(const float* x, int64_t cols, int8_t* q, float* d, int32_t
 
 const KernelTable& kernel_table_avx512() {
   static const KernelTable t{Isa::avx512, quantize_act_row, avx512_gemm_q8_0(), avx512_gemm_q4_0(),
-                             avx512_gemm_q4_1(), v_rmsnorm, v_silu_mul, v_add_inplace, v_softmax_inplace,
+                             avx512_gemm_q4_1(), v_dequant_row, v_rmsnorm, v_silu_mul, v_add_inplace, v_softmax_inplace,
                              v_dot_f32, v_axpy, v_scale_inplace};
   return t;
 }

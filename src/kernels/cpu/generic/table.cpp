@@ -1,6 +1,7 @@
 // The generic (baseline x86-64) kernel table: portable element-wise ops + plain C++ GEMMs.
 #define TINFER_VEC_FLOATS 4
 #include "kernels/cpu/common/vec.h"
+#include "kernels/cpu/common/dequant.h"
 #include "kernels/kernel_table.h"
 
 namespace tinfer {
@@ -11,7 +12,7 @@ GemmFn generic_gemm_q4_1();
 
 const KernelTable& kernel_table_generic() {
   static const KernelTable t{Isa::generic, v_quantize_act_row, generic_gemm_q8_0(), generic_gemm_q4_0(),
-                             generic_gemm_q4_1(), v_rmsnorm, v_silu_mul, v_add_inplace, v_softmax_inplace,
+                             generic_gemm_q4_1(), v_dequant_row, v_rmsnorm, v_silu_mul, v_add_inplace, v_softmax_inplace,
                              v_dot_f32, v_axpy, v_scale_inplace};
   return t;
 }
