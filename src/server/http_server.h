@@ -1,0 +1,37 @@
+// The HTTP front end: binds and answers /health (503) at once, becomes ready once an engine is
+// attached and a warm-up generation has run, and shuts down gracefully. The only user of httplib.
+#pragma once
+#include <memory>
+#include <string>
+
+#include "model/tokenizer/tokenizer.h"
+#include "server/server_config.h"
+#include "tinfer/engine.h"
+
+namespace tinfer::server {
+
+class HttpServer {
+ public:
+  explicit HttpServer(ServerConfig config);  // Error listing every invalid setting
+  ~HttpServer();                             // shutdown() if still running
+
+  // Binds host:port (port 0 = any) and starts serving on a background thread; returns the port.
+  int start();
+  // Starts the engine thread, runs a one-token warm-up generation and marks the server ready.
+  // The engine, tokenizer and template must outlive the server. Throws Error if the warm-up fails.
+  void attach(Engine& engine, const Tokenizer& tokenizer, std::string chat_template, std::string model_id);
+  bool ready() const;
+  // Stops accepting, lets in-flight requests finish for shutdown_grace_s, aborts the rest (each gets
+  // a proper final response), then stops the engine thread. Idempotent.
+  void shutdown();
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+// True when a and b are equal; the time taken does not depend on where they differ.
+bool constant_time_equal(const std::string& a, const std::string& b);
+
+}  // namespace tinfer::server

@@ -1,0 +1,85 @@
+// Prometheus exposition (text format 0.0.4); names follow vLLM's where one exists (tinfer: prefix).
+#include "server/metrics.h"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace tinfer::server {
+
+namespace {
+std::string num(double v) {
+  char b[64];
+  std::snprintf(b, sizeof b, "%.6g", v);
+  return b;
+}
+void gauge(std::string& out, const char* name, const char* type, const char* help, double v) {
+  out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n" + name + " " + num(v) + "\n";
+}
+}  // namespace
+
+Histogram::Histogram(std::vector<double> bounds) : bounds_(std::move(bounds)), counts_(bounds_.size() + 1, 0) {}
+
+void Histogram::observe(double v) {
+  size_t i = std::lower_bound(bounds_.begin(), bounds_.end(), v) - bounds_.begin();
+  std::lock_guard<std::mutex> lk(mu_);
+  counts_[i]++;
+  sum_ += v;
+  n_++;
+}
+
+void Histogram::render(std::string& out, const std::string& name, const std::string& help) const {
+  std::lock_guard<std::mutex> lk(mu_);
+  out += "# HELP " + name + " " + help + "\n# TYPE " + name + " histogram\n";
+  uint64_t cum = 0;
+  for (size_t i = 0; i < bounds_.size(); ++i) {
+    cum += counts_[i];
+    out += name + "_bucket{le=\"" + num(bounds_[i]) + "\"} " + std::to_string(cum) + "\n";
+  }
+  out += name + "_bucket{le=\"+Inf\"} " + std::to_string(n_) + "\n";
+  out += name + "_sum " + num(sum_) + "\n" + name + "_count " + std::to_string(n_) + "\n";
+}
+
+Metrics::Metrics()
+    : ttft({0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80}),
+      tpot({0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1, 2.5}),
+      e2e({0.01, 0.05, 0.1, 0.3, 0.5, 0.8, 1, 1.5, 2, 2.5, 5, 10, 15, 20, 30, 40, 50, 60, 120}) {}
+
+std::string Metrics::render(const EngineStats& s, int queued, bool ready) const {
+  std::string o;
+  gauge(o, "tinfer:ready", "gauge", "1 once the model is loaded and a warm-up step has run.", ready ? 1 : 0);
+  gauge(o, "tinfer:num_requests_running", "gauge", "Requests in the engine's running batch.", s.running);
+  gauge(o, "tinfer:num_requests_waiting", "gauge", "Requests waiting in the engine's queue.", s.waiting);
+  gauge(o, "tinfer:num_requests_queued_server", "gauge",
+        "Requests accepted by the server that have not produced a token yet (bounded by --max-queued-requests).", queued);
+  gauge(o, "tinfer:num_requests_long_lane", "gauge", "Long requests held in the server's low-priority lane.",
+        static_cast<double>(long_lane_waiting.load()));
+  gauge(o, "tinfer:kv_blocks_used", "gauge", "KV-cache blocks in use.", s.kv_blocks_used);
+  gauge(o, "tinfer:kv_blocks_total", "gauge", "KV-cache blocks in the pool.", s.kv_blocks_total);
+  gauge(o, "tinfer:kv_cache_usage_perc", "gauge", "Fraction of KV-cache blocks in use.",
+        s.kv_blocks_total ? static_cast<double>(s.kv_blocks_used) / s.kv_blocks_total : 0.0);
+  gauge(o, "tinfer:prefix_cache_hit_rate", "gauge", "Prefix-cache hit tokens / looked-up tokens.", s.prefix_hit_rate);
+  gauge(o, "tinfer:prompt_tokens_total", "counter", "Prompt tokens processed.", static_cast<double>(s.prompt_tokens));
+  gauge(o, "tinfer:generation_tokens_total", "counter", "Tokens generated.", static_cast<double>(s.generated_tokens));
+  gauge(o, "tinfer:num_preemptions_total", "counter", "Requests preempted by the scheduler.", static_cast<double>(s.preemptions));
+  gauge(o, "tinfer:engine_aborts_total", "counter", "Requests aborted in the engine.", static_cast<double>(s.aborts));
+  gauge(o, "tinfer:engine_steps_total", "counter", "Engine iterations.", static_cast<double>(s.steps));
+  gauge(o, "tinfer:request_success_total", "counter", "Requests answered 200.", static_cast<double>(requests_ok.load()));
+  gauge(o, "tinfer:request_error_total", "counter", "Requests answered 4xx/5xx (rejections included).",
+        static_cast<double>(requests_error.load()));
+  gauge(o, "tinfer:request_rejected_queue_full_total", "counter", "Requests answered 429 (queue full).",
+        static_cast<double>(rejected_queue.load()));
+  gauge(o, "tinfer:request_rejected_body_too_large_total", "counter", "Requests answered 413.",
+        static_cast<double>(rejected_body.load()));
+  gauge(o, "tinfer:client_disconnects_total", "counter", "Requests aborted because their client went away.",
+        static_cast<double>(client_disconnects.load()));
+  gauge(o, "tinfer:shutdown_aborts_total", "counter", "Requests aborted by a shutdown.",
+        static_cast<double>(server_aborts.load()));
+  gauge(o, "tinfer:stop_string_hits_total", "counter", "Samples ended by a stop string.",
+        static_cast<double>(stop_string_hits.load()));
+  ttft.render(o, "tinfer:time_to_first_token_seconds", "Time from request arrival to its first token.");
+  tpot.render(o, "tinfer:time_per_output_token_seconds", "Mean gap between output tokens of a request.");
+  e2e.render(o, "tinfer:e2e_request_latency_seconds", "Time from request arrival to its last byte.");
+  return o;
+}
+
+}  // namespace tinfer::server

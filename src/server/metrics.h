@@ -1,0 +1,42 @@
+// Server metrics in Prometheus text format: request latency histograms (TTFT, time per output token,
+// end to end) and counters measured at the HTTP edge, plus a snapshot of the engine's own stats.
+#pragma once
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "tinfer/engine.h"
+
+namespace tinfer::server {
+
+// Fixed-bucket histogram (seconds); observe() takes a lock (a handful of calls per request).
+class Histogram {
+ public:
+  explicit Histogram(std::vector<double> bounds);
+  void observe(double v);
+  void render(std::string& out, const std::string& name, const std::string& help) const;
+
+ private:
+  std::vector<double> bounds_;
+  mutable std::mutex mu_;
+  std::vector<uint64_t> counts_;  // per bucket (not cumulative); last = +Inf
+  double sum_ = 0;
+  uint64_t n_ = 0;
+};
+
+class Metrics {
+ public:
+  Metrics();
+  Histogram ttft, tpot, e2e;
+  std::atomic<int64_t> requests_ok{0}, requests_error{0}, rejected_queue{0}, rejected_body{0};
+  std::atomic<int64_t> client_disconnects{0}, server_aborts{0}, stop_string_hits{0};
+  std::atomic<int64_t> long_lane_waiting{0};
+
+  // The whole /metrics page. queued = server-side requests not yet producing tokens.
+  std::string render(const EngineStats& s, int queued, bool ready) const;
+};
+
+}  // namespace tinfer::server

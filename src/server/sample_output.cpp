@@ -1,0 +1,59 @@
+// Detokenization per sample: token bytes -> Utf8Stream (whole characters only) -> StopMatcher (hold
+// back possible stop prefixes). Once a stop string matches, later tokens are ignored.
+#include "server/sample_output.h"
+
+namespace tinfer::server {
+
+SampleOutput::SampleOutput(const Tokenizer& tok, std::vector<std::string> stops, bool want_logprobs)
+    : tok_(tok), stop_(std::move(stops)), want_logprobs_(want_logprobs) {}
+
+std::string SampleOutput::on_event(const TokenEvent& ev) {
+  if (done_) return "";
+  std::string out;
+  if (ev.has_token) {
+    completion_tokens_++;
+    if (want_logprobs_) {
+      TokenRecord r;
+      r.text = tok_.token_bytes(ev.token, true);
+      r.logprob = ev.logprob;
+      r.text_offset = raw_offset_;
+      for (const auto& t : ev.top_logprobs) r.top.emplace_back(tok_.token_bytes(t.token, true), t.logprob);
+      records_.push_back(std::move(r));
+    }
+    std::string bytes = tok_.token_bytes(ev.token);
+    raw_offset_ += bytes.size();
+    out = stop_.push(utf8_.push(bytes));
+    text_ += out;
+    if (stop_.matched()) return out + finish("stop");
+  }
+  if (ev.finished) {
+    std::string r = finish_reason_name(ev.finish_reason);
+    out += finish(r.empty() ? "stop" : r);
+  }
+  return out;
+}
+
+std::string SampleOutput::finish_abort() {
+  if (done_) return "";
+  return finish("abort");
+}
+
+std::string SampleOutput::finish(std::string reason) {
+  done_ = true;
+  finish_reason_ = std::move(reason);
+  if (stop_.matched()) return "";
+  // Held-back text: an incomplete character (U+FFFD) and a partial stop that never completed.
+  std::string rest = stop_.push(utf8_.flush());
+  if (stop_.matched()) finish_reason_ = "stop";
+  rest += stop_.flush();
+  text_ += rest;
+  return rest;
+}
+
+std::vector<TokenRecord> SampleOutput::take_new_records() {
+  std::vector<TokenRecord> out(records_.begin() + records_sent_, records_.end());
+  records_sent_ = records_.size();
+  return out;
+}
+
+}  // namespace tinfer::server

@@ -1,0 +1,51 @@
+// Everything a request handler needs, shared by all HTTP threads: the engine driver, tokenizer,
+// limits, metrics, and the server-side admission counter behind --max-queued-requests.
+#pragma once
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <string>
+
+#include "model/tokenizer/tokenizer.h"
+#include "server/engine_driver.h"
+#include "server/metrics.h"
+#include "server/server_config.h"
+
+namespace tinfer::server {
+
+struct ServerContext {
+  const ServerConfig& config;
+  EngineDriver& driver;
+  const Tokenizer& tokenizer;
+  std::string chat_template;
+  std::string model_id;
+  int max_model_len = 0;
+  int default_max_tokens = 256;
+  int max_tokens_cap = 4096;
+  Metrics& metrics;
+
+  // Requests accepted but not yet producing tokens (their first event has not arrived).
+  std::atomic<int> queued{0};
+  // Shutdown: once set, in-flight requests end at abort_deadline with finish_reason "abort".
+  std::atomic<bool> draining{false};
+  std::atomic<int64_t> abort_deadline_ns{INT64_MAX};
+
+  bool past_abort_deadline() const {
+    return std::chrono::steady_clock::now().time_since_epoch().count() >= abort_deadline_ns.load();
+  }
+};
+
+// Holds one unit of ctx.queued from acceptance until the first token (or the end of the request).
+class QueueSlot {
+ public:
+  // Throws ApiError 429 when the queue is full.
+  explicit QueueSlot(ServerContext& ctx);
+  ~QueueSlot() { release(); }
+  void release();
+
+ private:
+  ServerContext& ctx_;
+  bool held_ = true;
+};
+
+}  // namespace tinfer::server

@@ -1,0 +1,60 @@
+// /v1/models, /tokenize and /detokenize. Tokenize uses the same prompt rules as the completion
+// endpoints (BOS when the tokenizer adds one; chat template with special tokens parsed).
+#include "server/small_routes.h"
+
+#include "server/api_error.h"
+#include "server/openai_request.h"
+
+namespace tinfer::server {
+
+using nlohmann::json;
+
+json models_response(const ServerContext& ctx, int64_t created) {
+  json m = {{"id", ctx.model_id},
+            {"object", "model"},
+            {"created", created},
+            {"owned_by", "tinfer"},
+            {"max_model_len", ctx.max_model_len}};
+  return {{"object", "list"}, {"data", json::array({m})}};
+}
+
+json tokenize_response(const ServerContext& ctx, const json& body) {
+  if (!body.is_object()) throw ApiError(400, "the request body must be a JSON object", "", "invalid_body");
+  const Tokenizer& tok = ctx.tokenizer;
+  bool add_special = true;
+  if (auto it = body.find("add_special_tokens"); it != body.end() && !it->is_null()) {
+    if (!it->is_boolean()) throw ApiError(400, "'add_special_tokens' must be a boolean", "add_special_tokens");
+    add_special = it->get<bool>();
+  }
+  std::vector<int32_t> ids;
+  if (add_special && tok.add_bos_by_default() && tok.bos() >= 0) ids.push_back(tok.bos());
+  if (body.contains("messages")) {
+    json chat = {{"messages", body["messages"]}};
+    CompletionRequest r = parse_completion_request(chat, true);
+    auto t = tok.encode(apply_chat_template(ctx.chat_template, r.messages, true), false, true);
+    ids.insert(ids.end(), t.begin(), t.end());
+  } else {
+    auto it = body.find("prompt");
+    if (it == body.end() || !it->is_string()) throw ApiError(400, "'prompt' must be a string", "prompt");
+    auto t = tok.encode(it->get<std::string>(), false, false);
+    ids.insert(ids.end(), t.begin(), t.end());
+  }
+  return {{"tokens", ids}, {"count", ids.size()}, {"max_model_len", ctx.max_model_len}};
+}
+
+json detokenize_response(const ServerContext& ctx, const json& body) {
+  if (!body.is_object()) throw ApiError(400, "the request body must be a JSON object", "", "invalid_body");
+  auto it = body.find("tokens");
+  if (it == body.end() || !it->is_array()) throw ApiError(400, "'tokens' must be a list of token ids", "tokens");
+  std::vector<int32_t> ids;
+  for (size_t i = 0; i < it->size(); ++i) {
+    const json& v = (*it)[i];
+    if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() >= ctx.tokenizer.n_vocab())
+      throw ApiError(400, "'tokens[" + std::to_string(i) + "]' is not a token id (vocabulary size " +
+                              std::to_string(ctx.tokenizer.n_vocab()) + ")", "tokens", "invalid_value");
+    ids.push_back(static_cast<int32_t>(v.get<int64_t>()));
+  }
+  return {{"prompt", ctx.tokenizer.decode(ids)}};
+}
+
+}  // namespace tinfer::server
