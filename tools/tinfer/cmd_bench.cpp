@@ -35,6 +35,7 @@ double matmul_macs(const ModelConfig& c) {
 }  // namespace
 
 int cmd_bench(int argc, char** argv) {
+  if (argc > 0 && std::string(argv[0]) == "throughput") return cmd_bench_throughput(argc - 1, argv + 1);
   auto spec = concat(model_options(), {{"--prompt", "prompt tokens", true, "512"},
                                        {"--gen", "generated tokens", true, "128"},
                                        {"--repeat", "repetitions (median reported)", true, "5"},

@@ -1,0 +1,241 @@
+// tinfer bench throughput: drives the serving Engine with a generated workload (at most C requests in flight)
+// and reports tokens/s, TTFT and per-token latency percentiles, KV use, prefix hits, preemptions and waste;
+// --sweep-batch measures decode tokens/s against a fixed batch size. --json: one object on the last line.
+#include <algorithm>
+#include <cstdio>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "bench_workload.h"
+#include "commands.h"
+#include "common.h"
+#include "core/error.h"
+#include "core/timer.h"
+#include "engine_flags.h"
+#include "model/model.h"
+
+namespace tinfer::cli {
+
+namespace {
+
+struct Timing {
+  double submit = 0, first = 0, last = 0;
+  int tokens = 0;
+};
+
+struct LoadResult {
+  double wall_s = 0;
+  int64_t prompt_tokens = 0, gen_tokens = 0;
+  std::vector<double> ttft, tpot;  // per request: first-token latency; mean gap between later tokens
+  EngineStats stats;
+  double mean_waste = 0;  // reserved-but-unwritten share of held KV slots, averaged over steps
+  int64_t peak_waste_slots = 0;
+};
+
+LoadResult run_load(Engine& e, const Workload& w, int concurrency, const SamplingParams& sampling) {
+  const int n = int(w.prompts.size());
+  std::vector<Timing> t(n);
+  int next = 0, in_flight = 0, done = 0;
+  LoadResult r;
+  double waste_sum = 0;
+  int64_t waste_steps = 0;
+  const double t0 = now_s();
+  while (done < n) {
+    while (next < n && (concurrency <= 0 || in_flight < concurrency)) {
+      GenerationRequest g;
+      g.prompt = w.prompts[next];
+      g.max_tokens = w.output_lens[next];
+      g.ignore_eos = true;  // lengths as drawn
+      g.sampling = sampling;
+      const int i = next++;
+      t[i].submit = now_s();
+      ++in_flight;
+      e.add_request(std::move(g), [&, i](const TokenEvent& ev) {
+        const double now = now_s();
+        if (ev.has_token) {
+          if (t[i].tokens++ == 0) t[i].first = now;
+          t[i].last = now;
+        }
+        if (ev.finished) --in_flight, ++done;
+      });
+    }
+    e.step();
+    const EngineStats s = e.stats();
+    const int64_t held = int64_t(s.kv_blocks_used) * e.config().block_size;
+    if (held > 0) waste_sum += double(s.kv_waste_slots) / double(held), ++waste_steps;
+    r.peak_waste_slots = std::max(r.peak_waste_slots, s.kv_waste_slots);
+  }
+  r.wall_s = now_s() - t0;
+  r.stats = e.stats();
+  r.mean_waste = waste_steps ? waste_sum / double(waste_steps) : 0;
+  for (int i = 0; i < n; ++i) {
+    r.prompt_tokens += int64_t(w.prompts[i].size());
+    r.gen_tokens += t[i].tokens;
+    r.ttft.push_back(t[i].first - t[i].submit);
+    if (t[i].tokens > 1) r.tpot.push_back((t[i].last - t[i].first) / (t[i].tokens - 1));
+  }
+  return r;
+}
+
+// Decode tokens/s with exactly B sequences decoding together: after all B have their first token, time
+// `steps` steps of B tokens each; the median step time gives B / median.
+struct SweepPoint {
+  int batch = 0;
+  double tok_s = 0, step_ms = 0;
+};
+
+SweepPoint sweep_point(Engine& e, int batch, int prompt_len, int steps, int n_vocab) {
+  int firsts = 0, finished = 0;
+  for (int b = 0; b < batch; ++b) {
+    GenerationRequest g;
+    for (int j = 0; j < prompt_len; ++j) g.prompt.push_back(int32_t(3 + (b * 977 + j * 131) % (n_vocab - 3)));
+    g.sampling.temperature = 0;
+    g.max_tokens = steps + 2;
+    g.ignore_eos = true;
+    e.add_request(std::move(g), [&](const TokenEvent& ev) {
+      if (ev.has_token && ev.completion_tokens == 1) ++firsts;
+      if (ev.finished) ++finished;
+    });
+  }
+  while (firsts < batch) e.step();
+  std::vector<double> dt;
+  for (int s = 0; s < steps; ++s) {
+    const double a = now_s();
+    e.step();
+    dt.push_back(now_s() - a);
+  }
+  while (e.has_work()) e.step();
+  const double med = percentile(dt, 50);
+  return {batch, med > 0 ? batch / med : 0, med * 1e3};
+}
+
+std::vector<int> parse_list(const std::string& s) {
+  std::vector<int> v;
+  std::stringstream in(s);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    check(!item.empty() && item.find_first_not_of("0123456789") == std::string::npos && std::stoi(item) >= 1,
+          "--sweep-batch: '" + item + "' is not a positive integer");
+    v.push_back(std::stoi(item));
+  }
+  check(!v.empty(), "--sweep-batch: empty list");
+  return v;
+}
+
+}  // namespace
+
+int cmd_bench_throughput(int argc, char** argv) {
+  auto spec = concat(concat(model_options(), engine_options()),
+                     {{"--requests", "number of requests", true, "32"},
+                      {"--input-len", "synthetic prompt tokens (BOS included)", true, "128"},
+                      {"--prompts", "prompt file: entries separated by lines holding only %"},
+                      {"--output-len", "generated tokens per request (fixed)", true, "128"},
+                      {"--output-dist", "fixed|longtail (lognormal, median 64)", true, "fixed"},
+                      {"--max-tokens", "cap on drawn output lengths", true, "512"},
+                      {"--concurrency", "requests in flight at most (0 = all at once)", true, "0"},
+                      {"--shared-prefix", "the same N-token system prompt before every prompt", true, "0"},
+                      {"--temp", "sampling temperature (0 = greedy)", true, "0"},
+                      {"--seed", "workload and sampling seed", true, "1"},
+                      {"--sweep-batch", "decode tok/s per batch size, e.g. 1,2,4,8,16,32,64"},
+                      {"--sweep-steps", "timed decode steps per batch size", true, "16"},
+                      {"--json", "print one JSON object on the last line", false}});
+  Args args(argc, argv, spec,
+            "tinfer bench throughput -m MODEL [--requests N] [--input-len L|--prompts FILE] [--output-len L|"
+            "--output-dist fixed|longtail] [--max-tokens CAP] [--concurrency C] [--shared-prefix N] [engine flags] "
+            "[--sweep-batch 1,2,4] [--json]");
+  EngineConfig cfg = engine_config(args);
+  const bool json = args.flag("--json");
+  cfg.verbose = true;
+  double t0 = now_s();
+  auto engine = Engine::create(cfg);
+  const double load_s = now_s() - t0;
+  const int n_vocab = int(engine->model().config().n_vocab);
+  nlohmann::json j;
+  j["model"] = cfg.model_path;
+  j["threads"] = cfg.threads;
+  j["batching"] = cfg.batching;
+  j["kv_layout"] = cfg.kv_layout;
+  j["prefix_caching"] = cfg.prefix_caching;
+  j["chunked_prefill"] = cfg.chunked_prefill;
+  j["kv_blocks_total"] = engine->stats().kv_blocks_total;
+  j["load_s"] = load_s;
+
+  if (args.has("--sweep-batch")) {
+    const int steps = int(args.integer("--sweep-steps"));
+    const int prompt_len = int(std::min<long long>(args.integer("--input-len"), 64));
+    check(steps >= 1, "--sweep-steps must be >= 1");
+    nlohmann::json pts = nlohmann::json::array();
+    std::printf("decode sweep (%d timed steps each, prompt %d):\n  batch  step_ms   tok/s\n", steps, prompt_len);
+    for (int b : parse_list(args.str("--sweep-batch"))) {
+      check(b <= cfg.max_seqs, "--sweep-batch " + std::to_string(b) + " exceeds --max-seqs");
+      const SweepPoint p = sweep_point(*engine, b, prompt_len, steps, n_vocab);
+      std::printf("  %5d  %7.1f  %7.1f\n", p.batch, p.step_ms, p.tok_s);
+      std::fflush(stdout);
+      pts.push_back({{"batch", p.batch}, {"step_ms", p.step_ms}, {"tok_s", p.tok_s}});
+    }
+    j["sweep"] = pts;
+    if (json) std::printf("%s\n", j.dump().c_str());
+    return 0;
+  }
+
+  WorkloadSpec ws;
+  ws.requests = int(args.integer("--requests"));
+  ws.input_len = int(args.integer("--input-len"));
+  ws.prompts_file = args.str("--prompts");
+  ws.output_len = int(args.integer("--output-len"));
+  ws.output_dist = args.str("--output-dist");
+  ws.max_tokens = int(args.integer("--max-tokens"));
+  ws.shared_prefix = int(args.integer("--shared-prefix"));
+  ws.max_model_len = engine->max_model_len();
+  ws.seed = uint64_t(args.integer("--seed"));
+  check(ws.shared_prefix >= 0, "--shared-prefix must be >= 0");
+  const Workload w = make_workload(ws, engine->tokenizer(), n_vocab);
+  SamplingParams sp;
+  sp.temperature = float(args.number("--temp"));
+  sp.seed = ws.seed;
+  const int concurrency = int(args.integer("--concurrency"));
+  const LoadResult r = run_load(*engine, w, concurrency, sp);
+  const EngineStats& s = r.stats;
+
+  const double total_tok_s = double(r.prompt_tokens + r.gen_tokens) / r.wall_s;
+  const double gen_tok_s = double(r.gen_tokens) / r.wall_s;
+  std::printf("requests %d (concurrency %s), prompt tokens %lld, generated %lld, wall %.2f s\n", ws.requests,
+              concurrency > 0 ? std::to_string(concurrency).c_str() : "all", (long long)r.prompt_tokens,
+              (long long)r.gen_tokens, r.wall_s);
+  std::printf("throughput: %.1f total tok/s, %.1f generated tok/s\n", total_tok_s, gen_tok_s);
+  std::printf("TTFT s: median %.3f  P90 %.3f  P99 %.3f\n", percentile(r.ttft, 50), percentile(r.ttft, 90),
+              percentile(r.ttft, 99));
+  std::printf("per-token latency ms: median %.1f  P90 %.1f  P99 %.1f\n", 1e3 * percentile(r.tpot, 50),
+              1e3 * percentile(r.tpot, 90), 1e3 * percentile(r.tpot, 99));
+  std::printf("KV: peak %d of %d blocks, max running %d, prefix hit rate %.1f%%, preemptions %lld, "
+              "waste %.1f%% of held slots (peak %lld slots), steps %lld\n",
+              s.kv_blocks_peak, s.kv_blocks_total, s.running_peak, 100 * s.prefix_hit_rate,
+              (long long)s.preemptions, 100 * r.mean_waste, (long long)r.peak_waste_slots, (long long)s.steps);
+  j["requests"] = ws.requests;
+  j["concurrency"] = concurrency;
+  j["prompt_tokens"] = r.prompt_tokens;
+  j["gen_tokens"] = r.gen_tokens;
+  j["wall_s"] = r.wall_s;
+  j["total_tok_s"] = total_tok_s;
+  j["gen_tok_s"] = gen_tok_s;
+  j["ttft_p50_s"] = percentile(r.ttft, 50);
+  j["ttft_p90_s"] = percentile(r.ttft, 90);
+  j["ttft_p99_s"] = percentile(r.ttft, 99);
+  j["tpot_p50_s"] = percentile(r.tpot, 50);
+  j["tpot_p90_s"] = percentile(r.tpot, 90);
+  j["tpot_p99_s"] = percentile(r.tpot, 99);
+  j["peak_kv_blocks"] = s.kv_blocks_peak;
+  j["max_running"] = s.running_peak;
+  j["prefix_hit_rate"] = s.prefix_hit_rate;
+  j["preemptions"] = s.preemptions;
+  j["kv_waste_mean"] = r.mean_waste;
+  j["kv_waste_peak_slots"] = r.peak_waste_slots;
+  j["steps"] = s.steps;
+  if (json) std::printf("%s\n", j.dump().c_str());
+  return 0;
+}
+
+}  // namespace tinfer::cli
