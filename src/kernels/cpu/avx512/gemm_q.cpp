@@ -17,6 +17,8 @@ namespace {
 
 enum class Kind { q8_0, q4_0, q4_1 };
 
+constexpr int kPrefetch = 4096;  // bytes ahead in the weight stream
+
 inline __m512i bcast4(const int8_t* p) {
   int32_t v;
   std::memcpy(&v, p, 4);
@@ -38,6 +40,10 @@ inline void tile_rows(const uint8_t* tile, int64_t quant_offset, const QActs& a,
   const __m512i lo4 = _mm512_set1_epi8(0x0f);
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* qb = quants + b * qbytes;
+    if constexpr (MR <= 2) {  // decode streams weights from DRAM: prefetch ~4 KiB ahead (past tile ends too)
+#pragma GCC unroll 8
+      for (int c = 0; c < qbytes; c += 64) _mm_prefetch(reinterpret_cast<const char*>(qb + kPrefetch + c), _MM_HINT_T0);
+    }
     const __m512 wd = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales + b * ns)));
     __m512i w[8];
     if constexpr (K == Kind::q8_0) {
