@@ -2,6 +2,7 @@
 // weight tiles over the thread pool (and blocks over activation rows so they stay in cache).
 // Float types and K-quants take a simpler path: each weight row dequantized once, fp32 dots.
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <vector>
 
@@ -69,9 +70,20 @@ void matmul_tiled(const PackedMatrix& w, const float* x, int64_t m, float* y, Th
   g.y = y;
   g.ldy = w.rows;
   const GemmFn fn = w.type == DType::Q8_0 ? kt.gemm_q8_0 : w.type == DType::Q4_0 ? kt.gemm_q4_0 : kt.gemm_q4_1;
-  pool.parallel_for(packed::n_tiles(w.rows), 1, [&](int64_t t0, int64_t t1) {
-    for (int64_t i = 0; i < m; i += kActChunk) fn(g, t0, t1, i, std::min(m, i + kActChunk));
-  });
+  // Work items are (activation chunk, tile chunk) pairs handed out dynamically, activation-chunk major
+  // (both threads share the L2/L3-resident activation chunk): a late or descheduled worker then costs
+  // only its unclaimed items instead of stalling a static half of the matrix.
+  const int64_t nt = packed::n_tiles(w.rows), n_ic = (m + kActChunk - 1) / kActChunk;
+  const int64_t tc = std::max<int64_t>(1, nt / (8 * pool.size())), n_tc = (nt + tc - 1) / tc;
+  std::atomic<int64_t> next{0};
+  auto work = [&](int, int) {
+    for (int64_t item = next.fetch_add(1); item < n_ic * n_tc; item = next.fetch_add(1)) {
+      const int64_t i0 = (item / n_tc) * kActChunk, t0 = (item % n_tc) * tc;
+      fn(g, t0, std::min(nt, t0 + tc), i0, std::min(m, i0 + kActChunk));
+    }
+  };
+  if (n_ic * n_tc == 1) work(0, 1);
+  else pool.run(work);
 }
 
 void matmul_rows(const PackedMatrix& w, const float* x, int64_t m, float* y, ThreadPool& pool,
