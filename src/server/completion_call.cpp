@@ -176,6 +176,7 @@ void CompletionCall::run(const WriteFn& write) {
     // ~State cancels the ticket: the engine frees the KV blocks at its next step.
   };
   std::string out;
+  Clock::time_point last_write = Clock::now();
   if (stream && s.meta.chat) {
     for (size_t i = 0; i < s.samples.size(); ++i) out += sse(stream_chunk(s.meta, static_cast<int>(i), "", nullptr, "", true));
     if (!write(out)) return gone();
@@ -221,8 +222,13 @@ void CompletionCall::run(const WriteFn& write) {
         if (stream) out += sse(stream_chunk(s.meta, static_cast<int>(i), delta, &recs, "abort", false));
       }
     }
-    if (out.empty() && !all_done()) out = stream ? ": keep-alive\n\n" : " ";  // detects a vanished client
-    if (!out.empty() && !write(out)) return gone();
+    // A write is the only way httplib 0.11 lets us notice a vanished client: after a quiet
+    // heartbeat period, send an SSE comment (streams) or a leading JSON space (whole responses).
+    if (out.empty() && !all_done() && Clock::now() - last_write >= heartbeat) out = stream ? ": keep-alive\n\n" : " ";
+    if (!out.empty()) {
+      if (!write(out)) return gone();
+      last_write = Clock::now();
+    }
   }
   // Samples ended by a stop string (or an abort) may still be running in the engine.
   bool engine_done = true;

@@ -185,6 +185,7 @@ int HttpServer::start() {
   s.svr.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
   s.svr.set_payload_max_length(static_cast<size_t>(c.max_body_bytes));
   s.svr.set_keep_alive_timeout(c.keep_alive_s);
+  s.svr.set_tcp_nodelay(true);  // SSE chunks are small writes: Nagle + delayed ACK would stall them ~40 ms
   s.svr.set_read_timeout(30, 0);
   s.svr.set_write_timeout(10, 0);
   s.routes();

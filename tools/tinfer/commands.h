@@ -11,6 +11,7 @@ int cmd_info(int argc, char** argv);
 int cmd_ppl(int argc, char** argv);
 int cmd_synth(int argc, char** argv);
 int cmd_bench(int argc, char** argv);
+int cmd_serve(int argc, char** argv);
 int cmd_bench_throughput(int argc, char** argv);  // `tinfer bench throughput`, dispatched by cmd_bench
 
 }  // namespace tinfer::cli

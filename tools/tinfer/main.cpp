@@ -21,6 +21,7 @@ const Entry kCommands[] = {
     {"ppl", tinfer::cli::cmd_ppl, "teacher-forced perplexity of a text file"},
     {"synth", tinfer::cli::cmd_synth, "write a random-weight model with a real architecture's shapes"},
     {"bench", tinfer::cli::cmd_bench, "prefill/decode speed against the machine's roofline"},
+    {"serve", tinfer::cli::cmd_serve, "OpenAI-compatible HTTP server (completions, chat, streaming, metrics)"},
 };
 
 void usage() {

@@ -1,0 +1,254 @@
+// Server pieces without a model: stop strings, request parsing and errors, per-sample detokenizing,
+// response shapes, the engine driver's long-request lane, and an in-process HTTP round trip.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "server/api_error.h"
+#include "server/engine_driver.h"
+#include "server/http_server.h"
+#include "server/metrics.h"
+#include "server/openai_request.h"
+#include "server/openai_response.h"
+#include "server/sample_output.h"
+#include "server/stop_matcher.h"
+#include "server/fake_engine.h"  // tests/server
+
+using nlohmann::json;
+using namespace tinfer;
+using namespace tinfer::server;
+
+TEST(StopMatcher, HoldsPrefixesAndCutsAcrossPushes) {
+  StopMatcher m({"STOP", "xy"});
+  EXPECT_EQ(m.push("hello S"), "hello ");  // "S" may start "STOP"
+  EXPECT_EQ(m.push("T"), "");
+  EXPECT_EQ(m.push("OP and more"), "");
+  EXPECT_TRUE(m.matched());
+  EXPECT_EQ(m.push("ignored"), "");
+}
+
+TEST(StopMatcher, EarliestMatchWinsAndFlushReleasesPartial) {
+  StopMatcher a({"cd", "b"});
+  EXPECT_EQ(a.push("abcd"), "a");
+  StopMatcher b({"STOP"});
+  EXPECT_EQ(b.push("abc ST"), "abc ");
+  EXPECT_EQ(b.flush(), "ST");
+  EXPECT_FALSE(b.matched());
+  StopMatcher none({});
+  EXPECT_EQ(none.push("text"), "text");
+}
+
+TEST(Request, ParsesFieldsAndIgnoresUnknown) {
+  json body = json::parse(R"({"model": "m", "prompt": "hi", "max_tokens": 7, "temperature": 0.5, "top_p": 0.9,
+    "top_k": -1, "min_p": 0.1, "presence_penalty": 1, "frequency_penalty": -1, "repetition_penalty": 1.1,
+    "seed": 5, "stop": "\n", "n": 2, "stream": true, "stream_options": {"include_usage": true}, "logprobs": 3,
+    "user": "u", "some_future_field": {"x": 1}})");
+  CompletionRequest r = parse_completion_request(body, false);
+  EXPECT_EQ(r.prompt_text, "hi");
+  EXPECT_EQ(r.max_tokens, 7);
+  EXPECT_FLOAT_EQ(r.sampling.temperature, 0.5f);
+  EXPECT_EQ(r.sampling.top_k, 0);
+  EXPECT_EQ(r.sampling.seed, 5);
+  EXPECT_EQ(r.stop, std::vector<std::string>{"\n"});
+  EXPECT_EQ(r.n, 2);
+  EXPECT_TRUE(r.stream && r.include_usage);
+  EXPECT_TRUE(r.sampling.logprobs);
+  EXPECT_EQ(r.sampling.top_logprobs, 3);
+  json chat = json::parse(R"({"messages": [{"role": "developer", "content": [{"type": "text", "text": "a"},
+    {"type": "text", "text": "b"}]}, {"role": "user", "content": "q"}], "max_completion_tokens": 3,
+    "logprobs": true, "top_logprobs": 2})");
+  CompletionRequest c = parse_completion_request(chat, true);
+  ASSERT_EQ(c.messages.size(), 2u);
+  EXPECT_EQ(c.messages[0].role, "system");
+  EXPECT_EQ(c.messages[0].content, "ab");
+  EXPECT_EQ(c.max_tokens, 3);
+  EXPECT_TRUE(c.chat_logprobs);
+  EXPECT_EQ(c.sampling.top_logprobs, 2);
+  EXPECT_EQ(parse_completion_request(json::parse(R"({"prompt": [1, 2, 3]})"), false).prompt_ids.size(), 3u);
+}
+
+TEST(Request, ErrorsNameTheField) {
+  auto param_of = [](const char* text, bool chat = false) -> std::string {
+    try {
+      parse_completion_request(json::parse(text), chat);
+    } catch (const ApiError& e) {
+      EXPECT_EQ(e.status, 400);
+      return e.param;
+    }
+    return "<accepted>";
+  };
+  EXPECT_EQ(param_of(R"({})"), "prompt");
+  EXPECT_EQ(param_of(R"({"prompt": "x", "max_tokens": "3"})"), "max_tokens");
+  EXPECT_EQ(param_of(R"({"prompt": "x", "max_tokens": 0})"), "max_tokens");
+  EXPECT_EQ(param_of(R"({"prompt": "x", "max_tokens": 1e30})"), "max_tokens");
+  EXPECT_EQ(param_of(R"({"prompt": "x", "max_tokens": 18446744073709551615})"), "max_tokens");
+  EXPECT_EQ(param_of(R"({"prompt": "x", "temperature": 2.5})"), "temperature");
+  EXPECT_EQ(param_of(R"({"prompt": "x", "top_p": 0})"), "top_p");
+  EXPECT_EQ(param_of(R"({"prompt": "x", "n": 0})"), "n");
+  EXPECT_EQ(param_of(R"({"prompt": "x", "stream": "yes"})"), "stream");
+  EXPECT_EQ(param_of(R"({"prompt": "x", "stop": ["a", ""]})"), "stop");
+  EXPECT_EQ(param_of(R"({"prompt": [1, -2]})"), "prompt[1]");
+  EXPECT_EQ(param_of(R"({"messages": [{"content": "x"}]})", true), "messages[0].role");
+  EXPECT_EQ(param_of(R"({"messages": [{"role": "user", "content": "x"}], "top_logprobs": 2})", true), "top_logprobs");
+  EXPECT_EQ(param_of(R"({"prompt": "x", "max_tokens": 16.0})"), "<accepted>");
+}
+
+TEST(SampleOutput, Utf8AcrossTokensAndStopAcrossTokens) {
+  test::ByteTokenizer tok;
+  SampleOutput s(tok, {"lo w"}, true);
+  auto ev = [](int byte, bool fin = false) {
+    TokenEvent e;
+    e.has_token = true;
+    e.token = 3 + byte;
+    e.finished = fin;
+    e.finish_reason = fin ? FinishReason::kLength : FinishReason::kNone;
+    return e;
+  };
+  EXPECT_EQ(s.on_event(ev(0xC3)), "");  // first byte of "é"
+  EXPECT_EQ(s.on_event(ev(0xA9)), "\xC3\xA9");
+  std::string out;
+  for (char c : std::string("hel")) out += s.on_event(ev(c));
+  EXPECT_EQ(out, "he");                  // the "l" could start "lo w"
+  EXPECT_EQ(s.on_event(ev('l')), "l");   // "ll": only the last "l" can still start it
+  EXPECT_EQ(s.on_event(ev('o')), "");
+  EXPECT_EQ(s.on_event(ev(' ')), "");
+  EXPECT_EQ(s.on_event(ev('w')), "");
+  EXPECT_TRUE(s.done());
+  EXPECT_EQ(s.finish_reason(), "stop");
+  EXPECT_EQ(s.text(), "\xC3\xA9hel");
+  EXPECT_EQ(s.records().size(), 9u);
+  EXPECT_EQ(s.records()[2].text_offset, 2u);
+}
+
+TEST(Response, ShapesOfBothLogprobFormats) {
+  std::vector<TokenRecord> recs = {{"a", -0.5f, {{"a", -0.5f}, {"b", -1.5f}}, 0}};
+  json chat = logprobs_json(true, recs);
+  EXPECT_EQ(chat["content"][0]["token"], "a");
+  EXPECT_EQ(chat["content"][0]["bytes"], json::array({97}));
+  EXPECT_EQ(chat["content"][0]["top_logprobs"].size(), 2u);
+  json comp = logprobs_json(false, recs);
+  EXPECT_EQ(comp["tokens"], json::array({"a"}));
+  EXPECT_EQ(comp["top_logprobs"][0]["b"], -1.5f);
+  EXPECT_EQ(comp["text_offset"][0], 0);
+  ApiError e(404, "no route", "", "not_found");
+  json err = json::parse(error_body(e));
+  EXPECT_EQ(err["error"]["code"], "not_found");
+  EXPECT_TRUE(err["error"]["param"].is_null());
+  EXPECT_EQ(dump(json("\xff")), "\"\xEF\xBF\xBD\"");  // invalid UTF-8 never throws
+}
+
+TEST(Metrics, RendersPrometheusText) {
+  Metrics m;
+  m.ttft.observe(0.03);
+  EngineStats s;
+  s.kv_blocks_used = 3;
+  s.kv_blocks_total = 10;
+  std::string t = m.render(s, 2, true);
+  EXPECT_NE(t.find("tinfer:kv_blocks_used 3\n"), std::string::npos);
+  EXPECT_NE(t.find("tinfer:time_to_first_token_seconds_bucket{le=\"0.04\"} 1\n"), std::string::npos);
+  EXPECT_NE(t.find("tinfer:num_requests_queued_server 2\n"), std::string::npos);
+}
+
+TEST(Auth, ConstantTimeEqual) {
+  EXPECT_TRUE(constant_time_equal("Bearer k", "Bearer k"));
+  EXPECT_FALSE(constant_time_equal("Bearer k", "Bearer K"));
+  EXPECT_FALSE(constant_time_equal("Bearer k", "Bearer kk"));
+  EXPECT_FALSE(constant_time_equal("", "x"));
+}
+
+// The long lane keeps long jobs to max_in_flight in the engine, so a short request submitted after
+// several long ones starts at once and finishes first.
+TEST(EngineDriver, LongLaneDoesNotStarveShortRequests) {
+  test::FakeEngine engine(/*max_seqs=*/2);
+  EngineDriver driver(engine, LaneLimits{1, 0});
+  std::atomic<int> long_done{0};
+  std::atomic<bool> short_done{false};
+  std::atomic<int> long_done_when_short_finished{-1};
+  std::vector<std::shared_ptr<Ticket>> longs;
+  engine.set_step_delay(std::chrono::microseconds(300));  // 300 tokens take ~90 ms
+  for (int i = 0; i < 3; ++i) {
+    GenerationRequest r;
+    r.prompt = {1};
+    r.max_tokens = 300;
+    longs.push_back(driver.submit(r, [&](const TokenEvent& e) { if (e.finished) long_done++; }, true));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_LE(engine.stats().running + engine.stats().waiting, 1) << "more than one long job in the engine";
+  GenerationRequest s;
+  s.prompt = {1};
+  s.max_tokens = 5;
+  driver.submit(s, [&](const TokenEvent& e) {
+    if (e.finished) {
+      long_done_when_short_finished = long_done.load();
+      short_done = true;
+    }
+  }, false);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!short_done && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ASSERT_TRUE(short_done);
+  EXPECT_EQ(long_done_when_short_finished.load(), 0);
+  // Release each long slot as its owner would; all three complete.
+  while (long_done < 3 && std::chrono::steady_clock::now() < deadline) {
+    for (auto& t : longs) driver.release_long(t);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_EQ(long_done.load(), 3);
+  // A cancelled lane entry never reaches the engine.
+  GenerationRequest r;
+  r.prompt = {1};
+  r.max_tokens = 10;
+  auto blocker = driver.submit(r, [](const TokenEvent&) {}, true);
+  auto t = driver.submit(r, [](const TokenEvent&) {}, true);
+  driver.cancel(t, true);
+  EXPECT_FALSE(t->in_engine);
+  driver.cancel(blocker, true);
+}
+
+namespace {
+// One HTTP/1.1 request over a raw socket; returns the whole response (Connection: close).
+std::string http(int port, const std::string& method, const std::string& path, const std::string& body) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) return "";
+  std::string req = method + " " + path + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\n" +
+                    "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+  (void)!write(fd, req.data(), req.size());
+  std::string out;
+  char buf[4096];
+  for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;) out.append(buf, static_cast<size_t>(n));
+  close(fd);
+  return out;
+}
+}  // namespace
+
+TEST(HttpServer, InProcessRoundTripWithFakeEngine) {
+  test::FakeEngine engine(4);
+  ServerConfig cfg;
+  cfg.port = 0;
+  cfg.http_threads = 16;
+  HttpServer srv(cfg);
+  int port = srv.start();
+  EXPECT_NE(http(port, "GET", "/health", "").find("503"), std::string::npos);  // loading
+  srv.attach(engine, engine.tokenizer(), "", "fake");
+  EXPECT_NE(http(port, "GET", "/health", "").find("200 OK"), std::string::npos);
+  std::string r = http(port, "POST", "/v1/completions", R"({"prompt": "hi", "max_tokens": 5, "stop": "d"})");
+  EXPECT_NE(r.find("\"text\":\"abc\""), std::string::npos) << r;
+  EXPECT_NE(r.find("\"finish_reason\":\"stop\""), std::string::npos) << r;
+  std::string s = http(port, "POST", "/v1/chat/completions",
+                       R"({"messages": [{"role": "user", "content": "x"}], "max_tokens": 3, "stream": true, "n": 2})");
+  EXPECT_NE(s.find("data: [DONE]"), std::string::npos) << s;
+  EXPECT_NE(s.find("\"index\":1"), std::string::npos) << s;
+  EXPECT_NE(http(port, "PUT", "/v1/completions", "{}").find("405"), std::string::npos);
+  EXPECT_NE(http(port, "POST", "/v1/completions", "{bad").find("invalid_json"), std::string::npos);
+  srv.shutdown();
+}

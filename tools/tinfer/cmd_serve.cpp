@@ -1,0 +1,77 @@
+// tinfer serve: the OpenAI-compatible HTTP server. Binds first (GET /health answers 503 while the
+// model loads), then loads the engine, warms it up and serves until SIGTERM/SIGINT (graceful, exit 0).
+#include <pthread.h>
+
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <thread>
+
+#include "commands.h"
+#include "common.h"
+#include "core/error.h"
+#include "engine_flags.h"
+#include "model/model.h"
+#include "server/http_server.h"
+
+namespace tinfer::cli {
+
+int cmd_serve(int argc, char** argv) {
+  auto spec = concat(concat(model_options(), engine_options()),
+                     {{"--host", "address to bind (default: loopback only)", true, "127.0.0.1"},
+                      {"--port", "TCP port (0 = any free port; the chosen one is printed)", true, "8080"},
+                      {"--api-key", "require 'Authorization: Bearer KEY' on API routes (or env TINFER_API_KEY)", true, ""},
+                      {"--served-model-name", "model id clients use (default: the model file's name)", true, ""},
+                      {"--max-queued-requests", "requests waiting for their first token; beyond: 429", true, "256"},
+                      {"--max-body-bytes", "largest request body; beyond: 413", true, "1048576"},
+                      {"--long-request-tokens", "max_tokens above this go to the low-priority lane", true, "1024"},
+                      {"--max-long-in-flight", "long requests in the engine at once", true, "2"},
+                      {"--http-threads", "HTTP worker threads (one per open connection)", true, "512"},
+                      {"--shutdown-grace", "seconds in-flight requests get on SIGTERM before abort", true, "5"}});
+  Args args(argc, argv, spec,
+            "tinfer serve -m MODEL [--host H] [--port P] [engine flags] [--api-key KEY] [--served-model-name NAME]");
+  EngineConfig ec = engine_config(args);
+  server::ServerConfig sc;
+  sc.host = args.str("--host");
+  sc.port = static_cast<int>(args.integer("--port"));
+  sc.api_key = args.str("--api-key");
+  if (sc.api_key.empty())
+    if (const char* k = std::getenv("TINFER_API_KEY"); k) sc.api_key = k;
+  sc.served_model_name = args.str("--served-model-name");
+  sc.max_queued_requests = static_cast<int>(args.integer("--max-queued-requests"));
+  sc.max_body_bytes = args.integer("--max-body-bytes");
+  sc.long_request_tokens = static_cast<int>(args.integer("--long-request-tokens"));
+  sc.max_long_in_flight = static_cast<int>(args.integer("--max-long-in-flight"));
+  sc.http_threads = static_cast<int>(args.integer("--http-threads"));
+  sc.shutdown_grace_s = args.number("--shutdown-grace");
+
+  // Signals are blocked in every thread (the mask is inherited) and taken by sigwait below, so no
+  // handler runs in an arbitrary thread; writes to closed sockets fail with EPIPE instead of killing us.
+  sigset_t sigs;
+  sigemptyset(&sigs);
+  sigaddset(&sigs, SIGINT);
+  sigaddset(&sigs, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);
+
+  server::HttpServer server(sc);
+  const int port = server.start();
+  std::fprintf(stderr, "tinfer serve: listening on http://%s:%d (loading %s)\n", sc.host.c_str(), port,
+               ec.model_path.c_str());
+  std::unique_ptr<Engine> engine = Engine::create(ec);
+  std::string model_id = std::filesystem::path(ec.model_path).stem().string();
+  server.attach(*engine, engine->tokenizer(), engine->model().chat_template(), model_id);
+  std::fprintf(stderr, "tinfer serve: ready on http://%s:%d, model '%s', max_model_len %d%s\n", sc.host.c_str(), port,
+               sc.served_model_name.empty() ? model_id.c_str() : sc.served_model_name.c_str(), engine->max_model_len(),
+               sc.api_key.empty() ? "" : ", API key required");
+  int sig = 0;
+  sigwait(&sigs, &sig);
+  std::fprintf(stderr, "tinfer serve: %s received, shutting down (grace %.1f s)\n", sig == SIGINT ? "SIGINT" : "SIGTERM",
+               sc.shutdown_grace_s);
+  server.shutdown();
+  std::fprintf(stderr, "tinfer serve: stopped\n");
+  return 0;
+}
+
+}  // namespace tinfer::cli
