@@ -1,6 +1,8 @@
 // ISA detection via the compiler's cpu-feature builtins.
 #include "core/isa.h"
 
+#include <cpuid.h>
+
 #include <cstdlib>
 
 #include "core/error.h"
@@ -23,12 +25,20 @@ Isa parse_isa(const std::string& name) {
   fail("unknown ISA '" + name + "' (expected avx512, avx2 or generic)");
 }
 
+namespace {
+// F16C is CPUID leaf 1, ECX bit 29 (not every compiler's __builtin_cpu_supports knows "f16c").
+bool has_f16c() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  return __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 29));
+}
+}  // namespace
+
 bool cpu_supports(Isa isa) {
   __builtin_cpu_init();
   switch (isa) {
     case Isa::generic: return true;
     case Isa::avx2:
-      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c();
     case Isa::avx512:
       return cpu_supports(Isa::avx2) && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
              __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&

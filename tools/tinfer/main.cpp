@@ -22,6 +22,7 @@ const Entry kCommands[] = {
     {"synth", tinfer::cli::cmd_synth, "write a random-weight model with a real architecture's shapes"},
     {"bench", tinfer::cli::cmd_bench, "prefill/decode speed against the machine's roofline"},
     {"serve", tinfer::cli::cmd_serve, "OpenAI-compatible HTTP server (completions, chat, streaming, metrics)"},
+    {"tokenize", tinfer::cli::cmd_tokenize, "print the tokens of a text"},
 };
 
 void usage() {

@@ -1,0 +1,32 @@
+// tinfer tokenize: print the token ids and pieces of a text (optionally rendered as a chat turn).
+#include <cstdio>
+
+#include "commands.h"
+#include "common.h"
+#include "core/error.h"
+
+namespace tinfer::cli {
+
+int cmd_tokenize(int argc, char** argv) {
+  Args args(argc, argv,
+            {{"-m,--model", "model file"},
+             {"--tokenizer", "tokenizer for llama2.c .bin models"},
+             {"-p,--prompt", "text", true, ""},
+             {"--chat", "render the text as a user message with the chat template", false},
+             {"--special", "map special-token texts to their ids", false},
+             {"--bos", "prepend BOS", false}},
+            "tinfer tokenize -m MODEL -p TEXT [--chat] [--special] [--bos]");
+  check(args.has("--model"), "missing -m MODEL");
+  ModelLoadOptions opts;
+  opts.tokenizer_path = args.str("--tokenizer");
+  auto model = Model::load(args.str("--model"), opts);
+  const Tokenizer& tok = model->tokenizer();
+  std::string text = args.str("--prompt");
+  if (args.flag("--chat")) text = apply_chat_template(model->chat_template(), {{"user", text}}, true);
+  auto ids = tok.encode(text, args.flag("--bos"), args.flag("--special") || args.flag("--chat"));
+  for (int32_t id : ids) std::printf("%6d  '%s'\n", id, tok.token_bytes(id, true).c_str());
+  std::printf("%zu tokens\n", ids.size());
+  return 0;
+}
+
+}  // namespace tinfer::cli
