@@ -229,6 +229,33 @@ TEST(Engine, ParallelSamplesShareBlocksAndMatchSeededSingles) {
   for (int i = 0; i < 4; ++i) EXPECT_EQ(again.begin()->second[i].tokens, forked.begin()->second[i].tokens);
 }
 
+TEST(Engine, ParallelSamplesBeyondMaxSeqsStillMatch) {
+  // max_seqs 2 < n 4: two samples fork, the others re-enter as requests whose prompt ends with their first token.
+  GenerationRequest r;
+  r.prompt = prompts(3, 512).back();
+  r.sampling.temperature = 0.9f;
+  r.sampling.seed = 7;
+  r.max_tokens = 8;
+  r.ignore_eos = true;
+  r.n = 2;
+  EngineConfig c = base_config();
+  c.max_seqs = 2;
+  auto e = Engine::create(synth_model(), c);
+  GenerationRequest r4 = r;
+  r4.n = 4;
+  EXPECT_THROW(e->add_request(r4, nullptr), Error);  // n > max_seqs is refused up front
+  const Outputs two = run(*e, {r, r});                // the second request's fork finds max_seqs full
+  ASSERT_EQ(two.size(), 2u);
+  auto wide = Engine::create(synth_model(), base_config());
+  const Outputs forked = run(*wide, {r});
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(two.begin()->second[i].tokens, std::next(two.begin())->second[i].tokens) << "sample " << i;
+    EXPECT_EQ(two.begin()->second[i].tokens, forked.begin()->second[i].tokens) << "sample " << i;
+    EXPECT_EQ(two.begin()->second[i].tokens.size(), 8u);
+  }
+  EXPECT_EQ(e->stats().kv_blocks_used, 0);
+}
+
 TEST(Engine, AbortReturnsEveryBlock) {
   EngineConfig c = base_config();
   c.prefix_caching = false;
