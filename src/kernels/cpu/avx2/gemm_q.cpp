@@ -45,30 +45,30 @@ inline void half_rows(const uint8_t* tile, int64_t quant_offset, const QActs& a,
   const int64_t nb = a.nb;
   const __m256i lo4 = _mm256_set1_epi8(0x0f);
   __m256 facc[MR];
-  #pragma GCC unroll 16
+#pragma GCC unroll 16
   for (int r = 0; r < MR; ++r) facc[r] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* qb = quants + b * qbytes;
     const __m256 wd = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + b * ns + 8 * h)));
     const uint8_t* blk = a.block(g, b);
     __m256i acc[MR];
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int r = 0; r < MR; ++r)
       acc[r] = K == Kind::q4_0 ? _mm256_set1_epi32(*QActs::off(blk, r0 + r)) : _mm256_setzero_si256();
     if constexpr (K == Kind::q8_0) {
-      #pragma GCC unroll 16
+#pragma GCC unroll 16
       for (int j = 0; j < 8; ++j) {
         const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qb + 64 * j));
-        #pragma GCC unroll 16
+#pragma GCC unroll 16
         for (int r = 0; r < MR; ++r)
           acc[r] = _mm256_add_epi32(acc[r], dot4<K>(w, bcast4(QActs::q(blk, r0 + r) + 4 * j)));
       }
     } else {
-      #pragma GCC unroll 16
+#pragma GCC unroll 16
       for (int c = 0; c < 4; ++c) {
         const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qb + 64 * c));
         const __m256i wl = _mm256_and_si256(v, lo4), wh = _mm256_and_si256(_mm256_srli_epi16(v, 4), lo4);
-        #pragma GCC unroll 16
+#pragma GCC unroll 16
         for (int r = 0; r < MR; ++r) {
           const int8_t* q = QActs::q(blk, r0 + r);
           acc[r] = _mm256_add_epi32(acc[r], _mm256_add_epi32(dot4<K>(wl, bcast4(q + 4 * c)),
@@ -76,7 +76,7 @@ inline void half_rows(const uint8_t* tile, int64_t quant_offset, const QActs& a,
         }
       }
     }
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int r = 0; r < MR; ++r) {
       facc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc[r]), _mm256_mul_ps(wd, _mm256_set1_ps(*QActs::d(blk, r0 + r))), facc[r]);
       if constexpr (K == Kind::q4_1) {
@@ -87,7 +87,7 @@ inline void half_rows(const uint8_t* tile, int64_t quant_offset, const QActs& a,
     }
   }
   const int n = std::clamp(valid - 8 * h, 0, 8);
-  #pragma GCC unroll 16
+#pragma GCC unroll 16
   for (int r = 0; r < MR; ++r) {
     float tmp[8];
     _mm256_storeu_ps(tmp, facc[r]);

@@ -35,22 +35,22 @@ inline void tile_rows(const uint8_t* tile, int64_t quant_offset, const QActs& a,
   const uint8_t* quants = tile + quant_offset;
   const int64_t nb = a.nb;
   __m512 facc[MR];
-  #pragma GCC unroll 16
+#pragma GCC unroll 16
   for (int r = 0; r < MR; ++r) facc[r] = _mm512_setzero_ps();
   const __m512i lo4 = _mm512_set1_epi8(0x0f);
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* qb = quants + b * qbytes;
     if constexpr (MR <= 2) {  // decode streams weights from DRAM: prefetch ~4 KiB ahead (past tile ends too)
-      #pragma GCC unroll 8
+#pragma GCC unroll 8
       for (int c = 0; c < qbytes; c += 64) _mm_prefetch(reinterpret_cast<const char*>(qb + kPrefetch + c), _MM_HINT_T0);
     }
     const __m512 wd = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales + b * ns)));
     __m512i w[8];
     if constexpr (K == Kind::q8_0) {
-      #pragma GCC unroll 16
+#pragma GCC unroll 16
       for (int j = 0; j < 8; ++j) w[j] = _mm512_loadu_si512(qb + 64 * j);
-    } else {
-      #pragma GCC unroll 16
+    } else if constexpr (MR > 1) {  // (MR == 1 unpacks in its own loop below)
+#pragma GCC unroll 16
       for (int c = 0; c < 4; ++c) {
         const __m512i v = _mm512_loadu_si512(qb + 64 * c);
         w[c] = _mm512_and_si512(v, lo4);
@@ -60,26 +60,39 @@ inline void tile_rows(const uint8_t* tile, int64_t quant_offset, const QActs& a,
     // j outer, r inner: MR independent vpdpbusd chains in flight (latency ~5 cycles each).
     const uint8_t* blk = a.block(g, b);
     __m512i acc[MR];
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int r = 0; r < MR; ++r)
       acc[r] = K != Kind::q4_1 ? _mm512_set1_epi32(*QActs::off(blk, r0 + r)) : _mm512_setzero_si512();
-    if constexpr (MR == 1) {  // one row: split its chain in two
+    if constexpr (MR == 1 && K != Kind::q8_0) {
+      // Decode, 4-bit: multiply the high nibbles in place (v & 0xf0 = 16 * q, no shift per chunk); one
+      // exact arithmetic shift of that chain's sum per block removes the 16.
+      __m512i acc16 = _mm512_setzero_si512();
+      const int8_t* q = QActs::q(blk, r0);
+      const __m512i hi4 = _mm512_set1_epi8(char(0xf0));
+#pragma GCC unroll 4
+      for (int c = 0; c < 4; ++c) {
+        const __m512i v = _mm512_loadu_si512(qb + 64 * c);
+        acc[0] = _mm512_dpbusd_epi32(acc[0], _mm512_and_si512(v, lo4), bcast4(q + 4 * c));
+        acc16 = _mm512_dpbusd_epi32(acc16, _mm512_and_si512(v, hi4), bcast4(q + 16 + 4 * c));
+      }
+      acc[0] = _mm512_add_epi32(acc[0], _mm512_srai_epi32(acc16, 4));
+    } else if constexpr (MR == 1) {  // one row: split its chain in two
       __m512i acc1 = _mm512_setzero_si512();
       const int8_t* q = QActs::q(blk, r0);
-      #pragma GCC unroll 16
+#pragma GCC unroll 16
       for (int j = 0; j < 8; j += 2) {
         acc[0] = _mm512_dpbusd_epi32(acc[0], w[j], bcast4(q + 4 * j));
         acc1 = _mm512_dpbusd_epi32(acc1, w[j + 1], bcast4(q + 4 * j + 4));
       }
       acc[0] = _mm512_add_epi32(acc[0], acc1);
     } else {
-      #pragma GCC unroll 16
+#pragma GCC unroll 16
       for (int j = 0; j < 8; ++j)
-        #pragma GCC unroll 16
+#pragma GCC unroll 16
         for (int r = 0; r < MR; ++r)
           acc[r] = _mm512_dpbusd_epi32(acc[r], w[j], bcast4(QActs::q(blk, r0 + r) + 4 * j));
     }
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int r = 0; r < MR; ++r) {
       facc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc[r]), _mm512_mul_ps(wd, _mm512_set1_ps(*QActs::d(blk, r0 + r))),
                                 facc[r]);
