@@ -5,6 +5,7 @@
 #include "common.h"
 #include "core/error.h"
 #include "engine/generate.h"
+#include "engine/text_stream.h"
 #include "model/tokenizer/tokenizer.h"
 
 namespace tinfer::cli {
@@ -30,14 +31,14 @@ int cmd_run(int argc, char** argv) {
   opts.max_tokens = n;
   opts.sampling = sp;
   opts.stop_at_eog = !args.flag("--ignore-eos");
-  Utf8Stream utf8;
+  TextStream text_out(tok, prompt.size() == 1 && prompt[0] == tok.bos());
   GenerateStats st = generate(session, tok, prompt, opts, [&](int32_t t) {
-    std::string s = utf8.push(tok.token_bytes(t));
+    std::string s = text_out.push(t);
     std::fwrite(s.data(), 1, s.size(), stdout);
     std::fflush(stdout);
     return true;
   });
-  std::string rest = utf8.flush();
+  std::string rest = text_out.flush();
   std::fwrite(rest.data(), 1, rest.size(), stdout);
   std::fprintf(stderr, "\nload %.2f s | prefill %lld tokens %.1f tok/s | decode %lld tokens %.1f tok/s | isa %s, %d threads\n",
                l.load_s, (long long)st.prompt_tokens, st.prefill_tok_s(), (long long)st.generated, st.decode_tok_s(),
