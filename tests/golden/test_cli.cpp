@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <vector>
 
 #include "common/test_env.h"
 #include "golden/golden_util.h"
@@ -10,8 +11,17 @@
 namespace tinfer {
 namespace {
 
+// Files live in gtest's temp dir under a per-process name and are removed at exit.
+struct TempFiles {
+  std::vector<std::string> paths;
+  ~TempFiles() {
+    for (auto& p : paths) std::filesystem::remove(p);
+  }
+} g_temp_files;
+
 std::string temp_file(const std::string& name, const std::string& bytes) {
-  auto p = std::filesystem::temp_directory_path() / ("tinfer_cli_" + std::to_string(::getpid()) + "_" + name);
+  auto p = std::filesystem::path(::testing::TempDir()) / ("tinfer_cli_" + std::to_string(::getpid()) + "_" + name);
+  g_temp_files.paths.push_back(p.string());
   std::ofstream(p, std::ios::binary) << bytes;
   return p.string();
 }
