@@ -23,7 +23,8 @@ size_t round_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
 
 Buffer::Buffer(size_t bytes, bool huge) : size_(bytes) {
   if (bytes == 0) return;
-  if (huge) {
+  // Below 1 MiB a huge page would mostly hold padding (and tiny models have many tiny tensors).
+  if (huge && bytes >= (size_t(1) << 20)) {
     // Over-map by 2 MiB so the start can be aligned to a huge-page boundary.
     size_t len = round_up(bytes, kHuge) + kHuge;
     void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

@@ -9,7 +9,7 @@ namespace tinfer {
 class Buffer {
  public:
   Buffer() = default;
-  // Allocates `bytes` (zero-filled). huge=true: 2 MiB aligned + MADV_HUGEPAGE (for weights, KV cache).
+  // Allocates `bytes` (zero-filled). huge=true and >= 1 MiB: 2 MiB aligned + MADV_HUGEPAGE (weights, KV).
   explicit Buffer(size_t bytes, bool huge = false);
   ~Buffer();
   Buffer(Buffer&& o) noexcept;
