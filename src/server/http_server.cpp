@@ -3,6 +3,7 @@
 #include "server/http_server.h"
 
 #include <httplib.h>
+#include <sys/socket.h>
 
 #include <atomic>
 #include <chrono>
@@ -47,6 +48,14 @@ int64_t unix_now() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
+// Debian's libcpp-httplib is built with a listen backlog of 5: a burst of a few hundred connects
+// overflows it and clients wait for SYN retransmits (1 s, 3 s, ...). listen() again on the bound
+// socket (Linux updates the backlog in place); svr_sock_ is protected, hence the subclass.
+class BacklogServer : public httplib::Server {
+ public:
+  void widen_backlog(int n) { ::listen(svr_sock_, n); }
+};
+
 void send_error(httplib::Response& res, const ApiError& e) {
   res.status = e.status;
   if (e.status == 429 || e.status == 503) res.set_header("Retry-After", "1");
@@ -57,7 +66,7 @@ void send_error(httplib::Response& res, const ApiError& e) {
 
 struct HttpServer::Impl {
   ServerConfig config;
-  httplib::Server svr;
+  BacklogServer svr;
   std::thread listen_thread;
   Metrics metrics;
   std::unique_ptr<EngineDriver> driver;
@@ -196,6 +205,7 @@ int HttpServer::start() {
   } else {
     check(s.svr.bind_to_port(c.host, port), "cannot bind " + c.host + ":" + std::to_string(port) + " (in use?)");
   }
+  s.svr.widen_backlog(1024);
   s.listen_thread = std::thread([&s] { s.svr.listen_after_bind(); });
   return port;
 }
