@@ -99,18 +99,24 @@ void EngineDriver::pump_lane() {
       lane_.pop_front();
       long_in_flight_++;
     }
-    std::lock_guard<std::mutex> tl(e.ticket->mu);
-    if (e.ticket->cancelled) {  // cancelled between the two locks
-      std::lock_guard<std::mutex> lk(mu_);
-      long_in_flight_--;
-      continue;
+    // Lock order is mu_ -> ticket->mu everywhere; so the ticket lock is dropped before mu_ is taken.
+    bool failed = false;
+    {
+      std::lock_guard<std::mutex> tl(e.ticket->mu);
+      if (e.ticket->cancelled) {  // cancelled between the two locks
+        failed = true;
+      } else {
+        try {
+          e.ticket->id = engine_.add_request(std::move(e.req), std::move(e.cb));
+          e.ticket->in_engine = true;
+        } catch (const std::exception& ex) {
+          e.ticket->error = ex.what();
+          e.ticket->cancelled = true;
+          failed = true;
+        }
+      }
     }
-    try {
-      e.ticket->id = engine_.add_request(std::move(e.req), std::move(e.cb));
-      e.ticket->in_engine = true;
-    } catch (const std::exception& ex) {
-      e.ticket->error = ex.what();
-      e.ticket->cancelled = true;
+    if (failed) {
       std::lock_guard<std::mutex> lk(mu_);
       long_in_flight_--;
     }
