@@ -1,4 +1,7 @@
-// ThreadPool implementation: generation counter + spin-then-sleep workers.
+// ThreadPool implementation: generation counter + spin-then-sleep workers. Each parallel region
+// has one slot per thread; whoever claims a slot first (its worker, or the caller once its own
+// share is done) runs it. So a worker the OS has not scheduled yet never stalls the region: the
+// caller runs its share and waits only for slots that are actually executing.
 #include "core/thread_pool.h"
 
 #include <algorithm>
@@ -8,10 +11,13 @@ namespace tinfer {
 namespace {
 constexpr int kSpinIters = 20000;
 inline void cpu_relax() { __builtin_ia32_pause(); }
+enum : int { kFree = 0, kTaken = 1, kDone = 2 };
 }  // namespace
 
 ThreadPool::ThreadPool(int n_threads) {
   n_ = n_threads > 0 ? n_threads : std::max(1u, std::thread::hardware_concurrency());
+  slots_ = std::make_unique<std::atomic<int>[]>(size_t(n_));
+  for (int i = 0; i < n_; ++i) slots_[i].store(kDone);
   for (int i = 1; i < n_; ++i) threads_.emplace_back([this, i] { worker(i); });
 }
 
@@ -23,6 +29,14 @@ ThreadPool::~ThreadPool() {
   }
   cv_.notify_all();
   for (auto& t : threads_) t.join();
+}
+
+bool ThreadPool::run_slot(int index) {
+  int expected = kFree;
+  if (!slots_[index].compare_exchange_strong(expected, kTaken, std::memory_order_acq_rel)) return false;
+  (*job_)(index, n_);
+  slots_[index].store(kDone, std::memory_order_release);
+  return true;
 }
 
 void ThreadPool::worker(int index) {
@@ -41,8 +55,7 @@ void ThreadPool::worker(int index) {
     }
     seen = g;
     if (stop_.load()) return;
-    (*job_)(index, n_);
-    pending_.fetch_sub(1, std::memory_order_acq_rel);
+    run_slot(index);
   }
 }
 
@@ -52,19 +65,19 @@ void ThreadPool::run(const std::function<void(int, int)>& fn) {
     return;
   }
   job_ = &fn;
-  pending_.store(n_ - 1, std::memory_order_release);
+  for (int i = 1; i < n_; ++i) slots_[i].store(kFree, std::memory_order_release);
   {
     std::lock_guard<std::mutex> lock(mu_);
     generation_.fetch_add(1, std::memory_order_acq_rel);
   }
   cv_.notify_all();
   fn(0, n_);
-  // Spin briefly (the workers usually finish together with us), then yield the core: on a
-  // loaded machine a worker may be waiting for exactly this core.
-  for (int spin = 0; pending_.load(std::memory_order_acquire) != 0; ++spin) {
-    if (spin < kSpinIters) cpu_relax();
-    else std::this_thread::yield();
-  }
+  for (int i = 1; i < n_; ++i) run_slot(i);  // shares no worker has picked up yet
+  for (int i = 1; i < n_; ++i)
+    for (int spin = 0; slots_[i].load(std::memory_order_acquire) != kDone; ++spin) {
+      if (spin < kSpinIters) cpu_relax();
+      else std::this_thread::yield();
+    }
 }
 
 void ThreadPool::parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {

@@ -1,11 +1,13 @@
 // ThreadPool: a fixed set of workers that run one parallel region at a time.
 // Decode steps run dozens of short regions per token, so workers spin briefly before sleeping
-// (a condition-variable wake-up alone costs tens of microseconds).
+// (a condition-variable wake-up alone costs tens of microseconds), and the caller runs any share
+// a worker has not picked up yet instead of waiting for it (robust on an oversubscribed machine).
 #pragma once
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -22,7 +24,9 @@ class ThreadPool {
 
   int size() const { return n_; }
 
-  // Runs fn(thread_index, n_threads) on every thread (the caller is thread 0) and waits for all.
+  // Runs fn(index, n_threads) once for every index in [0, n_threads) and waits for all. Index 0 runs
+  // on the caller; the others on their worker, or on the caller if that worker is late. fn must not
+  // rely on which OS thread runs an index (thread_local scratch is fine, thread identity is not).
   void run(const std::function<void(int, int)>& fn);
 
   // Splits [0, n) into contiguous chunks, one per thread, each a multiple of `grain` (except the last).
@@ -30,11 +34,12 @@ class ThreadPool {
 
  private:
   void worker(int index);
+  bool run_slot(int index);  // claims and runs share `index`; false if someone else claimed it
   int n_;
+  std::unique_ptr<std::atomic<int>[]> slots_;
   std::vector<std::thread> threads_;
   const std::function<void(int, int)>* job_ = nullptr;
   std::atomic<uint64_t> generation_{0};
-  std::atomic<int> pending_{0};
   std::atomic<bool> stop_{false};
   std::mutex mu_;
   std::condition_variable cv_;

@@ -171,9 +171,10 @@ std::vector<uint8_t> GgufWriter::to_bytes() const {
             "GgufWriter: general.alignment must be an unsigned power of two");
       align = size_t(*a);
     }
-  std::vector<uint8_t> buf;
+  // Starts with the magic (constructed, not inserted: GCC 12 misreads an insert into an empty
+  // vector as an overflow under -Werror=stringop-overflow).
+  std::vector<uint8_t> buf(gguf::kMagic, gguf::kMagic + 4);
   Out out(buf);
-  buf.insert(buf.end(), gguf::kMagic, gguf::kMagic + 4);
   out.put<uint32_t>(gguf::kVersion);
   out.put<uint64_t>(tensors_.size());
   out.put<uint64_t>(kv_.size());
