@@ -14,8 +14,11 @@ struct ApiError : std::runtime_error {
 
   ApiError(int status, std::string message, std::string param = "", std::string code = "",
            std::string type = "invalid_request_error")
-      : std::runtime_error(std::move(message)), status(status), type(std::move(type)),
-        param(std::move(param)), code(std::move(code)) {}
+      : std::runtime_error(std::move(message)),
+        status(status),
+        type(std::move(type)),
+        param(std::move(param)),
+        code(std::move(code)) {}
 };
 
 // {"error": {...}} as compact JSON text; param/code are null when empty.

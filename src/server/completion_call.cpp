@@ -4,8 +4,8 @@
 #include "server/completion_call.h"
 
 #include <condition_variable>
-#include <utility>
 #include <nlohmann/json.hpp>
+#include <utility>
 
 #include "core/error.h"
 #include "server/api_error.h"
@@ -21,8 +21,10 @@ QueueSlot::QueueSlot(ServerContext& ctx) : ctx_(ctx) {
     ctx_.queued.fetch_sub(1);
     held_ = false;
     ctx_.metrics.rejected_queue++;
-    throw ApiError(429, "the server's request queue is full (" + std::to_string(ctx_.config.max_queued_requests) +
-                            " waiting); retry later", "", "queue_full", "rate_limit_error");
+    throw ApiError(429,
+                   "the server's request queue is full (" + std::to_string(ctx_.config.max_queued_requests) +
+                       " waiting); retry later",
+                   "", "queue_full", "rate_limit_error");
   }
 }
 
@@ -55,7 +57,8 @@ struct EventQueue {
 
 std::string random_id(const char* prefix) {
   static std::atomic<uint64_t> counter{0};
-  uint64_t x = static_cast<uint64_t>(Clock::now().time_since_epoch().count()) ^ (counter.fetch_add(1) * 0x9E3779B97F4A7C15ull);
+  uint64_t x =
+      static_cast<uint64_t>(Clock::now().time_since_epoch().count()) ^ (counter.fetch_add(1) * 0x9E3779B97F4A7C15ull);
   char b[32];
   std::snprintf(b, sizeof b, "%016llx", static_cast<unsigned long long>(x));
   return std::string(prefix) + b;
@@ -96,8 +99,8 @@ std::unique_ptr<CompletionCall> CompletionCall::start(ServerContext& ctx, const 
   if (ctx.draining) throw ApiError(503, "the server is shutting down", "", "shutting_down", "service_unavailable");
   CompletionRequest req = parse_completion_request(body, chat);
   if (!req.model.empty() && req.model != ctx.model_id)
-    throw ApiError(400, "the model '" + req.model + "' does not exist; this server serves '" + ctx.model_id + "'", "model",
-                   "model_not_found");
+    throw ApiError(400, "the model '" + req.model + "' does not exist; this server serves '" + ctx.model_id + "'",
+                   "model", "model_not_found");
   const Tokenizer& tok = ctx.tokenizer;
   std::vector<int32_t> prompt;
   if (chat) {
@@ -108,8 +111,10 @@ std::unique_ptr<CompletionCall> CompletionCall::start(ServerContext& ctx, const 
   } else if (req.prompt_is_ids) {
     for (size_t i = 0; i < req.prompt_ids.size(); ++i)
       if (req.prompt_ids[i] >= tok.n_vocab())
-        throw ApiError(400, "'prompt[" + std::to_string(i) + "]' is not a token id (vocabulary size " +
-                                std::to_string(tok.n_vocab()) + ")", "prompt", "invalid_value");
+        throw ApiError(400,
+                       "'prompt[" + std::to_string(i) + "]' is not a token id (vocabulary size " +
+                           std::to_string(tok.n_vocab()) + ")",
+                       "prompt", "invalid_value");
     prompt = req.prompt_ids;
   } else {
     if (tok.add_bos_by_default() && tok.bos() >= 0) prompt.push_back(tok.bos());
@@ -119,8 +124,9 @@ std::unique_ptr<CompletionCall> CompletionCall::start(ServerContext& ctx, const 
   const char* pname = chat ? "messages" : "prompt";
   if (prompt.empty()) throw ApiError(400, std::string("'") + pname + "' encodes to no tokens", pname, "invalid_value");
   if (static_cast<int>(prompt.size()) >= ctx.max_model_len)
-    throw ApiError(400, "this model's maximum context length is " + std::to_string(ctx.max_model_len) +
-                            " tokens, but the prompt has " + std::to_string(prompt.size()) + " tokens",
+    throw ApiError(400,
+                   "this model's maximum context length is " + std::to_string(ctx.max_model_len) +
+                       " tokens, but the prompt has " + std::to_string(prompt.size()) + " tokens",
                    pname, "context_length_exceeded");
 
   auto s = std::make_unique<State>(ctx);  // takes the queue slot (429 when full)
@@ -132,14 +138,15 @@ std::unique_ptr<CompletionCall> CompletionCall::start(ServerContext& ctx, const 
   }
   int room = ctx.max_model_len - static_cast<int>(prompt.size());
   if (mt > room) {
-    s->warnings.push_back("max_tokens " + std::to_string(mt) + " does not fit the context after the prompt; clamped to " +
-                          std::to_string(room));
+    s->warnings.push_back("max_tokens " + std::to_string(mt) +
+                          " does not fit the context after the prompt; clamped to " + std::to_string(room));
     mt = room;
   }
   s->long_lane = mt > ctx.config.long_request_tokens;
   s->meta = {random_id(chat ? "chatcmpl-" : "cmpl-"),
-             static_cast<int64_t>(std::chrono::duration_cast<std::chrono::seconds>(
-                                      std::chrono::system_clock::now().time_since_epoch()).count()),
+             static_cast<int64_t>(
+                 std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+                     .count()),
              ctx.model_id, chat, req.sampling.logprobs};
   for (int i = 0; i < req.n; ++i) s->samples.emplace_back(tok, req.stop, req.sampling.logprobs);
   s->engine_finished.assign(req.n, false);
@@ -152,7 +159,8 @@ std::unique_ptr<CompletionCall> CompletionCall::start(ServerContext& ctx, const 
   gr.n = req.n;
   std::shared_ptr<EventQueue> q = s->queue;
   try {
-    s->ticket = ctx.driver.submit(std::move(gr), [q](const TokenEvent& e) { q->push(e); }, s->long_lane);
+    s->ticket = ctx.driver.submit(
+        std::move(gr), [q](const TokenEvent& e) { q->push(e); }, s->long_lane);
   } catch (const Error& e) {
     throw ApiError(400, e.what(), "", "invalid_request");
   }
@@ -178,7 +186,8 @@ void CompletionCall::run(const WriteFn& write) {
   std::string out;
   Clock::time_point last_write = Clock::now();
   if (stream && s.meta.chat) {
-    for (size_t i = 0; i < s.samples.size(); ++i) out += sse(stream_chunk(s.meta, static_cast<int>(i), "", nullptr, "", true));
+    for (size_t i = 0; i < s.samples.size(); ++i)
+      out += sse(stream_chunk(s.meta, static_cast<int>(i), "", nullptr, "", true));
     if (!write(out)) return gone();
   }
   while (!all_done()) {
@@ -233,8 +242,10 @@ void CompletionCall::run(const WriteFn& write) {
   // Samples ended by a stop string (or an abort) may still be running in the engine.
   bool engine_done = true;
   for (bool f : s.engine_finished) engine_done = engine_done && f;
-  if (!engine_done) ctx.driver.cancel(s.ticket, s.long_lane);
-  else if (s.long_lane) ctx.driver.release_long(s.ticket);
+  if (!engine_done)
+    ctx.driver.cancel(s.ticket, s.long_lane);
+  else if (s.long_lane)
+    ctx.driver.release_long(s.ticket);
   s.completed = true;
 
   Usage u;
@@ -254,8 +265,10 @@ void CompletionCall::run(const WriteFn& write) {
   int n_out = s.samples.empty() ? 0 : s.samples[0].completion_tokens();
   if (s.got_first && n_out > 1)
     ctx.metrics.tpot.observe(std::chrono::duration<double>(s.last_token - s.first_token).count() / (n_out - 1));
-  if (ok) ctx.metrics.requests_ok++;
-  else ctx.metrics.client_disconnects++;
+  if (ok)
+    ctx.metrics.requests_ok++;
+  else
+    ctx.metrics.client_disconnects++;
 }
 
 }  // namespace tinfer::server

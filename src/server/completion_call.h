@@ -2,11 +2,10 @@
 // submission happen in start() (so errors are known before any byte is written); run() then streams
 // SSE chunks or the final JSON through `write`, and aborts the engine request when a write fails.
 #pragma once
-#include <nlohmann/json_fwd.hpp>
-
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <string_view>
 #include <vector>

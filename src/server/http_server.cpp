@@ -39,10 +39,10 @@ bool constant_time_equal(const std::string& a, const std::string& b) {
 namespace {
 
 // Route -> allowed method, for 405 (httplib itself only knows "no handler": 404).
-const std::map<std::string, std::string> kRoutes = {
-    {"/v1/completions", "POST"}, {"/v1/chat/completions", "POST"}, {"/v1/models", "GET"},
-    {"/health", "GET"},          {"/metrics", "GET"},              {"/tokenize", "POST"},
-    {"/detokenize", "POST"}};
+const std::map<std::string, std::string> kRoutes = {{"/v1/completions", "POST"}, {"/v1/chat/completions", "POST"},
+                                                    {"/v1/models", "GET"},       {"/health", "GET"},
+                                                    {"/metrics", "GET"},         {"/tokenize", "POST"},
+                                                    {"/detokenize", "POST"}};
 
 int64_t unix_now() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -118,8 +118,7 @@ struct HttpServer::Impl {
         return true;
       };
       auto release = [this, call](bool) { active_calls--; };
-      res.set_chunked_content_provider(call->streaming() ? "text/event-stream" : "application/json", provider,
-                                       release);
+      res.set_chunked_content_provider(call->streaming() ? "text/event-stream" : "application/json", provider, release);
     });
   }
 
@@ -128,7 +127,8 @@ struct HttpServer::Impl {
     svr.Post("/v1/chat/completions",
              [this](const httplib::Request& q, httplib::Response& r) { completion(q, r, true); });
     svr.Get("/v1/models", [this](const httplib::Request& q, httplib::Response& r) {
-      guarded(q, r, true, [&](ServerContext& c) { r.set_content(dump(models_response(c, created)), "application/json"); });
+      guarded(q, r, true,
+              [&](ServerContext& c) { r.set_content(dump(models_response(c, created)), "application/json"); });
     });
     svr.Post("/tokenize", [this](const httplib::Request& q, httplib::Response& r) {
       guarded(q, r, true, [&](ServerContext& c) {
@@ -143,8 +143,9 @@ struct HttpServer::Impl {
     svr.Get("/health", [this](const httplib::Request&, httplib::Response& r) {
       bool ok = ready.load() && !(ctx && ctx->draining);
       r.status = ok ? 200 : 503;
-      r.set_content(ok ? "{\"status\":\"ok\"}" : (ready ? "{\"status\":\"shutting_down\"}" : "{\"status\":\"loading\"}"),
-                    "application/json");
+      r.set_content(
+          ok ? "{\"status\":\"ok\"}" : (ready ? "{\"status\":\"shutting_down\"}" : "{\"status\":\"loading\"}"),
+          "application/json");
     });
     svr.Get("/metrics", [this](const httplib::Request&, httplib::Response& r) {
       EngineStats st = ready ? driver->stats() : EngineStats{};
@@ -160,8 +161,9 @@ struct HttpServer::Impl {
       auto route = kRoutes.find(q.path);
       if (r.status == 404 && route != kRoutes.end()) {
         r.set_header("Allow", route->second);
-        send_error(r, ApiError(405, "method " + q.method + " is not allowed on " + q.path + " (use " + route->second + ")",
-                               "", "method_not_allowed"));
+        send_error(
+            r, ApiError(405, "method " + q.method + " is not allowed on " + q.path + " (use " + route->second + ")", "",
+                        "method_not_allowed"));
       } else if (r.status == 404) {
         send_error(r, ApiError(404, "no route " + q.method + " " + q.path, "", "not_found"));
       } else if (r.status == 413) {
@@ -213,12 +215,12 @@ int HttpServer::start() {
 void HttpServer::attach(Engine& engine, const Tokenizer& tokenizer, std::string chat_template, std::string model_id) {
   Impl& s = *impl_;
   const EngineConfig& ec = engine.config();
-  s.driver = std::make_unique<EngineDriver>(engine, LaneLimits{s.config.max_long_in_flight, s.config.long_lane_max_waiting});
-  s.ctx = std::unique_ptr<ServerContext>(new ServerContext{s.config, *s.driver, tokenizer, std::move(chat_template),
-                                                           s.config.served_model_name.empty() ? model_id
-                                                                                              : s.config.served_model_name,
-                                                           engine.max_model_len(), ec.default_max_tokens,
-                                                           ec.max_tokens_cap, s.metrics});
+  s.driver =
+      std::make_unique<EngineDriver>(engine, LaneLimits{s.config.max_long_in_flight, s.config.long_lane_max_waiting});
+  s.ctx = std::unique_ptr<ServerContext>(
+      new ServerContext{s.config, *s.driver, tokenizer, std::move(chat_template),
+                        s.config.served_model_name.empty() ? model_id : s.config.served_model_name,
+                        engine.max_model_len(), ec.default_max_tokens, ec.max_tokens_cap, s.metrics});
   // Readiness means a generation step works: one greedy token from BOS (or token 0).
   GenerationRequest warm;
   warm.prompt = {tokenizer.bos() >= 0 ? tokenizer.bos() : 0};
@@ -228,9 +230,12 @@ void HttpServer::attach(Engine& engine, const Tokenizer& tokenizer, std::string 
   auto done = std::make_shared<std::promise<void>>();
   auto fut = done->get_future();
   auto flag = std::make_shared<std::atomic<bool>>(false);
-  s.driver->submit(warm, [done, flag](const TokenEvent& e) {
-    if (e.finished && !flag->exchange(true)) done->set_value();
-  }, false);
+  s.driver->submit(
+      warm,
+      [done, flag](const TokenEvent& e) {
+        if (e.finished && !flag->exchange(true)) done->set_value();
+      },
+      false);
   check(fut.wait_for(std::chrono::seconds(120)) == std::future_status::ready, "warm-up generation did not finish");
   s.ready.store(true, std::memory_order_release);
 }
@@ -242,7 +247,8 @@ void HttpServer::shutdown() {
   if (s.stopped.exchange(true)) return;
   if (s.ctx) {
     s.ctx->draining = true;
-    auto grace = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(s.config.shutdown_grace_s));
+    auto grace =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(s.config.shutdown_grace_s));
     s.ctx->abort_deadline_ns = (std::chrono::steady_clock::now() + grace).time_since_epoch().count();
   }
   // Stop accepting now; listen_after_bind() returns once every connection's handler has finished,

@@ -13,7 +13,8 @@ std::string num(double v) {
   return b;
 }
 void gauge(std::string& out, const char* name, const char* type, const char* help, double v) {
-  out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n" + name + " " + num(v) + "\n";
+  out +=
+      std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n" + name + " " + num(v) + "\n";
 }
 }  // namespace
 
@@ -50,7 +51,8 @@ std::string Metrics::render(const EngineStats& s, int queued, bool ready) const 
   gauge(o, "tinfer:num_requests_running", "gauge", "Requests in the engine's running batch.", s.running);
   gauge(o, "tinfer:num_requests_waiting", "gauge", "Requests waiting in the engine's queue.", s.waiting);
   gauge(o, "tinfer:num_requests_queued_server", "gauge",
-        "Requests accepted by the server that have not produced a token yet (bounded by --max-queued-requests).", queued);
+        "Requests accepted by the server that have not produced a token yet (bounded by --max-queued-requests).",
+        queued);
   gauge(o, "tinfer:num_requests_long_lane", "gauge", "Long requests held in the server's low-priority lane.",
         static_cast<double>(long_lane_waiting.load()));
   gauge(o, "tinfer:kv_blocks_used", "gauge", "KV-cache blocks in use.", s.kv_blocks_used);
@@ -60,10 +62,12 @@ std::string Metrics::render(const EngineStats& s, int queued, bool ready) const 
   gauge(o, "tinfer:prefix_cache_hit_rate", "gauge", "Prefix-cache hit tokens / looked-up tokens.", s.prefix_hit_rate);
   gauge(o, "tinfer:prompt_tokens_total", "counter", "Prompt tokens processed.", static_cast<double>(s.prompt_tokens));
   gauge(o, "tinfer:generation_tokens_total", "counter", "Tokens generated.", static_cast<double>(s.generated_tokens));
-  gauge(o, "tinfer:num_preemptions_total", "counter", "Requests preempted by the scheduler.", static_cast<double>(s.preemptions));
+  gauge(o, "tinfer:num_preemptions_total", "counter", "Requests preempted by the scheduler.",
+        static_cast<double>(s.preemptions));
   gauge(o, "tinfer:engine_aborts_total", "counter", "Requests aborted in the engine.", static_cast<double>(s.aborts));
   gauge(o, "tinfer:engine_steps_total", "counter", "Engine iterations.", static_cast<double>(s.steps));
-  gauge(o, "tinfer:request_success_total", "counter", "Requests answered 200.", static_cast<double>(requests_ok.load()));
+  gauge(o, "tinfer:request_success_total", "counter", "Requests answered 200.",
+        static_cast<double>(requests_ok.load()));
   gauge(o, "tinfer:request_error_total", "counter", "Requests answered 4xx/5xx (rejections included).",
         static_cast<double>(requests_error.load()));
   gauge(o, "tinfer:request_rejected_queue_full_total", "counter", "Requests answered 429 (queue full).",

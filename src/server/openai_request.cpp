@@ -26,8 +26,7 @@ const json* field(const json& body, const char* name) {
 int64_t get_int(const json& v, const std::string& name, int64_t lo, int64_t hi) {
   if (!v.is_number_integer() && !v.is_number_unsigned()) {
     // Integral floats (e.g. 16.0) are accepted as integers; anything else is a type error.
-    if (!v.is_number_float() || std::floor(v.get<double>()) != v.get<double>())
-      bad(name, "must be an integer");
+    if (!v.is_number_float() || std::floor(v.get<double>()) != v.get<double>()) bad(name, "must be an integer");
   }
   double d = v.get<double>();
   if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(hi)) d = static_cast<double>(hi) + 1;

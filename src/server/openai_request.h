@@ -2,7 +2,6 @@
 // struct. Unknown fields are ignored; every wrong type or value throws ApiError naming the field.
 #pragma once
 #include <nlohmann/json_fwd.hpp>
-
 #include <string>
 #include <vector>
 
@@ -13,22 +12,22 @@ namespace tinfer::server {
 
 struct CompletionRequest {
   bool chat = false;
-  std::string model;                      // "" if absent
+  std::string model;  // "" if absent
   // Completions: text or token ids; chat: messages.
   std::string prompt_text;
   std::vector<int32_t> prompt_ids;
   bool prompt_is_ids = false;
   std::vector<ChatMessage> messages;
 
-  int max_tokens = -1;                    // -1: not given (the engine default applies)
-  SamplingParams sampling;                // logprobs / top_logprobs filled from the endpoint's fields
-  std::vector<std::string> stop;          // stop strings, matched on detokenized text
+  int max_tokens = -1;            // -1: not given (the engine default applies)
+  SamplingParams sampling;        // logprobs / top_logprobs filled from the endpoint's fields
+  std::vector<std::string> stop;  // stop strings, matched on detokenized text
   int n = 1;
   bool stream = false;
-  bool include_usage = false;             // stream_options.include_usage
-  int completion_logprobs = -1;           // completions "logprobs": N top entries; -1 = off
-  bool chat_logprobs = false;             // chat "logprobs": true
-  bool ignore_eos = false;                // vLLM extension, handy for benchmarks
+  bool include_usage = false;    // stream_options.include_usage
+  int completion_logprobs = -1;  // completions "logprobs": N top entries; -1 = off
+  bool chat_logprobs = false;    // chat "logprobs": true
+  bool ignore_eos = false;       // vLLM extension, handy for benchmarks
   std::string user;
 };
 

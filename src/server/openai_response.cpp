@@ -40,7 +40,8 @@ json logprobs_json(bool chat, const std::vector<TokenRecord>& records) {
     for (const auto& r : records) {
       json top = json::array();
       for (const auto& [t, lp] : r.top) top.push_back({{"token", t}, {"logprob", lp}, {"bytes", bytes_of(t)}});
-      content.push_back({{"token", r.text}, {"logprob", r.logprob}, {"bytes", bytes_of(r.text)}, {"top_logprobs", top}});
+      content.push_back(
+          {{"token", r.text}, {"logprob", r.logprob}, {"bytes", bytes_of(r.text)}, {"top_logprobs", top}});
     }
     return {{"content", content}, {"refusal", nullptr}};
   }

@@ -2,7 +2,6 @@
 // (completions: parallel arrays; chat: content[] entries with bytes).
 #pragma once
 #include <nlohmann/json.hpp>
-
 #include <string>
 #include <vector>
 

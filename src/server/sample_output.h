@@ -11,10 +11,10 @@
 namespace tinfer::server {
 
 struct TokenRecord {
-  std::string text;                                     // the token's bytes (specials rendered)
+  std::string text;  // the token's bytes (specials rendered)
   float logprob = 0;
-  std::vector<std::pair<std::string, float>> top;       // most likely first
-  size_t text_offset = 0;                               // offset of this token in the choice's text
+  std::vector<std::pair<std::string, float>> top;  // most likely first
+  size_t text_offset = 0;                          // offset of this token in the choice's text
 };
 
 class SampleOutput {

@@ -50,8 +50,10 @@ json detokenize_response(const ServerContext& ctx, const json& body) {
   for (size_t i = 0; i < it->size(); ++i) {
     const json& v = (*it)[i];
     if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() >= ctx.tokenizer.n_vocab())
-      throw ApiError(400, "'tokens[" + std::to_string(i) + "]' is not a token id (vocabulary size " +
-                              std::to_string(ctx.tokenizer.n_vocab()) + ")", "tokens", "invalid_value");
+      throw ApiError(400,
+                     "'tokens[" + std::to_string(i) + "]' is not a token id (vocabulary size " +
+                         std::to_string(ctx.tokenizer.n_vocab()) + ")",
+                     "tokens", "invalid_value");
     ids.push_back(static_cast<int32_t>(v.get<int64_t>()));
   }
   return {{"prompt", ctx.tokenizer.decode(ids)}};

@@ -13,13 +13,13 @@
 
 #include "server/api_error.h"
 #include "server/engine_driver.h"
+#include "server/fake_engine.h"  // tests/server
 #include "server/http_server.h"
 #include "server/metrics.h"
 #include "server/openai_request.h"
 #include "server/openai_response.h"
 #include "server/sample_output.h"
 #include "server/stop_matcher.h"
-#include "server/fake_engine.h"  // tests/server
 
 using nlohmann::json;
 using namespace tinfer;
@@ -115,8 +115,8 @@ TEST(SampleOutput, Utf8AcrossTokensAndStopAcrossTokens) {
   EXPECT_EQ(s.on_event(ev(0xA9)), "\xC3\xA9");
   std::string out;
   for (char c : std::string("hel")) out += s.on_event(ev(c));
-  EXPECT_EQ(out, "he");                  // the "l" could start "lo w"
-  EXPECT_EQ(s.on_event(ev('l')), "l");   // "ll": only the last "l" can still start it
+  EXPECT_EQ(out, "he");                 // the "l" could start "lo w"
+  EXPECT_EQ(s.on_event(ev('l')), "l");  // "ll": only the last "l" can still start it
   EXPECT_EQ(s.on_event(ev('o')), "");
   EXPECT_EQ(s.on_event(ev(' ')), "");
   EXPECT_EQ(s.on_event(ev('w')), "");
@@ -177,21 +177,30 @@ TEST(EngineDriver, LongLaneDoesNotStarveShortRequests) {
     GenerationRequest r;
     r.prompt = {1};
     r.max_tokens = 300;
-    longs.push_back(driver.submit(r, [&](const TokenEvent& e) { if (e.finished) long_done++; }, true));
+    longs.push_back(driver.submit(
+        r,
+        [&](const TokenEvent& e) {
+          if (e.finished) long_done++;
+        },
+        true));
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(5));
   EXPECT_LE(engine.stats().running + engine.stats().waiting, 1) << "more than one long job in the engine";
   GenerationRequest s;
   s.prompt = {1};
   s.max_tokens = 5;
-  driver.submit(s, [&](const TokenEvent& e) {
-    if (e.finished) {
-      long_done_when_short_finished = long_done.load();
-      short_done = true;
-    }
-  }, false);
+  driver.submit(
+      s,
+      [&](const TokenEvent& e) {
+        if (e.finished) {
+          long_done_when_short_finished = long_done.load();
+          short_done = true;
+        }
+      },
+      false);
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (!short_done && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  while (!short_done && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   ASSERT_TRUE(short_done);
   EXPECT_EQ(long_done_when_short_finished.load(), 0);
   // Release each long slot as its owner would; all three complete.
@@ -204,8 +213,10 @@ TEST(EngineDriver, LongLaneDoesNotStarveShortRequests) {
   GenerationRequest r;
   r.prompt = {1};
   r.max_tokens = 10;
-  auto blocker = driver.submit(r, [](const TokenEvent&) {}, true);
-  auto t = driver.submit(r, [](const TokenEvent&) {}, true);
+  auto blocker = driver.submit(
+      r, [](const TokenEvent&) {}, true);
+  auto t = driver.submit(
+      r, [](const TokenEvent&) {}, true);
   driver.cancel(t, true);
   EXPECT_FALSE(t->in_engine);
   driver.cancel(blocker, true);
@@ -220,7 +231,8 @@ std::string http(int port, const std::string& method, const std::string& path, c
   a.sin_port = htons(static_cast<uint16_t>(port));
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) return "";
-  std::string req = method + " " + path + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\n" +
+  std::string req = method + " " + path +
+                    " HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\n" +
                     "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
   (void)!write(fd, req.data(), req.size());
   std::string out;

@@ -18,17 +18,18 @@
 namespace tinfer::cli {
 
 int cmd_serve(int argc, char** argv) {
-  auto spec = concat(concat(model_options(), engine_options()),
-                     {{"--host", "address to bind (default: loopback only)", true, "127.0.0.1"},
-                      {"--port", "TCP port (0 = any free port; the chosen one is printed)", true, "8080"},
-                      {"--api-key", "require 'Authorization: Bearer KEY' on API routes (or env TINFER_API_KEY)", true, ""},
-                      {"--served-model-name", "model id clients use (default: the model file's name)", true, ""},
-                      {"--max-queued-requests", "requests waiting for their first token; beyond: 429", true, "256"},
-                      {"--max-body-bytes", "largest request body; beyond: 413", true, "1048576"},
-                      {"--long-request-tokens", "max_tokens above this go to the low-priority lane", true, "1024"},
-                      {"--max-long-in-flight", "long requests in the engine at once", true, "2"},
-                      {"--http-threads", "HTTP worker threads (one per open connection)", true, "512"},
-                      {"--shutdown-grace", "seconds in-flight requests get on SIGTERM before abort", true, "5"}});
+  auto spec =
+      concat(concat(model_options(), engine_options()),
+             {{"--host", "address to bind (default: loopback only)", true, "127.0.0.1"},
+              {"--port", "TCP port (0 = any free port; the chosen one is printed)", true, "8080"},
+              {"--api-key", "require 'Authorization: Bearer KEY' on API routes (or env TINFER_API_KEY)", true, ""},
+              {"--served-model-name", "model id clients use (default: the model file's name)", true, ""},
+              {"--max-queued-requests", "requests waiting for their first token; beyond: 429", true, "256"},
+              {"--max-body-bytes", "largest request body; beyond: 413", true, "1048576"},
+              {"--long-request-tokens", "max_tokens above this go to the low-priority lane", true, "1024"},
+              {"--max-long-in-flight", "long requests in the engine at once", true, "2"},
+              {"--http-threads", "HTTP worker threads (one per open connection)", true, "512"},
+              {"--shutdown-grace", "seconds in-flight requests get on SIGTERM before abort", true, "5"}});
   Args args(argc, argv, spec,
             "tinfer serve -m MODEL [--host H] [--port P] [engine flags] [--api-key KEY] [--served-model-name NAME]");
   EngineConfig ec = engine_config(args);
@@ -67,8 +68,8 @@ int cmd_serve(int argc, char** argv) {
                sc.api_key.empty() ? "" : ", API key required");
   int sig = 0;
   sigwait(&sigs, &sig);
-  std::fprintf(stderr, "tinfer serve: %s received, shutting down (grace %.1f s)\n", sig == SIGINT ? "SIGINT" : "SIGTERM",
-               sc.shutdown_grace_s);
+  std::fprintf(stderr, "tinfer serve: %s received, shutting down (grace %.1f s)\n",
+               sig == SIGINT ? "SIGINT" : "SIGTERM", sc.shutdown_grace_s);
   server.shutdown();
   std::fprintf(stderr, "tinfer serve: stopped\n");
   return 0;
