@@ -197,6 +197,12 @@ int HttpServer::start() {
   s.svr.set_payload_max_length(static_cast<size_t>(c.max_body_bytes));
   s.svr.set_keep_alive_timeout(c.keep_alive_s);
   s.svr.set_tcp_nodelay(true);  // SSE chunks are small writes: Nagle + delayed ACK would stall them ~40 ms
+  // httplib's default sets SO_REUSEPORT, which lets a second server bind the same port and silently
+  // share its connections; SO_REUSEADDR alone still allows a quick restart after TIME_WAIT.
+  s.svr.set_socket_options([](int sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
   s.svr.set_read_timeout(30, 0);
   s.svr.set_write_timeout(10, 0);
   s.routes();

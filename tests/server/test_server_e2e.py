@@ -129,6 +129,9 @@ def test_bad_input(srv):
     # A clamped max_tokens is served and says so.
     st, h, data = srv.request("POST", C, {"prompt": "x", "max_tokens": 10**6, "temperature": 0})
     check(st == 200 and "warnings" in json.loads(data) and "warning" in h, "clamp warning: %s %s" % (h, data[:200]))
+    # A second server cannot take the same port (no SO_REUSEPORT sharing).
+    dup = subprocess.run([TINFER, "serve", "-m", MODEL, "--port", str(srv.port)], capture_output=True, text=True, timeout=30)
+    check(dup.returncode == 1 and "cannot bind" in dup.stderr, "second bind: %s %s" % (dup.returncode, dup.stderr[-200:]))
     # Still serving.
     st, _, data = srv.request("POST", C, {"prompt": "Once", "max_tokens": 4})
     check(st == 200 and json.loads(data)["usage"]["completion_tokens"] == 4, "serving after bad input: %s" % data)
