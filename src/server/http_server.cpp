@@ -73,7 +73,6 @@ struct HttpServer::Impl {
   std::unique_ptr<ServerContext> ctx;
   std::atomic<bool> ready{false};
   std::atomic<bool> stopped{false};
-  std::atomic<int> active_calls{0};
   int64_t created = unix_now();
 
   // Auth and readiness for API routes, then the route body; every failure becomes an OpenAI error.
@@ -111,14 +110,12 @@ struct HttpServer::Impl {
         res.set_header("Cache-Control", "no-cache");
         res.set_header("X-Accel-Buffering", "no");
       }
-      active_calls++;
-      auto provider = [this, call](size_t, httplib::DataSink& sink) {
+      auto provider = [call](size_t, httplib::DataSink& sink) {
         call->run([&](std::string_view d) { return d.empty() || sink.write(d.data(), d.size()); });
         sink.done();
         return true;
       };
-      auto release = [this, call](bool) { active_calls--; };
-      res.set_chunked_content_provider(call->streaming() ? "text/event-stream" : "application/json", provider, release);
+      res.set_chunked_content_provider(call->streaming() ? "text/event-stream" : "application/json", provider);
     });
   }
 
