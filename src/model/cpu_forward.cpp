@@ -3,6 +3,7 @@
 #include "model/cpu_forward.h"
 
 #include <cstring>
+#include <functional>
 
 #include "core/error.h"
 #include "core/thread_pool.h"
@@ -85,6 +86,7 @@ void CpuForward::ensure_scratch(int64_t n, int64_t n_logits) {
     qkv_.resize(n * (c.q_dim() + 2 * c.kv_dim()));
     att_.resize(n * std::max(c.q_dim(), c.dim));
     gu_.resize(n * 2 * c.ffn_dim);
+    ffn_in_.resize(n * c.ffn_dim);
   }
   if (n_logits > cap_logits_) {
     cap_logits_ = n_logits;
@@ -114,11 +116,18 @@ void CpuForward::forward(const ForwardBatch& batch, KvStorage& kv, float* logits
   const int64_t qkv_w = c.q_dim() + 2 * c.kv_dim(), dim = c.dim, ffn = c.ffn_dim, bs = kv.block_size();
   const AttentionShape shape{c.n_heads, c.n_kv_heads, c.head_dim};
 
+  // Per-token element-wise work is split over the pool too (prefill has hundreds of tokens).
+  auto per_token = [&](const std::function<void(int64_t)>& fn) {
+    if (n == 1) return fn(0);
+    pool_.parallel_for(n, 1, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) fn(i);
+    });
+  };
   for (int64_t l = 0; l < c.n_layers; ++l) {
     const Layer& L = layers_[l];
-    for (int64_t i = 0; i < n; ++i) rmsnorm(&x_[i * dim], L.attn_norm.data(), &xb_[i * dim], dim, c.rms_eps);
+    per_token([&](int64_t i) { rmsnorm(&x_[i * dim], L.attn_norm.data(), &xb_[i * dim], dim, c.rms_eps); });
     L.wqkv.run(xb_.data(), n, qkv_.data(), tmp_, pool_);  // [n][q | k | v]
-    for (int64_t i = 0; i < n; ++i) {
+    per_token([&](int64_t i) {
       float* q = &qkv_[i * qkv_w];
       float* k = q + c.q_dim();
       const float* v = k + c.kv_dim();
@@ -126,22 +135,24 @@ void CpuForward::forward(const ForwardBatch& batch, KvStorage& kv, float* logits
       rope_.apply(q, c.n_heads, pos);
       rope_.apply(k, c.n_kv_heads, pos);
       const int64_t block = batch.block_tables[batch.seq[i]][pos / bs];
-      std::memcpy(kv.k(l, block, pos % bs), k, c.kv_dim() * sizeof(float));
-      std::memcpy(kv.v(l, block, pos % bs), v, c.kv_dim() * sizeof(float));
-    }
+      kv.write(l, block, pos % bs, k, v);
+    });
     paged_attention(shape, batch, kv, l, qkv_.data(), qkv_w, att_.data(), pool_);
     // att_ rows have stride q_dim(); wo reads [n][q_dim] and writes [n][dim] into xb_.
     matmul(L.wo, att_.data(), n, xb_.data(), pool_);
-    add_inplace(x_.data(), xb_.data(), n * dim);
-    for (int64_t i = 0; i < n; ++i) rmsnorm(&x_[i * dim], L.ffn_norm.data(), &xb_[i * dim], dim, c.rms_eps);
+    per_token([&](int64_t i) {
+      add_inplace(&x_[i * dim], &xb_[i * dim], dim);
+      rmsnorm(&x_[i * dim], L.ffn_norm.data(), &xb_[i * dim], dim, c.rms_eps);
+    });
     L.w_gateup.run(xb_.data(), n, gu_.data(), tmp_, pool_);  // [n][gate | up]
-    for (int64_t i = 0; i < n; ++i) {
+    // SwiGLU, compacted to [n][ffn] for the down GEMM.
+    per_token([&](int64_t i) {
       float* g = &gu_[i * 2 * ffn];
       silu_mul(g, g + ffn, ffn);
-      if (i > 0) std::memmove(&gu_[i * ffn], g, ffn * sizeof(float));  // compact to [n][ffn] for the down GEMM
-    }
-    matmul(L.w_down, gu_.data(), n, xb_.data(), pool_);
-    add_inplace(x_.data(), xb_.data(), n * dim);
+      std::memcpy(&ffn_in_[i * ffn], g, ffn * sizeof(float));
+    });
+    matmul(L.w_down, ffn_in_.data(), n, xb_.data(), pool_);
+    per_token([&](int64_t i) { add_inplace(&x_[i * dim], &xb_[i * dim], dim); });
   }
 
   const int64_t nl = int64_t(batch.logit_rows.size());

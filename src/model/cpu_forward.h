@@ -54,9 +54,10 @@ class CpuForward {
   std::vector<Layer> layers_;
   std::vector<float> output_norm_;
   PackedMatrix output_;
-  // Scratch, grown to the largest batch seen: x/xb [n][dim], qkv [n][q+2kv], att [n][q], gu [n][2 ffn].
+  // Scratch, grown to the largest batch seen: x/xb [n][dim], qkv [n][q+2kv], att [n][q], gu [n][2 ffn],
+  // ffn_in [n][ffn].
   int64_t cap_tokens_ = 0, cap_logits_ = 0;
-  std::vector<float> x_, xb_, qkv_, att_, gu_, hidden_, tmp_;
+  std::vector<float> x_, xb_, qkv_, att_, gu_, ffn_in_, hidden_, tmp_;
 };
 
 }  // namespace tinfer

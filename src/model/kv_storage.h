@@ -1,6 +1,8 @@
 // KvStorage: the KV cache memory, in fixed-size blocks of `block_size` token slots per layer.
 // Which block holds which positions of which sequence is decided elsewhere (block tables); this
-// class only owns the bytes. Layout per layer and per K/V: [n_blocks][block_size][kv_dim] fp32.
+// class only owns the bytes. Per layer, fp32: K blocks [n_blocks][kv_heads][head_dim][block_size]
+// (transposed, so one vector load gives a dimension of every position of a block: attention scores
+// a whole block without horizontal sums); V blocks [n_blocks][block_size][kv_dim].
 #pragma once
 #include <cstdint>
 
@@ -19,10 +21,13 @@ class KvStorage {
   size_t bytes() const { return buf_.size(); }
   static int64_t bytes_per_token(const ModelConfig& cfg) { return cfg.kv_bytes_per_token(sizeof(float)); }
 
-  float* k(int64_t layer, int64_t block, int64_t slot) { return base(layer, 0, block, slot); }
+  // K of block `block`: [kv_heads][head_dim][block_size]. V of one slot: [kv_dim].
+  float* k_block(int64_t layer, int64_t block) { return base(layer, 0, block, 0); }
+  const float* k_block(int64_t layer, int64_t block) const { return const_cast<KvStorage*>(this)->k_block(layer, block); }
   float* v(int64_t layer, int64_t block, int64_t slot) { return base(layer, 1, block, slot); }
-  const float* k(int64_t layer, int64_t block, int64_t slot) const { return const_cast<KvStorage*>(this)->k(layer, block, slot); }
   const float* v(int64_t layer, int64_t block, int64_t slot) const { return const_cast<KvStorage*>(this)->v(layer, block, slot); }
+  // Writes one position's K ([kv_dim], heads back to back) and V into their block.
+  void write(int64_t layer, int64_t block, int64_t slot, const float* k, const float* v);
   // Copies every layer's K and V of block `src` into block `dst` (copy-on-write).
   void copy_block(int64_t src, int64_t dst);
 

@@ -17,7 +17,7 @@ namespace {
 
 enum class Kind { q8_0, q4_0, q4_1 };
 
-constexpr int kPrefetch = 4096;  // bytes ahead in the weight stream
+constexpr int kPrefetch = 8192;  // bytes ahead in the weight stream, into L2 (T1): measured best of 4/8/16 KiB
 
 inline __m512i bcast4(const int8_t* p) {
   int32_t v;
@@ -40,9 +40,9 @@ inline void tile_rows(const uint8_t* tile, int64_t quant_offset, const QActs& a,
   const __m512i lo4 = _mm512_set1_epi8(0x0f);
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* qb = quants + b * qbytes;
-    if constexpr (MR <= 2) {  // decode streams weights from DRAM: prefetch ~4 KiB ahead (past tile ends too)
+    if constexpr (MR <= 2 && kPrefetch > 0) {  // decode streams weights from DRAM: prefetch ~4 KiB ahead (past tile ends too)
 #pragma GCC unroll 8
-      for (int c = 0; c < qbytes; c += 64) _mm_prefetch(reinterpret_cast<const char*>(qb + kPrefetch + c), _MM_HINT_T0);
+      for (int c = 0; c < qbytes; c += 64) _mm_prefetch(reinterpret_cast<const char*>(qb + kPrefetch + c), _MM_HINT_T1);
     }
     const __m512 wd = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales + b * ns)));
     __m512i w[8];
