@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "core/timer.h"
 #include "engine/session.h"
+#include "model/reference_forward.h"
 #include "model/tokenizer/tokenizer.h"
 
 namespace tinfer::cli {
@@ -29,7 +30,8 @@ double nll_of(const float* logits, int64_t n_vocab, int32_t target) {
 int cmd_ppl(int argc, char** argv) {
   auto spec = concat(model_options(), {{"-f,--file", "text file to score"},
                                        {"--max-tokens", "score at most this many target tokens (0 = all)", true, "0"},
-                                       {"--max-bytes", "read at most this many bytes of the file (0 = all)", true, "0"}});
+                                       {"--max-bytes", "read at most this many bytes of the file (0 = all)", true, "0"},
+                                       {"--reference", "score with the reference forward pass (fp32/fp64 oracle, slow)", false}});
   Args args(argc, argv, spec, "tinfer ppl -m MODEL -f TEXT [--ctx N] [--max-tokens N]");
   check(args.has("--file"), "missing -f TEXT");
   std::ifstream in(args.str("--file"), std::ios::binary);
@@ -52,6 +54,8 @@ int cmd_ppl(int argc, char** argv) {
   const int64_t ctx = context_length(args, *l.model), n_vocab = l.model->config().n_vocab;
   check(ctx >= 2, "--ctx must be at least 2");
   Session session(*l.fwd, ctx);
+  std::unique_ptr<ReferenceForward> ref;
+  if (args.flag("--reference")) ref = std::make_unique<ReferenceForward>(*l.model);
   std::vector<float> logits;
   double total = 0;
   int64_t scored = 0;
@@ -59,14 +63,19 @@ int cmd_ppl(int argc, char** argv) {
   for (size_t start = 0; start + 1 < seq.size(); start += ctx - 1) {
     size_t end = std::min(seq.size(), start + size_t(ctx));
     std::vector<int32_t> window(seq.begin() + start, seq.begin() + end);
-    session.reset();
-    session.feed_all_logits(window, logits);
+    if (ref) {
+      logits.clear();
+      for (const auto& row : ref->logits(window)) logits.insert(logits.end(), row.begin(), row.end());
+    } else {
+      session.reset();
+      session.feed_all_logits(window, logits);
+    }
     for (size_t i = 0; i + 1 < window.size(); ++i, ++scored) total += nll_of(&logits[i * n_vocab], n_vocab, window[i + 1]);
   }
   double secs = now_s() - t0;
   double mean = total / double(scored);
-  std::fprintf(stderr, "scored %lld tokens in %.2f s (%.1f tok/s), windows of %lld tokens\n", (long long)scored, secs,
-               scored / secs, (long long)ctx);
+  std::fprintf(stderr, "scored %lld tokens in %.2f s (%.1f tok/s), windows of %lld tokens, %s path\n", (long long)scored,
+               secs, scored / secs, (long long)ctx, ref ? "reference" : "fast");
   std::printf("nll=%.4f ppl=%.4f tokens=%lld\n", mean, std::exp(mean), (long long)scored);
   return 0;
 }
