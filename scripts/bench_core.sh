@@ -5,7 +5,7 @@
 # Needs a built tree (scripts/build.sh) and ~3 GB in $TMPDIR for the synthetic models.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-B=build/tools/tinfer/tinfer
+B=${TINFER:-build/tools/tinfer/tinfer}
 T=${TMPDIR:-/tmp}
 REPEAT=${REPEAT:-5}
 SHARED=${TINFER_SHARED:-../shared}
