@@ -54,10 +54,14 @@ Isa best_isa() {
 }
 
 Isa active_isa() {
-  const char* env = std::getenv("TINFER_ISA");
-  if (!env || !*env) return best_isa();
-  Isa isa = parse_isa(env);
-  check(cpu_supports(isa), std::string("TINFER_ISA=") + env + " but this CPU does not support it");
+  // Resolved once per process: hot paths ask for it on every call.
+  static const Isa isa = [] {
+    const char* env = std::getenv("TINFER_ISA");
+    if (!env || !*env) return best_isa();
+    Isa forced = parse_isa(env);
+    check(cpu_supports(forced), std::string("TINFER_ISA=") + env + " but this CPU does not support it");
+    return forced;
+  }();
   return isa;
 }
 

@@ -210,10 +210,7 @@ double measure_compute(ThreadPool& pool, ComputeKernel k, double seconds) {
   return median(rates);
 }
 
-}  // namespace
-
-double measure_read_gbps(ThreadPool& pool, size_t bytes, int passes, bool huge_pages, double* huge_fraction) {
-  const Isa isa = active_isa();
+double read_gbps_for(Isa isa, ThreadPool& pool, size_t bytes, int passes, bool huge_pages, double* huge_fraction) {
   auto read = isa == Isa::avx512 ? read_avx512 : isa == Isa::avx2 ? read_avx2 : read_generic;
   const int n = pool.size();
   const size_t per = bytes / size_t(n) / 256 * 256;  // each thread streams its own contiguous slice
@@ -239,6 +236,12 @@ double measure_read_gbps(ThreadPool& pool, size_t bytes, int passes, bool huge_p
   return median(rates);
 }
 
+}  // namespace
+
+double measure_read_gbps(ThreadPool& pool, size_t bytes, int passes, bool huge_pages, double* huge_fraction) {
+  return read_gbps_for(active_isa(), pool, bytes, passes, huge_pages, huge_fraction);
+}
+
 double measure_fp32_gflops(ThreadPool& pool, double seconds) {
   return measure_compute(pool, fp32_kernel(active_isa()), seconds);
 }
@@ -250,10 +253,11 @@ double measure_int8_gops(ThreadPool& pool, double seconds) {
 Roofline measure_roofline(ThreadPool& pool, const RooflineOptions& opt) {
   Roofline r;
   r.n_threads = pool.size();
-  r.isa = isa_name(active_isa());
-  r.read_gbps = measure_read_gbps(pool, opt.read_bytes, opt.read_passes, opt.huge_pages, &r.huge_page_fraction);
-  r.fp32_gflops = measure_fp32_gflops(pool, opt.compute_seconds);
-  r.int8_gops = measure_int8_gops(pool, opt.compute_seconds);
+  const Isa isa = opt.isa >= 0 ? Isa(opt.isa) : active_isa();
+  r.isa = isa_name(isa);
+  r.read_gbps = read_gbps_for(isa, pool, opt.read_bytes, opt.read_passes, opt.huge_pages, &r.huge_page_fraction);
+  r.fp32_gflops = measure_compute(pool, fp32_kernel(isa), opt.compute_seconds);
+  r.int8_gops = measure_compute(pool, int8_kernel(isa), opt.compute_seconds);
   return r;
 }
 

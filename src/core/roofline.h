@@ -21,6 +21,7 @@ struct RooflineOptions {
   int read_passes = 9;                    // the median pass is reported
   bool huge_pages = true;                 // Buffer(bytes, true): 2 MiB aligned + MADV_HUGEPAGE
   double compute_seconds = 0.15;          // per compute probe (split into timed repetitions)
+  int isa = -1;                           // an Isa value to measure that code path; -1 = active_isa()
 };
 
 // Runs the three probes on every thread of `pool` (about 0.3-0.6 s in all with the defaults).

@@ -21,7 +21,7 @@ TEST(Roofline, EveryIsaGivesFinitePositiveFigures) {
   opt.read_passes = 3;
   opt.compute_seconds = 0.05;
   for (Isa isa : supported_isas()) {
-    setenv("TINFER_ISA", isa_name(isa), 1);
+    opt.isa = int(isa);
     const Roofline r = measure_roofline(pool, opt);
     std::printf("[%s] read %.1f GB/s (THP %.0f%%), fp32 %.1f GFLOP/s, int8 %.1f GOP/s, %d threads\n", r.isa,
                 r.read_gbps, 100 * r.huge_page_fraction, r.fp32_gflops, r.int8_gops, r.n_threads);
@@ -31,7 +31,6 @@ TEST(Roofline, EveryIsaGivesFinitePositiveFigures) {
     EXPECT_TRUE(finite_positive(r.int8_gops)) << r.int8_gops;
     EXPECT_EQ(r.n_threads, 2);
   }
-  unsetenv("TINFER_ISA");
 }
 
 TEST(Roofline, WithoutHugePagesAndOneThread) {
