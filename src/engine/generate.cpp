@@ -30,7 +30,7 @@ GenerateStats generate(Session& session, const Tokenizer& tok, const std::vector
     if (!on_token(next)) break;
     if (i + 1 == limit || session.n_past() >= session.max_ctx()) break;
     if (i == 0) t1 = now_s();
-    logits = &session.feed({next});
+    logits = &session.feed_token(next);
   }
   if (t1 > 0) st.decode_s = now_s() - t1;
   return st;

@@ -33,7 +33,7 @@ void Session::run(const int32_t* tokens, int64_t n, bool all_logits, float* out)
   tokens_.insert(tokens_.end(), tokens, tokens + n);
 }
 
-const std::vector<float>& Session::feed(const std::vector<int32_t>& tokens, int64_t chunk) {
+const std::vector<float>& Session::feed(std::span<const int32_t> tokens, int64_t chunk) {
   logits_.resize(fwd_.config().n_vocab);
   for (size_t i = 0; i < tokens.size(); i += chunk) {
     int64_t n = std::min<int64_t>(chunk, int64_t(tokens.size() - i));

@@ -3,6 +3,7 @@
 #pragma once
 #include <algorithm>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "model/cpu_forward.h"
@@ -27,7 +28,9 @@ class Session {
   size_t kv_bytes() const { return kv_.bytes(); }
 
   // Appends `tokens` (in chunks of at most `chunk`) and returns the logits after the last one.
-  const std::vector<float>& feed(const std::vector<int32_t>& tokens, int64_t chunk = 512);
+  const std::vector<float>& feed(std::span<const int32_t> tokens, int64_t chunk = 512);
+  // One decode step: no allocation (a braced list would build a vector per token).
+  const std::vector<float>& feed_token(int32_t token) { return feed(std::span<const int32_t>(&token, 1)); }
   // Appends tokens and returns the logits after every one of them: [n][n_vocab] (for perplexity).
   void feed_all_logits(const std::vector<int32_t>& tokens, std::vector<float>& out, int64_t chunk = 512);
   const std::vector<float>& logits() const { return logits_; }

@@ -19,7 +19,6 @@ class KvStorage {
   int64_t block_size() const { return block_size_; }
   int64_t kv_dim() const { return kv_dim_; }
   size_t bytes() const { return buf_.size(); }
-  static int64_t bytes_per_token(const ModelConfig& cfg) { return cfg.kv_bytes_per_token(sizeof(float)); }
 
   // K of block `block`: [kv_heads][head_dim][block_size]. V of one slot: [kv_dim].
   float* k_block(int64_t layer, int64_t block) { return base(layer, 0, block, 0); }

@@ -148,7 +148,8 @@ std::unique_ptr<CompletionCall> CompletionCall::start(ServerContext& ctx, const 
                  std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
                      .count()),
              ctx.model_id, chat, req.sampling.logprobs};
-  for (int i = 0; i < req.n; ++i) s->samples.emplace_back(tok, req.stop, req.sampling.logprobs);
+  const bool at_text_start = prompt_is_bos_only(tok, prompt);
+  for (int i = 0; i < req.n; ++i) s->samples.emplace_back(tok, req.stop, req.sampling.logprobs, at_text_start);
   s->engine_finished.assign(req.n, false);
 
   GenerationRequest gr;

@@ -1,11 +1,12 @@
-// Detokenization per sample: token bytes -> Utf8Stream (whole characters only) -> StopMatcher (hold
+// Detokenization per sample: token -> TextStream (whole characters only) -> StopMatcher (hold
 // back possible stop prefixes). Once a stop string matches, later tokens are ignored.
 #include "server/sample_output.h"
 
 namespace tinfer::server {
 
-SampleOutput::SampleOutput(const Tokenizer& tok, std::vector<std::string> stops, bool want_logprobs)
-    : tok_(tok), stop_(std::move(stops)), want_logprobs_(want_logprobs) {}
+SampleOutput::SampleOutput(const Tokenizer& tok, std::vector<std::string> stops, bool want_logprobs,
+                           bool at_text_start)
+    : tok_(tok), stop_(std::move(stops)), stream_(tok, at_text_start), want_logprobs_(want_logprobs) {}
 
 std::string SampleOutput::on_event(const TokenEvent& ev) {
   if (done_) return "";
@@ -20,9 +21,9 @@ std::string SampleOutput::on_event(const TokenEvent& ev) {
       for (const auto& t : ev.top_logprobs) r.top.emplace_back(tok_.token_bytes(t.token, true), t.logprob);
       records_.push_back(std::move(r));
     }
-    std::string bytes = tok_.token_bytes(ev.token);
+    std::string bytes = stream_.piece(ev.token);
     raw_offset_ += bytes.size();
-    out = stop_.push(utf8_.push(bytes));
+    out = stop_.push(stream_.assemble(bytes));
     text_ += out;
     if (stop_.matched()) return out + finish("stop");
   }
@@ -43,7 +44,7 @@ std::string SampleOutput::finish(std::string reason) {
   finish_reason_ = std::move(reason);
   if (stop_.matched()) return "";
   // Held-back text: an incomplete character (U+FFFD) and a partial stop that never completed.
-  std::string rest = stop_.push(utf8_.flush());
+  std::string rest = stop_.push(stream_.flush());
   if (stop_.matched()) finish_reason_ = "stop";
   rest += stop_.flush();
   text_ += rest;

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/text_stream.h"
 #include "model/tokenizer/tokenizer.h"
 #include "server/stop_matcher.h"
 #include "tinfer/engine.h"
@@ -19,7 +20,8 @@ struct TokenRecord {
 
 class SampleOutput {
  public:
-  SampleOutput(const Tokenizer& tok, std::vector<std::string> stops, bool want_logprobs);
+  // at_text_start: the prompt is BOS alone (see TextStream).
+  SampleOutput(const Tokenizer& tok, std::vector<std::string> stops, bool want_logprobs, bool at_text_start);
 
   // Consumes one engine event; returns the text delta now safe to send (may be empty).
   // New logprob records are appended to records() (see take_new_records()).
@@ -41,7 +43,7 @@ class SampleOutput {
 
   const Tokenizer& tok_;
   StopMatcher stop_;
-  Utf8Stream utf8_;
+  TextStream stream_;
   bool want_logprobs_;
   bool done_ = false;
   std::string finish_reason_;

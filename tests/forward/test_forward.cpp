@@ -91,7 +91,7 @@ TEST(Forward, DecodeTokenByTokenEqualsPrefill) {
   std::vector<float> all;
   a.feed_all_logits(tokens, all);
   for (size_t i = 0; i < tokens.size(); ++i) {
-    const auto& step = b.feed({tokens[i]});
+    const auto& step = b.feed_token(tokens[i]);
     std::vector<float> row(all.begin() + i * 300, all.begin() + (i + 1) * 300);
     EXPECT_LT(nmse(step, row), 1e-10) << "position " << i;
   }

@@ -102,7 +102,7 @@ TEST(Request, ErrorsNameTheField) {
 
 TEST(SampleOutput, Utf8AcrossTokensAndStopAcrossTokens) {
   test::ByteTokenizer tok;
-  SampleOutput s(tok, {"lo w"}, true);
+  SampleOutput s(tok, {"lo w"}, true, false);
   auto ev = [](int byte, bool fin = false) {
     TokenEvent e;
     e.has_token = true;

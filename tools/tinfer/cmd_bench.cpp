@@ -54,7 +54,7 @@ int cmd_bench(int argc, char** argv) {
   std::vector<double> bw, pre, dec;
   bw.push_back(measure_read_gbps(*l.pool, size_t(512) << 20, 5, true));
   double fp32 = measure_fp32_gflops(*l.pool, 0.2), int8 = measure_int8_gops(*l.pool, 0.2);
-  session.feed({prompt[0]});  // warm-up: scratch buffers, page faults
+  session.feed_token(prompt[0]);  // warm-up: scratch buffers, page faults
   for (long long r = 0; r < repeat; ++r) {
     session.reset();
     double t0 = now_s();
@@ -62,7 +62,7 @@ int cmd_bench(int argc, char** argv) {
     double t1 = now_s();
     for (long long g = 1; g < n_gen; ++g) {
       int32_t next = int32_t(std::max_element(logits->begin(), logits->end()) - logits->begin());
-      logits = &session.feed({next});
+      logits = &session.feed_token(next);
     }
     double t2 = now_s();
     pre.push_back(n_prompt / (t1 - t0));

@@ -31,7 +31,7 @@ int cmd_run(int argc, char** argv) {
   opts.max_tokens = n;
   opts.sampling = sp;
   opts.stop_at_eog = !args.flag("--ignore-eos");
-  TextStream text_out(tok, prompt.size() == 1 && prompt[0] == tok.bos());
+  TextStream text_out(tok, prompt_is_bos_only(tok, prompt));
   GenerateStats st = generate(session, tok, prompt, opts, [&](int32_t t) {
     std::string s = text_out.push(t);
     std::fwrite(s.data(), 1, s.size(), stdout);

@@ -12,9 +12,9 @@
 namespace tinfer {
 namespace {
 
-class BpeTokenizer final : public Tokenizer {
+class BpeTokenizer final : public VocabTokenizer {
  public:
-  explicit BpeTokenizer(VocabData d) : vocab_(std::move(d)), pre_(pre_tokenizer_from_name(vocab_.data().pre)) {
+  explicit BpeTokenizer(VocabData d) : VocabTokenizer(std::move(d)), pre_(pre_tokenizer_from_name(vocab_.data().pre)) {
     for (int b = 0; b < 256; ++b) byte_ids_[b] = vocab_.find(unicode::byte_to_utf8(static_cast<uint8_t>(b)));
     const auto& merges = vocab_.data().merges;
     ranks_.reserve(merges.size());
@@ -69,13 +69,6 @@ class BpeTokenizer final : public Tokenizer {
     return s;
   }
 
-  int32_t n_vocab() const override { return vocab_.size(); }
-  int32_t bos() const override { return vocab_.data().bos; }
-  int32_t eos() const override { return vocab_.data().eos; }
-  bool is_eog(int32_t id) const override { return vocab_.is_eog(id); }
-  int32_t token_id(std::string_view piece) const override { return vocab_.find(piece); }
-  const std::string& piece(int32_t id) const override { return vocab_.data().tokens.at(id); }
-  bool add_bos_by_default() const override { return vocab_.data().add_bos; }
 
  private:
   struct Merge {
@@ -110,7 +103,6 @@ class BpeTokenizer final : public Tokenizer {
     for (int32_t i = 0; i >= 0; i = syms[i].next) out.push_back(syms[i].id);
   }
 
-  Vocab vocab_;
   PreTokenizer pre_;
   std::array<int32_t, 256> byte_ids_{};
   std::unordered_map<uint64_t, Merge> ranks_;

@@ -12,9 +12,9 @@ namespace {
 
 constexpr std::string_view kSpace = "\xE2\x96\x81";  // U+2581 LOWER ONE EIGHTH BLOCK
 
-class SpmTokenizer final : public Tokenizer {
+class SpmTokenizer final : public VocabTokenizer {
  public:
-  explicit SpmTokenizer(VocabData d) : vocab_(std::move(d)) {
+  explicit SpmTokenizer(VocabData d) : VocabTokenizer(std::move(d)) {
     byte_ids_.fill(-1);
     char buf[8];
     for (int b = 0; b < 256; ++b) {
@@ -76,13 +76,6 @@ class SpmTokenizer final : public Tokenizer {
     }
   }
 
-  int32_t n_vocab() const override { return vocab_.size(); }
-  int32_t bos() const override { return vocab_.data().bos; }
-  int32_t eos() const override { return vocab_.data().eos; }
-  bool is_eog(int32_t id) const override { return vocab_.is_eog(id); }
-  int32_t token_id(std::string_view piece) const override { return vocab_.find(piece); }
-  const std::string& piece(int32_t id) const override { return vocab_.data().tokens.at(id); }
-  bool add_bos_by_default() const override { return vocab_.data().add_bos; }
   bool adds_space_prefix() const override { return vocab_.data().add_space_prefix; }
 
  private:
@@ -133,7 +126,6 @@ class SpmTokenizer final : public Tokenizer {
     }
   }
 
-  Vocab vocab_;
   std::array<int32_t, 256> byte_ids_;
 };
 

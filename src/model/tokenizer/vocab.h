@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "model/tokenizer/tokenizer.h"
@@ -65,5 +66,21 @@ std::unique_ptr<Tokenizer> make_bpe_tokenizer(VocabData d);
 VocabData parse_sentencepiece_model(const uint8_t* data, size_t size);
 // Dispatch by d.model (Error naming an unknown model); the kind validates d before building.
 std::unique_ptr<Tokenizer> make_tokenizer(VocabData d);
+
+// The part both tokenizer kinds share: a validated vocabulary and the Tokenizer queries answered from it.
+class VocabTokenizer : public Tokenizer {
+ public:
+  explicit VocabTokenizer(VocabData d) : vocab_(std::move(d)) {}
+  int32_t n_vocab() const override { return vocab_.size(); }
+  int32_t bos() const override { return vocab_.data().bos; }
+  int32_t eos() const override { return vocab_.data().eos; }
+  bool is_eog(int32_t id) const override { return vocab_.is_eog(id); }
+  int32_t token_id(std::string_view piece) const override { return vocab_.find(piece); }
+  const std::string& piece(int32_t id) const override { return vocab_.data().tokens.at(id); }
+  bool add_bos_by_default() const override { return vocab_.data().add_bos; }
+
+ protected:
+  Vocab vocab_;
+};
 
 }  // namespace tinfer
