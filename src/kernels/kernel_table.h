@@ -10,20 +10,25 @@ namespace tinfer {
 
 // Activations quantized per 32-block: q = round(x / d), d = amax / 127, so q is in [-127, 127].
 // Stored as a panel that the GEMMs walk with one pointer: rows in groups of kActGroup (the last group
-// zero-padded); per group and block, kActBlockBytes = q[8][32] int8, d[8] f32, off[8] i32, ds[8] f32.
-// off = corr * sum(q) removes the packed weights' offset (Q8_0 stores q + 128: corr -128; Q4_0 q + 8:
-// corr -8); ds = d * sum(q) feeds Q4_1's min term.
+// zero-padded); per group and block, gr rows of q[32] int8, then d[gr] f32, off[gr] i32, ds[gr] f32
+// (block_bytes(gr) = 44 * gr). gr = kActGroup, except a single row group (m < kActGroup) stores only
+// its m rows: a decode step's activations then take 44 bytes per block instead of 352, and stay in
+// L1 while the weights stream through it. off = corr * sum(q) removes the packed weights' offset
+// (Q8_0 stores q + 128: corr -128; Q4_0 q + 8: corr -8); ds = d * sum(q) feeds Q4_1's min term.
 constexpr int kActGroup = 8;
-constexpr int64_t kActBlockBytes = kActGroup * 32 + kActGroup * 12;
+constexpr int64_t act_block_bytes(int gr) { return gr * 44; }
 struct QActs {
   const uint8_t* panel = nullptr;
   int64_t nb = 0;  // blocks per row
+  int gr = kActGroup;  // rows stored per group
   // The block b of group g, and its fields for row r of the group.
-  const uint8_t* block(int64_t g, int64_t b) const { return panel + (g * nb + b) * kActBlockBytes; }
-  static const int8_t* q(const uint8_t* blk, int r) { return reinterpret_cast<const int8_t*>(blk) + r * 32; }
-  static const float* d(const uint8_t* blk, int r) { return reinterpret_cast<const float*>(blk + 256) + r; }
-  static const int32_t* off(const uint8_t* blk, int r) { return reinterpret_cast<const int32_t*>(blk + 288) + r; }
-  static const float* ds(const uint8_t* blk, int r) { return reinterpret_cast<const float*>(blk + 320) + r; }
+  const uint8_t* block(int64_t g, int64_t b) const { return panel + (g * nb + b) * act_block_bytes(gr); }
+  const int8_t* q(const uint8_t* blk, int r) const { return reinterpret_cast<const int8_t*>(blk) + r * 32; }
+  const float* d(const uint8_t* blk, int r) const { return reinterpret_cast<const float*>(blk + gr * 32) + r; }
+  const int32_t* off(const uint8_t* blk, int r) const {
+    return reinterpret_cast<const int32_t*>(blk + gr * 36) + r;
+  }
+  const float* ds(const uint8_t* blk, int r) const { return reinterpret_cast<const float*>(blk + gr * 40) + r; }
 };
 
 // One quantized GEMM call: y[i][r] += ... is NOT accumulated; y[i][r] is overwritten for

@@ -81,6 +81,35 @@ TEST(MatmulTest, SingleThreadPoolGivesSameResult) {
   EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float)));
 }
 
+// Decode (m < 8) splits the tiles into one contiguous run per thread, and threads that finish steal
+// from the back of the others' runs. Whoever computes a tile, every output is computed exactly once
+// by the same code, so results are bit-identical across pool sizes (3 and 5 threads oversubscribe a
+// 2-core machine, so steals happen) and repeated runs, and match the reference.
+TEST(MatmulTest, DecodeSplitComputesEveryTileOnce) {
+  const int64_t rows = 16 * 67 + 5, cols = 64;
+  for (DType type : {DType::Q8_0, DType::Q4_0, DType::Q4_1}) {
+    const auto w = test::random_weights(type, rows, cols, 9);
+    const PackedMatrix pw = pack_matrix(type, w.data(), rows, cols);
+    for (int64_t m : {1, 3}) {
+      SCOPED_TRACE(testing::Message() << type_traits(type).name << " m=" << m);
+      const auto x = test::random_floats(size_t(m * cols), 10);
+      std::vector<float> want(static_cast<size_t>(m * rows)), first(want.size(), -1e30f);
+      ref::matmul_qact(type, w.data(), rows, cols, x.data(), m, want.data());
+      ThreadPool p1(1);
+      matmul(pw, x.data(), m, first.data(), p1);
+      EXPECT_LT(test::max_err_over_rms(first.data(), want.data(), first.size()), kQActTolerance);
+      for (int threads : {2, 3, 5}) {
+        ThreadPool pool(threads);
+        for (int rep = 0; rep < 20; ++rep) {
+          std::vector<float> got(want.size(), -1e30f);
+          matmul(pw, x.data(), m, got.data(), pool);
+          ASSERT_EQ(0, std::memcmp(got.data(), first.data(), got.size() * sizeof(float))) << threads << " threads";
+        }
+      }
+    }
+  }
+}
+
 TEST(ActQuantTest, EveryIsaMatchesReferenceBitExactly) {
   const int64_t cols = 32 * 9;
   auto x = test::random_floats(size_t(cols), 11, 3.0f);

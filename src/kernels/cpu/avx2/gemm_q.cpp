@@ -54,14 +54,14 @@ inline void half_rows(const uint8_t* tile, int64_t quant_offset, const QActs& a,
     __m256i acc[MR];
 #pragma GCC unroll 16
     for (int r = 0; r < MR; ++r)
-      acc[r] = K == Kind::q4_0 ? _mm256_set1_epi32(*QActs::off(blk, r0 + r)) : _mm256_setzero_si256();
+      acc[r] = K == Kind::q4_0 ? _mm256_set1_epi32(*a.off(blk, r0 + r)) : _mm256_setzero_si256();
     if constexpr (K == Kind::q8_0) {
 #pragma GCC unroll 16
       for (int j = 0; j < 8; ++j) {
         const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qb + 64 * j));
 #pragma GCC unroll 16
         for (int r = 0; r < MR; ++r)
-          acc[r] = _mm256_add_epi32(acc[r], dot4<K>(w, bcast4(QActs::q(blk, r0 + r) + 4 * j)));
+          acc[r] = _mm256_add_epi32(acc[r], dot4<K>(w, bcast4(a.q(blk, r0 + r) + 4 * j)));
       }
     } else {
 #pragma GCC unroll 16
@@ -70,7 +70,7 @@ inline void half_rows(const uint8_t* tile, int64_t quant_offset, const QActs& a,
         const __m256i wl = _mm256_and_si256(v, lo4), wh = _mm256_and_si256(_mm256_srli_epi16(v, 4), lo4);
 #pragma GCC unroll 16
         for (int r = 0; r < MR; ++r) {
-          const int8_t* q = QActs::q(blk, r0 + r);
+          const int8_t* q = a.q(blk, r0 + r);
           acc[r] = _mm256_add_epi32(acc[r], _mm256_add_epi32(dot4<K>(wl, bcast4(q + 4 * c)),
                                                              dot4<K>(wh, bcast4(q + 16 + 4 * c))));
         }
@@ -78,11 +78,11 @@ inline void half_rows(const uint8_t* tile, int64_t quant_offset, const QActs& a,
     }
 #pragma GCC unroll 16
     for (int r = 0; r < MR; ++r) {
-      facc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc[r]), _mm256_mul_ps(wd, _mm256_set1_ps(*QActs::d(blk, r0 + r))), facc[r]);
+      facc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc[r]), _mm256_mul_ps(wd, _mm256_set1_ps(*a.d(blk, r0 + r))), facc[r]);
       if constexpr (K == Kind::q4_1) {
         const __m256 wm =
             _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + b * ns + 16 + 8 * h)));
-        facc[r] = _mm256_fmadd_ps(wm, _mm256_set1_ps(*QActs::ds(blk, r0 + r)), facc[r]);
+        facc[r] = _mm256_fmadd_ps(wm, _mm256_set1_ps(*a.ds(blk, r0 + r)), facc[r]);
       }
     }
   }

@@ -22,10 +22,10 @@ void tile_row(const uint8_t* tile, int64_t quant_offset, const QActs& a, int64_t
   float acc[16] = {};
   for (int64_t b = 0; b < a.nb; ++b) {
     const uint8_t* blk = a.block(g, b);
-    const int8_t* q = QActs::q(blk, r0);
+    const int8_t* q = a.q(blk, r0);
     const uint8_t* qb = quants + b * qbytes;
     int32_t isum[16];
-    for (int r = 0; r < 16; ++r) isum[r] = *QActs::off(blk, r0);  // corr * sum(q)
+    for (int r = 0; r < 16; ++r) isum[r] = *a.off(blk, r0);  // corr * sum(q)
     if constexpr (K == Kind::q8_0) {
       for (int j = 0; j < 8; ++j)
         for (int r = 0; r < 16; ++r)
@@ -38,10 +38,10 @@ void tile_row(const uint8_t* tile, int64_t quant_offset, const QActs& a, int64_t
             isum[r] += (byte & 15) * q[4 * c + u] + (byte >> 4) * q[16 + 4 * c + u];
           }
     }
-    const float da = *QActs::d(blk, r0);
+    const float da = *a.d(blk, r0);
     for (int r = 0; r < 16; ++r) {
       acc[r] += fp16_to_f32(scales[b * ns + r]) * da * float(isum[r]);
-      if constexpr (K == Kind::q4_1) acc[r] += fp16_to_f32(scales[b * ns + 16 + r]) * *QActs::ds(blk, r0);
+      if constexpr (K == Kind::q4_1) acc[r] += fp16_to_f32(scales[b * ns + 16 + r]) * *a.ds(blk, r0);
     }
   }
   std::memcpy(y, acc, sizeof(float) * size_t(valid));
