@@ -114,6 +114,7 @@ BatchPlan Scheduler::schedule() {
 
   // Waiting requests join in FCFS order; none after a preemption (the pool is short) or when the policy says no.
   if (!preempted_any && policy_->may_admit(num_running_at_start)) {
+    bool out_of_blocks = false;
     while (!waiting_.empty() && num_running() < config_.max_seqs && budget > 0) {
       Request& r = requests_.at(waiting_.front());
       // Never the whole sequence from cache: the last token is computed so that its logits exist.
@@ -127,7 +128,10 @@ BatchPlan Scheduler::schedule() {
                                .hit = &hit,
                                .reserve_tokens = reserve,
                                .extra_key = r.cache_salt};
-      if (!kv_.allocate(r.id, a, nullptr)) break;
+      if (!kv_.allocate(r.id, a, nullptr)) {
+        out_of_blocks = true;
+        break;
+      }
       kv_.record_prefix_query(r.num_tokens(), hit.num_tokens);
       waiting_.pop_front();
       r.status = RequestStatus::kRunning;
@@ -139,6 +143,7 @@ BatchPlan Scheduler::schedule() {
       scheduled.insert(r.id);
       budget -= n;
     }
+    policy_->admissions_done(out_of_blocks || waiting_.empty() || num_running() >= config_.max_seqs);
   }
   ++stats_.steps;
   stats_.scheduled_tokens += plan.num_tokens;

@@ -35,21 +35,36 @@ class BatchingPolicy {
   virtual ~BatchingPolicy() = default;
   virtual const char* name() const = 0;
   // num_running: requests running when the step began, before any admission.
-  virtual bool may_admit(int num_running) const = 0;
+  virtual bool may_admit(int num_running) = 0;
+  // After a step's admissions: whether the running set is full (max_seqs, or no blocks left for the
+  // next waiting request) or nobody is left waiting.
+  virtual void admissions_done(bool full_or_drained) { (void)full_or_drained; }
 };
 
 // Waiting requests join whenever budget, max_seqs and blocks allow; finished ones leave at once.
 class ContinuousBatching final : public BatchingPolicy {
  public:
   const char* name() const override { return "continuous"; }
-  bool may_admit(int) const override { return true; }
+  bool may_admit(int) override { return true; }
 };
 
-// Baseline: a batch forms only from an idle scheduler and runs until its longest member finishes; nobody joins.
+// Baseline: a batch forms only from an idle scheduler and runs until its longest member finishes;
+// nobody joins meanwhile. Forming may take several steps (the token budget need not hold every
+// prompt at once): the batch stays open until it is full or nobody is waiting, so it has max_seqs
+// members whenever that many requests are queued, as in a server that pads a batch of prompts.
 class StaticBatching final : public BatchingPolicy {
  public:
   const char* name() const override { return "static"; }
-  bool may_admit(int num_running) const override { return num_running == 0; }
+  bool may_admit(int num_running) override {
+    if (num_running == 0) open_ = true;
+    return open_;
+  }
+  void admissions_done(bool full_or_drained) override {
+    if (full_or_drained) open_ = false;
+  }
+
+ private:
+  bool open_ = false;
 };
 
 // One request's share of a step. Position p's KV lives in block_table[p / block_size], slot p % block_size.

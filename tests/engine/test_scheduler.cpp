@@ -211,6 +211,30 @@ TEST(Scheduler, StaticBatchDrainsBeforeAdmittingContinuousJoinsAtOnce) {
   EXPECT_EQ(step_when_third_joins(std::make_unique<StaticBatching>()), 5);      // after 2's fifth token
 }
 
+// A static batch forms over as many steps as its prompts need: with a budget of 8 tokens and 8-token
+// prompts, one seat fills per step (the members admitted earlier decode meanwhile), and all four fill
+// (steps 0-3) before the batch closes. Request 4, admitted last with a 4-token chunk, has its first
+// token at step 4 and its 8th at step 11; the fifth request waits for it, then the next batch forms.
+TEST(Scheduler, StaticBatchFillsEverySeatAcrossSteps) {
+  Scheduler s(config(8, 4), kv_config(64), std::make_unique<StaticBatching>());
+  FakeRunner runner(32, 4);
+  for (RequestId id = 1; id <= 5; ++id) s.add(id, params(prompt_of(8, int(100 * id)), 8));
+  int joined5 = -1, max_running = 0;
+  for (int step = 0; step < 60 && s.has_unfinished(); ++step) {
+    BatchPlan p = s.schedule();
+    max_running = std::max(max_running, s.num_running());
+    const auto ids = ids_of(p);
+    if (joined5 < 0 && std::find(ids.begin(), ids.end(), 5) != ids.end()) joined5 = step;
+    if (step < 4) {
+      EXPECT_EQ(s.num_running(), step + 1) << "step " << step;
+    }
+    s.update(p, runner.run(p));
+  }
+  EXPECT_EQ(max_running, 4);
+  EXPECT_FALSE(s.has_unfinished());
+  EXPECT_EQ(joined5, 12);
+}
+
 TEST(Scheduler, PrefixHitsSkipComputationAndKeepOutputs) {
   auto prompt = prompt_of(18);
   std::vector<Token> reference;

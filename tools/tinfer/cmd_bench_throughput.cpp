@@ -29,7 +29,9 @@ struct Timing {
 struct LoadResult {
   double wall_s = 0;
   int64_t prompt_tokens = 0, gen_tokens = 0;
-  std::vector<double> ttft, tpot;  // per request: first-token latency; mean gap between later tokens
+  // Per request: first-token latency; mean gap between later tokens; end-to-end latency (submit to
+  // last token, what a client of a non-streaming API waits for).
+  std::vector<double> ttft, tpot, e2e;
   EngineStats stats;
   double mean_waste = 0;  // reserved-but-unwritten share of held KV slots, averaged over steps
   int64_t peak_waste_slots = 0;
@@ -75,6 +77,7 @@ LoadResult run_load(Engine& e, const Workload& w, int concurrency, const Samplin
     r.prompt_tokens += int64_t(w.prompts[i].size());
     r.gen_tokens += t[i].tokens;
     r.ttft.push_back(t[i].first - t[i].submit);
+    r.e2e.push_back(t[i].last - t[i].submit);
     if (t[i].tokens > 1) r.tpot.push_back((t[i].last - t[i].first) / (t[i].tokens - 1));
   }
   return r;
@@ -210,6 +213,8 @@ int cmd_bench_throughput(int argc, char** argv) {
               percentile(r.ttft, 99));
   std::printf("per-token latency ms: median %.1f  P90 %.1f  P99 %.1f\n", 1e3 * percentile(r.tpot, 50),
               1e3 * percentile(r.tpot, 90), 1e3 * percentile(r.tpot, 99));
+  std::printf("request latency s: median %.3f  P90 %.3f  P99 %.3f\n", percentile(r.e2e, 50),
+              percentile(r.e2e, 90), percentile(r.e2e, 99));
   std::printf("KV: peak %d of %d blocks, max running %d, prefix hit rate %.1f%%, preemptions %lld, "
               "waste %.1f%% of held slots (peak %lld slots), steps %lld\n",
               s.kv_blocks_peak, s.kv_blocks_total, s.running_peak, 100 * s.prefix_hit_rate,
@@ -227,6 +232,9 @@ int cmd_bench_throughput(int argc, char** argv) {
   j["tpot_p50_s"] = percentile(r.tpot, 50);
   j["tpot_p90_s"] = percentile(r.tpot, 90);
   j["tpot_p99_s"] = percentile(r.tpot, 99);
+  j["e2e_p50_s"] = percentile(r.e2e, 50);
+  j["e2e_p90_s"] = percentile(r.e2e, 90);
+  j["e2e_p99_s"] = percentile(r.e2e, 99);
   j["peak_kv_blocks"] = s.kv_blocks_peak;
   j["max_running"] = s.running_peak;
   j["prefix_hit_rate"] = s.prefix_hit_rate;
