@@ -12,14 +12,11 @@
 #include "kernels/kernel_table.h"
 #include "kernels/packed_layout.h"
 
-int g_pf = std::getenv("PFD") ? std::atoi(std::getenv("PFD")) : 8192;
-int g_hint = std::getenv("PFH") ? std::atoi(std::getenv("PFH")) : 1;
 namespace tinfer {
 namespace {
 
 enum class Kind { q8_0, q4_0, q4_1 };
 
-#include <cstdlib>
 // Decode streams weights from DRAM; software prefetch runs ahead of the hardware prefetchers. Measured
 // on Zen 4 (whole decode steps, against a plain read probe in the same process, in the host's fast
 // memory mode; in its slow mode every choice is within noise): Q8_0 is best with a 2 KiB non-temporal
