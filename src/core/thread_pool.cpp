@@ -17,6 +17,7 @@ enum : int { kFree = 0, kTaken = 1, kDone = 2 };
 ThreadPool::ThreadPool(int n_threads) {
   n_ = n_threads > 0 ? n_threads : std::max(1u, std::thread::hardware_concurrency());
   slots_ = std::make_unique<std::atomic<int>[]>(size_t(n_));
+  runs_ = std::make_unique<Run[]>(size_t(n_));
   for (int i = 0; i < n_; ++i) slots_[i].store(kDone);
   for (int i = 1; i < n_; ++i) threads_.emplace_back([this, i] { worker(i); });
 }
@@ -94,6 +95,37 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain, const std::function<void
     int64_t u0 = units * t / threads, u1 = units * (t + 1) / threads;
     int64_t b = u0 * grain, e = std::min(n, u1 * grain);
     if (b < e) fn(b, e);
+  });
+}
+
+bool ThreadPool::claim(Run& r, bool front, int64_t item, int64_t& b, int64_t& e) {
+  uint64_t v = r.front_back.load(std::memory_order_relaxed);
+  for (;;) {
+    const int64_t f = int64_t(v >> 32), k = int64_t(v & 0xffffffffu);
+    if (f >= k) return false;
+    const int64_t take = std::min(item, k - f);
+    const uint64_t nv = front ? uint64_t(f + take) << 32 | uint64_t(k) : uint64_t(f) << 32 | uint64_t(k - take);
+    if (r.front_back.compare_exchange_weak(v, nv, std::memory_order_relaxed)) {
+      b = front ? f : k - take;
+      e = front ? f + take : k;
+      return true;
+    }
+  }
+}
+
+void ThreadPool::parallel_for_runs(int64_t n, int64_t item, const std::function<void(int64_t, int64_t)>& fn) {
+  if (n <= 0) return;
+  item = std::max<int64_t>(item, 1);
+  if (n_ == 1 || n <= item) {
+    fn(0, n);
+    return;
+  }
+  for (int i = 0; i < n_; ++i) runs_[i].front_back.store(uint64_t(n * i / n_) << 32 | uint64_t(n * (i + 1) / n_));
+  run([&](int index, int threads) {
+    int64_t b, e;
+    while (claim(runs_[index], true, item, b, e)) fn(b, e);
+    for (int k = 1; k < threads; ++k)
+      while (claim(runs_[(index + k) % threads], false, item, b, e)) fn(b, e);
   });
 }
 

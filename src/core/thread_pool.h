@@ -32,11 +32,23 @@ class ThreadPool {
   // Splits [0, n) into contiguous chunks, one per thread, each a multiple of `grain` (except the last).
   void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
 
+  // For streams read once (a decode step's weights): thread i owns the contiguous run
+  // [i*n/size, (i+1)*n/size) and calls fn on it front to back in pieces of at most `item`; a thread
+  // whose run is done takes pieces from the back of the others' runs, so a late or descheduled
+  // worker costs only what it has not claimed. Every index is passed to fn exactly once.
+  void parallel_for_runs(int64_t n, int64_t item, const std::function<void(int64_t, int64_t)>& fn);
+
  private:
+  // One thread's run for parallel_for_runs: front << 32 | back, so either end is claimed with one CAS.
+  struct alignas(64) Run {
+    std::atomic<uint64_t> front_back{0};
+  };
+  static bool claim(Run& r, bool front, int64_t item, int64_t& b, int64_t& e);
   void worker(int index);
   bool run_slot(int index);  // claims and runs share `index`; false if someone else claimed it
   int n_;
   std::unique_ptr<std::atomic<int>[]> slots_;
+  std::unique_ptr<Run[]> runs_;
   std::vector<std::thread> threads_;
   const std::function<void(int, int)>* job_ = nullptr;
   std::atomic<uint64_t> generation_{0};

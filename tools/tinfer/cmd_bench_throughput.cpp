@@ -37,6 +37,18 @@ struct LoadResult {
   int64_t peak_waste_slots = 0;
 };
 
+// Prints "<label>: median .. P90 .. P99 .." (values times `scale`, `digits` decimals) and records the
+// unscaled seconds as j["<key>_p50_s"], j["<key>_p90_s"], j["<key>_p99_s"].
+void report_latency(nlohmann::json& j, const char* label, const std::string& key, const std::vector<double>& v,
+                    double scale, int digits) {
+  const double p50 = percentile(v, 50), p90 = percentile(v, 90), p99 = percentile(v, 99);
+  std::printf("%s: median %.*f  P90 %.*f  P99 %.*f\n", label, digits, scale * p50, digits, scale * p90, digits,
+              scale * p99);
+  j[key + "_p50_s"] = p50;
+  j[key + "_p90_s"] = p90;
+  j[key + "_p99_s"] = p99;
+}
+
 LoadResult run_load(Engine& e, const Workload& w, int concurrency, const SamplingParams& sampling) {
   const int n = int(w.prompts.size());
   std::vector<Timing> t(n);
@@ -209,12 +221,9 @@ int cmd_bench_throughput(int argc, char** argv) {
               concurrency > 0 ? std::to_string(concurrency).c_str() : "all", (long long)r.prompt_tokens,
               (long long)r.gen_tokens, r.wall_s);
   std::printf("throughput: %.1f total tok/s, %.1f generated tok/s\n", total_tok_s, gen_tok_s);
-  std::printf("TTFT s: median %.3f  P90 %.3f  P99 %.3f\n", percentile(r.ttft, 50), percentile(r.ttft, 90),
-              percentile(r.ttft, 99));
-  std::printf("per-token latency ms: median %.1f  P90 %.1f  P99 %.1f\n", 1e3 * percentile(r.tpot, 50),
-              1e3 * percentile(r.tpot, 90), 1e3 * percentile(r.tpot, 99));
-  std::printf("request latency s: median %.3f  P90 %.3f  P99 %.3f\n", percentile(r.e2e, 50),
-              percentile(r.e2e, 90), percentile(r.e2e, 99));
+  report_latency(j, "TTFT s", "ttft", r.ttft, 1.0, 3);
+  report_latency(j, "per-token latency ms", "tpot", r.tpot, 1e3, 1);
+  report_latency(j, "request latency s", "e2e", r.e2e, 1.0, 3);
   std::printf("KV: peak %d of %d blocks, max running %d, prefix hit rate %.1f%%, preemptions %lld, "
               "waste %.1f%% of held slots (peak %lld slots), steps %lld\n",
               s.kv_blocks_peak, s.kv_blocks_total, s.running_peak, 100 * s.prefix_hit_rate,
@@ -226,15 +235,6 @@ int cmd_bench_throughput(int argc, char** argv) {
   j["wall_s"] = r.wall_s;
   j["total_tok_s"] = total_tok_s;
   j["gen_tok_s"] = gen_tok_s;
-  j["ttft_p50_s"] = percentile(r.ttft, 50);
-  j["ttft_p90_s"] = percentile(r.ttft, 90);
-  j["ttft_p99_s"] = percentile(r.ttft, 99);
-  j["tpot_p50_s"] = percentile(r.tpot, 50);
-  j["tpot_p90_s"] = percentile(r.tpot, 90);
-  j["tpot_p99_s"] = percentile(r.tpot, 99);
-  j["e2e_p50_s"] = percentile(r.e2e, 50);
-  j["e2e_p90_s"] = percentile(r.e2e, 90);
-  j["e2e_p99_s"] = percentile(r.e2e, 99);
   j["peak_kv_blocks"] = s.kv_blocks_peak;
   j["max_running"] = s.running_peak;
   j["prefix_hit_rate"] = s.prefix_hit_rate;

@@ -8,6 +8,7 @@
 #include "common.h"
 #include "core/error.h"
 #include "engine/generate.h"
+#include "engine/text_stream.h"
 #include "model/tokenizer/tokenizer.h"
 
 namespace tinfer::cli {
@@ -48,17 +49,17 @@ int cmd_chat(int argc, char** argv) {
     opts.sampling = sp;
     if (sp.seed >= 0) opts.sampling.seed = sp.seed + turn;
     std::string answer;
-    Utf8Stream utf8;
+    TextStream text_out(tok, false);  // the reply follows the chat template, never BOS alone
     GenerateStats st = generate(session, tok, std::vector<int32_t>(toks.begin() + common, toks.end()), opts,
                                 [&](int32_t t) {
-                                  std::string bytes = tok.token_bytes(t);
+                                  std::string bytes = text_out.piece(t);
                                   answer += bytes;
-                                  std::string s = utf8.push(bytes);
+                                  std::string s = text_out.assemble(bytes);
                                   std::fwrite(s.data(), 1, s.size(), stdout);
                                   std::fflush(stdout);
                                   return true;
                                 });
-    std::string rest = utf8.flush();
+    std::string rest = text_out.flush();
     std::fwrite(rest.data(), 1, rest.size(), stdout);
     std::printf("\n");
     std::fflush(stdout);

@@ -24,13 +24,10 @@ enum class Kind { q8_0, q4_0, q4_1 };
 // 8 KiB into L2 (0.74 vs 0.62-0.66). 1-16 KiB with T0/T1/NTA were tried.
 template <Kind K>
 inline void prefetch_weights(const uint8_t* qb, int qbytes) {
-  if constexpr (K == Kind::q8_0) {
+  constexpr int ahead = K == Kind::q8_0 ? 2048 : 8192;
+  constexpr _mm_hint hint = K == Kind::q8_0 ? _MM_HINT_NTA : _MM_HINT_T1;
 #pragma GCC unroll 8
-    for (int c = 0; c < qbytes; c += 64) _mm_prefetch(reinterpret_cast<const char*>(qb + 2048 + c), _MM_HINT_NTA);
-  } else {
-#pragma GCC unroll 8
-    for (int c = 0; c < qbytes; c += 64) _mm_prefetch(reinterpret_cast<const char*>(qb + 8192 + c), _MM_HINT_T1);
-  }
+  for (int c = 0; c < qbytes; c += 64) _mm_prefetch(reinterpret_cast<const char*>(qb + ahead + c), hint);
 }
 
 inline __m512i bcast4(const int8_t* p) {
