@@ -25,9 +25,13 @@ enum class Kind { q8_0, q4_0, q4_1 };
 template <Kind K>
 inline void prefetch_weights(const uint8_t* qb, int qbytes) {
   constexpr int ahead = K == Kind::q8_0 ? 2048 : 8192;
-  constexpr _mm_hint hint = K == Kind::q8_0 ? _MM_HINT_NTA : _MM_HINT_T1;
 #pragma GCC unroll 8
-  for (int c = 0; c < qbytes; c += 64) _mm_prefetch(reinterpret_cast<const char*>(qb + ahead + c), hint);
+  for (int c = 0; c < qbytes; c += 64) {
+    const char* p = reinterpret_cast<const char*>(qb + ahead + c);
+    // The hint must be spelled as a literal: clang's _mm_prefetch is a macro with no hint type to hold one.
+    if constexpr (K == Kind::q8_0) _mm_prefetch(p, _MM_HINT_NTA);
+    else _mm_prefetch(p, _MM_HINT_T1);
+  }
 }
 
 inline __m512i bcast4(const int8_t* p) {
