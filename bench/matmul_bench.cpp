@@ -46,7 +46,7 @@ std::vector<float> random_x(int64_t n) {
   return x;
 }
 
-// args: type, rows, cols, m. Decode shapes cycle through enough copies (>= 256 MiB) that weights
+// args: type, rows, cols, m. Decode shapes (m <= 64) cycle through enough copies (>= 256 MiB) that weights
 // come from DRAM, as in a real decode step (TINFER_BENCH_HOT=1: one copy, to see in-cache kernel speed).
 void BM_Matmul(benchmark::State& state) {
   const DType type = DType(state.range(0));
@@ -54,7 +54,7 @@ void BM_Matmul(benchmark::State& state) {
   std::vector<PackedMatrix> ws;
   ws.push_back(random_packed(type, rows, cols));
   const size_t bytes = ws[0].data.size();
-  const size_t copies = m == 1 && !std::getenv("TINFER_BENCH_HOT") ? std::max<size_t>(1, (size_t(256) << 20) / bytes) : 1;
+  const size_t copies = m <= 64 && !std::getenv("TINFER_BENCH_HOT") ? std::max<size_t>(1, (size_t(256) << 20) / bytes) : 1;
   while (ws.size() < copies) ws.push_back(random_packed(type, rows, cols));
   const auto x = random_x(m * cols);
   std::vector<float> y(static_cast<size_t>(m * rows));
@@ -80,6 +80,9 @@ void shapes(benchmark::internal::Benchmark* b) {
   for (DType t : {DType::Q8_0, DType::Q4_0})
     for (const auto& s : kShapes)
       if (s[0] != 32000) b->Args({int64_t(t), s[0], s[1], 512});
+  // Batched decode (continuous batching's steps): a few rows, weights still streamed from DRAM.
+  for (DType t : {DType::Q8_0, DType::Q4_0})
+    for (int64_t m : {4, 8, 16, 32}) b->Args({int64_t(t), 5632, 2048, m});
 }
 BENCHMARK(BM_Matmul)->Apply(shapes)->Unit(benchmark::kMicrosecond)->UseRealTime();
 

@@ -16,6 +16,7 @@ namespace tinfer {
 // L1 while the weights stream through it. off = corr * sum(q) removes the packed weights' offset
 // (Q8_0 stores q + 128: corr -128; Q4_0 q + 8: corr -8); ds = d * sum(q) feeds Q4_1's min term.
 constexpr int kActGroup = 8;
+constexpr int64_t kMaxGemmRows = 64;  // activation rows per GEMM call (a multiple of kActGroup)
 constexpr int64_t act_block_bytes(int gr) { return gr * 44; }
 struct QActs {
   const uint8_t* panel = nullptr;
@@ -33,7 +34,7 @@ struct QActs {
 
 // One quantized GEMM call: y[i][r] += ... is NOT accumulated; y[i][r] is overwritten for
 // i in [i0, i1), r in the rows of tiles [t0, t1) (the padded rows past `rows` are not stored).
-// i0 is a multiple of kActGroup.
+// i0 is a multiple of kActGroup and i1 - i0 <= kMaxGemmRows.
 struct GemmArgs {
   const uint8_t* w = nullptr;  // packed tiles (packed_layout.h)
   int64_t tile_bytes = 0;      // bytes per 16-row tile

@@ -17,7 +17,7 @@ namespace tinfer {
 
 namespace {
 
-constexpr int64_t kActChunk = 64;  // activation rows per pass over a thread's tiles (~L2 resident)
+constexpr int64_t kActChunk = kMaxGemmRows;  // activation rows per pass over a thread's tiles (~L2 resident)
 
 // Per calling thread, grown on demand and then reused: no allocation per token after warm-up.
 struct ActScratch {

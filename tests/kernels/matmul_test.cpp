@@ -40,7 +40,10 @@ TEST_P(MatmulTest, MatchesReferenceOnEveryIsa) {
   const int64_t bs = tt.block_size == 1 ? 32 : tt.block_size;  // float types: any width; use 32-steps
   const bool tiled = type == DType::Q8_0 || type == DType::Q4_0 || type == DType::Q4_1;
   std::vector<Shape> shapes = {{1, 1, 1}, {17, 3, 1}, {17, 3, 2}, {17, 3, 3}, {31, 5, 5},
-                               {33, 3, 7}, {16, 7, 16}, {45, 33, 33}, {5, 9, 70}};
+                               {33, 3, 7}, {16, 7, 16}, {45, 33, 33}, {5, 9, 70},
+                               // several L1 slices of blocks (8 for Q8_0, 16 for Q4) with a ragged last
+                               // slice, then a full and a partial activation group sharing each slice
+                               {20, 17, 12}, {18, 40, 9}};
   if (tt.block_size == 1) shapes.push_back({7, 1, 3});  // cols = 32 + odd tail below
   ThreadPool pool(2);
   for (const Shape& s : shapes) {

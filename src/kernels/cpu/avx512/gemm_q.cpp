@@ -19,17 +19,21 @@ enum class Kind { q8_0, q4_0, q4_1 };
 
 // Decode streams weights from DRAM; software prefetch runs ahead of the hardware prefetchers. Measured
 // on Zen 4 (whole decode steps, against a plain read probe in the same process, in the host's fast
-// memory mode; in its slow mode every choice is within noise): Q8_0 is best with a 2 KiB non-temporal
-// prefetch (0.75-0.78 of the read bandwidth vs 0.63-0.65 with 8 KiB into L2), the 4-bit types with
-// 8 KiB into L2 (0.74 vs 0.62-0.66). 1-16 KiB with T0/T1/NTA were tried.
-template <Kind K>
+// memory mode; in its slow mode every choice is within noise): with one or two activation rows per
+// pass Q8_0 is best with a 2 KiB non-temporal prefetch (0.75-0.78 of the read bandwidth vs 0.63-0.65
+// with 8 KiB into L2), the 4-bit types with 8 KiB into L2 (0.74 vs 0.62-0.66); 1-16 KiB with T0/T1/NTA
+// were tried. With 4+ rows (batched decode) a block takes longer to compute, so 2 KiB is too close and
+// non-temporal lines are gone before the slice's other groups reread them: 8 KiB into L2 for every
+// type (TinyLlama step, 16 rows, Q8_0: 81 ms without prefetch, 68 with 2 KiB NTA, 55-58 with 8-16 KiB T1).
+template <Kind K, int MR>
 inline void prefetch_weights(const uint8_t* qb, int qbytes) {
-  constexpr int ahead = K == Kind::q8_0 ? 2048 : 8192;
+  constexpr bool nta = K == Kind::q8_0 && MR <= 2;
+  constexpr int ahead = nta ? 2048 : 8192;
 #pragma GCC unroll 8
   for (int c = 0; c < qbytes; c += 64) {
     const char* p = reinterpret_cast<const char*>(qb + ahead + c);
     // The hint must be spelled as a literal: clang's _mm_prefetch is a macro with no hint type to hold one.
-    if constexpr (K == Kind::q8_0) _mm_prefetch(p, _MM_HINT_NTA);
+    if constexpr (nta) _mm_prefetch(p, _MM_HINT_NTA);
     else _mm_prefetch(p, _MM_HINT_T1);
   }
 }
@@ -40,22 +44,22 @@ inline __m512i bcast4(const int8_t* p) {
   return _mm512_set1_epi32(v);
 }
 
-// Rows r0..r0+MR of activation group g, for one tile: y[row][0..16) = sum_b d_w * d_a * (int dot + off).
+// Rows r0..r0+MR of activation group g, for blocks [b0, b1) of one tile: acc[row][0..16) +=
+// sum_b d_w * d_a * (int dot + off). acc holds MR rows of 16 floats and persists across block ranges.
 template <Kind K, int MR>
-inline void tile_rows(const uint8_t* tile, int64_t quant_offset, const QActs& a, int64_t g, int r0, float* y,
-                      int64_t ldy, __mmask16 mask) {
+inline void tile_rows(const uint8_t* tile, int64_t quant_offset, const QActs& a, int64_t g, int r0, int64_t b0,
+                      int64_t b1, float* acc_io, bool prefetch) {
   constexpr int ns = K == Kind::q4_1 ? 32 : 16;  // fp16 scales per block
   constexpr int qbytes = K == Kind::q8_0 ? 512 : 256;
   const auto* scales = reinterpret_cast<const uint16_t*>(tile);
   const uint8_t* quants = tile + quant_offset;
-  const int64_t nb = a.nb;
   __m512 facc[MR];
 #pragma GCC unroll 16
-  for (int r = 0; r < MR; ++r) facc[r] = _mm512_setzero_ps();
+  for (int r = 0; r < MR; ++r) facc[r] = _mm512_loadu_ps(acc_io + 16 * r);
   const __m512i lo4 = _mm512_set1_epi8(0x0f);
-  for (int64_t b = 0; b < nb; ++b) {
+  for (int64_t b = b0; b < b1; ++b) {
     const uint8_t* qb = quants + b * qbytes;
-    if constexpr (MR <= 2) prefetch_weights<K>(qb, qbytes);  // (past tile ends too: the next tile follows)
+    if (prefetch) prefetch_weights<K, MR>(qb, qbytes);  // (past tile ends too: the next tile follows)
     const __m512 wd = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales + b * ns)));
     __m512i w[8];
     if constexpr (K == Kind::q8_0) {
@@ -115,27 +119,45 @@ inline void tile_rows(const uint8_t* tile, int64_t quant_offset, const QActs& a,
       }
     }
   }
-  for (int r = 0; r < MR; ++r) _mm512_mask_storeu_ps(y + (g * kActGroup + r0 + r) * ldy, mask, facc[r]);
+  for (int r = 0; r < MR; ++r) _mm512_storeu_ps(acc_io + 16 * r, facc[r]);
 }
 
+// Rows r0..r0+n of group g over blocks [b0, b1), in micro-kernels of 8/4/2/1 rows.
+template <Kind K>
+inline void group_rows(const uint8_t* tile, int64_t quant_offset, const QActs& a, int64_t g, int n, int64_t b0,
+                       int64_t b1, float* acc, bool prefetch) {
+  int r0 = 0;
+  if (n == kActGroup) return tile_rows<K, 8>(tile, quant_offset, a, g, 0, b0, b1, acc, prefetch);
+  if (n - r0 >= 4) tile_rows<K, 4>(tile, quant_offset, a, g, r0, b0, b1, acc + 16 * r0, prefetch), r0 += 4;
+  if (n - r0 >= 2) tile_rows<K, 2>(tile, quant_offset, a, g, r0, b0, b1, acc + 16 * r0, prefetch && r0 == 0), r0 += 2;
+  if (n - r0 >= 1) tile_rows<K, 1>(tile, quant_offset, a, g, r0, b0, b1, acc + 16 * r0, prefetch && r0 == 0);
+}
+
+// Per tile, the blocks are walked in slices small enough to stay in L1 (kSliceBytes of quants), and
+// every activation group runs over a slice before the next slice: the tile's weights then come from
+// DRAM/L2 once however many groups there are, and the first group's pass prefetches the slices ahead,
+// so a batched-decode step (m = 8..64, weights streamed from DRAM) overlaps the weight stream with
+// compute instead of alternating between them (measured: m = 16 took memory time + compute time).
 template <Kind K>
 void gemm(const GemmArgs& ga, int64_t t0, int64_t t1, int64_t i0, int64_t i1) {
+  constexpr int64_t kSliceBytes = 4096;
+  constexpr int64_t slice = kSliceBytes / (K == Kind::q8_0 ? 512 : 256);
+  const int64_t nb = ga.a.nb, rows = i1 - i0;
+  alignas(64) float acc[kMaxGemmRows * 16];
   for (int64_t t = t0; t < t1; ++t) {
     const int valid = int(std::min<int64_t>(packed::kTileRows, ga.rows - t * packed::kTileRows));
     const __mmask16 mask = __mmask16((1u << valid) - 1);
     const uint8_t* tile = ga.w + t * ga.tile_bytes;
-    float* y = ga.y + t * packed::kTileRows;
-    for (int64_t g = i0 / kActGroup; g * kActGroup < i1; ++g) {
-      const int64_t n = std::min<int64_t>(kActGroup, i1 - g * kActGroup);
-      if (n == kActGroup) {
-        tile_rows<K, 8>(tile, ga.quant_offset, ga.a, g, 0, y, ga.ldy, mask);
-        continue;
+    std::memset(acc, 0, sizeof(float) * 16 * size_t(rows));
+    for (int64_t b0 = 0; b0 < nb; b0 += slice) {
+      const int64_t b1 = std::min(nb, b0 + slice);
+      for (int64_t g = i0 / kActGroup; g * kActGroup < i1; ++g) {
+        const int n = int(std::min<int64_t>(kActGroup, i1 - g * kActGroup));
+        group_rows<K>(tile, ga.quant_offset, ga.a, g, n, b0, b1, acc + 16 * (g * kActGroup - i0), g * kActGroup == i0);
       }
-      int r0 = 0;
-      if (n - r0 >= 4) { tile_rows<K, 4>(tile, ga.quant_offset, ga.a, g, r0, y, ga.ldy, mask); r0 += 4; }
-      if (n - r0 >= 2) { tile_rows<K, 2>(tile, ga.quant_offset, ga.a, g, r0, y, ga.ldy, mask); r0 += 2; }
-      if (n - r0 >= 1) tile_rows<K, 1>(tile, ga.quant_offset, ga.a, g, r0, y, ga.ldy, mask);
     }
+    float* y = ga.y + t * packed::kTileRows;
+    for (int64_t i = 0; i < rows; ++i) _mm512_mask_storeu_ps(y + (i0 + i) * ga.ldy, mask, _mm512_load_ps(acc + 16 * i));
   }
 }
 
