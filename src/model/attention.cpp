@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/error.h"
 #include "core/isa.h"
 #include "core/thread_pool.h"
 #include "kernels/kernels.h"
@@ -21,7 +22,7 @@ namespace tinfer {
 namespace {
 
 constexpr int64_t kMaxGroup = 64;
-constexpr int64_t kMaxTile = 256;
+constexpr int64_t kMaxTile = 256;  // (portable path: block size)
 
 struct Item {
   const float* q;  // [group][hd], this group's query heads
@@ -88,58 +89,130 @@ TINFER_AVX512 inline __m512 exp16(__m512 x) {
   return _mm512_maskz_mov_ps(~under, _mm512_scalef_ps(p, n));
 }
 
-// AVX-512 path: block_size 16 (one zmm of scores per head), head_dim a multiple of 16 (<= 256).
+// Scores of GN heads (h0..h0+GN) against one block, folded into the running max/sum (online softmax):
+// p[g][0..16) = exp(score - new max), r[g] = exp(old max - new max) rescales what was accumulated.
+// The head count is a template argument so the accumulators live in registers (a runtime count
+// spilled them: every FMA went through a store/load round trip, ~7x slower).
+template <int GN>
+TINFER_AVX512 inline void block_scores(const Item& it, const float* kt, __mmask16 valid, int64_t h0, float* m,
+                                       float* l, float (*p)[16], float* r) {
+  const int64_t hd = it.hd;
+  const float* q = it.q + h0 * hd;
+  __m512 s0[GN], s1[GN];  // even / odd d: two FMA chains per head
+#pragma GCC unroll 4
+  for (int g = 0; g < GN; ++g) s0[g] = s1[g] = _mm512_setzero_ps();
+  for (int64_t d = 0; d < hd; d += 2) {
+    const __m512 k0 = _mm512_loadu_ps(kt + d * 16), k1 = _mm512_loadu_ps(kt + d * 16 + 16);
+#pragma GCC unroll 4
+    for (int g = 0; g < GN; ++g) {
+      s0[g] = _mm512_fmadd_ps(_mm512_set1_ps(q[g * hd + d]), k0, s0[g]);
+      s1[g] = _mm512_fmadd_ps(_mm512_set1_ps(q[g * hd + d + 1]), k1, s1[g]);
+    }
+  }
+  // (No libm call here: a call clobbers every zmm register, spilling the other heads' state.)
+  __m512 sc[GN];
+  alignas(64) float mx[16], dm[16];
+#pragma GCC unroll 4
+  for (int g = 0; g < GN; ++g) {
+    sc[g] = _mm512_mask_mov_ps(_mm512_set1_ps(-INFINITY), valid,
+                               _mm512_mul_ps(_mm512_add_ps(s0[g], s1[g]), _mm512_set1_ps(it.scale)));
+    mx[g] = std::max(m[h0 + g], _mm512_reduce_max_ps(sc[g]));
+    dm[g] = m[h0 + g] - mx[g];  // -inf before the first block: r = 0
+    m[h0 + g] = mx[g];
+  }
+  _mm512_mask_storeu_ps(r, __mmask16((1u << GN) - 1), exp16(_mm512_maskz_loadu_ps(__mmask16((1u << GN) - 1), dm)));
+#pragma GCC unroll 4
+  for (int g = 0; g < GN; ++g) {
+    const __m512 e = _mm512_maskz_mov_ps(valid, exp16(_mm512_sub_ps(sc[g], _mm512_set1_ps(mx[g]))));
+    l[h0 + g] = l[h0 + g] * r[g] + _mm512_reduce_add_ps(e);
+    _mm512_store_ps(p[g], e);
+  }
+}
+
+// O[h0+g][c0..c0+16*CW) = r[g] * O + P[g] · V over one block's len slots: each V row chunk is loaded
+// once for all GN heads (GN*CW accumulators + CW V vectors stay in registers).
+template <int GN, int CW>
+TINFER_AVX512 inline void block_pv(const Item& it, const float* v0, int64_t vstride, int64_t len, int64_t h0,
+                                   int64_t c0, const float (*p)[16], const float* r) {
+  __m512 acc[GN][CW];
+#pragma GCC unroll 4
+  for (int g = 0; g < GN; ++g)
+#pragma GCC unroll 4
+    for (int c = 0; c < CW; ++c)
+      acc[g][c] = _mm512_mul_ps(_mm512_loadu_ps(it.o + (h0 + g) * it.hd + c0 + 16 * c), _mm512_set1_ps(r[g]));
+  for (int64_t j = 0; j < len; ++j) {
+    const float* vj = v0 + j * vstride + c0;
+    __m512 vv[CW];
+#pragma GCC unroll 4
+    for (int c = 0; c < CW; ++c) vv[c] = _mm512_loadu_ps(vj + 16 * c);
+#pragma GCC unroll 4
+    for (int g = 0; g < GN; ++g) {
+      const __m512 w = _mm512_set1_ps(p[g][j]);
+#pragma GCC unroll 4
+      for (int c = 0; c < CW; ++c) acc[g][c] = _mm512_fmadd_ps(w, vv[c], acc[g][c]);
+    }
+  }
+#pragma GCC unroll 4
+  for (int g = 0; g < GN; ++g)
+#pragma GCC unroll 4
+    for (int c = 0; c < CW; ++c) _mm512_storeu_ps(it.o + (h0 + g) * it.hd + c0 + 16 * c, acc[g][c]);
+}
+
+template <int GN>
+TINFER_AVX512 inline void block_heads(const Item& it, const float* kt, const float* v0, int64_t vstride, int64_t len,
+                                      int64_t h0, float* m, float* l) {
+  alignas(64) float p[GN][16];
+  float r[GN];
+  block_scores<GN>(it, kt, __mmask16((1u << len) - 1), h0, m, l, p, r);
+  const int64_t nv = it.hd / 16;
+  int64_t c = 0;
+  for (; c + 4 <= nv; c += 4) block_pv<GN, 4>(it, v0, vstride, len, h0, 16 * c, p, r);
+  switch (nv - c) {
+    case 3: block_pv<GN, 3>(it, v0, vstride, len, h0, 16 * c, p, r); break;
+    case 2: block_pv<GN, 2>(it, v0, vstride, len, h0, 16 * c, p, r); break;
+    case 1: block_pv<GN, 1>(it, v0, vstride, len, h0, 16 * c, p, r); break;
+    default: break;
+  }
+}
+
+// Decode reads each KV block once, from DRAM (the weights streaming through every step evict it from
+// L3), at addresses the hardware prefetchers cannot predict (block tables): fetch the next block's K
+// tile and V rows of this kv head while the current block computes.
+TINFER_AVX512 inline void prefetch_block(const Item& it, int32_t block, int64_t vstride) {
+  const char* k = reinterpret_cast<const char*>(it.kv->k_block(it.layer, block) + it.kvh * it.hd * 16);
+  for (int64_t c = 0; c < it.hd * 16 * 4; c += 64) _mm_prefetch(k + c, _MM_HINT_T0);
+  const float* v0 = it.kv->v(it.layer, block, 0) + it.kvh * it.hd;
+  for (int64_t j = 0; j < 16; ++j)
+    for (int64_t c = 0; c < it.hd * 4; c += 64) _mm_prefetch(reinterpret_cast<const char*>(v0 + j * vstride) + c, _MM_HINT_T0);
+}
+
+// AVX-512 path: block_size 16 (one zmm of scores per head), head_dim a multiple of 16. Heads of the
+// GQA group go 4 at a time (their scores share each K load, their P·V each V load).
 TINFER_AVX512 void attend_avx512(const Item& it) {
-  const int64_t G = it.group, hd = it.hd, nv = hd / 16;
+  const int64_t G = it.group, hd = it.hd;
   float m[kMaxGroup], l[kMaxGroup];
-  alignas(64) float p[kMaxGroup][16];
-  __m512 acc[16];  // one head's output while its P·V runs (hd <= 256)
   std::fill(it.o, it.o + G * hd, 0.f);
   std::fill(m, m + G, -INFINITY);
   std::fill(l, l + G, 0.f);
+  const int64_t vstride = it.kv->v(it.layer, 0, 1) - it.kv->v(it.layer, 0, 0);
   for (int64_t b = 0; b < it.n_blocks; ++b) {
     const int64_t len = b + 1 == it.n_blocks ? it.len_last : 16;
-    const __mmask16 valid = __mmask16((1u << len) - 1);
     const float* kt = it.kv->k_block(it.layer, it.table[b]) + it.kvh * hd * 16;  // [hd][16]
-    for (int64_t g0 = 0; g0 < G; g0 += 4) {  // 4 heads at a time: 4 independent FMA chains
-      const int64_t gn = std::min<int64_t>(4, G - g0);
-      __m512 s[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
-      for (int64_t d = 0; d < hd; ++d) {
-        const __m512 kd = _mm512_loadu_ps(kt + d * 16);
-        for (int64_t g = 0; g < gn; ++g) s[g] = _mm512_fmadd_ps(_mm512_set1_ps(it.q[(g0 + g) * hd + d]), kd, s[g]);
-      }
-      for (int64_t g = 0; g < gn; ++g) {
-        const int64_t h = g0 + g;
-        const __m512 sc = _mm512_mask_mov_ps(_mm512_set1_ps(-INFINITY), valid, _mm512_mul_ps(s[g], _mm512_set1_ps(it.scale)));
-        const float tile_max = _mm512_reduce_max_ps(sc);
-        float r = 1.f;
-        if (tile_max > m[h]) {
-          r = std::exp(m[h] - tile_max);
-          m[h] = tile_max;
-        }
-        const __m512 e = _mm512_maskz_mov_ps(valid, exp16(_mm512_sub_ps(sc, _mm512_set1_ps(m[h]))));
-        l[h] = l[h] * r + _mm512_reduce_add_ps(e);
-        _mm512_store_ps(p[h], e);
-        if (r != 1.f) {
-          float* oh = it.o + h * hd;
-          for (int64_t v = 0; v < nv; ++v) _mm512_storeu_ps(oh + 16 * v, _mm512_mul_ps(_mm512_loadu_ps(oh + 16 * v), _mm512_set1_ps(r)));
-        }
-      }
-    }
-    for (int64_t h = 0; h < G; ++h) {  // O[h] += P[h] · V (V rows stay in L1 across heads)
-      float* oh = it.o + h * hd;
-      for (int64_t v = 0; v < nv; ++v) acc[v] = _mm512_loadu_ps(oh + 16 * v);
-      for (int64_t j = 0; j < len; ++j) {
-        const float* vj = it.kv->v(it.layer, it.table[b], j) + it.kvh * hd;
-        const __m512 w = _mm512_set1_ps(p[h][j]);
-        for (int64_t v = 0; v < nv; ++v) acc[v] = _mm512_fmadd_ps(w, _mm512_loadu_ps(vj + 16 * v), acc[v]);
-      }
-      for (int64_t v = 0; v < nv; ++v) _mm512_storeu_ps(oh + 16 * v, acc[v]);
+    const float* v0 = it.kv->v(it.layer, it.table[b], 0) + it.kvh * hd;          // slot j at v0 + j * vstride
+    if (b + 1 < it.n_blocks) prefetch_block(it, it.table[b + 1], vstride);
+    int64_t h = 0;
+    for (; h + 4 <= G; h += 4) block_heads<4>(it, kt, v0, vstride, len, h, m, l);
+    switch (G - h) {
+      case 3: block_heads<3>(it, kt, v0, vstride, len, h, m, l); break;
+      case 2: block_heads<2>(it, kt, v0, vstride, len, h, m, l); break;
+      case 1: block_heads<1>(it, kt, v0, vstride, len, h, m, l); break;
+      default: break;
     }
   }
   for (int64_t h = 0; h < G; ++h) {
     const __m512 inv = _mm512_set1_ps(1.f / l[h]);
-    for (int64_t v = 0; v < nv; ++v) _mm512_storeu_ps(it.o + h * hd + 16 * v, _mm512_mul_ps(_mm512_loadu_ps(it.o + h * hd + 16 * v), inv));
+    for (int64_t v = 0; v < hd / 16; ++v)
+      _mm512_storeu_ps(it.o + h * hd + 16 * v, _mm512_mul_ps(_mm512_loadu_ps(it.o + h * hd + 16 * v), inv));
   }
 }
 
@@ -149,9 +222,15 @@ void paged_attention(const AttentionShape& s, const ForwardBatch& batch, const K
                      const float* q, int64_t q_stride, float* out, ThreadPool& pool) {
   const int64_t n = int64_t(batch.tokens.size()), hd = s.head_dim, group = s.n_heads / s.n_kv_heads;
   const int64_t bs = kv.block_size();
-  const bool fast = active_isa() == Isa::avx512 && bs == 16 && hd % 16 == 0 && hd <= 256;
+  const bool fast = active_isa() == Isa::avx512 && bs == 16 && hd % 16 == 0;
   const float scale = 1.0f / std::sqrt(float(hd));
-  pool.parallel_for(n * s.n_kv_heads, 1, [&](int64_t begin, int64_t end) {
+  check(group <= kMaxGroup && (fast || bs <= kMaxTile),
+        "attention: query heads per kv head (" + std::to_string(group) + ") or block size (" + std::to_string(bs) +
+            ") beyond this kernel's limits (" + std::to_string(kMaxGroup) + ", " + std::to_string(kMaxTile) + ")");
+  // Items cost their query's position: a causal prefill chunk's last tokens cost the most, so a static
+  // split idled the thread with the early tokens (a quarter of the work for half the items). Each
+  // thread takes a run and then steals single items from the back of the other runs.
+  pool.parallel_for_runs(n * s.n_kv_heads, 1, [&](int64_t begin, int64_t end) {
     for (int64_t item = begin; item < end; ++item) {
       const int64_t i = item / s.n_kv_heads, kvh = item % s.n_kv_heads, pos = batch.positions[i];
       Item it;

@@ -75,6 +75,10 @@ TEST(PagedAttention, MatchesNaiveAttention) {
       {9, 3, 64, 16},  // group 3 (SmolLM2's shape)
       {4, 4, 128, 16}, // MHA, head_dim 128
       {32, 4, 64, 16}, // group 8 (TinyLlama's shape)
+      {10, 2, 80, 16}, // group 5 (4 + 1 heads), head_dim 80 (V chunks of 4 + 1 vectors)
+      {14, 2, 48, 16}, // group 7 (4 + 3), head_dim 48 (3 vectors)
+      {6, 3, 32, 16},  // group 2, head_dim 32 (2 vectors)
+      {2, 1, 256, 16}, // head_dim 256
       {8, 4, 8, 16},   // head_dim 8: portable path
       {6, 2, 64, 8},   // block size 8: portable path
       {4, 1, 48, 5},   // odd block size, head_dim not a multiple of 16
