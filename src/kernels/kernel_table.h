@@ -38,7 +38,6 @@ struct QActs {
 struct GemmArgs {
   const uint8_t* w = nullptr;  // packed tiles (packed_layout.h)
   int64_t tile_bytes = 0;      // bytes per 16-row tile
-  int64_t quant_offset = 0;    // offset of the quants inside a tile (after the scale region)
   int64_t rows = 0;
   QActs a;
   float* y = nullptr;

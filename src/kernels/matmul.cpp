@@ -68,7 +68,6 @@ void matmul_tiled(const PackedMatrix& w, const float* x, int64_t m, float* y, Th
   GemmArgs g;
   g.w = w.data.data();
   g.tile_bytes = packed::tile_bytes(w.type, w.cols / 32);
-  g.quant_offset = packed::scale_region_bytes(w.type, w.cols / 32);
   g.rows = w.rows;
   g.a = quantize_acts(kt, x, m, w.cols, w.type == DType::Q8_0 ? -128 : w.type == DType::Q4_0 ? -8 : 0, pool);
   g.y = y;

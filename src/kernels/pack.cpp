@@ -23,14 +23,14 @@ bool supported(DType t) {
 
 // Writes one GGUF block of row r (r < 16 within its tile) into the tile at block b.
 template <class Block>
-void put_block(DType t, const Block& blk, int r, int64_t b, uint16_t* scales, uint8_t* quants) {
-  const int64_t ns = packed::block_scale_bytes(t) / 2;  // uint16 per block
-  scales[b * ns + r] = blk.d;
-  uint8_t* qb = quants + b * packed::block_quant_bytes(t);
+void put_block(DType t, const Block& blk, int r, int64_t b, uint8_t* tile) {
+  auto* scales = reinterpret_cast<uint16_t*>(tile + packed::scale_offset(t, b));
+  scales[r] = blk.d;
+  uint8_t* qb = tile + packed::quant_offset(t, b);
   if constexpr (sizeof(Block) == sizeof(BlockQ8_0)) {
     for (int k = 0; k < kQK; ++k) qb[(k / 4) * 64 + r * 4 + k % 4] = uint8_t(blk.qs[k]) ^ 0x80;
   } else {
-    if constexpr (sizeof(Block) == sizeof(BlockQ4_1)) scales[b * ns + 16 + r] = blk.m;
+    if constexpr (sizeof(Block) == sizeof(BlockQ4_1)) scales[16 + r] = blk.m;
     // GGUF byte k (k<16): low nibble = element k, high = element k+16; element k sits in quad k/4,
     // which is chunk k/4 (k<16): the same byte, so the bytes only move.
     for (int k = 0; k < kQK / 2; ++k) qb[(k / 4) * 64 + r * 4 + k % 4] = blk.qs[k];
@@ -39,26 +39,25 @@ void put_block(DType t, const Block& blk, int r, int64_t b, uint16_t* scales, ui
 
 template <class Block>
 void pack_tiled(DType t, const uint8_t* src, int64_t rows, int64_t nb, uint8_t* dst) {
-  const int64_t tb = packed::tile_bytes(t, nb), sr = packed::scale_region_bytes(t, nb);
+  const int64_t tb = packed::tile_bytes(t, nb);
   for (int64_t r = 0; r < rows; ++r) {
     uint8_t* tile = dst + (r / packed::kTileRows) * tb;
     const Block* blocks = reinterpret_cast<const Block*>(src) + r * nb;
     for (int64_t b = 0; b < nb; ++b)
-      put_block(t, blocks[b], int(r % packed::kTileRows), b, reinterpret_cast<uint16_t*>(tile), tile + sr);
+      put_block(t, blocks[b], int(r % packed::kTileRows), b, tile);
   }
 }
 
 template <class Block>
 void unpack_tiled(const PackedMatrix& w, int64_t r, float* dst) {
   const DType t = w.type;
-  const int64_t nb = w.cols / kQK, tb = packed::tile_bytes(t, nb), sr = packed::scale_region_bytes(t, nb);
-  const int64_t ns = packed::block_scale_bytes(t) / 2;
+  const int64_t nb = w.cols / kQK, tb = packed::tile_bytes(t, nb);
   const uint8_t* tile = w.data.data() + (r / packed::kTileRows) * tb;
-  const uint16_t* scales = reinterpret_cast<const uint16_t*>(tile);
   const int rr = int(r % packed::kTileRows);
   for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* qb = tile + sr + b * packed::block_quant_bytes(t);
-    const float d = fp16_to_f32(scales[b * ns + rr]);
+    const uint8_t* qb = tile + packed::quant_offset(t, b);
+    const auto* scales = reinterpret_cast<const uint16_t*>(tile + packed::scale_offset(t, b));
+    const float d = fp16_to_f32(scales[rr]);
     float* out = dst + b * kQK;
     for (int k = 0; k < kQK; ++k) {
       if constexpr (sizeof(Block) == sizeof(BlockQ8_0)) {
@@ -68,7 +67,7 @@ void unpack_tiled(const PackedMatrix& w, int64_t r, float* dst) {
         const uint8_t byte = qb[(kk / 4) * 64 + rr * 4 + kk % 4];
         const int q = k < 16 ? (byte & 15) : (byte >> 4);
         if constexpr (sizeof(Block) == sizeof(BlockQ4_1))
-          out[k] = d * float(q) + fp16_to_f32(scales[b * ns + 16 + rr]);
+          out[k] = d * float(q) + fp16_to_f32(scales[16 + rr]);
         else
           out[k] = d * float(q - 8);
       }

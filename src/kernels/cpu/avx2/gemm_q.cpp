@@ -36,20 +36,18 @@ inline __m256i dot4(__m256i w, __m256i a) {
 // Rows [i, i + MR) of y for one half (h: rows 8h..8h+7) of one tile. Q4_0 starts from a.off (-8 * sum);
 // Q8_0 needs no offset here (see dot4).
 template <Kind K, int MR>
-inline void half_rows(const uint8_t* tile, int64_t quant_offset, const QActs& a, int64_t g, int r0, int h,
-                      float* y, int64_t ldy, int valid) {
-  constexpr int ns = K == Kind::q4_1 ? 32 : 16;
-  constexpr int qbytes = K == Kind::q8_0 ? 512 : 256;
-  const auto* scales = reinterpret_cast<const uint16_t*>(tile);
-  const uint8_t* quants = tile + quant_offset + 32 * h;
+inline void half_rows(const uint8_t* tile, const QActs& a, int64_t g, int r0, int h, float* y, int64_t ldy,
+                      int valid) {
+  constexpr DType type = K == Kind::q8_0 ? DType::Q8_0 : K == Kind::q4_0 ? DType::Q4_0 : DType::Q4_1;
   const int64_t nb = a.nb;
   const __m256i lo4 = _mm256_set1_epi8(0x0f);
   __m256 facc[MR];
 #pragma GCC unroll 16
   for (int r = 0; r < MR; ++r) facc[r] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* qb = quants + b * qbytes;
-    const __m256 wd = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + b * ns + 8 * h)));
+    const uint8_t* qb = tile + packed::quant_offset(type, b) + 32 * h;
+    const auto* scales = reinterpret_cast<const uint16_t*>(tile + packed::scale_offset(type, b));
+    const __m256 wd = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + 8 * h)));
     const uint8_t* blk = a.block(g, b);
     __m256i acc[MR];
 #pragma GCC unroll 16
@@ -81,7 +79,7 @@ inline void half_rows(const uint8_t* tile, int64_t quant_offset, const QActs& a,
       facc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc[r]), _mm256_mul_ps(wd, _mm256_set1_ps(*a.d(blk, r0 + r))), facc[r]);
       if constexpr (K == Kind::q4_1) {
         const __m256 wm =
-            _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + b * ns + 16 + 8 * h)));
+            _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + 16 + 8 * h)));
         facc[r] = _mm256_fmadd_ps(wm, _mm256_set1_ps(*a.ds(blk, r0 + r)), facc[r]);
       }
     }
@@ -106,9 +104,9 @@ void gemm(const GemmArgs& ga, int64_t t0, int64_t t1, int64_t i0, int64_t i1) {
       for (int64_t g = i0 / kActGroup; g * kActGroup < i1; ++g) {
         const int n = int(std::min<int64_t>(kActGroup, i1 - g * kActGroup));
         int r0 = 0;
-        for (; r0 + kMR <= n; r0 += kMR) half_rows<K, kMR>(tile, ga.quant_offset, ga.a, g, r0, h, y, ga.ldy, valid);
-        if (n - r0 >= 2) { half_rows<K, 2>(tile, ga.quant_offset, ga.a, g, r0, h, y, ga.ldy, valid); r0 += 2; }
-        if (n - r0 >= 1) half_rows<K, 1>(tile, ga.quant_offset, ga.a, g, r0, h, y, ga.ldy, valid);
+        for (; r0 + kMR <= n; r0 += kMR) half_rows<K, kMR>(tile, ga.a, g, r0, h, y, ga.ldy, valid);
+        if (n - r0 >= 2) { half_rows<K, 2>(tile, ga.a, g, r0, h, y, ga.ldy, valid); r0 += 2; }
+        if (n - r0 >= 1) half_rows<K, 1>(tile, ga.a, g, r0, h, y, ga.ldy, valid);
       }
     }
   }

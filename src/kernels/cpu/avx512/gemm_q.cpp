@@ -17,24 +17,19 @@ namespace {
 
 enum class Kind { q8_0, q4_0, q4_1 };
 
-// Decode streams weights from DRAM; software prefetch runs ahead of the hardware prefetchers. Measured
-// on Zen 4 (whole decode steps, against a plain read probe in the same process, in the host's fast
-// memory mode; in its slow mode every choice is within noise): with one or two activation rows per
-// pass Q8_0 is best with a 2 KiB non-temporal prefetch (0.75-0.78 of the read bandwidth vs 0.63-0.65
-// with 8 KiB into L2), the 4-bit types with 8 KiB into L2 (0.74 vs 0.62-0.66); 1-16 KiB with T0/T1/NTA
-// were tried. With 4+ rows (batched decode) a block takes longer to compute, so 2 KiB is too close and
-// non-temporal lines are gone before the slice's other groups reread them: 8 KiB into L2 for every
-// type (TinyLlama step, 16 rows, Q8_0: 81 ms without prefetch, 68 with 2 KiB NTA, 55-58 with 8-16 KiB T1).
-template <Kind K, int MR>
+// Weights stream from DRAM in decode steps. With one or two activation rows per pass the interleaved
+// layout (packed_layout.h) is one sequential stream that the hardware prefetchers follow at the full
+// read bandwidth, and software prefetch only costs (TinyLlama decode step, Zen 4, fast memory mode:
+// Q8_0 17.4-18.1 ms without vs 21.5-23.3 ms with a 2 KiB prefetch; Q4_0 slow mode 15.5 vs 19.8 ms).
+// With 4+ rows (batched decode) a block takes ~8x longer to compute and the demand loads of the
+// first group's pass stall on L1 misses: a 2 KiB prefetch into L1 (NTA: the slice is reread only
+// from L1) takes a 16-row Q8_0 step from 74-80 to ~60 ms and an 8-row one from 52-55 to 33-36 ms.
+// (With the previous layout, scales in a region ahead of the quants, 8 KiB into L2 suited both.)
+template <int MR>
 inline void prefetch_weights(const uint8_t* qb, int qbytes) {
-  constexpr bool nta = K == Kind::q8_0 && MR <= 2;
-  constexpr int ahead = nta ? 2048 : 8192;
+  if constexpr (MR > 2) {
 #pragma GCC unroll 8
-  for (int c = 0; c < qbytes; c += 64) {
-    const char* p = reinterpret_cast<const char*>(qb + ahead + c);
-    // The hint must be spelled as a literal: clang's _mm_prefetch is a macro with no hint type to hold one.
-    if constexpr (nta) _mm_prefetch(p, _MM_HINT_NTA);
-    else _mm_prefetch(p, _MM_HINT_T1);
+    for (int c = 0; c < qbytes; c += 64) _mm_prefetch(reinterpret_cast<const char*>(qb + 2048 + c), _MM_HINT_NTA);
   }
 }
 
@@ -47,20 +42,19 @@ inline __m512i bcast4(const int8_t* p) {
 // Rows r0..r0+MR of activation group g, for blocks [b0, b1) of one tile: acc[row][0..16) +=
 // sum_b d_w * d_a * (int dot + off). acc holds MR rows of 16 floats and persists across block ranges.
 template <Kind K, int MR>
-inline void tile_rows(const uint8_t* tile, int64_t quant_offset, const QActs& a, int64_t g, int r0, int64_t b0,
-                      int64_t b1, float* acc_io, bool prefetch) {
-  constexpr int ns = K == Kind::q4_1 ? 32 : 16;  // fp16 scales per block
+inline void tile_rows(const uint8_t* tile, const QActs& a, int64_t g, int r0, int64_t b0, int64_t b1, float* acc_io,
+                      bool prefetch) {
+  constexpr DType type = K == Kind::q8_0 ? DType::Q8_0 : K == Kind::q4_0 ? DType::Q4_0 : DType::Q4_1;
   constexpr int qbytes = K == Kind::q8_0 ? 512 : 256;
-  const auto* scales = reinterpret_cast<const uint16_t*>(tile);
-  const uint8_t* quants = tile + quant_offset;
   __m512 facc[MR];
 #pragma GCC unroll 16
   for (int r = 0; r < MR; ++r) facc[r] = _mm512_loadu_ps(acc_io + 16 * r);
   const __m512i lo4 = _mm512_set1_epi8(0x0f);
   for (int64_t b = b0; b < b1; ++b) {
-    const uint8_t* qb = quants + b * qbytes;
-    if (prefetch) prefetch_weights<K, MR>(qb, qbytes);  // (past tile ends too: the next tile follows)
-    const __m512 wd = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales + b * ns)));
+    const uint8_t* qb = tile + packed::quant_offset(type, b);
+    const auto* scales = reinterpret_cast<const uint16_t*>(tile + packed::scale_offset(type, b));
+    if (prefetch) prefetch_weights<MR>(qb, qbytes);  // (past tile ends too: the next tile follows)
+    const __m512 wd = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales)));
     __m512i w[8];
     if constexpr (K == Kind::q8_0) {
 #pragma GCC unroll 16
@@ -114,7 +108,7 @@ inline void tile_rows(const uint8_t* tile, int64_t quant_offset, const QActs& a,
                                 facc[r]);
       if constexpr (K == Kind::q4_1) {
         const __m512 wm =
-            _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales + b * ns + 16)));
+            _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales + 16)));
         facc[r] = _mm512_fmadd_ps(wm, _mm512_set1_ps(*a.ds(blk, r0 + r)), facc[r]);
       }
     }
@@ -124,13 +118,13 @@ inline void tile_rows(const uint8_t* tile, int64_t quant_offset, const QActs& a,
 
 // Rows r0..r0+n of group g over blocks [b0, b1), in micro-kernels of 8/4/2/1 rows.
 template <Kind K>
-inline void group_rows(const uint8_t* tile, int64_t quant_offset, const QActs& a, int64_t g, int n, int64_t b0,
+inline void group_rows(const uint8_t* tile, const QActs& a, int64_t g, int n, int64_t b0,
                        int64_t b1, float* acc, bool prefetch) {
   int r0 = 0;
-  if (n == kActGroup) return tile_rows<K, 8>(tile, quant_offset, a, g, 0, b0, b1, acc, prefetch);
-  if (n - r0 >= 4) tile_rows<K, 4>(tile, quant_offset, a, g, r0, b0, b1, acc + 16 * r0, prefetch), r0 += 4;
-  if (n - r0 >= 2) tile_rows<K, 2>(tile, quant_offset, a, g, r0, b0, b1, acc + 16 * r0, prefetch && r0 == 0), r0 += 2;
-  if (n - r0 >= 1) tile_rows<K, 1>(tile, quant_offset, a, g, r0, b0, b1, acc + 16 * r0, prefetch && r0 == 0);
+  if (n == kActGroup) return tile_rows<K, 8>(tile, a, g, 0, b0, b1, acc, prefetch);
+  if (n - r0 >= 4) tile_rows<K, 4>(tile, a, g, r0, b0, b1, acc + 16 * r0, prefetch), r0 += 4;
+  if (n - r0 >= 2) tile_rows<K, 2>(tile, a, g, r0, b0, b1, acc + 16 * r0, prefetch && r0 == 0), r0 += 2;
+  if (n - r0 >= 1) tile_rows<K, 1>(tile, a, g, r0, b0, b1, acc + 16 * r0, prefetch && r0 == 0);
 }
 
 // Per tile, the blocks are walked in slices small enough to stay in L1 (kSliceBytes of quants), and
@@ -153,7 +147,7 @@ void gemm(const GemmArgs& ga, int64_t t0, int64_t t1, int64_t i0, int64_t i1) {
       const int64_t b1 = std::min(nb, b0 + slice);
       for (int64_t g = i0 / kActGroup; g * kActGroup < i1; ++g) {
         const int n = int(std::min<int64_t>(kActGroup, i1 - g * kActGroup));
-        group_rows<K>(tile, ga.quant_offset, ga.a, g, n, b0, b1, acc + 16 * (g * kActGroup - i0), g * kActGroup == i0);
+        group_rows<K>(tile, ga.a, g, n, b0, b1, acc + 16 * (g * kActGroup - i0), g * kActGroup == i0);
       }
     }
     float* y = ga.y + t * packed::kTileRows;

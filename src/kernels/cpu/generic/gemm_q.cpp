@@ -14,16 +14,14 @@ enum class Kind { q8_0, q4_0, q4_1 };
 
 // y[tile rows] for one tile and row r of activation group g.
 template <Kind K>
-void tile_row(const uint8_t* tile, int64_t quant_offset, const QActs& a, int64_t g, int r0, float* y, int valid) {
-  constexpr int ns = K == Kind::q4_1 ? 32 : 16;  // fp16 scales per block
-  constexpr int qbytes = K == Kind::q8_0 ? 512 : 256;
-  const auto* scales = reinterpret_cast<const uint16_t*>(tile);
-  const uint8_t* quants = tile + quant_offset;
+void tile_row(const uint8_t* tile, const QActs& a, int64_t g, int r0, float* y, int valid) {
+  constexpr DType type = K == Kind::q8_0 ? DType::Q8_0 : K == Kind::q4_0 ? DType::Q4_0 : DType::Q4_1;
   float acc[16] = {};
   for (int64_t b = 0; b < a.nb; ++b) {
     const uint8_t* blk = a.block(g, b);
     const int8_t* q = a.q(blk, r0);
-    const uint8_t* qb = quants + b * qbytes;
+    const uint8_t* qb = tile + packed::quant_offset(type, b);
+    const auto* scales = reinterpret_cast<const uint16_t*>(tile + packed::scale_offset(type, b));
     int32_t isum[16];
     for (int r = 0; r < 16; ++r) isum[r] = *a.off(blk, r0);  // corr * sum(q)
     if constexpr (K == Kind::q8_0) {
@@ -40,8 +38,8 @@ void tile_row(const uint8_t* tile, int64_t quant_offset, const QActs& a, int64_t
     }
     const float da = *a.d(blk, r0);
     for (int r = 0; r < 16; ++r) {
-      acc[r] += fp16_to_f32(scales[b * ns + r]) * da * float(isum[r]);
-      if constexpr (K == Kind::q4_1) acc[r] += fp16_to_f32(scales[b * ns + 16 + r]) * *a.ds(blk, r0);
+      acc[r] += fp16_to_f32(scales[r]) * da * float(isum[r]);
+      if constexpr (K == Kind::q4_1) acc[r] += fp16_to_f32(scales[16 + r]) * *a.ds(blk, r0);
     }
   }
   std::memcpy(y, acc, sizeof(float) * size_t(valid));
@@ -52,7 +50,7 @@ void gemm(const GemmArgs& g, int64_t t0, int64_t t1, int64_t i0, int64_t i1) {
   for (int64_t t = t0; t < t1; ++t) {
     const int valid = int(std::min<int64_t>(packed::kTileRows, g.rows - t * packed::kTileRows));
     for (int64_t i = i0; i < i1; ++i)
-      tile_row<K>(g.w + t * g.tile_bytes, g.quant_offset, g.a, i / kActGroup, int(i % kActGroup),
+      tile_row<K>(g.w + t * g.tile_bytes, g.a, i / kActGroup, int(i % kActGroup),
                   g.y + i * g.ldy + t * packed::kTileRows, valid);
   }
 }
