@@ -28,7 +28,9 @@ struct EngineConfig {
   int block_size = 16;
   bool prefix_caching = true;
   std::string kv_layout = "paged";   // "paged" | "reserved" (baseline: max context reserved per sequence)
-  std::string batching = "continuous";  // "continuous" | "static" (baseline)
+  // "continuous" | "static" (baseline: finished members leave the batch's compute) | "static-padded"
+  // (baseline: they are computed as padding until the batch ends, as fixed-shape batch tensors do)
+  std::string batching = "continuous";
   bool chunked_prefill = true;
   int max_batched_tokens = 512;     // token budget per step
   int max_seqs = 64;
@@ -72,6 +74,7 @@ struct EngineStats {
   int kv_blocks_total = 0, kv_blocks_used = 0, kv_blocks_peak = 0;
   double prefix_hit_rate = 0;        // hit tokens / looked-up tokens
   int64_t prompt_tokens = 0, generated_tokens = 0, preemptions = 0, aborts = 0, steps = 0;
+  int64_t padding_tokens = 0;  // computed for padding rows (static-padded batching)
   int64_t kv_waste_slots = 0;        // reserved but unused token slots (now)
   int running_peak = 0;              // most requests running in one step so far
   int64_t kv_capacity_tokens = 0;    // kv_blocks_total x block_size

@@ -71,6 +71,7 @@ class EngineImpl final : public Engine {
                          .layout = config_.kv_layout == "reserved" ? kv::KvLayout::kReserved : kv::KvLayout::kPaged};
     std::unique_ptr<BatchingPolicy> policy;
     if (config_.batching == "static") policy = std::make_unique<StaticBatching>();
+    else if (config_.batching == "static-padded") policy = std::make_unique<PaddedStaticBatching>();
     else policy = std::make_unique<ContinuousBatching>();
     sched_ = std::make_unique<Scheduler>(sc, kc, std::move(policy));
     max_len_ = sched_->max_len();
@@ -309,6 +310,10 @@ bool EngineImpl::step() {
   for (size_t i = 0; i < plan.requests.size(); ++i) {
     const float* logits = runner_->logits(i);
     if (!logits) continue;
+    if (plan.requests[i].padding) {  // static-padded: the row is computed for the batch's shape only
+      sampled[i] = Token(std::max_element(logits, logits + model_->config().n_vocab) - logits);
+      continue;
+    }
     const Owner o = owner_.at(plan.requests[i].id);
     Live& l = *o.live;
     if (l.forked) {
@@ -372,6 +377,7 @@ void EngineImpl::publish_stats() {
   stats_.preemptions = ss.preemptions;
   stats_.aborts = aborts_done_;
   stats_.steps = ss.steps;
+  stats_.padding_tokens = ss.padding_tokens;
   stats_.kv_waste_slots = ks.waste_slots;
   stats_.running_peak = running_peak_;
   stats_.kv_capacity_tokens = static_cast<int64_t>(ks.num_blocks) * plan_.block_size;

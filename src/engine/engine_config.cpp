@@ -11,7 +11,8 @@ std::vector<std::string> EngineConfig::validate() const {
   if (kv_memory_bytes == 0 && !(kv_fraction > 0 && kv_fraction <= 1)) e.push_back("kv_fraction must be in (0, 1]");
   if (block_size < 1 || block_size > 256) e.push_back("block_size must be in [1, 256]");
   if (kv_layout != "paged" && kv_layout != "reserved") e.push_back("kv_layout must be paged or reserved");
-  if (batching != "continuous" && batching != "static") e.push_back("batching must be continuous or static");
+  if (batching != "continuous" && batching != "static" && batching != "static-padded")
+    e.push_back("batching must be continuous, static or static-padded");
   if (max_batched_tokens < 1) e.push_back("max_batched_tokens must be >= 1");
   if (max_seqs < 1) e.push_back("max_seqs must be >= 1");
   if (max_model_len < 0) e.push_back("max_model_len must be >= 0 (0 = the model's context)");

@@ -67,6 +67,7 @@ void Scheduler::emit(BatchPlan& plan, const Request& r, int n, std::vector<kv::C
   s.tokens.assign(r.tokens.begin() + s.start_pos, r.tokens.begin() + s.start_pos + n);
   s.block_table = kv_.block_table(r.id);
   s.needs_logits = s.start_pos + n == r.num_tokens();
+  s.padding = padding_.count(r.id) > 0;
   s.copies = std::move(copies);
   plan.num_tokens += n;
   plan.requests.push_back(std::move(s));
@@ -89,13 +90,26 @@ BatchPlan Scheduler::schedule() {
   bool preempted_any = false;
   for (RequestId id : order) {
     if (budget == 0) break;
+    if (!requests_.count(id)) continue;  // a padding row dropped earlier in this loop
     Request& r = requests_.at(id);
     if (r.status != RequestStatus::kRunning) continue;  // preempted earlier in this loop
     const int n = std::min(r.num_tokens() - r.num_computed_tokens, budget);
     const kv::AllocRequest a{.num_computed = r.num_computed_tokens, .num_new = n};
     std::vector<kv::CowCopy> copies;
     while (!kv_.allocate(id, a, &copies)) {
-      // Out of blocks: the newest running request not yet scheduled this step gives its blocks back.
+      // Out of blocks: a padding row not yet scheduled goes first (nothing is lost); otherwise the
+      // newest running request not yet scheduled this step gives its blocks back.
+      const auto pad = std::find_if(running_.begin(), running_.end(), [&](RequestId rid) {
+        return rid != id && padding_.count(rid) && !scheduled.count(rid);
+      });
+      if (pad != running_.end()) {
+        drop_padding(*pad);
+        continue;
+      }
+      if (padding_.count(id)) {  // padding never displaces a real request
+        drop_padding(id);
+        break;
+      }
       Request* victim = nullptr;
       for (RequestId rid : running_) {
         Request& c = requests_.at(rid);
@@ -106,7 +120,8 @@ BatchPlan Scheduler::schedule() {
       preempted_any = true;
       if (victim == &r) break;
     }
-    if (r.status != RequestStatus::kRunning) continue;
+    if (!requests_.count(id) || r.status != RequestStatus::kRunning) continue;  // (dropped padding row)
+    if (padding_.count(id)) stats_.padding_tokens += n;
     emit(plan, r, n, std::move(copies));
     scheduled.insert(id);
     budget -= n;
@@ -162,6 +177,28 @@ void Scheduler::preempt(Request& r) {
 
 void Scheduler::remove_running(RequestId id) { std::erase(running_, id); }
 
+void Scheduler::keep_as_padding(const Request& r) {
+  Request pad = r;
+  pad.id = next_padding_id_++;
+  kv_.fork(r.id, pad.id);  // shares the blocks; the finished request's release leaves them to the row
+  padding_.insert(pad.id);
+  running_.push_back(pad.id);
+  requests_.emplace(pad.id, std::move(pad));
+}
+
+void Scheduler::drop_padding(RequestId id) {
+  kv_.free(id);
+  remove_running(id);
+  padding_.erase(id);
+  requests_.erase(id);
+}
+
+// The batch ends when its last real member finishes: its padding rows go with it.
+void Scheduler::drop_padding_if_batch_done() {
+  if (padding_.empty() || num_running() > num_padding()) return;
+  for (RequestId id : std::vector<RequestId>(padding_.begin(), padding_.end())) drop_padding(id);
+}
+
 FinishReason Scheduler::stop_reason(const Request& r) const {
   const Token t = r.tokens.back();
   auto has = [t](const std::vector<Token>& v) { return std::find(v.begin(), v.end(), t) != v.end(); };
@@ -206,6 +243,10 @@ std::vector<RequestOutput> Scheduler::update(const BatchPlan& plan, std::span<co
     kv_.commit(r.id, r.tokens, r.num_computed_tokens);
     if (!s.needs_logits) continue;
     r.tokens.push_back(sampled[i]);
+    if (padding_.count(r.id)) {  // computed for the batch's shape only; out of context: leaves early
+      if (r.num_tokens() >= max_len_) drop_padding(r.id);
+      continue;
+    }
     const FinishReason reason = stop_reason(r);
     if (reason == FinishReason::kNone) {
       RequestOutput o;
@@ -216,18 +257,22 @@ std::vector<RequestOutput> Scheduler::update(const BatchPlan& plan, std::span<co
       o.clamped = r.clamped;
       outs.push_back(std::move(o));
     } else {
+      if (policy_->pads_finished()) keep_as_padding(r);
       RequestOutput o = finish(r, reason);
       o.new_tokens = {sampled[i]};
       outs.push_back(std::move(o));
     }
   }
+  drop_padding_if_batch_done();
   return outs;
 }
 
 std::optional<RequestOutput> Scheduler::abort(RequestId id) {
   auto it = requests_.find(id);
-  if (it == requests_.end()) return std::nullopt;
-  return finish(it->second, FinishReason::kAbort);
+  if (it == requests_.end() || padding_.count(id)) return std::nullopt;
+  RequestOutput out = finish(it->second, FinishReason::kAbort);
+  drop_padding_if_batch_done();
+  return out;
 }
 
 std::optional<RequestOutput> Scheduler::fork(RequestId parent, RequestId child, std::optional<Token> last_token) {

@@ -9,6 +9,7 @@
 #include <span>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "engine/request.h"
@@ -29,11 +30,15 @@ struct SchedulerConfig {
   std::vector<std::string> validate() const;
 };
 
-// Who may join the running set this step: the only difference between static and continuous batching.
+// Who may join the running set this step, and whether finished members keep their row: the only
+// differences between static and continuous batching.
 class BatchingPolicy {
  public:
   virtual ~BatchingPolicy() = default;
   virtual const char* name() const = 0;
+  // True: a member that finishes while its batch runs keeps being computed as a padding row (its
+  // output is final and reported; the row's tokens are discarded) until the batch ends.
+  virtual bool pads_finished() const { return false; }
   // num_running: requests running when the step began, before any admission.
   virtual bool may_admit(int num_running) = 0;
   // After a step's admissions: whether the running set is full (max_seqs, or no blocks left for the
@@ -52,7 +57,7 @@ class ContinuousBatching final : public BatchingPolicy {
 // nobody joins meanwhile. Forming may take several steps (the token budget need not hold every
 // prompt at once): the batch stays open until it is full or nobody is waiting, so it has max_seqs
 // members whenever that many requests are queued, as in a server that pads a batch of prompts.
-class StaticBatching final : public BatchingPolicy {
+class StaticBatching : public BatchingPolicy {
  public:
   const char* name() const override { return "static"; }
   bool may_admit(int num_running) override {
@@ -67,6 +72,15 @@ class StaticBatching final : public BatchingPolicy {
   bool open_ = false;
 };
 
+// Static batching as fixed-shape batch tensors run it (a batched generate() call): finished members
+// stay in the batch and are computed, as padding, until the longest one finishes. StaticBatching
+// above instead stops computing finished members (their seats just stay empty), a stronger baseline.
+class PaddedStaticBatching final : public StaticBatching {
+ public:
+  const char* name() const override { return "static-padded"; }
+  bool pads_finished() const override { return true; }
+};
+
 // One request's share of a step. Position p's KV lives in block_table[p / block_size], slot p % block_size.
 struct ScheduledRequest {
   RequestId id = 0;
@@ -75,6 +89,7 @@ struct ScheduledRequest {
   std::vector<kv::BlockId> block_table;  // covers positions 0 .. start_pos + tokens.size() - 1
   bool needs_logits = false;             // chunk ends at the last known token: sample exactly one token
   std::vector<kv::CowCopy> copies;       // copy these blocks (all layers, K and V) before writing
+  bool padding = false;                  // a finished member's padding row (PaddedStaticBatching): any token will do
   int context_len() const { return start_pos + static_cast<int>(tokens.size()); }  // attend over [0, this)
 };
 
@@ -102,12 +117,16 @@ struct RequestOutput {
 struct SchedulerStats {
   int64_t steps = 0;
   int64_t preemptions = 0;
-  int64_t scheduled_tokens = 0;  // tokens computed over all steps (prefill + decode + recompute)
+  int64_t scheduled_tokens = 0;  // tokens computed over all steps (prefill + decode + recompute + padding)
+  int64_t padding_tokens = 0;    // of which padding rows (PaddedStaticBatching)
   int64_t finished = 0;
 };
 
 class Scheduler {
  public:
+  // Padding rows take ids from here up, outside any id a client is expected to use.
+  static constexpr RequestId kFirstPaddingId = RequestId(1) << 62;
+
   // Throws tinfer::Error listing every problem of the config.
   Scheduler(SchedulerConfig config, kv::KvCacheConfig kv_config,
             std::unique_ptr<BatchingPolicy> policy = std::make_unique<ContinuousBatching>());
@@ -125,9 +144,10 @@ class Scheduler {
   // output if that token already finishes it.
   std::optional<RequestOutput> fork(RequestId parent, RequestId child, std::optional<Token> last_token = {});
 
-  bool has_unfinished() const { return !requests_.empty(); }
+  bool has_unfinished() const { return requests_.size() > padding_.size(); }
   int num_waiting() const { return static_cast<int>(waiting_.size()); }
-  int num_running() const { return static_cast<int>(running_.size()); }
+  int num_running() const { return static_cast<int>(running_.size()); }  // padding rows included
+  int num_padding() const { return static_cast<int>(padding_.size()); }
   const Request* find(RequestId id) const;
   const kv::KvCacheManager& kv() const { return kv_; }
   const SchedulerConfig& config() const { return config_; }
@@ -138,6 +158,10 @@ class Scheduler {
  private:
   void preempt(Request& r);
   void remove_running(RequestId id);
+  // Padding rows: a finished member's KV and tokens move to a fresh internal id that keeps its seat.
+  void keep_as_padding(const Request& r);
+  void drop_padding(RequestId id);
+  void drop_padding_if_batch_done();
   FinishReason stop_reason(const Request& r) const;
   RequestOutput finish(Request& r, FinishReason reason);
   void emit(BatchPlan& plan, const Request& r, int n, std::vector<kv::CowCopy> copies);
@@ -149,6 +173,8 @@ class Scheduler {
   std::unordered_map<RequestId, Request> requests_;  // waiting + running
   std::deque<RequestId> waiting_;                    // FCFS; preempted ones go to the front
   std::vector<RequestId> running_;                   // admission order
+  std::unordered_set<RequestId> padding_;            // running padding rows (internal ids)
+  RequestId next_padding_id_ = kFirstPaddingId;
   uint64_t next_admit_ = 0;
   uint64_t next_step_ = 0;
   SchedulerStats stats_;

@@ -164,6 +164,32 @@ TEST(Engine, ChunkedEqualsUnchunkedAndStaticEqualsContinuous) {
   EXPECT_EQ(a, run_greedy(stories(), stat, ps, 20));
 }
 
+// static-padded: requests with different output caps share a batch; the finished ones keep being
+// computed as padding rows (sampled by the engine without an owner) and every output equals continuous.
+TEST(Engine, PaddedStaticEqualsContinuousAndComputesPadding) {
+  auto m = stories();
+  TINFER_REQUIRE_FILE(m ? std::string("x") : std::string(), "models/stories260K.gguf");
+  const auto ps = prompts(5, 512);
+  auto run_mixed = [&](EngineConfig c, EngineStats* st) {
+    auto e = Engine::create(stories(), c);
+    std::vector<GenerationRequest> reqs;
+    for (size_t i = 0; i < ps.size(); ++i) reqs.push_back(greedy(ps[i], 4 + 6 * int(i)));  // 4, 10, ... 28
+    auto out = tokens_of(run(*e, reqs));
+    *st = e->stats();
+    EXPECT_EQ(st->kv_blocks_used, 0);
+    return out;
+  };
+  EngineConfig padded = base_config();
+  padded.batching = "static-padded";
+  padded.max_seqs = 3;
+  EngineStats cont_st, pad_st;
+  const auto want = run_mixed(base_config(), &cont_st);
+  EXPECT_EQ(run_mixed(padded, &pad_st), want);
+  EXPECT_EQ(cont_st.padding_tokens, 0);
+  // Batch {0,1,2} runs 16 decode steps for request 2; 0 and 1 pad 12 and 6 of them. Batch {3,4}: 3 pads 6.
+  EXPECT_EQ(pad_st.padding_tokens, 12 + 6 + 6);
+}
+
 TEST(Engine, PreemptedEqualsUninterrupted) {
   auto m = stories();
   TINFER_REQUIRE_FILE(m ? std::string("x") : std::string(), "models/stories260K.gguf");

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 
 #include "core/error.h"
 #include "test_scheduler_util.h"
@@ -233,6 +234,60 @@ TEST(Scheduler, StaticBatchFillsEverySeatAcrossSteps) {
   EXPECT_EQ(max_running, 4);
   EXPECT_FALSE(s.has_unfinished());
   EXPECT_EQ(joined5, 12);
+}
+
+// static-padded: request 1 (1 token) finishes at step 0 but its row is computed as padding until
+// request 2 (5 tokens) finishes at step 4; the batch then ends, every block returns, and request 3
+// joins. Outputs equal those of the unpadded static policy; only the computed tokens differ.
+TEST(Scheduler, PaddedStaticBatchComputesFinishedRowsUntilTheBatchEnds) {
+  std::map<RequestId, RequestOutput> outs_by_policy[2];
+  for (int padded = 0; padded < 2; ++padded) {
+    std::unique_ptr<BatchingPolicy> policy = std::make_unique<StaticBatching>();
+    if (padded) policy = std::make_unique<PaddedStaticBatching>();
+    Scheduler s(config(64, 2), kv_config(32), std::move(policy));
+    FakeRunner runner(32, 4);
+    s.add(1, params(prompt_of(3), 1));
+    s.add(2, params(prompt_of(3, 200), 5));
+    s.add(3, params(prompt_of(3, 300), 1));
+    int joined3 = -1;
+    for (int step = 0; step < 20 && s.has_unfinished(); ++step) {
+      BatchPlan p = s.schedule();
+      const auto ids = ids_of(p);
+      if (joined3 < 0 && std::find(ids.begin(), ids.end(), 3) != ids.end()) joined3 = step;
+      const int pads = int(std::count_if(p.requests.begin(), p.requests.end(), [](auto& r) { return r.padding; }));
+      if (step >= 1 && step <= 4) {
+        EXPECT_EQ(pads, padded ? 1 : 0) << "step " << step;
+        EXPECT_EQ(s.num_running(), padded ? 2 : 1) << "step " << step;
+      }
+      for (auto& o : s.update(p, runner.run(p)))
+        if (o.finished) outs_by_policy[padded][o.id] = o;
+    }
+    EXPECT_EQ(joined3, 5);
+    EXPECT_FALSE(s.has_unfinished());
+    EXPECT_EQ(s.num_padding(), 0);
+    EXPECT_EQ(s.num_running(), 0);
+    EXPECT_EQ(s.kv().stats().used, 0);
+    EXPECT_EQ(s.stats().padding_tokens, padded ? 4 : 0);  // steps 1-4: one padding token each
+  }
+  for (RequestId id : {1, 2, 3})
+    EXPECT_EQ(outs_by_policy[0].at(id).output_tokens, outs_by_policy[1].at(id).output_tokens) << id;
+}
+
+// A padding row never takes blocks from a real request. 5 blocks of 4 tokens; request 1's row is one
+// position ahead of request 2, so it takes the last free block at step 4 and at step 5 request 2 (its
+// 9th position) finds the pool empty. The newest unscheduled running sequence is request 2 itself,
+// which plain preemption would evict; the padding row is dropped instead (not a preemption).
+TEST(Scheduler, PaddingRowsGiveWayWhenBlocksRunOut) {
+  Scheduler s(config(64, 2), kv_config(5), std::make_unique<PaddedStaticBatching>());
+  FakeRunner runner(32, 4);
+  s.add(1, params(prompt_of(5), 1));  // finishes at once; its row then grows by a token per step
+  s.add(2, params(prompt_of(4, 200), 8));
+  auto done = drive(s, runner);
+  EXPECT_EQ(done.at(2).output_tokens.size(), 8u);
+  EXPECT_EQ(s.stats().preemptions, 0);
+  EXPECT_EQ(s.stats().padding_tokens, 4);  // steps 1-4; without the drop it would run to step 7
+  EXPECT_EQ(s.num_padding(), 0);
+  EXPECT_EQ(s.kv().stats().used, 0);
 }
 
 TEST(Scheduler, PrefixHitsSkipComputationAndKeepOutputs) {

@@ -225,9 +225,10 @@ int cmd_bench_throughput(int argc, char** argv) {
   report_latency(j, "per-token latency ms", "tpot", r.tpot, 1e3, 1);
   report_latency(j, "request latency s", "e2e", r.e2e, 1.0, 3);
   std::printf("KV: peak %d of %d blocks, max running %d, prefix hit rate %.1f%%, preemptions %lld, "
-              "waste %.1f%% of held slots (peak %lld slots), steps %lld\n",
+              "waste %.1f%% of held slots (peak %lld slots), steps %lld, padding tokens computed %lld\n",
               s.kv_blocks_peak, s.kv_blocks_total, s.running_peak, 100 * s.prefix_hit_rate,
-              (long long)s.preemptions, 100 * r.mean_waste, (long long)r.peak_waste_slots, (long long)s.steps);
+              (long long)s.preemptions, 100 * r.mean_waste, (long long)r.peak_waste_slots, (long long)s.steps,
+              (long long)s.padding_tokens);
   j["requests"] = ws.requests;
   j["concurrency"] = concurrency;
   j["prompt_tokens"] = r.prompt_tokens;
@@ -242,6 +243,7 @@ int cmd_bench_throughput(int argc, char** argv) {
   j["kv_waste_mean"] = r.mean_waste;
   j["kv_waste_peak_slots"] = r.peak_waste_slots;
   j["steps"] = s.steps;
+  j["padding_tokens"] = s.padding_tokens;
   if (json) std::printf("%s\n", j.dump().c_str());
   return 0;
 }

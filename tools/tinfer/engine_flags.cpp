@@ -15,7 +15,7 @@ std::vector<OptionSpec> engine_options() {
       {"--block-size", "KV block size in tokens", true, "16"},
       {"--prefix-caching", "on|off", true, "on"},
       {"--chunked-prefill", "on|off", true, "on"},
-      {"--batching", "continuous|static", true, "continuous"},
+      {"--batching", "continuous|static|static-padded", true, "continuous"},
       {"--kv-layout", "paged|reserved", true, "paged"},
       {"--max-batched-tokens", "token budget of one step", true, "512"},
       {"--max-seqs", "requests running at once", true, "64"},
