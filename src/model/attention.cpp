@@ -95,7 +95,7 @@ TINFER_AVX512 inline __m512 exp16(__m512 x) {
 // spilled them: every FMA went through a store/load round trip, ~7x slower).
 template <int GN>
 TINFER_AVX512 inline void block_scores(const Item& it, const float* kt, __mmask16 valid, int64_t h0, float* m,
-                                       float* l, float (*p)[16], float* r) {
+                                       float* l, float (*p)[16], float* r, const float* next_k) {
   const int64_t hd = it.hd;
   const float* q = it.q + h0 * hd;
   __m512 s0[GN], s1[GN];  // even / odd d: two FMA chains per head
@@ -103,6 +103,10 @@ TINFER_AVX512 inline void block_scores(const Item& it, const float* kt, __mmask1
   for (int g = 0; g < GN; ++g) s0[g] = s1[g] = _mm512_setzero_ps();
   for (int64_t d = 0; d < hd; d += 2) {
     const __m512 k0 = _mm512_loadu_ps(kt + d * 16), k1 = _mm512_loadu_ps(kt + d * 16 + 16);
+    if (next_k) {  // the next block's K rows d, d+1 (one line each), spread over this loop
+      _mm_prefetch(reinterpret_cast<const char*>(next_k + d * 16), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(next_k + d * 16 + 16), _MM_HINT_T0);
+    }
 #pragma GCC unroll 4
     for (int g = 0; g < GN; ++g) {
       s0[g] = _mm512_fmadd_ps(_mm512_set1_ps(q[g * hd + d]), k0, s0[g]);
@@ -133,7 +137,7 @@ TINFER_AVX512 inline void block_scores(const Item& it, const float* kt, __mmask1
 // once for all GN heads (GN*CW accumulators + CW V vectors stay in registers).
 template <int GN, int CW>
 TINFER_AVX512 inline void block_pv(const Item& it, const float* v0, int64_t vstride, int64_t len, int64_t h0,
-                                   int64_t c0, const float (*p)[16], const float* r) {
+                                   int64_t c0, const float (*p)[16], const float* r, const float* next_v0) {
   __m512 acc[GN][CW];
 #pragma GCC unroll 4
   for (int g = 0; g < GN; ++g)
@@ -142,6 +146,9 @@ TINFER_AVX512 inline void block_pv(const Item& it, const float* v0, int64_t vstr
       acc[g][c] = _mm512_mul_ps(_mm512_loadu_ps(it.o + (h0 + g) * it.hd + c0 + 16 * c), _mm512_set1_ps(r[g]));
   for (int64_t j = 0; j < len; ++j) {
     const float* vj = v0 + j * vstride + c0;
+    if (next_v0)  // the next block's V row j of this kv head, spread over this loop
+      for (int64_t c = 0; c < it.hd * 4; c += 64)
+        _mm_prefetch(reinterpret_cast<const char*>(next_v0 + j * vstride) + c, _MM_HINT_T0);
     __m512 vv[CW];
 #pragma GCC unroll 4
     for (int c = 0; c < CW; ++c) vv[c] = _mm512_loadu_ps(vj + 16 * c);
@@ -158,32 +165,24 @@ TINFER_AVX512 inline void block_pv(const Item& it, const float* v0, int64_t vstr
     for (int c = 0; c < CW; ++c) _mm512_storeu_ps(it.o + (h0 + g) * it.hd + c0 + 16 * c, acc[g][c]);
 }
 
+// next_k / next_v0: the next block's K tile and V slot 0 of this kv head, prefetched while this block
+// computes (nullptr: none, or not the first head group).
 template <int GN>
 TINFER_AVX512 inline void block_heads(const Item& it, const float* kt, const float* v0, int64_t vstride, int64_t len,
-                                      int64_t h0, float* m, float* l) {
+                                      int64_t h0, float* m, float* l, const float* next_k, const float* next_v0) {
   alignas(64) float p[GN][16];
   float r[GN];
-  block_scores<GN>(it, kt, __mmask16((1u << len) - 1), h0, m, l, p, r);
+  block_scores<GN>(it, kt, __mmask16((1u << len) - 1), h0, m, l, p, r, next_k);
   const int64_t nv = it.hd / 16;
   int64_t c = 0;
-  for (; c + 4 <= nv; c += 4) block_pv<GN, 4>(it, v0, vstride, len, h0, 16 * c, p, r);
+  for (; c + 4 <= nv; c += 4) block_pv<GN, 4>(it, v0, vstride, len, h0, 16 * c, p, r, c == 0 ? next_v0 : nullptr);
+  const float* nv0 = c == 0 ? next_v0 : nullptr;
   switch (nv - c) {
-    case 3: block_pv<GN, 3>(it, v0, vstride, len, h0, 16 * c, p, r); break;
-    case 2: block_pv<GN, 2>(it, v0, vstride, len, h0, 16 * c, p, r); break;
-    case 1: block_pv<GN, 1>(it, v0, vstride, len, h0, 16 * c, p, r); break;
+    case 3: block_pv<GN, 3>(it, v0, vstride, len, h0, 16 * c, p, r, nv0); break;
+    case 2: block_pv<GN, 2>(it, v0, vstride, len, h0, 16 * c, p, r, nv0); break;
+    case 1: block_pv<GN, 1>(it, v0, vstride, len, h0, 16 * c, p, r, nv0); break;
     default: break;
   }
-}
-
-// Decode reads each KV block once, from DRAM (the weights streaming through every step evict it from
-// L3), at addresses the hardware prefetchers cannot predict (block tables): fetch the next block's K
-// tile and V rows of this kv head while the current block computes.
-TINFER_AVX512 inline void prefetch_block(const Item& it, int32_t block, int64_t vstride) {
-  const char* k = reinterpret_cast<const char*>(it.kv->k_block(it.layer, block) + it.kvh * it.hd * 16);
-  for (int64_t c = 0; c < it.hd * 16 * 4; c += 64) _mm_prefetch(k + c, _MM_HINT_T0);
-  const float* v0 = it.kv->v(it.layer, block, 0) + it.kvh * it.hd;
-  for (int64_t j = 0; j < 16; ++j)
-    for (int64_t c = 0; c < it.hd * 4; c += 64) _mm_prefetch(reinterpret_cast<const char*>(v0 + j * vstride) + c, _MM_HINT_T0);
 }
 
 // AVX-512 path: block_size 16 (one zmm of scores per head), head_dim a multiple of 16. Heads of the
@@ -199,13 +198,19 @@ TINFER_AVX512 void attend_avx512(const Item& it) {
     const int64_t len = b + 1 == it.n_blocks ? it.len_last : 16;
     const float* kt = it.kv->k_block(it.layer, it.table[b]) + it.kvh * hd * 16;  // [hd][16]
     const float* v0 = it.kv->v(it.layer, it.table[b], 0) + it.kvh * hd;          // slot j at v0 + j * vstride
-    if (b + 1 < it.n_blocks) prefetch_block(it, it.table[b + 1], vstride);
+    // Decode reads each KV block once, from L3 or DRAM (a step's weights stream through the caches), at
+    // addresses the hardware prefetchers cannot predict (block tables). The first head group fetches the
+    // next block a line or two per iteration: issued all at once, 128 prefetches overflowed the miss
+    // queues and most were dropped (no gain measured).
+    const bool more = b + 1 < it.n_blocks;
+    const float* nk = more ? it.kv->k_block(it.layer, it.table[b + 1]) + it.kvh * hd * 16 : nullptr;
+    const float* nv0 = more ? it.kv->v(it.layer, it.table[b + 1], 0) + it.kvh * hd : nullptr;
     int64_t h = 0;
-    for (; h + 4 <= G; h += 4) block_heads<4>(it, kt, v0, vstride, len, h, m, l);
+    for (; h + 4 <= G; h += 4, nk = nv0 = nullptr) block_heads<4>(it, kt, v0, vstride, len, h, m, l, nk, nv0);
     switch (G - h) {
-      case 3: block_heads<3>(it, kt, v0, vstride, len, h, m, l); break;
-      case 2: block_heads<2>(it, kt, v0, vstride, len, h, m, l); break;
-      case 1: block_heads<1>(it, kt, v0, vstride, len, h, m, l); break;
+      case 3: block_heads<3>(it, kt, v0, vstride, len, h, m, l, nk, nv0); break;
+      case 2: block_heads<2>(it, kt, v0, vstride, len, h, m, l, nk, nv0); break;
+      case 1: block_heads<1>(it, kt, v0, vstride, len, h, m, l, nk, nv0); break;
       default: break;
     }
   }
