@@ -3,6 +3,7 @@
 // 16 and head_dim % 16 == 0, portable otherwise).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -17,30 +18,39 @@ struct Case {
   int64_t n_heads, n_kv_heads, head_dim, block_size;
 };
 
-void check_case(const Case& c, uint32_t seed) {
+// Sequences of the given lengths on scattered blocks; queries (sequence, position) attend to positions
+// 0..position of their sequence.
+void check_case(const Case& c, uint32_t seed, std::vector<int64_t> lens = {45, 7},
+                std::vector<std::pair<int, int64_t>> queries = {{0, 40}, {0, 41}, {0, 42}, {0, 43}, {0, 44}, {1, 6}}) {
   ModelConfig cfg;
   cfg.n_layers = 2, cfg.n_heads = c.n_heads, cfg.n_kv_heads = c.n_kv_heads, cfg.head_dim = c.head_dim;
   const int64_t kv_dim = c.n_kv_heads * c.head_dim, q_dim = c.n_heads * c.head_dim, group = c.n_heads / c.n_kv_heads;
-  KvStorage kv(cfg, 32, c.block_size);
+  int64_t total_blocks = 0;
+  for (int64_t len : lens) total_blocks += (len + c.block_size - 1) / c.block_size;
+  const int64_t n_blocks = total_blocks + 8;
+  KvStorage kv(cfg, n_blocks, c.block_size);
   std::mt19937 rng(seed);
   std::normal_distribution<float> nd(0.f, 1.f);
-  // Two sequences with scattered blocks; sequence 0 has 45 positions, sequence 1 has 7.
+  // Block ids: a fixed-seed shuffle of the pool, handed out in turn, so no table is contiguous.
+  std::vector<int32_t> ids(static_cast<size_t>(n_blocks));
+  for (int64_t b = 0; b < n_blocks; ++b) ids[b] = int32_t(b);
+  std::shuffle(ids.begin(), ids.end(), std::mt19937(seed + 99));
   ForwardBatch batch;
-  batch.block_tables = {{9, 2, 30, 4, 17, 11, 0, 21, 5, 6, 7, 8, 12, 13, 14, 15}, {3, 1}};
-  const int64_t lens[2] = {45, 7};
-  std::vector<std::vector<std::vector<float>>> K(2), V(2);  // [seq][pos][kv_dim]
-  for (int s = 0; s < 2; ++s)
+  size_t next = 0;
+  std::vector<std::vector<std::vector<float>>> K(lens.size()), V(lens.size());  // [seq][pos][kv_dim]
+  for (size_t s = 0; s < lens.size(); ++s) {
+    batch.block_tables.emplace_back();
     for (int64_t p = 0; p < lens[s]; ++p) {
+      if (p % c.block_size == 0) batch.block_tables[s].push_back(ids[next++]);
       std::vector<float> k(kv_dim), v(kv_dim);
       for (auto& x : k) x = nd(rng);
       for (auto& x : v) x = nd(rng);
-      const int64_t block = batch.block_tables[s][p / c.block_size];
-      kv.write(1, block, p % c.block_size, k.data(), v.data());
+      kv.write(1, batch.block_tables[s].back(), p % c.block_size, k.data(), v.data());
       K[s].push_back(k), V[s].push_back(v);
     }
-  // Queries: the last 5 positions of sequence 0 (a prefill chunk) and the last of sequence 1 (decode).
-  for (int64_t p = 40; p < 45; ++p) batch.tokens.push_back(0), batch.positions.push_back(int32_t(p)), batch.seq.push_back(0);
-  batch.tokens.push_back(0), batch.positions.push_back(6), batch.seq.push_back(1);
+  }
+  for (auto [sq, p] : queries)
+    batch.tokens.push_back(0), batch.positions.push_back(int32_t(p)), batch.seq.push_back(sq);
   const int64_t n = int64_t(batch.tokens.size()), stride = q_dim + 3;  // q rows padded: q_stride != q_dim
   std::vector<float> q(n * stride), out(n * q_dim, -1.f);
   for (auto& x : q) x = nd(rng);
@@ -88,6 +98,20 @@ TEST(PagedAttention, MatchesNaiveAttention) {
     SCOPED_TRACE("heads " + std::to_string(c.n_heads) + "/" + std::to_string(c.n_kv_heads) + " hd " +
                  std::to_string(c.head_dim) + " bs " + std::to_string(c.block_size));
     check_case(c, seed++);
+  }
+}
+
+// One or two decode tokens over long scattered sequences (many blocks, a partial last block, the
+// next-block prefetch crossing tables), for the shapes of the default model and TinyLlama.
+TEST(PagedAttention, LongDecodeMatchesNaiveAttention) {
+  const Case cases[] = {{9, 3, 64, 16}, {32, 4, 64, 16}, {2, 1, 256, 16}, {4, 1, 32, 16}};
+  uint32_t seed = 50;
+  for (const Case& c : cases) {
+    SCOPED_TRACE("heads " + std::to_string(c.n_heads) + "/" + std::to_string(c.n_kv_heads) + " hd " +
+                 std::to_string(c.head_dim));
+    check_case(c, seed++, {300}, {{0, 299}});                  // 19 blocks, the last one 12 slots
+    check_case(c, seed++, {300, 161}, {{0, 299}, {1, 160}});  // two sequences of different lengths
+    check_case(c, seed++, {70}, {{0, 69}});
   }
 }
 
