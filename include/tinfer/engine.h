@@ -28,6 +28,7 @@ struct EngineConfig {
   int block_size = 16;
   bool prefix_caching = true;
   std::string kv_layout = "paged";   // "paged" | "reserved" (baseline: max context reserved per sequence)
+  std::string kv_dtype = "f32";      // "f32" | "f16" (half the bytes per token; K and V rounded to fp16)
   // "continuous" | "static" (baseline: finished members leave the batch's compute) | "static-padded"
   // (baseline: they are computed as padding until the batch ends, as fixed-shape batch tensors do)
   std::string batching = "continuous";

@@ -51,9 +51,11 @@ class EngineImpl final : public Engine {
     pool_ = std::make_unique<ThreadPool>(config_.threads);
     fwd_ = std::make_unique<CpuForward>(*model_, *pool_);  // packs the weights: MemAvailable is read after
     const EngineKvBudget budget = kv_budget(config_.kv_memory_bytes, config_.kv_fraction);
-    plan_ = plan_engine_kv(mc, budget.budget_bytes, config_.block_size, max_model_len_cfg_);
-    if (config_.verbose) std::fprintf(stderr, "%s\n", describe_kv_plan(plan_, budget).c_str());
-    kv_ = std::make_unique<KvStorage>(mc, plan_.num_blocks, plan_.block_size);
+    KvDtype dtype = KvDtype::f32;
+    parse_kv_dtype(config_.kv_dtype, &dtype);  // (validated with the config)
+    plan_ = plan_engine_kv(mc, budget.budget_bytes, config_.block_size, max_model_len_cfg_, kv_dtype_bytes(dtype));
+    if (config_.verbose) std::fprintf(stderr, "%s\n", describe_kv_plan(plan_, budget, kv_dtype_name(dtype)).c_str());
+    kv_ = std::make_unique<KvStorage>(mc, plan_.num_blocks, plan_.block_size, dtype);
 
     SchedulerConfig sc;
     sc.max_batched_tokens = config_.max_batched_tokens;

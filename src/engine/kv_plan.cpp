@@ -1,4 +1,4 @@
-// KV plan: read MemAvailable, size the budget, and call the pure planner with the model's fp32 KV shape.
+// KV plan: read MemAvailable, size the budget, and call the pure planner with the model's KV shape.
 #include "engine/kv_plan.h"
 
 #include <cstdio>
@@ -32,11 +32,12 @@ EngineKvBudget kv_budget(int64_t kv_memory_bytes, double kv_fraction) {
   return b;
 }
 
-kv::KvMemoryPlan plan_engine_kv(const ModelConfig& cfg, size_t budget_bytes, int block_size, int max_model_len) {
+kv::KvMemoryPlan plan_engine_kv(const ModelConfig& cfg, size_t budget_bytes, int block_size, int max_model_len,
+                                int bytes_per_elem) {
   const kv::KvShape shape{.num_layers = static_cast<int>(cfg.n_layers),
                           .num_kv_heads = static_cast<int>(cfg.n_kv_heads),
                           .head_dim = static_cast<int>(cfg.head_dim),
-                          .bytes_per_elem = static_cast<int>(sizeof(float))};
+                          .bytes_per_elem = bytes_per_elem};
   try {
     return kv::plan_kv_memory(shape, budget_bytes, block_size, max_model_len);
   } catch (const Error& e) {
@@ -44,12 +45,12 @@ kv::KvMemoryPlan plan_engine_kv(const ModelConfig& cfg, size_t budget_bytes, int
   }
 }
 
-std::string describe_kv_plan(const kv::KvMemoryPlan& p, const EngineKvBudget& b) {
+std::string describe_kv_plan(const kv::KvMemoryPlan& p, const EngineKvBudget& b, const char* dtype) {
   char buf[512];
   std::snprintf(buf, sizeof buf,
-                "KV cache: %zu bytes/token (fp32), %d blocks x %d tokens = %lld tokens, %.1f MiB%s; "
+                "KV cache: %zu bytes/token (%s), %d blocks x %d tokens = %lld tokens, %.1f MiB%s; "
                 "max concurrency %d at max_model_len %d",
-                p.bytes_per_token, p.num_blocks, p.block_size, static_cast<long long>(p.capacity_tokens),
+                p.bytes_per_token, dtype, p.num_blocks, p.block_size, static_cast<long long>(p.capacity_tokens),
                 double(p.bytes_used) / (1 << 20),
                 b.mem_available ? (" (of " + std::to_string(b.mem_available >> 20) + " MiB available)").c_str() : "",
                 p.max_concurrency, p.context_len);

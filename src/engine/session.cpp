@@ -8,8 +8,8 @@
 
 namespace tinfer {
 
-Session::Session(CpuForward& fwd, int64_t max_ctx)
-    : fwd_(fwd), max_ctx_(max_ctx), kv_(fwd.config(), (max_ctx + kBlockSize - 1) / kBlockSize, kBlockSize) {
+Session::Session(CpuForward& fwd, int64_t max_ctx, KvDtype kv_dtype)
+    : fwd_(fwd), max_ctx_(max_ctx), kv_(fwd.config(), (max_ctx + kBlockSize - 1) / kBlockSize, kBlockSize, kv_dtype) {
   batch_.block_tables.resize(1);
   batch_.block_tables[0].resize(kv_.n_blocks());
   std::iota(batch_.block_tables[0].begin(), batch_.block_tables[0].end(), 0);

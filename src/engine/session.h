@@ -8,13 +8,14 @@
 
 #include "model/cpu_forward.h"
 #include "model/kv_storage.h"
+#include "model/kv_storage.h"
 
 namespace tinfer {
 
 class Session {
  public:
   static constexpr int64_t kBlockSize = 16;
-  Session(CpuForward& fwd, int64_t max_ctx);
+  Session(CpuForward& fwd, int64_t max_ctx, KvDtype kv_dtype = KvDtype::f32);
 
   int64_t n_past() const { return n_past_; }
   int64_t max_ctx() const { return max_ctx_; }

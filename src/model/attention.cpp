@@ -11,8 +11,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include "core/error.h"
+#include "core/fp16.h"
 #include "core/isa.h"
 #include "core/thread_pool.h"
 #include "kernels/kernels.h"
@@ -34,7 +36,11 @@ struct Item {
   float scale;
 };
 
-// Portable path: any block size / head dim.
+inline float to_f32(float x) { return x; }
+inline float to_f32(uint16_t h) { return fp16_to_f32(h); }
+
+// Portable path: any block size / head dim; T = float (f32 cache) or uint16_t (f16).
+template <class T>
 void attend_generic(const Item& it) {
   float m[kMaxGroup], l[kMaxGroup], score[kMaxTile];
   std::fill(it.o, it.o + it.group * it.hd, 0.f);
@@ -42,13 +48,13 @@ void attend_generic(const Item& it) {
   std::fill(l, l + it.group, 0.f);
   for (int64_t b = 0; b < it.n_blocks; ++b) {
     const int64_t len = b + 1 == it.n_blocks ? it.len_last : it.bs;
-    const float* kt = it.kv->k_block(it.layer, it.table[b]) + it.kvh * it.hd * it.bs;  // [hd][bs]
+    const T* kt = it.kv->k_block<T>(it.layer, it.table[b]) + it.kvh * it.hd * it.bs;  // [hd][bs]
     for (int64_t g = 0; g < it.group; ++g) {
       const float* qh = it.q + g * it.hd;
       float tile_max = -INFINITY;
       for (int64_t j = 0; j < len; ++j) {
         float s = 0;
-        for (int64_t d = 0; d < it.hd; ++d) s += qh[d] * kt[d * it.bs + j];
+        for (int64_t d = 0; d < it.hd; ++d) s += qh[d] * to_f32(kt[d * it.bs + j]);
         score[j] = s * it.scale;
         tile_max = std::max(tile_max, score[j]);
       }
@@ -62,7 +68,12 @@ void attend_generic(const Item& it) {
       for (int64_t j = 0; j < len; ++j) {
         const float w = std::exp(score[j] - m[g]);
         l[g] += w;
-        axpy(w, it.kv->v(it.layer, it.table[b], j) + it.kvh * it.hd, oh, it.hd);
+        const T* vj = it.kv->v<T>(it.layer, it.table[b], j) + it.kvh * it.hd;
+        if constexpr (std::is_same_v<T, float>) {
+          axpy(w, vj, oh, it.hd);
+        } else {
+          for (int64_t d = 0; d < it.hd; ++d) oh[d] += w * to_f32(vj[d]);
+        }
       }
     }
   }
@@ -89,21 +100,27 @@ TINFER_AVX512 inline __m512 exp16(__m512 x) {
   return _mm512_maskz_mov_ps(~under, _mm512_scalef_ps(p, n));
 }
 
+// 16 cache elements as floats: fp16 is widened on load (vcvtph2ps), so an f16 cache reads half the bytes.
+TINFER_AVX512 inline __m512 load16(const float* p) { return _mm512_loadu_ps(p); }
+TINFER_AVX512 inline __m512 load16(const uint16_t* p) {
+  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+}
+
 // Scores of GN heads (h0..h0+GN) against one block, folded into the running max/sum (online softmax):
 // p[g][0..16) = exp(score - new max), r[g] = exp(old max - new max) rescales what was accumulated.
 // The head count is a template argument so the accumulators live in registers (a runtime count
 // spilled them: every FMA went through a store/load round trip, ~7x slower).
-template <int GN>
-TINFER_AVX512 inline void block_scores(const Item& it, const float* kt, __mmask16 valid, int64_t h0, float* m,
-                                       float* l, float (*p)[16], float* r, const float* next_k) {
+template <class T, int GN>
+TINFER_AVX512 inline void block_scores(const Item& it, const T* kt, __mmask16 valid, int64_t h0, float* m,
+                                       float* l, float (*p)[16], float* r, const T* next_k) {
   const int64_t hd = it.hd;
   const float* q = it.q + h0 * hd;
   __m512 s0[GN], s1[GN];  // even / odd d: two FMA chains per head
 #pragma GCC unroll 4
   for (int g = 0; g < GN; ++g) s0[g] = s1[g] = _mm512_setzero_ps();
   for (int64_t d = 0; d < hd; d += 2) {
-    const __m512 k0 = _mm512_loadu_ps(kt + d * 16), k1 = _mm512_loadu_ps(kt + d * 16 + 16);
-    if (next_k) {  // the next block's K rows d, d+1 (one line each), spread over this loop
+    const __m512 k0 = load16(kt + d * 16), k1 = load16(kt + d * 16 + 16);
+    if (next_k) {  // the next block's K rows d, d+1 (a line each in f32, one line for both in f16)
       _mm_prefetch(reinterpret_cast<const char*>(next_k + d * 16), _MM_HINT_T0);
       _mm_prefetch(reinterpret_cast<const char*>(next_k + d * 16 + 16), _MM_HINT_T0);
     }
@@ -135,9 +152,9 @@ TINFER_AVX512 inline void block_scores(const Item& it, const float* kt, __mmask1
 
 // O[h0+g][c0..c0+16*CW) = r[g] * O + P[g] · V over one block's len slots: each V row chunk is loaded
 // once for all GN heads (GN*CW accumulators + CW V vectors stay in registers).
-template <int GN, int CW>
-TINFER_AVX512 inline void block_pv(const Item& it, const float* v0, int64_t vstride, int64_t len, int64_t h0,
-                                   int64_t c0, const float (*p)[16], const float* r, const float* next_v0) {
+template <class T, int GN, int CW>
+TINFER_AVX512 inline void block_pv(const Item& it, const T* v0, int64_t vstride, int64_t len, int64_t h0,
+                                   int64_t c0, const float (*p)[16], const float* r, const T* next_v0) {
   __m512 acc[GN][CW];
 #pragma GCC unroll 4
   for (int g = 0; g < GN; ++g)
@@ -145,13 +162,13 @@ TINFER_AVX512 inline void block_pv(const Item& it, const float* v0, int64_t vstr
     for (int c = 0; c < CW; ++c)
       acc[g][c] = _mm512_mul_ps(_mm512_loadu_ps(it.o + (h0 + g) * it.hd + c0 + 16 * c), _mm512_set1_ps(r[g]));
   for (int64_t j = 0; j < len; ++j) {
-    const float* vj = v0 + j * vstride + c0;
+    const T* vj = v0 + j * vstride + c0;
     if (next_v0)  // the next block's V row j of this kv head, spread over this loop
-      for (int64_t c = 0; c < it.hd * 4; c += 64)
+      for (int64_t c = 0; c < it.hd * int64_t(sizeof(T)); c += 64)
         _mm_prefetch(reinterpret_cast<const char*>(next_v0 + j * vstride) + c, _MM_HINT_T0);
     __m512 vv[CW];
 #pragma GCC unroll 4
-    for (int c = 0; c < CW; ++c) vv[c] = _mm512_loadu_ps(vj + 16 * c);
+    for (int c = 0; c < CW; ++c) vv[c] = load16(vj + 16 * c);
 #pragma GCC unroll 4
     for (int g = 0; g < GN; ++g) {
       const __m512 w = _mm512_set1_ps(p[g][j]);
@@ -167,50 +184,51 @@ TINFER_AVX512 inline void block_pv(const Item& it, const float* v0, int64_t vstr
 
 // next_k / next_v0: the next block's K tile and V slot 0 of this kv head, prefetched while this block
 // computes (nullptr: none, or not the first head group).
-template <int GN>
-TINFER_AVX512 inline void block_heads(const Item& it, const float* kt, const float* v0, int64_t vstride, int64_t len,
-                                      int64_t h0, float* m, float* l, const float* next_k, const float* next_v0) {
+template <class T, int GN>
+TINFER_AVX512 inline void block_heads(const Item& it, const T* kt, const T* v0, int64_t vstride, int64_t len,
+                                      int64_t h0, float* m, float* l, const T* next_k, const T* next_v0) {
   alignas(64) float p[GN][16];
   float r[GN];
-  block_scores<GN>(it, kt, __mmask16((1u << len) - 1), h0, m, l, p, r, next_k);
+  block_scores<T, GN>(it, kt, __mmask16((1u << len) - 1), h0, m, l, p, r, next_k);
   const int64_t nv = it.hd / 16;
   int64_t c = 0;
-  for (; c + 4 <= nv; c += 4) block_pv<GN, 4>(it, v0, vstride, len, h0, 16 * c, p, r, c == 0 ? next_v0 : nullptr);
-  const float* nv0 = c == 0 ? next_v0 : nullptr;
+  for (; c + 4 <= nv; c += 4) block_pv<T, GN, 4>(it, v0, vstride, len, h0, 16 * c, p, r, c == 0 ? next_v0 : nullptr);
+  const T* nv0 = c == 0 ? next_v0 : nullptr;
   switch (nv - c) {
-    case 3: block_pv<GN, 3>(it, v0, vstride, len, h0, 16 * c, p, r, nv0); break;
-    case 2: block_pv<GN, 2>(it, v0, vstride, len, h0, 16 * c, p, r, nv0); break;
-    case 1: block_pv<GN, 1>(it, v0, vstride, len, h0, 16 * c, p, r, nv0); break;
+    case 3: block_pv<T, GN, 3>(it, v0, vstride, len, h0, 16 * c, p, r, nv0); break;
+    case 2: block_pv<T, GN, 2>(it, v0, vstride, len, h0, 16 * c, p, r, nv0); break;
+    case 1: block_pv<T, GN, 1>(it, v0, vstride, len, h0, 16 * c, p, r, nv0); break;
     default: break;
   }
 }
 
 // AVX-512 path: block_size 16 (one zmm of scores per head), head_dim a multiple of 16. Heads of the
 // GQA group go 4 at a time (their scores share each K load, their P·V each V load).
+template <class T>
 TINFER_AVX512 void attend_avx512(const Item& it) {
   const int64_t G = it.group, hd = it.hd;
   float m[kMaxGroup], l[kMaxGroup];
   std::fill(it.o, it.o + G * hd, 0.f);
   std::fill(m, m + G, -INFINITY);
   std::fill(l, l + G, 0.f);
-  const int64_t vstride = it.kv->v(it.layer, 0, 1) - it.kv->v(it.layer, 0, 0);
+  const int64_t vstride = it.kv->v<T>(it.layer, 0, 1) - it.kv->v<T>(it.layer, 0, 0);  // elements
   for (int64_t b = 0; b < it.n_blocks; ++b) {
     const int64_t len = b + 1 == it.n_blocks ? it.len_last : 16;
-    const float* kt = it.kv->k_block(it.layer, it.table[b]) + it.kvh * hd * 16;  // [hd][16]
-    const float* v0 = it.kv->v(it.layer, it.table[b], 0) + it.kvh * hd;          // slot j at v0 + j * vstride
+    const T* kt = it.kv->k_block<T>(it.layer, it.table[b]) + it.kvh * hd * 16;  // [hd][16]
+    const T* v0 = it.kv->v<T>(it.layer, it.table[b], 0) + it.kvh * hd;          // slot j at v0 + j * vstride
     // Decode reads each KV block once, from L3 or DRAM (a step's weights stream through the caches), at
     // addresses the hardware prefetchers cannot predict (block tables). The first head group fetches the
     // next block a line or two per iteration: issued all at once, 128 prefetches overflowed the miss
     // queues and most were dropped (no gain measured).
     const bool more = b + 1 < it.n_blocks;
-    const float* nk = more ? it.kv->k_block(it.layer, it.table[b + 1]) + it.kvh * hd * 16 : nullptr;
-    const float* nv0 = more ? it.kv->v(it.layer, it.table[b + 1], 0) + it.kvh * hd : nullptr;
+    const T* nk = more ? it.kv->k_block<T>(it.layer, it.table[b + 1]) + it.kvh * hd * 16 : nullptr;
+    const T* nv0 = more ? it.kv->v<T>(it.layer, it.table[b + 1], 0) + it.kvh * hd : nullptr;
     int64_t h = 0;
-    for (; h + 4 <= G; h += 4, nk = nv0 = nullptr) block_heads<4>(it, kt, v0, vstride, len, h, m, l, nk, nv0);
+    for (; h + 4 <= G; h += 4, nk = nv0 = nullptr) block_heads<T, 4>(it, kt, v0, vstride, len, h, m, l, nk, nv0);
     switch (G - h) {
-      case 3: block_heads<3>(it, kt, v0, vstride, len, h, m, l, nk, nv0); break;
-      case 2: block_heads<2>(it, kt, v0, vstride, len, h, m, l, nk, nv0); break;
-      case 1: block_heads<1>(it, kt, v0, vstride, len, h, m, l, nk, nv0); break;
+      case 3: block_heads<T, 3>(it, kt, v0, vstride, len, h, m, l, nk, nv0); break;
+      case 2: block_heads<T, 2>(it, kt, v0, vstride, len, h, m, l, nk, nv0); break;
+      case 1: block_heads<T, 1>(it, kt, v0, vstride, len, h, m, l, nk, nv0); break;
       default: break;
     }
   }
@@ -229,6 +247,7 @@ void paged_attention(const AttentionShape& s, const ForwardBatch& batch, const K
   const int64_t bs = kv.block_size();
   const bool fast = active_isa() == Isa::avx512 && bs == 16 && hd % 16 == 0;
   const float scale = 1.0f / std::sqrt(float(hd));
+  const bool f16 = kv.dtype() == KvDtype::f16;
   check(group <= kMaxGroup && (fast || bs <= kMaxTile),
         "attention: query heads per kv head (" + std::to_string(group) + ") or block size (" + std::to_string(bs) +
             ") beyond this kernel's limits (" + std::to_string(kMaxGroup) + ", " + std::to_string(kMaxTile) + ")");
@@ -246,8 +265,8 @@ void paged_attention(const AttentionShape& s, const ForwardBatch& batch, const K
       it.len_last = pos % bs + 1;
       it.table = batch.block_tables[batch.seq[i]].data();
       it.kv = &kv, it.layer = layer, it.kvh = kvh, it.scale = scale;
-      if (fast) attend_avx512(it);
-      else attend_generic(it);
+      if (f16) fast ? attend_avx512<uint16_t>(it) : attend_generic<uint16_t>(it);
+      else fast ? attend_avx512<float>(it) : attend_generic<float>(it);
     }
   });
 }

@@ -4,27 +4,42 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "core/fp16.h"
 
 namespace tinfer {
 
-KvStorage::KvStorage(const ModelConfig& cfg, int64_t n_blocks, int64_t block_size)
-    : n_layers_(cfg.n_layers), n_blocks_(n_blocks), block_size_(block_size), kv_dim_(cfg.kv_dim()) {
+KvStorage::KvStorage(const ModelConfig& cfg, int64_t n_blocks, int64_t block_size, KvDtype dtype)
+    : n_layers_(cfg.n_layers),
+      n_blocks_(n_blocks),
+      block_size_(block_size),
+      kv_dim_(cfg.kv_dim()),
+      dtype_(dtype),
+      elem_(kv_dtype_bytes(dtype)) {
   check(n_blocks > 0 && block_size > 0, "KV cache needs at least one block of at least one token");
-  buf_ = Buffer(size_t(n_layers_) * 2 * n_blocks_ * block_size_ * kv_dim_ * sizeof(float), true);
+  buf_ = Buffer(size_t(n_layers_) * 2 * n_blocks_ * block_size_ * kv_dim_ * elem_, true);
 }
 
 void KvStorage::copy_block(int64_t src, int64_t dst) {
-  const size_t bytes = size_t(block_size_) * kv_dim_ * sizeof(float);
+  const size_t bytes = size_t(block_size_ * kv_dim_ * elem_);
   for (int64_t l = 0; l < n_layers_; ++l) {
-    std::memcpy(k_block(l, dst), k_block(l, src), bytes);
-    std::memcpy(v(l, dst, 0), v(l, src, 0), bytes);
+    std::memcpy(base(l, 0, dst, 0), base(l, 0, src, 0), bytes);
+    std::memcpy(base(l, 1, dst, 0), base(l, 1, src, 0), bytes);
   }
 }
 
 void KvStorage::write(int64_t layer, int64_t block, int64_t slot, const float* k, const float* v) {
-  float* kb = k_block(layer, block);
-  for (int64_t d = 0; d < kv_dim_; ++d) kb[d * block_size_ + slot] = k[d];  // [kv_dim][block_size]
-  std::memcpy(this->v(layer, block, slot), v, kv_dim_ * sizeof(float));
+  if (dtype_ == KvDtype::f32) {
+    auto* kb = reinterpret_cast<float*>(base(layer, 0, block, 0));
+    for (int64_t d = 0; d < kv_dim_; ++d) kb[d * block_size_ + slot] = k[d];  // [kv_dim][block_size]
+    std::memcpy(base(layer, 1, block, slot), v, size_t(kv_dim_) * sizeof(float));
+    return;
+  }
+  auto* kb = reinterpret_cast<uint16_t*>(base(layer, 0, block, 0));
+  auto* vb = reinterpret_cast<uint16_t*>(base(layer, 1, block, slot));
+  for (int64_t d = 0; d < kv_dim_; ++d) {
+    kb[d * block_size_ + slot] = f32_to_fp16(k[d]);
+    vb[d] = f32_to_fp16(v[d]);
+  }
 }
 
 }  // namespace tinfer

@@ -190,6 +190,25 @@ TEST(Engine, PaddedStaticEqualsContinuousAndComputesPadding) {
   EXPECT_EQ(pad_st.padding_tokens, 12 + 6 + 6);
 }
 
+// An f16 cache: twice the tokens in the same budget, and still exact batching (N requests together
+// give what each gives alone through the same f16 cache).
+TEST(Engine, F16CacheDoublesCapacityAndBatchesExactly) {
+  auto m = stories();
+  TINFER_REQUIRE_FILE(m ? std::string("x") : std::string(), "models/stories260K.gguf");
+  const auto ps = prompts(4, 512);
+  EngineConfig f16 = base_config();
+  f16.kv_dtype = "f16";
+  EngineStats st32, st16;
+  run_greedy(stories(), base_config(), {ps[0]}, 4, &st32);
+  const auto batched = run_greedy(stories(), f16, ps, 20, &st16);
+  EXPECT_GE(st16.kv_capacity_tokens, 2 * st32.kv_capacity_tokens);  // (whole blocks: floor(budget / block))
+  EXPECT_LE(st16.kv_capacity_tokens, 2 * st32.kv_capacity_tokens + 16);
+  for (size_t i = 0; i < ps.size(); ++i) EXPECT_EQ(run_greedy(stories(), f16, {ps[i]}, 20)[0], batched[i]) << i;
+  EngineConfig bad = base_config();
+  bad.kv_dtype = "q4";
+  EXPECT_FALSE(bad.validate().empty());
+}
+
 TEST(Engine, PreemptedEqualsUninterrupted) {
   auto m = stories();
   TINFER_REQUIRE_FILE(m ? std::string("x") : std::string(), "models/stories260K.gguf");

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <random>
 
+#include "core/fp16.h"
 #include "core/thread_pool.h"
 #include "model/attention.h"
 #include "model/kv_storage.h"
@@ -20,15 +21,17 @@ struct Case {
 
 // Sequences of the given lengths on scattered blocks; queries (sequence, position) attend to positions
 // 0..position of their sequence.
+// With an f16 cache the reference uses K and V rounded to fp16, so the same tolerance applies.
 void check_case(const Case& c, uint32_t seed, std::vector<int64_t> lens = {45, 7},
-                std::vector<std::pair<int, int64_t>> queries = {{0, 40}, {0, 41}, {0, 42}, {0, 43}, {0, 44}, {1, 6}}) {
+                std::vector<std::pair<int, int64_t>> queries = {{0, 40}, {0, 41}, {0, 42}, {0, 43}, {0, 44}, {1, 6}},
+                KvDtype dtype = KvDtype::f32) {
   ModelConfig cfg;
   cfg.n_layers = 2, cfg.n_heads = c.n_heads, cfg.n_kv_heads = c.n_kv_heads, cfg.head_dim = c.head_dim;
   const int64_t kv_dim = c.n_kv_heads * c.head_dim, q_dim = c.n_heads * c.head_dim, group = c.n_heads / c.n_kv_heads;
   int64_t total_blocks = 0;
   for (int64_t len : lens) total_blocks += (len + c.block_size - 1) / c.block_size;
   const int64_t n_blocks = total_blocks + 8;
-  KvStorage kv(cfg, n_blocks, c.block_size);
+  KvStorage kv(cfg, n_blocks, c.block_size, dtype);
   std::mt19937 rng(seed);
   std::normal_distribution<float> nd(0.f, 1.f);
   // Block ids: a fixed-seed shuffle of the pool, handed out in turn, so no table is contiguous.
@@ -46,6 +49,8 @@ void check_case(const Case& c, uint32_t seed, std::vector<int64_t> lens = {45, 7
       for (auto& x : k) x = nd(rng);
       for (auto& x : v) x = nd(rng);
       kv.write(1, batch.block_tables[s].back(), p % c.block_size, k.data(), v.data());
+      if (dtype == KvDtype::f16)
+        for (size_t e = 0; e < k.size(); ++e) k[e] = fp16_to_f32(f32_to_fp16(k[e])), v[e] = fp16_to_f32(f32_to_fp16(v[e]));
       K[s].push_back(k), V[s].push_back(v);
     }
   }
@@ -115,6 +120,18 @@ TEST(PagedAttention, LongDecodeMatchesNaiveAttention) {
   }
 }
 
+// An f16 cache on both paths (AVX-512: block size 16, head_dim % 16 == 0; portable otherwise).
+TEST(PagedAttention, F16CacheMatchesNaiveAttentionOnRoundedKV) {
+  const Case cases[] = {{32, 4, 64, 16}, {9, 3, 64, 16}, {10, 2, 80, 16}, {8, 4, 8, 16}, {4, 1, 48, 5}};
+  uint32_t seed = 80;
+  for (const Case& c : cases) {
+    SCOPED_TRACE("heads " + std::to_string(c.n_heads) + "/" + std::to_string(c.n_kv_heads) + " hd " +
+                 std::to_string(c.head_dim) + " bs " + std::to_string(c.block_size));
+    check_case(c, seed++, {45, 7}, {{0, 40}, {0, 44}, {1, 6}}, KvDtype::f16);
+    check_case(c, seed++, {300}, {{0, 299}}, KvDtype::f16);
+  }
+}
+
 TEST(PagedAttention, CopyBlockDuplicatesKAndV) {
   ModelConfig cfg;
   cfg.n_layers = 3, cfg.n_heads = 4, cfg.n_kv_heads = 2, cfg.head_dim = 16;
@@ -124,8 +141,8 @@ TEST(PagedAttention, CopyBlockDuplicatesKAndV) {
   for (int64_t l = 0; l < 3; ++l) kv.write(l, 1, 5, k.data(), v.data());
   kv.copy_block(1, 3);
   for (int64_t l = 0; l < 3; ++l) {
-    for (int d = 0; d < 32; ++d) EXPECT_EQ(kv.k_block(l, 3)[d * 16 + 5], float(d));
-    EXPECT_EQ(std::vector<float>(kv.v(l, 3, 5), kv.v(l, 3, 5) + 32), v);
+    for (int d = 0; d < 32; ++d) EXPECT_EQ(kv.k_block<float>(l, 3)[d * 16 + 5], float(d));
+    EXPECT_EQ(std::vector<float>(kv.v<float>(l, 3, 5), kv.v<float>(l, 3, 5) + 32), v);
   }
 }
 

@@ -173,6 +173,7 @@ int cmd_bench_throughput(int argc, char** argv) {
   j["threads"] = cfg.threads;
   j["batching"] = cfg.batching;
   j["kv_layout"] = cfg.kv_layout;
+  j["kv_dtype"] = cfg.kv_dtype;
   j["prefix_caching"] = cfg.prefix_caching;
   j["chunked_prefill"] = cfg.chunked_prefill;
   j["kv_blocks_total"] = engine->stats().kv_blocks_total;

@@ -17,6 +17,7 @@ std::vector<OptionSpec> engine_options() {
       {"--chunked-prefill", "on|off", true, "on"},
       {"--batching", "continuous|static|static-padded", true, "continuous"},
       {"--kv-layout", "paged|reserved", true, "paged"},
+      {"--kv-dtype", "f32|f16 (KV cache element type)", true, "f32"},
       {"--max-batched-tokens", "token budget of one step", true, "512"},
       {"--max-seqs", "requests running at once", true, "64"},
       {"--max-tokens-cap", "hard cap on max_tokens (larger asks are clamped)", true, "4096"},
@@ -61,6 +62,7 @@ EngineConfig engine_config(const Args& args) {
   c.chunked_prefill = on_off(args, "--chunked-prefill", errs);
   c.batching = args.str("--batching");
   c.kv_layout = args.str("--kv-layout");
+  c.kv_dtype = args.str("--kv-dtype");
   c.max_batched_tokens = static_cast<int>(args.integer("--max-batched-tokens"));
   c.max_seqs = static_cast<int>(args.integer("--max-seqs"));
   c.max_tokens_cap = static_cast<int>(args.integer("--max-tokens-cap"));
