@@ -81,5 +81,19 @@ TEST(Cli, RunPrintsOnlyTheContinuation) {
   EXPECT_EQ(r.out.rfind("Once upon a time, there was a little girl", 0), 0u) << r.out;
 }
 
+// The decode sweep times a fixed batch: with a 32-token step budget, 32 prompts of 64 tokens prefill over
+// 64 steps, so the first ones admitted decode all the while; none may finish inside the timed steps (the
+// tool refuses such a point), and every point reports its batch size.
+TEST(Cli, DecodeSweepTimesFullBatches) {
+  std::string model = test::shared_file("models/stories260K.gguf");
+  TINFER_REQUIRE_FILE(model, "models/stories260K.gguf");
+  auto r = test::run_command(test::tinfer_bin() + " bench throughput -m " + model +
+                             " -t 2 --kv-memory 64M --max-batched-tokens 32 --sweep-batch 1,8,32 --sweep-steps 3"
+                             " --json 2>&1");
+  EXPECT_EQ(r.status, 0) << r.out;
+  for (const char* b : {"\"batch\":1,", "\"batch\":8,", "\"batch\":32,"})
+    EXPECT_NE(r.out.find(b), std::string::npos) << b << " in: " << r.out;
+}
+
 }  // namespace
 }  // namespace tinfer

@@ -102,18 +102,24 @@ struct SweepPoint {
   double tok_s = 0, step_ms = 0;
 };
 
+// Every request must still be decoding through the timed steps: the first ones admitted decode while
+// later prompts prefill in budget-limited chunks (decode tokens take their share of each step's budget,
+// so how long that lasts is not known up front). Each asks for as many tokens as the server allows and is
+// aborted after the timed steps; one that still ends inside them (context full) voids the point. (With
+// max_tokens = steps + 2, early requests finished inside the timed window and a 64-row point timed fewer rows.)
 SweepPoint sweep_point(Engine& e, int batch, int prompt_len, int steps, int n_vocab) {
   int firsts = 0, finished = 0;
+  std::vector<RequestId> ids;
   for (int b = 0; b < batch; ++b) {
     GenerationRequest g;
     for (int j = 0; j < prompt_len; ++j) g.prompt.push_back(int32_t(3 + (b * 977 + j * 131) % (n_vocab - 3)));
     g.sampling.temperature = 0;
-    g.max_tokens = steps + 2;
+    g.max_tokens = 1 << 30;  // clamped to --max-tokens-cap and the context
     g.ignore_eos = true;
-    e.add_request(std::move(g), [&](const TokenEvent& ev) {
+    ids.push_back(e.add_request(std::move(g), [&](const TokenEvent& ev) {
       if (ev.has_token && ev.completion_tokens == 1) ++firsts;
       if (ev.finished) ++finished;
-    });
+    }));
   }
   while (firsts < batch) e.step();
   std::vector<double> dt;
@@ -122,6 +128,8 @@ SweepPoint sweep_point(Engine& e, int batch, int prompt_len, int steps, int n_vo
     e.step();
     dt.push_back(now_s() - a);
   }
+  check(finished == 0, "--sweep-batch " + std::to_string(batch) + ": a request finished inside the timed steps");
+  for (RequestId id : ids) e.abort(id);
   while (e.has_work()) e.step();
   const double med = percentile(dt, 50);
   return {batch, med > 0 ? batch / med : 0, med * 1e3};
