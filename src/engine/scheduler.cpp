@@ -40,6 +40,7 @@ Scheduler::Scheduler(SchedulerConfig config, kv::KvCacheConfig kv_config, std::u
 
 void Scheduler::add(RequestId id, RequestParams p) {
   check(!requests_.count(id), "request " + std::to_string(id) + ": duplicate id");
+  check(id < kFirstPaddingId, "request " + std::to_string(id) + ": ids from 2^62 up are reserved for padding rows");
   check(!p.prompt.empty(), "request " + std::to_string(id) + ": empty prompt");
   const int n = static_cast<int>(p.prompt.size());
   check(n < max_len_, "request " + std::to_string(id) + ": prompt of " + std::to_string(n) +
@@ -280,6 +281,7 @@ std::optional<RequestOutput> Scheduler::fork(RequestId parent, RequestId child, 
   check(it != requests_.end() && it->second.status == RequestStatus::kRunning,
         "fork: request " + std::to_string(parent) + " is not running");
   check(!requests_.count(child), "fork: request " + std::to_string(child) + " already exists");
+  check(child < kFirstPaddingId, "fork: ids from 2^62 up are reserved for padding rows");
   check(num_running() < config_.max_seqs, "fork: max_seqs reached");
   Request c = it->second;
   c.id = child;

@@ -277,6 +277,12 @@ TEST(Scheduler, PaddedStaticBatchComputesFinishedRowsUntilTheBatchEnds) {
 // position ahead of request 2, so it takes the last free block at step 4 and at step 5 request 2 (its
 // 9th position) finds the pool empty. The newest unscheduled running sequence is request 2 itself,
 // which plain preemption would evict; the padding row is dropped instead (not a preemption).
+TEST(Scheduler, PaddingIdsAreReserved) {
+  Scheduler s(config(), kv_config(8), std::make_unique<PaddedStaticBatching>());
+  EXPECT_THROW(s.add(Scheduler::kFirstPaddingId, params(prompt_of(3), 1)), Error);
+  EXPECT_NO_THROW(s.add(Scheduler::kFirstPaddingId - 1, params(prompt_of(3), 1)));
+}
+
 TEST(Scheduler, PaddingRowsGiveWayWhenBlocksRunOut) {
   Scheduler s(config(64, 2), kv_config(5), std::make_unique<PaddedStaticBatching>());
   FakeRunner runner(32, 4);
