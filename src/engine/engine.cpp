@@ -53,8 +53,8 @@ class EngineImpl final : public Engine {
     const EngineKvBudget budget = kv_budget(config_.kv_memory_bytes, config_.kv_fraction);
     KvDtype dtype = KvDtype::f32;
     parse_kv_dtype(config_.kv_dtype, &dtype);  // (validated with the config)
-    plan_ = plan_engine_kv(mc, budget.budget_bytes, config_.block_size, max_model_len_cfg_, kv_dtype_bytes(dtype));
-    if (config_.verbose) std::fprintf(stderr, "%s\n", describe_kv_plan(plan_, budget, kv_dtype_name(dtype)).c_str());
+    plan_ = plan_engine_kv(mc, budget.budget_bytes, config_.block_size, max_model_len_cfg_, dtype);
+    if (config_.verbose) std::fprintf(stderr, "%s\n", describe_kv_plan(plan_, budget, dtype).c_str());
     kv_ = std::make_unique<KvStorage>(mc, plan_.num_blocks, plan_.block_size, dtype);
 
     SchedulerConfig sc;

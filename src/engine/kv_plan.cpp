@@ -33,11 +33,11 @@ EngineKvBudget kv_budget(int64_t kv_memory_bytes, double kv_fraction) {
 }
 
 kv::KvMemoryPlan plan_engine_kv(const ModelConfig& cfg, size_t budget_bytes, int block_size, int max_model_len,
-                                int bytes_per_elem) {
+                                KvDtype dtype) {
   const kv::KvShape shape{.num_layers = static_cast<int>(cfg.n_layers),
                           .num_kv_heads = static_cast<int>(cfg.n_kv_heads),
                           .head_dim = static_cast<int>(cfg.head_dim),
-                          .bytes_per_elem = bytes_per_elem};
+                          .bytes_per_elem = kv_dtype_bytes(dtype)};
   try {
     return kv::plan_kv_memory(shape, budget_bytes, block_size, max_model_len);
   } catch (const Error& e) {
@@ -45,12 +45,12 @@ kv::KvMemoryPlan plan_engine_kv(const ModelConfig& cfg, size_t budget_bytes, int
   }
 }
 
-std::string describe_kv_plan(const kv::KvMemoryPlan& p, const EngineKvBudget& b, const char* dtype) {
+std::string describe_kv_plan(const kv::KvMemoryPlan& p, const EngineKvBudget& b, KvDtype dtype) {
   char buf[512];
   std::snprintf(buf, sizeof buf,
                 "KV cache: %zu bytes/token (%s), %d blocks x %d tokens = %lld tokens, %.1f MiB%s; "
                 "max concurrency %d at max_model_len %d",
-                p.bytes_per_token, dtype, p.num_blocks, p.block_size, static_cast<long long>(p.capacity_tokens),
+                p.bytes_per_token, kv_dtype_name(dtype), p.num_blocks, p.block_size, static_cast<long long>(p.capacity_tokens),
                 double(p.bytes_used) / (1 << 20),
                 b.mem_available ? (" (of " + std::to_string(b.mem_available >> 20) + " MiB available)").c_str() : "",
                 p.max_concurrency, p.context_len);

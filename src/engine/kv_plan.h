@@ -5,6 +5,7 @@
 #include <string>
 
 #include "kvcache/memory_planner.h"
+#include "model/kv_storage.h"
 #include "model/model_config.h"
 
 namespace tinfer {
@@ -21,12 +22,12 @@ size_t mem_available_bytes();
 // explicit budget was given.
 EngineKvBudget kv_budget(int64_t kv_memory_bytes, double kv_fraction);
 
-// bytes_per_elem: 4 for an f32 cache, 2 for f16. Throws Error (naming max_model_len) when not even one
-// sequence of max_model_len tokens fits.
+// Sized by the cache's element type. Throws Error (naming max_model_len) when not even one sequence of
+// max_model_len tokens fits.
 kv::KvMemoryPlan plan_engine_kv(const ModelConfig& cfg, size_t budget_bytes, int block_size, int max_model_len,
-                                int bytes_per_elem = 4);
+                                KvDtype dtype);
 
 // "KV cache: 4096 blocks x 16 tokens = 65536 tokens, 1408 MiB (22528 bytes/token); max concurrency 32 at 2048"
-std::string describe_kv_plan(const kv::KvMemoryPlan& plan, const EngineKvBudget& budget, const char* dtype = "f32");
+std::string describe_kv_plan(const kv::KvMemoryPlan& plan, const EngineKvBudget& budget, KvDtype dtype);
 
 }  // namespace tinfer

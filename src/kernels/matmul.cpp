@@ -17,8 +17,6 @@ namespace tinfer {
 
 namespace {
 
-constexpr int64_t kActChunk = kMaxGemmRows;  // activation rows per pass over a thread's tiles (~L2 resident)
-
 // Per calling thread, grown on demand and then reused: no allocation per token after warm-up.
 struct ActScratch {
   std::vector<uint8_t> panel;  // QActs layout (kernel_table.h)
@@ -29,10 +27,13 @@ QActs quantize_acts(const KernelTable& kt, const float* x, int64_t m, int64_t co
   thread_local ActScratch s;
   const int64_t nb = cols / 32, groups = (m + kActGroup - 1) / kActGroup;
   const int gr = int(std::min<int64_t>(m, kActGroup));
-  const int64_t bb = act_block_bytes(gr);
-  const size_t bytes = size_t(groups * nb * bb);
+  const size_t bytes = size_t(groups * nb * act_block_bytes(gr));
   if (s.panel.size() < bytes) s.panel.resize(bytes);
   uint8_t* panel = s.panel.data();
+  QActs a;
+  a.panel = panel;
+  a.nb = nb;
+  a.gr = gr;
   auto rows = [&](int64_t g0, int64_t g1) {
     thread_local std::vector<int8_t> q;
     thread_local std::vector<float> d, ds;
@@ -44,22 +45,21 @@ QActs quantize_acts(const KernelTable& kt, const float* x, int64_t m, int64_t co
       if (r >= gr) break;  // (only a single short group stores fewer rows)
       if (i < m) kt.quantize_act_row(x + i * cols, cols, q.data(), d.data(), sum.data(), ds.data());
       for (int64_t b = 0; b < nb; ++b) {
-        uint8_t* blk = panel + ((i / kActGroup) * nb + b) * bb;
+        // Written through QActs' own accessors (the panel is this function's scratch), so the layout
+        // is stated once.
+        const uint8_t* blk = a.block(i / kActGroup, b);
         const bool live = i < m;  // padded rows of the last group are zeros
-        if (live) std::memcpy(blk + r * 32, q.data() + b * 32, 32);
-        else std::memset(blk + r * 32, 0, 32);
-        reinterpret_cast<float*>(blk + gr * 32)[r] = live ? d[size_t(b)] : 0.0f;
-        reinterpret_cast<int32_t*>(blk + gr * 36)[r] = live ? corr * sum[size_t(b)] : 0;
-        reinterpret_cast<float*>(blk + gr * 40)[r] = live ? ds[size_t(b)] : 0.0f;
+        auto* qr = const_cast<int8_t*>(a.q(blk, r));
+        if (live) std::memcpy(qr, q.data() + b * 32, 32);
+        else std::memset(qr, 0, 32);
+        *const_cast<float*>(a.d(blk, r)) = live ? d[size_t(b)] : 0.0f;
+        *const_cast<int32_t*>(a.off(blk, r)) = live ? corr * sum[size_t(b)] : 0;
+        *const_cast<float*>(a.ds(blk, r)) = live ? ds[size_t(b)] : 0.0f;
       }
     }
   };
   if (m * cols >= (1 << 16)) pool.parallel_for(groups, 1, rows);
   else rows(0, groups);
-  QActs a;
-  a.panel = panel;
-  a.nb = nb;
-  a.gr = gr;
   return a;
 }
 
@@ -73,7 +73,7 @@ void matmul_tiled(const PackedMatrix& w, const float* x, int64_t m, float* y, Th
   g.y = y;
   g.ldy = w.rows;
   const GemmFn fn = w.type == DType::Q8_0 ? kt.gemm_q8_0 : w.type == DType::Q4_0 ? kt.gemm_q4_0 : kt.gemm_q4_1;
-  const int64_t nt = packed::n_tiles(w.rows), n_ic = (m + kActChunk - 1) / kActChunk;
+  const int64_t nt = packed::n_tiles(w.rows), n_ic = (m + kMaxGemmRows - 1) / kMaxGemmRows;
   if (n_ic == 1) {
     // Decode streams every weight byte from DRAM once, so each thread reads one long contiguous run:
     // measured on this host, interleaving ~280 KB items between two threads lost 15% of the read
@@ -89,8 +89,8 @@ void matmul_tiled(const PackedMatrix& w, const float* x, int64_t m, float* y, Th
   std::atomic<int64_t> next{0};
   auto work = [&](int, int) {
     for (int64_t item = next.fetch_add(1); item < n_ic * n_tc; item = next.fetch_add(1)) {
-      const int64_t i0 = (item / n_tc) * kActChunk, t0 = (item % n_tc) * tc;
-      fn(g, t0, std::min(nt, t0 + tc), i0, std::min(m, i0 + kActChunk));
+      const int64_t i0 = (item / n_tc) * kMaxGemmRows, t0 = (item % n_tc) * tc;
+      fn(g, t0, std::min(nt, t0 + tc), i0, std::min(m, i0 + kMaxGemmRows));
     }
   };
   pool.run(work);

@@ -38,7 +38,7 @@ int cmd_bench(int argc, char** argv) {
   if (argc > 0 && std::string(argv[0]) == "throughput") return cmd_bench_throughput(argc - 1, argv + 1);
   auto spec = concat(model_options(), {{"--prompt", "prompt tokens", true, "512"},
                                        {"--gen", "generated tokens", true, "128"},
-                                       {"--kv-dtype", "f32|f16 (KV cache element type)", true, "f32"},
+                                       kv_dtype_option(),
                                        {"--repeat", "repetitions (median reported)", true, "5"},
                                        {"--json", "print one JSON object on the last line", false}});
   Args args(argc, argv, spec,
@@ -49,9 +49,8 @@ int cmd_bench(int argc, char** argv) {
   const ModelConfig& c = l.model->config();
   check(n_prompt + n_gen <= c.ctx_len || args.has("--ctx"),
         "--prompt + --gen exceeds the model context of " + std::to_string(c.ctx_len));
-  KvDtype kv_dtype = KvDtype::f32;
-  check(parse_kv_dtype(args.str("--kv-dtype"), &kv_dtype), "--kv-dtype must be f32 or f16");
-  Session session(*l.fwd, n_prompt + n_gen, kv_dtype);
+  const KvDtype kv = kv_dtype(args);
+  Session session(*l.fwd, n_prompt + n_gen, kv);
 
   std::vector<int32_t> prompt(n_prompt);
   for (long long i = 0; i < n_prompt; ++i) prompt[i] = int32_t((i * 7919 + 13) % c.n_vocab);
@@ -98,7 +97,7 @@ int cmd_bench(int argc, char** argv) {
         "\"decode_tok_s\":%.3f,\"decode_tok_s_min\":%.3f,\"decode_tok_s_max\":%.3f,\"read_gbps\":%.2f,"
         "\"fp32_gflops\":%.1f,\"int8_gops\":%.1f,\"decode_roofline_pct\":%.1f,\"prefill_roofline_pct\":%.1f,"
         "\"decode_effective_gbps\":%.2f}\n",
-        l.model->path().c_str(), l.pool->size(), isa_name(active_isa()), kv_dtype_name(kv_dtype), n_prompt, n_gen, repeat, weight_bytes,
+        l.model->path().c_str(), l.pool->size(), isa_name(active_isa()), kv_dtype_name(kv), n_prompt, n_gen, repeat, weight_bytes,
         p.median, p.min, p.max, d.median, d.min, d.max, b.median, fp32, int8, 100 * d.median / decode_bound,
         100 * p.median / prefill_bound, d.median * weight_bytes / 1e9);
   return 0;

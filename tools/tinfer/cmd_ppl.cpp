@@ -32,7 +32,7 @@ int cmd_ppl(int argc, char** argv) {
                                        {"--max-tokens", "score at most this many target tokens (0 = all)", true, "0"},
                                        {"--max-bytes", "read at most this many bytes of the file (0 = all)", true, "0"},
                                        {"--reference", "score with the reference forward pass (fp32/fp64 oracle, slow)", false},
-                                       {"--kv-dtype", "f32|f16 (KV cache element type of the fast path)", true, "f32"}});
+                                       kv_dtype_option()});
   Args args(argc, argv, spec, "tinfer ppl -m MODEL -f TEXT [--ctx N] [--max-tokens N] [--kv-dtype f32|f16]");
   check(args.has("--file"), "missing -f TEXT");
   std::ifstream in(args.str("--file"), std::ios::binary);
@@ -54,9 +54,7 @@ int cmd_ppl(int argc, char** argv) {
 
   const int64_t ctx = context_length(args, *l.model), n_vocab = l.model->config().n_vocab;
   check(ctx >= 2, "--ctx must be at least 2");
-  KvDtype kv_dtype = KvDtype::f32;
-  check(parse_kv_dtype(args.str("--kv-dtype"), &kv_dtype), "--kv-dtype must be f32 or f16");
-  Session session(*l.fwd, ctx, kv_dtype);
+  Session session(*l.fwd, ctx, kv_dtype(args));
   std::unique_ptr<ReferenceForward> ref;
   if (args.flag("--reference")) ref = std::make_unique<ReferenceForward>(*l.model);
   std::vector<float> logits;

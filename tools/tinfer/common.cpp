@@ -22,6 +22,15 @@ std::vector<OptionSpec> model_options() {
   };
 }
 
+OptionSpec kv_dtype_option() { return {"--kv-dtype", "f32|f16 (KV cache element type)", true, "f32"}; }
+
+KvDtype kv_dtype(const Args& args) {
+  KvDtype t = KvDtype::f32;
+  const std::string v = args.str("--kv-dtype");
+  check(parse_kv_dtype(v, &t), "--kv-dtype must be f32 or f16, got '" + v + "'");
+  return t;
+}
+
 std::vector<OptionSpec> sampling_options() {
   return {
       {"--temp", "temperature (0 = greedy)", true, "0.8"},

@@ -9,6 +9,7 @@
 #include "core/thread_pool.h"
 #include "engine/sampler.h"
 #include "model/cpu_forward.h"
+#include "model/kv_storage.h"
 #include "model/model.h"
 
 namespace tinfer::cli {
@@ -22,11 +23,13 @@ struct Loaded {
 
 std::vector<OptionSpec> model_options();     // -m, -t, --tokenizer, -c
 std::vector<OptionSpec> sampling_options();  // --temp, --top-k, --top-p, --min-p, penalties, --seed
+OptionSpec kv_dtype_option();                // --kv-dtype f32|f16
 std::vector<OptionSpec> concat(std::vector<OptionSpec> a, const std::vector<OptionSpec>& b);
 
 Loaded load_model(const Args& args);
 int64_t context_length(const Args& args, const Model& model);  // -c or min(trained, 4096)
 SamplingParams sampling_params(const Args& args);              // validated: Error lists every problem
+KvDtype kv_dtype(const Args& args);                            // --kv-dtype; Error for anything else
 
 // BOS (if the tokenizer adds one) + the encoded text; an empty prompt gives BOS alone.
 std::vector<int32_t> encode_prompt(const Tokenizer& tok, const std::string& text, bool parse_special = false);

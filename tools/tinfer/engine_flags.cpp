@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "common.h"
 #include "core/error.h"
 
 namespace tinfer::cli {
@@ -17,7 +18,7 @@ std::vector<OptionSpec> engine_options() {
       {"--chunked-prefill", "on|off", true, "on"},
       {"--batching", "continuous|static|static-padded", true, "continuous"},
       {"--kv-layout", "paged|reserved", true, "paged"},
-      {"--kv-dtype", "f32|f16 (KV cache element type)", true, "f32"},
+      kv_dtype_option(),
       {"--max-batched-tokens", "token budget of one step", true, "512"},
       {"--max-seqs", "requests running at once", true, "64"},
       {"--max-tokens-cap", "hard cap on max_tokens (larger asks are clamped)", true, "4096"},

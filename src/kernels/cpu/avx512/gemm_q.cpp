@@ -116,15 +116,15 @@ inline void tile_rows(const uint8_t* tile, const QActs& a, int64_t g, int r0, in
   for (int r = 0; r < MR; ++r) _mm512_storeu_ps(acc_io + 16 * r, facc[r]);
 }
 
-// Rows r0..r0+n of group g over blocks [b0, b1), in micro-kernels of 8/4/2/1 rows.
+// Rows 0..n of group g over blocks [b0, b1), in micro-kernels of 8/4/2/1 rows (only 4+ rows prefetch).
 template <Kind K>
 inline void group_rows(const uint8_t* tile, const QActs& a, int64_t g, int n, int64_t b0,
                        int64_t b1, float* acc, bool prefetch) {
-  int r0 = 0;
   if (n == kActGroup) return tile_rows<K, 8>(tile, a, g, 0, b0, b1, acc, prefetch);
-  if (n - r0 >= 4) tile_rows<K, 4>(tile, a, g, r0, b0, b1, acc + 16 * r0, prefetch), r0 += 4;
-  if (n - r0 >= 2) tile_rows<K, 2>(tile, a, g, r0, b0, b1, acc + 16 * r0, prefetch && r0 == 0), r0 += 2;
-  if (n - r0 >= 1) tile_rows<K, 1>(tile, a, g, r0, b0, b1, acc + 16 * r0, prefetch && r0 == 0);
+  int r0 = 0;
+  if (n >= 4) tile_rows<K, 4>(tile, a, g, 0, b0, b1, acc, prefetch), r0 = 4;
+  if (n - r0 >= 2) tile_rows<K, 2>(tile, a, g, r0, b0, b1, acc + 16 * r0, false), r0 += 2;
+  if (n - r0 >= 1) tile_rows<K, 1>(tile, a, g, r0, b0, b1, acc + 16 * r0, false);
 }
 
 // Per tile, the blocks are walked in slices small enough to stay in L1 (kSliceBytes of quants), and
