@@ -5,24 +5,12 @@
 // scores a whole block without horizontal sums); V blocks [n_blocks][block_size][kv_dim].
 #pragma once
 #include <cstdint>
-#include <string>
 
 #include "core/buffer.h"
+#include "core/kv_dtype.h"
 #include "model/model_config.h"
 
 namespace tinfer {
-
-// Element type of the cache: fp16 halves its bytes (capacity x2, decode attention reads half) at a
-// rounding of K and V to 11 significant bits.
-enum class KvDtype { f32, f16 };
-inline int kv_dtype_bytes(KvDtype t) { return t == KvDtype::f16 ? 2 : 4; }
-inline const char* kv_dtype_name(KvDtype t) { return t == KvDtype::f16 ? "f16" : "f32"; }
-// "f32" | "f16"; false for anything else.
-inline bool parse_kv_dtype(const std::string& s, KvDtype* out) {
-  if (s == "f32") return *out = KvDtype::f32, true;
-  if (s == "f16") return *out = KvDtype::f16, true;
-  return false;
-}
 
 class KvStorage {
  public:
