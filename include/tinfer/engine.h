@@ -9,8 +9,12 @@
 #include <string>
 #include <vector>
 
+#include "core/kv_dtype.h"
+#include "engine/batching_mode.h"
 #include "engine/request.h"
+#include "engine/request_resolver.h"
 #include "engine/sampler.h"
+#include "kvcache/types.h"
 
 namespace tinfer {
 
@@ -27,30 +31,22 @@ struct EngineConfig {
   double kv_fraction = 0.5;
   int block_size = 16;
   bool prefix_caching = true;
-  std::string kv_layout = "paged";   // "paged" | "reserved" (baseline: max context reserved per sequence)
-  std::string kv_dtype = "f32";      // "f32" | "f16" (half the bytes per token; K and V rounded to fp16)
-  // "continuous" | "static" (baseline: finished members leave the batch's compute) | "static-padded"
-  // (baseline: they are computed as padding until the batch ends, as fixed-shape batch tensors do)
-  std::string batching = "continuous";
+  kv::KvLayout kv_layout = kv::KvLayout::kPaged;  // kReserved: baseline, max context reserved per sequence
+  KvDtype kv_dtype = KvDtype::f32;                 // f16: half the bytes per token; K and V rounded to fp16
+  BatchingMode batching = BatchingMode::kContinuous;
   bool chunked_prefill = true;
   int max_batched_tokens = 512;     // token budget per step
   int max_seqs = 64;
   int max_model_len = 0;            // 0 = the model's context length
   int default_max_tokens = 256;
   int max_tokens_cap = 4096;
+  // The background class (long jobs): requests asking for more than long_request_tokens outputs (0: none)
+  // are admitted only while no interactive request waits and fewer than max_background_running run.
+  int long_request_tokens = 0;
+  int max_background_running = 2;
   bool verbose = true;              // print the KV plan at start (bytes/token, capacity, concurrency)
 
   std::vector<std::string> validate() const;  // every problem, one message each
-};
-
-struct GenerationRequest {
-  std::vector<Token> prompt;         // token ids (BOS included if wanted)
-  SamplingParams sampling;
-  int max_tokens = 0;                // <= 0: server default; above the cap: clamped (reported)
-  std::vector<Token> stop_token_ids;
-  bool ignore_eos = false;
-  int n = 1;                         // parallel samples sharing the prompt's KV blocks (forked after prefill)
-  uint64_t cache_salt = 0;
 };
 
 // One event for one sample of a request. index = which of the n samples.
@@ -72,6 +68,7 @@ using EventCallback = std::function<void(const TokenEvent&)>;
 
 struct EngineStats {
   int running = 0, waiting = 0;
+  int background_running = 0, background_waiting = 0;  // of which the background class
   int kv_blocks_total = 0, kv_blocks_used = 0, kv_blocks_peak = 0;
   double prefix_hit_rate = 0;        // hit tokens / looked-up tokens
   int64_t prompt_tokens = 0, generated_tokens = 0, preemptions = 0, aborts = 0, steps = 0;
@@ -89,8 +86,18 @@ class Engine {
   static std::unique_ptr<Engine> create(std::unique_ptr<Model> model, const EngineConfig& config);
   virtual ~Engine() = default;
 
-  // Thread-safe. Validates (Error on bad params / over-long prompt); the request joins at the next step.
-  virtual RequestId add_request(GenerationRequest request, EventCallback on_event) = 0;
+  // Thread-safe. The limits requests are resolved against (fixed once the engine exists).
+  virtual const RequestLimits& request_limits() const = 0;
+  // Thread-safe. Validates and resolves a request once (defaults, caps, context room, stop ids, priority);
+  // throws RequestError naming the field at fault.
+  ResolvedRequest resolve(GenerationRequest request) const {
+    return resolve_request(std::move(request), request_limits());
+  }
+  // Thread-safe. The request joins at the next step.
+  virtual RequestId add_request(ResolvedRequest request, EventCallback on_event) = 0;
+  RequestId add_request(GenerationRequest request, EventCallback on_event) {
+    return add_request(resolve(std::move(request)), std::move(on_event));
+  }
   // Thread-safe. Aborts at the next step (blocks return to the pool then); unknown ids are ignored.
   virtual void abort(RequestId id) = 0;
   // Runs one iteration (schedule -> forward -> sample -> update). Returns false if there was nothing to do.

@@ -10,10 +10,10 @@
 #include <unordered_map>
 
 #include "core/error.h"
-#include "core/thread_pool.h"
 #include "engine/kv_plan.h"
 #include "engine/model_runner.h"
 #include "engine/scheduler.h"
+#include "model/backend.h"
 #include "model/model.h"
 
 namespace tinfer {
@@ -29,15 +29,14 @@ void throw_if(const std::vector<std::string>& errs, const std::string& what) {
 
 // Client state of one request: its samples (one Sampler and one scheduler sequence each) and callback.
 struct Live {
+  explicit Live(ResolvedRequest r) : req(std::move(r)) {}
   RequestId id = 0;
-  GenerationRequest req;
+  ResolvedRequest req;
   EventCallback on_event;
   std::vector<Sampler> samplers;      // [n]
   std::vector<kv::SeqId> seqs;        // [n] scheduler sequence of each sample; 0 before the fork
   std::vector<int> completion;        // [n] tokens delivered so far
   std::vector<bool> done;             // [n]
-  int max_tokens = 0;                 // resolved (default, cap)
-  bool clamped = false;
   bool forked = false;                // n == 1, or the n sequences exist
   int num_done = 0;
 };
@@ -48,73 +47,55 @@ class EngineImpl final : public Engine {
     throw_if(config_.validate(), "engine config");
     const ModelConfig& mc = model_->config();
     max_model_len_cfg_ = config_.max_model_len > 0 ? config_.max_model_len : static_cast<int>(mc.ctx_len);
-    pool_ = std::make_unique<ThreadPool>(config_.threads);
-    fwd_ = std::make_unique<CpuForward>(*model_, *pool_);  // packs the weights: MemAvailable is read after
+    // Packs the weights (MemAvailable is read after); refuses a context the model cannot position.
+    fwd_ = create_backend("cpu", *model_, BackendOptions{.threads = config_.threads, .max_positions = max_model_len_cfg_});
     const EngineKvBudget budget = kv_budget(config_.kv_memory_bytes, config_.kv_fraction);
-    KvDtype dtype = KvDtype::f32;
-    parse_kv_dtype(config_.kv_dtype, &dtype);  // (validated with the config)
+    const KvDtype dtype = config_.kv_dtype;
     plan_ = plan_engine_kv(mc, budget.budget_bytes, config_.block_size, max_model_len_cfg_, dtype);
     if (config_.verbose) std::fprintf(stderr, "%s\n", describe_kv_plan(plan_, budget, dtype).c_str());
-    kv_ = std::make_unique<KvStorage>(mc, plan_.num_blocks, plan_.block_size, dtype);
+    kv_ = fwd_->allocate_kv(plan_.num_blocks, plan_.block_size, dtype);
 
     SchedulerConfig sc;
     sc.max_batched_tokens = config_.max_batched_tokens;
     sc.max_seqs = config_.max_seqs;
     sc.chunked_prefill = config_.chunked_prefill;
     sc.max_model_len = max_model_len_cfg_;
-    sc.default_max_tokens = config_.default_max_tokens;
-    sc.max_tokens_cap = config_.max_tokens_cap;
-    for (int32_t t = 0; t < mc.n_vocab; ++t)
-      if (model_->tokenizer().is_eog(t)) sc.eos_ids.push_back(t);
-    eos_ids_ = sc.eos_ids;
+    sc.max_background_running = config_.max_background_running;
     kv::KvCacheConfig kc{.num_blocks = plan_.num_blocks,
                          .block_size = plan_.block_size,
                          .prefix_caching = config_.prefix_caching,
-                         .layout = config_.kv_layout == "reserved" ? kv::KvLayout::kReserved : kv::KvLayout::kPaged};
-    std::unique_ptr<BatchingPolicy> policy;
-    if (config_.batching == "static") policy = std::make_unique<StaticBatching>();
-    else if (config_.batching == "static-padded") policy = std::make_unique<PaddedStaticBatching>();
-    else policy = std::make_unique<ContinuousBatching>();
-    sched_ = std::make_unique<Scheduler>(sc, kc, std::move(policy));
+                         .layout = config_.kv_layout};
+    sched_ = std::make_unique<Scheduler>(sc, kc, make_batching_policy(config_.batching));
     max_len_ = sched_->max_len();
+    limits_ = RequestLimits{.n_vocab = static_cast<int>(mc.n_vocab),
+                            .max_len = max_len_,
+                            .max_seqs = config_.max_seqs,
+                            .default_max_tokens = config_.default_max_tokens,
+                            .max_tokens_cap = config_.max_tokens_cap,
+                            .background_min_tokens = config_.long_request_tokens};
+    for (int32_t t = 0; t < mc.n_vocab; ++t)
+      if (model_->tokenizer().is_eog(t)) limits_.eos_ids.push_back(t);
     runner_ = std::make_unique<ModelRunner>(*fwd_, *kv_);
     publish_stats();
   }
 
-  RequestId add_request(GenerationRequest req, EventCallback on_event) override {
-    auto live = std::make_unique<Live>();
-    const int n_vocab = static_cast<int>(model_->config().n_vocab);
-    std::vector<std::string> errs = req.sampling.validate();
-    if (req.prompt.empty()) errs.push_back("prompt is empty");
-    for (Token t : req.prompt)
-      if (t < 0 || t >= n_vocab) {
-        errs.push_back("prompt token id " + std::to_string(t) + " outside the vocabulary [0, " +
-                       std::to_string(n_vocab) + ")");
-        break;
-      }
-    if (req.n < 1 || req.n > config_.max_seqs)
-      errs.push_back("n must be in [1, max_seqs = " + std::to_string(config_.max_seqs) + "]");
-    if (static_cast<int>(req.prompt.size()) >= max_len_)
-      errs.push_back("prompt of " + std::to_string(req.prompt.size()) + " tokens leaves no room for output (max " +
-                     "model length " + std::to_string(max_len_) + ")");
-    throw_if(errs, "request");
+  const RequestLimits& request_limits() const override { return limits_; }
+
+  RequestId add_request(ResolvedRequest req, EventCallback on_event) override {
+    auto live = std::make_unique<Live>(std::move(req));
+    const ResolvedRequest& r = live->req;
+    const int n_vocab = limits_.n_vocab;
     // Sample i draws with seed + i, so samples differ yet each is reproducible; seed -1 is resolved once.
-    live->samplers.emplace_back(req.sampling, n_vocab, req.prompt);
-    for (int i = 1; i < req.n; ++i) {
-      SamplingParams p = req.sampling;
+    live->samplers.emplace_back(r.sampling, n_vocab, r.prompt);
+    for (int i = 1; i < r.n; ++i) {
+      SamplingParams p = r.sampling;
       p.seed = live->samplers[0].seed() + i;
-      live->samplers.emplace_back(p, n_vocab, req.prompt);
+      live->samplers.emplace_back(p, n_vocab, r.prompt);
     }
-    live->max_tokens = req.max_tokens > 0 ? req.max_tokens : config_.default_max_tokens;
-    if (live->max_tokens > config_.max_tokens_cap) {
-      live->max_tokens = config_.max_tokens_cap;
-      live->clamped = req.max_tokens > 0;
-    }
-    live->seqs.assign(req.n, 0);
-    live->completion.assign(req.n, 0);
-    live->done.assign(req.n, false);
-    live->forked = req.n == 1;
-    live->req = std::move(req);
+    live->seqs.assign(r.n, 0);
+    live->completion.assign(r.n, 0);
+    live->done.assign(r.n, false);
+    live->forked = r.n == 1;
     live->on_event = std::move(on_event);
     std::lock_guard<std::mutex> lock(mu_);
     live->id = ++next_id_;
@@ -159,13 +140,12 @@ class EngineImpl final : public Engine {
 
   EngineConfig config_;
   std::unique_ptr<Model> model_;
-  std::unique_ptr<ThreadPool> pool_;
-  std::unique_ptr<CpuForward> fwd_;
+  std::unique_ptr<Backend> fwd_;
   kv::KvMemoryPlan plan_;
-  std::unique_ptr<KvStorage> kv_;
+  std::unique_ptr<KvCache> kv_;
   std::unique_ptr<Scheduler> sched_;
   std::unique_ptr<ModelRunner> runner_;
-  std::vector<Token> eos_ids_;
+  RequestLimits limits_;
   int max_model_len_cfg_ = 0;
   int max_len_ = 0;
 
@@ -186,8 +166,7 @@ class EngineImpl final : public Engine {
 };
 
 bool EngineImpl::is_stop(const Live& l, Token t) const {
-  auto has = [t](const std::vector<Token>& v) { return std::find(v.begin(), v.end(), t) != v.end(); };
-  return (!l.req.ignore_eos && has(eos_ids_)) || has(l.req.stop_token_ids);
+  return std::find(l.req.stop_ids.begin(), l.req.stop_ids.end(), t) != l.req.stop_ids.end();
 }
 
 void EngineImpl::emit(Live& l, int index, const SampleResult* s, Token tok, bool finished, FinishReason why,
@@ -208,7 +187,7 @@ void EngineImpl::emit(Live& l, int index, const SampleResult* s, Token tok, bool
   ev.prompt_tokens = static_cast<int>(l.req.prompt.size());
   ev.cached_prompt_tokens = cached;
   ev.completion_tokens = l.completion[index];
-  ev.clamped = l.clamped;
+  ev.clamped = l.req.clamped;
   if (finished && !l.done[index]) {
     l.done[index] = true;
     ++l.num_done;
@@ -238,9 +217,9 @@ void EngineImpl::drain_inbox(bool* did_something) {
     const kv::SeqId seq = ++next_seq_;
     sched_->add(seq, RequestParams{.prompt = l.req.prompt,
                                    .max_tokens = l.req.max_tokens,
-                                   .stop_token_ids = l.req.stop_token_ids,
-                                   .ignore_eos = l.req.ignore_eos,
-                                   .cache_salt = l.req.cache_salt});
+                                   .stop_ids = l.req.stop_ids,
+                                   .cache_salt = l.req.cache_salt,
+                                   .priority = l.req.priority});
     l.seqs[0] = seq;
     owner_[seq] = {&l, 0};
     prompt_tokens_ += static_cast<int64_t>(l.req.prompt.size());
@@ -270,7 +249,7 @@ void EngineImpl::fork_samples(Live& l, kv::SeqId parent, int parent_index, const
     if (k == parent_index) continue;
     const Token tok = first[k].token;
     l.samplers[k].accept(tok);
-    const bool length = l.max_tokens <= 1 || static_cast<int>(l.req.prompt.size()) + 1 >= max_len_;
+    const bool length = l.req.max_tokens <= 1 || static_cast<int>(l.req.prompt.size()) + 1 >= max_len_;
     if (!parent_alive || is_stop(l, tok) || length) {
       emit(l, k, &first[k], tok, true, is_stop(l, tok) ? FinishReason::kStop : FinishReason::kLength, 0);
       continue;
@@ -284,10 +263,10 @@ void EngineImpl::fork_samples(Live& l, kv::SeqId parent, int parent_index, const
       std::vector<Token> prompt = l.req.prompt;
       prompt.push_back(tok);
       sched_->add(child, RequestParams{.prompt = std::move(prompt),
-                                       .max_tokens = l.max_tokens - 1,
-                                       .stop_token_ids = l.req.stop_token_ids,
-                                       .ignore_eos = l.req.ignore_eos,
-                                       .cache_salt = l.req.cache_salt});
+                                       .max_tokens = l.req.max_tokens - 1,
+                                       .stop_ids = l.req.stop_ids,
+                                       .cache_salt = l.req.cache_salt,
+                                       .priority = l.req.priority});
     }
     emit(l, k, &first[k], tok, false, FinishReason::kNone, 0);
   }
@@ -369,6 +348,8 @@ void EngineImpl::publish_stats() {
   std::lock_guard<std::mutex> lock(mu_);
   stats_.running = sched_->num_running();
   stats_.waiting = sched_->num_waiting() + static_cast<int>(inbox_.size());
+  stats_.background_running = sched_->num_background_running();
+  stats_.background_waiting = sched_->num_background_waiting();
   stats_.kv_blocks_total = ks.num_blocks;
   stats_.kv_blocks_used = ks.used;
   stats_.kv_blocks_peak = ks.peak_used;

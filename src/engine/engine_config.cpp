@@ -2,7 +2,6 @@
 // dependent checks, such as max_model_len against the KV budget, happen when the engine is created).
 #include <tinfer/engine.h>
 
-#include "model/kv_storage.h"
 
 namespace tinfer {
 
@@ -12,15 +11,14 @@ std::vector<std::string> EngineConfig::validate() const {
   if (kv_memory_bytes < 0) e.push_back("kv_memory_bytes must be >= 0");
   if (kv_memory_bytes == 0 && !(kv_fraction > 0 && kv_fraction <= 1)) e.push_back("kv_fraction must be in (0, 1]");
   if (block_size < 1 || block_size > 256) e.push_back("block_size must be in [1, 256]");
-  if (kv_layout != "paged" && kv_layout != "reserved") e.push_back("kv_layout must be paged or reserved");
-  if (KvDtype t; !parse_kv_dtype(kv_dtype, &t)) e.push_back("kv_dtype must be f32 or f16");
-  if (batching != "continuous" && batching != "static" && batching != "static-padded")
-    e.push_back("batching must be continuous, static or static-padded");
   if (max_batched_tokens < 1) e.push_back("max_batched_tokens must be >= 1");
   if (max_seqs < 1) e.push_back("max_seqs must be >= 1");
   if (max_model_len < 0) e.push_back("max_model_len must be >= 0 (0 = the model's context)");
   if (default_max_tokens < 1) e.push_back("default_max_tokens must be >= 1");
   if (max_tokens_cap < 1) e.push_back("max_tokens_cap must be >= 1");
+  if (default_max_tokens > max_tokens_cap) e.push_back("default_max_tokens must be <= max_tokens_cap");
+  if (long_request_tokens < 0) e.push_back("long_request_tokens must be >= 0 (0 = no background class)");
+  if (max_background_running < 1) e.push_back("max_background_running must be >= 1");
   return e;
 }
 

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "kvcache/memory_planner.h"
-#include "model/kv_storage.h"
+#include "core/kv_dtype.h"
 #include "model/model_config.h"
 
 namespace tinfer {

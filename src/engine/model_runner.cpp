@@ -1,4 +1,4 @@
-// ModelRunner: BatchPlan -> CoW copies -> ForwardBatch -> CpuForward::forward -> logit rows.
+// ModelRunner: BatchPlan -> CoW copies -> ForwardBatch -> Backend::forward -> logit rows.
 #include "engine/model_runner.h"
 
 namespace tinfer {

@@ -1,26 +1,25 @@
-// ModelRunner: executes one BatchPlan on the CPU forward pass: copy-on-write block copies first, then every
+// ModelRunner: executes one BatchPlan on a Backend: copy-on-write block copies first, then every
 // scheduled token of every request as one ragged ForwardBatch, logits only for requests that sample.
 #pragma once
 #include <vector>
 
 #include "engine/scheduler.h"
-#include "model/cpu_forward.h"
+#include "model/backend.h"
 #include "model/forward_batch.h"
-#include "model/kv_storage.h"
 
 namespace tinfer {
 
 class ModelRunner {
  public:
-  ModelRunner(CpuForward& fwd, KvStorage& kv) : fwd_(fwd), kv_(kv) {}
+  ModelRunner(Backend& backend, KvCache& kv) : fwd_(backend), kv_(kv) {}
 
   // Runs the plan. Afterwards logits(i) is the [n_vocab] row of plan.requests[i] (nullptr unless needs_logits).
   void run(const BatchPlan& plan);
   const float* logits(size_t i) const { return row_[i] < 0 ? nullptr : &logits_[size_t(row_[i]) * n_vocab_]; }
 
  private:
-  CpuForward& fwd_;
-  KvStorage& kv_;
+  Backend& fwd_;
+  KvCache& kv_;
   ForwardBatch batch_;
   std::vector<int> row_;        // [plan.requests.size()] logit row or -1
   std::vector<float> logits_;   // [rows][n_vocab]

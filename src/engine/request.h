@@ -1,10 +1,12 @@
-// A request as the scheduler sees it: token ids (prompt, then outputs), how many have KV computed, limits and
-// stop conditions, and its lifecycle. No sampling parameters or text here: the engine keeps those by id.
+// Requests at each stage: what a client asks for (GenerationRequest), what the scheduler is given once the
+// request is resolved (RequestParams: final limits and stop ids), and the scheduler's own record (Request:
+// token ids, prompt then outputs, how many have KV computed, and its lifecycle). No text here.
 #pragma once
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "engine/sampler.h"
 #include "kvcache/types.h"
 
 namespace tinfer {
@@ -30,13 +32,34 @@ inline const char* finish_reason_name(FinishReason r) {
   return "";
 }
 
-// What a client asks for; validated and resolved into a Request by Scheduler::add().
+// Scheduling class. Background requests (long jobs) are admitted only while no interactive request
+// waits and fewer than SchedulerConfig::max_background_running of them run, so a burst of them can hold
+// at most that many batch seats and never sits ahead of interactive requests.
+enum class Priority {
+  kAuto,         // resolved by the output it asks for (RequestLimits::background_min_tokens)
+  kInteractive,
+  kBackground,
+};
+
+// What a client asks for; resolve_request() (engine/request_resolver.h) validates it once.
+struct GenerationRequest {
+  std::vector<Token> prompt;         // token ids (BOS included if wanted)
+  SamplingParams sampling;
+  int max_tokens = 0;                // <= 0: the engine's default; above the cap or the context: clamped
+  std::vector<Token> stop_token_ids; // finish with "stop" when sampled (the token is kept in the output)
+  bool ignore_eos = false;           // do not stop at the model's EOS/EOG ids
+  int n = 1;                         // parallel samples sharing the prompt's KV blocks (forked after prefill)
+  uint64_t cache_salt = 0;           // mixed into prefix-cache hashes: requests with different salts never share
+  Priority priority = Priority::kAuto;
+};
+
+// A resolved request as the scheduler takes it: every limit final (see ResolvedRequest).
 struct RequestParams {
-  std::vector<Token> prompt;          // non-empty
-  int max_tokens = 0;                 // <= 0: the server default; above the server cap: clamped (flagged)
-  std::vector<Token> stop_token_ids;  // finish with "stop" when sampled (the token is kept in the output)
-  bool ignore_eos = false;            // do not stop at the model's EOS/EOG ids
-  uint64_t cache_salt = 0;            // mixed into prefix-cache hashes: requests with different salts never share
+  std::vector<Token> prompt;          // non-empty, shorter than the scheduler's max_len
+  int max_tokens = 1;                 // >= 1: outputs allowed (the context may end the request first)
+  std::vector<Token> stop_ids;        // finish with "stop" when sampled: the resolved EOS and stop ids
+  uint64_t cache_salt = 0;
+  Priority priority = Priority::kInteractive;
 };
 
 struct Request {
@@ -45,11 +68,10 @@ struct Request {
   int num_prompt_tokens = 0;
   int num_computed_tokens = 0;       // positions whose KV is in the cache
   int num_cached_prompt_tokens = 0;  // prefix-cache hit at the latest admission
-  int max_tokens = 0;                // resolved output limit
-  bool clamped = false;              // the asked max_tokens exceeded the server cap
-  std::vector<Token> stop_token_ids;
-  bool ignore_eos = false;
+  int max_tokens = 0;                // output limit
+  std::vector<Token> stop_ids;
   uint64_t cache_salt = 0;
+  Priority priority = Priority::kInteractive;
   RequestStatus status = RequestStatus::kWaiting;
   FinishReason finish_reason = FinishReason::kNone;
   int num_preemptions = 0;

@@ -14,9 +14,7 @@ std::vector<std::string> SchedulerConfig::validate() const {
   if (max_batched_tokens < 1) errs.push_back("max_batched_tokens must be >= 1");
   if (max_seqs < 1) errs.push_back("max_seqs must be >= 1");
   if (max_model_len < 2) errs.push_back("max_model_len must be >= 2 (a prompt token and an output)");
-  if (default_max_tokens < 1) errs.push_back("default_max_tokens must be >= 1");
-  if (max_tokens_cap < 1) errs.push_back("max_tokens_cap must be >= 1");
-  if (default_max_tokens > max_tokens_cap) errs.push_back("default_max_tokens must be <= max_tokens_cap");
+  if (max_background_running < 1) errs.push_back("max_background_running must be >= 1");
   // Without chunking a (re)computed sequence must fit one step whole, up to its longest length.
   if (!chunked_prefill && max_batched_tokens < max_model_len)
     errs.push_back("without chunked prefill max_batched_tokens (" + std::to_string(max_batched_tokens) +
@@ -45,20 +43,18 @@ void Scheduler::add(RequestId id, RequestParams p) {
   const int n = static_cast<int>(p.prompt.size());
   check(n < max_len_, "request " + std::to_string(id) + ": prompt of " + std::to_string(n) +
                           " tokens leaves no room for output (max length " + std::to_string(max_len_) + ")");
+  check(p.max_tokens >= 1, "request " + std::to_string(id) + ": max_tokens must be >= 1 (resolve the request first)");
+  check(p.priority != Priority::kAuto, "request " + std::to_string(id) + ": priority is unresolved");
   Request r;
   r.id = id;
   r.tokens = std::move(p.prompt);
   r.num_prompt_tokens = n;
-  r.max_tokens = p.max_tokens > 0 ? p.max_tokens : config_.default_max_tokens;
-  if (r.max_tokens > config_.max_tokens_cap) {
-    r.max_tokens = config_.max_tokens_cap;
-    r.clamped = p.max_tokens > 0;  // only an explicit ask is reported as clamped
-  }
-  r.stop_token_ids = std::move(p.stop_token_ids);
-  r.ignore_eos = p.ignore_eos;
+  r.max_tokens = p.max_tokens;
+  r.stop_ids = std::move(p.stop_ids);
   r.cache_salt = p.cache_salt;
+  r.priority = p.priority;
+  queue_of(r).push_back(id);
   requests_.emplace(id, std::move(r));
-  waiting_.push_back(id);
 }
 
 void Scheduler::emit(BatchPlan& plan, const Request& r, int n, std::vector<kv::CowCopy> copies) {
@@ -131,8 +127,10 @@ BatchPlan Scheduler::schedule() {
   // Waiting requests join in FCFS order; none after a preemption (the pool is short) or when the policy says no.
   if (!preempted_any && policy_->may_admit(num_running_at_start)) {
     bool out_of_blocks = false;
-    while (!waiting_.empty() && num_running() < config_.max_seqs && budget > 0) {
-      Request& r = requests_.at(waiting_.front());
+    while (num_running() < config_.max_seqs && budget > 0) {
+      Request* next = next_waiting();
+      if (!next) break;
+      Request& r = *next;
       // Never the whole sequence from cache: the last token is computed so that its logits exist.
       const kv::PrefixHit hit = kv_.match_prefix(r.tokens, r.cache_salt, r.num_tokens() - 1);
       const int remaining = r.num_tokens() - hit.num_tokens;
@@ -149,7 +147,8 @@ BatchPlan Scheduler::schedule() {
         break;
       }
       kv_.record_prefix_query(r.num_tokens(), hit.num_tokens);
-      waiting_.pop_front();
+      queue_of(r).pop_front();
+      if (r.priority == Priority::kBackground) ++background_running_;
       r.status = RequestStatus::kRunning;
       r.admit_order = next_admit_++;
       r.num_computed_tokens = hit.num_tokens;
@@ -159,11 +158,18 @@ BatchPlan Scheduler::schedule() {
       scheduled.insert(r.id);
       budget -= n;
     }
-    policy_->admissions_done(out_of_blocks || waiting_.empty() || num_running() >= config_.max_seqs);
+    policy_->admissions_done(out_of_blocks || next_waiting() == nullptr || num_running() >= config_.max_seqs);
   }
   ++stats_.steps;
   stats_.scheduled_tokens += plan.num_tokens;
   return plan;
+}
+
+Request* Scheduler::next_waiting() {
+  if (!waiting_.empty()) return &requests_.at(waiting_.front());
+  if (!background_.empty() && background_running_ < config_.max_background_running)
+    return &requests_.at(background_.front());
+  return nullptr;
 }
 
 void Scheduler::preempt(Request& r) {
@@ -173,10 +179,15 @@ void Scheduler::preempt(Request& r) {
   r.num_computed_tokens = 0;  // recompute prompt + outputs on resume (prefix cache may cover part of it)
   ++r.num_preemptions;
   ++stats_.preemptions;
-  waiting_.push_front(r.id);
+  queue_of(r).push_front(r.id);
 }
 
-void Scheduler::remove_running(RequestId id) { std::erase(running_, id); }
+void Scheduler::remove_running(RequestId id) {
+  auto it = requests_.find(id);
+  if (it != requests_.end() && it->second.priority == Priority::kBackground && !padding_.count(id))
+    --background_running_;
+  std::erase(running_, id);
+}
 
 void Scheduler::keep_as_padding(const Request& r) {
   Request pad = r;
@@ -202,9 +213,7 @@ void Scheduler::drop_padding_if_batch_done() {
 
 FinishReason Scheduler::stop_reason(const Request& r) const {
   const Token t = r.tokens.back();
-  auto has = [t](const std::vector<Token>& v) { return std::find(v.begin(), v.end(), t) != v.end(); };
-  if (!r.ignore_eos && has(config_.eos_ids)) return FinishReason::kStop;
-  if (has(r.stop_token_ids)) return FinishReason::kStop;
+  if (std::find(r.stop_ids.begin(), r.stop_ids.end(), t) != r.stop_ids.end()) return FinishReason::kStop;
   if (r.num_output_tokens() >= r.max_tokens || r.num_tokens() >= max_len_) return FinishReason::kLength;
   return FinishReason::kNone;
 }
@@ -217,13 +226,12 @@ RequestOutput Scheduler::finish(Request& r, FinishReason reason) {
   out.output_tokens = r.output_tokens();
   out.num_prompt_tokens = r.num_prompt_tokens;
   out.num_cached_prompt_tokens = r.num_cached_prompt_tokens;
-  out.clamped = r.clamped;
   const RequestId id = r.id;  // copied: erasing the entry destroys r
   kv_.free(id);
   if (r.status == RequestStatus::kRunning)
     remove_running(id);
   else
-    std::erase(waiting_, id);
+    std::erase(queue_of(r), id);
   ++stats_.finished;
   requests_.erase(id);  // r dangles from here on
   return out;
@@ -255,7 +263,6 @@ std::vector<RequestOutput> Scheduler::update(const BatchPlan& plan, std::span<co
       o.new_tokens = {sampled[i]};
       o.num_prompt_tokens = r.num_prompt_tokens;
       o.num_cached_prompt_tokens = r.num_cached_prompt_tokens;
-      o.clamped = r.clamped;
       outs.push_back(std::move(o));
     } else {
       if (policy_->pads_finished()) keep_as_padding(r);
@@ -294,6 +301,7 @@ std::optional<RequestOutput> Scheduler::fork(RequestId parent, RequestId child, 
   kv_.fork(parent, child);
   Request& r = requests_.emplace(child, std::move(c)).first->second;
   running_.push_back(child);
+  if (r.priority == Priority::kBackground) ++background_running_;
   if (last_token) {
     const FinishReason reason = stop_reason(r);
     if (reason != FinishReason::kNone) return finish(r, reason);

@@ -12,6 +12,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "engine/batching_policy.h"
 #include "engine/request.h"
 #include "kvcache/kv_cache_manager.h"
 
@@ -22,63 +23,10 @@ struct SchedulerConfig {
   int max_seqs = 64;              // requests running at once
   bool chunked_prefill = true;    // off: a prompt is admitted only when it fits the remaining budget whole
   int max_model_len = 4096;       // prompt + outputs; also capped by the KV capacity
-  int default_max_tokens = 256;   // when a request gives none
-  int max_tokens_cap = 4096;      // hard cap: larger asks are clamped (Request::clamped)
-  std::vector<Token> eos_ids;     // the model's EOS/EOG ids: finish with "stop" unless ignore_eos
+  int max_background_running = 2; // background-class requests running at once (admission bound)
 
   // Every problem, one message each; empty when valid.
   std::vector<std::string> validate() const;
-};
-
-// Who may join the running set this step, and whether finished members keep their row: the only
-// differences between static and continuous batching.
-class BatchingPolicy {
- public:
-  virtual ~BatchingPolicy() = default;
-  virtual const char* name() const = 0;
-  // True: a member that finishes while its batch runs keeps being computed as a padding row (its
-  // output is final and reported; the row's tokens are discarded) until the batch ends.
-  virtual bool pads_finished() const { return false; }
-  // num_running: requests running when the step began, before any admission.
-  virtual bool may_admit(int num_running) = 0;
-  // After a step's admissions: whether the running set is full (max_seqs, or no blocks left for the
-  // next waiting request) or nobody is left waiting.
-  virtual void admissions_done(bool full_or_drained) { (void)full_or_drained; }
-};
-
-// Waiting requests join whenever budget, max_seqs and blocks allow; finished ones leave at once.
-class ContinuousBatching final : public BatchingPolicy {
- public:
-  const char* name() const override { return "continuous"; }
-  bool may_admit(int) override { return true; }
-};
-
-// Baseline: a batch forms only from an idle scheduler and runs until its longest member finishes;
-// nobody joins meanwhile. Forming may take several steps (the token budget need not hold every
-// prompt at once): the batch stays open until it is full or nobody is waiting, so it has max_seqs
-// members whenever that many requests are queued, as in a server that pads a batch of prompts.
-class StaticBatching : public BatchingPolicy {
- public:
-  const char* name() const override { return "static"; }
-  bool may_admit(int num_running) override {
-    if (num_running == 0) open_ = true;
-    return open_;
-  }
-  void admissions_done(bool full_or_drained) override {
-    if (full_or_drained) open_ = false;
-  }
-
- private:
-  bool open_ = false;
-};
-
-// Static batching as fixed-shape batch tensors run it (a batched generate() call): finished members
-// stay in the batch and are computed, as padding, until the longest one finishes. StaticBatching
-// above instead stops computing finished members (their seats just stay empty), a stronger baseline.
-class PaddedStaticBatching final : public StaticBatching {
- public:
-  const char* name() const override { return "static-padded"; }
-  bool pads_finished() const override { return true; }
 };
 
 // One request's share of a step. Position p's KV lives in block_table[p / block_size], slot p % block_size.
@@ -111,7 +59,6 @@ struct RequestOutput {
   std::vector<Token> output_tokens;  // every output token; filled when finished
   int num_prompt_tokens = 0;
   int num_cached_prompt_tokens = 0;
-  bool clamped = false;
 };
 
 struct SchedulerStats {
@@ -131,7 +78,8 @@ class Scheduler {
   Scheduler(SchedulerConfig config, kv::KvCacheConfig kv_config,
             std::unique_ptr<BatchingPolicy> policy = std::make_unique<ContinuousBatching>());
 
-  // Queues a request. Throws for a duplicate id, an empty prompt, or a prompt leaving no room for one output.
+  // Queues a resolved request (engine/request_resolver.h): limits and stop ids are taken as given. Throws for
+  // a duplicate id, an empty prompt, a prompt leaving no room for one output, or max_tokens < 1.
   void add(RequestId id, RequestParams params);
   BatchPlan schedule();
   // sampled[i] is the token drawn for plan.requests[i] (ignored unless needs_logits). Requests aborted or
@@ -145,8 +93,10 @@ class Scheduler {
   std::optional<RequestOutput> fork(RequestId parent, RequestId child, std::optional<Token> last_token = {});
 
   bool has_unfinished() const { return requests_.size() > padding_.size(); }
-  int num_waiting() const { return static_cast<int>(waiting_.size()); }
+  int num_waiting() const { return static_cast<int>(waiting_.size() + background_.size()); }
   int num_running() const { return static_cast<int>(running_.size()); }  // padding rows included
+  int num_background_running() const { return background_running_; }
+  int num_background_waiting() const { return static_cast<int>(background_.size()); }
   int num_padding() const { return static_cast<int>(padding_.size()); }
   const Request* find(RequestId id) const;
   const kv::KvCacheManager& kv() const { return kv_; }
@@ -163,6 +113,12 @@ class Scheduler {
   void drop_padding(RequestId id);
   void drop_padding_if_batch_done();
   FinishReason stop_reason(const Request& r) const;
+  std::deque<RequestId>& queue_of(const Request& r) {
+    return r.priority == Priority::kBackground ? background_ : waiting_;
+  }
+  // The next waiting request admission may take, or nullptr: interactive ones first; background ones only
+  // when no interactive request waits and fewer than max_background_running run.
+  Request* next_waiting();
   RequestOutput finish(Request& r, FinishReason reason);
   void emit(BatchPlan& plan, const Request& r, int n, std::vector<kv::CowCopy> copies);
 
@@ -171,7 +127,9 @@ class Scheduler {
   std::unique_ptr<BatchingPolicy> policy_;
   int max_len_ = 0;
   std::unordered_map<RequestId, Request> requests_;  // waiting + running
-  std::deque<RequestId> waiting_;                    // FCFS; preempted ones go to the front
+  std::deque<RequestId> waiting_;                    // interactive, FCFS; preempted ones go to the front
+  std::deque<RequestId> background_;                 // background class, FCFS; admitted after waiting_
+  int background_running_ = 0;
   std::vector<RequestId> running_;                   // admission order
   std::unordered_set<RequestId> padding_;            // running padding rows (internal ids)
   RequestId next_padding_id_ = kFirstPaddingId;

@@ -8,10 +8,13 @@
 
 namespace tinfer {
 
-Session::Session(CpuForward& fwd, int64_t max_ctx, KvDtype kv_dtype)
-    : fwd_(fwd), max_ctx_(max_ctx), kv_(fwd.config(), (max_ctx + kBlockSize - 1) / kBlockSize, kBlockSize, kv_dtype) {
+Session::Session(Backend& backend, int64_t max_ctx, KvDtype kv_dtype) : fwd_(backend), max_ctx_(max_ctx) {
+  check(max_ctx >= 1 && max_ctx <= backend.max_positions(),
+        "session: a context of " + std::to_string(max_ctx) + " tokens is outside [1, " +
+            std::to_string(backend.max_positions()) + "], what the model can position");
+  kv_ = backend.allocate_kv((max_ctx + kBlockSize - 1) / kBlockSize, kBlockSize, kv_dtype);
   batch_.block_tables.resize(1);
-  batch_.block_tables[0].resize(kv_.n_blocks());
+  batch_.block_tables[0].resize(kv_->n_blocks());
   std::iota(batch_.block_tables[0].begin(), batch_.block_tables[0].end(), 0);
 }
 
@@ -28,7 +31,7 @@ void Session::run(const int32_t* tokens, int64_t n, bool all_logits, float* out)
   } else {
     batch_.logit_rows.push_back(int32_t(n - 1));
   }
-  fwd_.forward(batch_, kv_, out);
+  fwd_.forward(batch_, *kv_, out);
   n_past_ += n;
   tokens_.insert(tokens_.end(), tokens, tokens + n);
 }

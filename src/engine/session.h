@@ -3,19 +3,19 @@
 #pragma once
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
-#include "model/cpu_forward.h"
-#include "model/kv_storage.h"
-#include "model/kv_storage.h"
+#include "model/backend.h"
 
 namespace tinfer {
 
 class Session {
  public:
   static constexpr int64_t kBlockSize = 16;
-  Session(CpuForward& fwd, int64_t max_ctx, KvDtype kv_dtype = KvDtype::f32);
+  // Throws Error when max_ctx exceeds what the backend can position.
+  Session(Backend& backend, int64_t max_ctx, KvDtype kv_dtype = KvDtype::f32);
 
   int64_t n_past() const { return n_past_; }
   int64_t max_ctx() const { return max_ctx_; }
@@ -26,7 +26,7 @@ class Session {
     n_past_ = std::min(n, n_past_);
     tokens_.resize(n_past_);
   }
-  size_t kv_bytes() const { return kv_.bytes(); }
+  size_t kv_bytes() const { return kv_->bytes(); }
 
   // Appends `tokens` (in chunks of at most `chunk`) and returns the logits after the last one.
   const std::vector<float>& feed(std::span<const int32_t> tokens, int64_t chunk = 512);
@@ -38,9 +38,9 @@ class Session {
 
  private:
   void run(const int32_t* tokens, int64_t n, bool all_logits, float* out);
-  CpuForward& fwd_;
+  Backend& fwd_;
   int64_t max_ctx_;
-  KvStorage kv_;
+  std::unique_ptr<KvCache> kv_;
   ForwardBatch batch_;
   int64_t n_past_ = 0;
   std::vector<int32_t> tokens_;

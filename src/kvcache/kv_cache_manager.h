@@ -13,7 +13,6 @@
 
 namespace tinfer::kv {
 
-enum class KvLayout { kPaged, kReserved };
 
 struct KvCacheConfig {
   int num_blocks = 0;

@@ -2,6 +2,7 @@
 // and the copy-on-write instruction handed to whoever owns the KV tensors.
 #pragma once
 #include <cstdint>
+#include <string_view>
 
 namespace tinfer::kv {
 
@@ -18,5 +19,15 @@ struct CowCopy {
   BlockId dst = kNoBlock;
   bool operator==(const CowCopy&) const = default;
 };
+
+// Paged: blocks allocated as tokens arrive. Reserved (baseline): a sequence's whole reservation up front.
+enum class KvLayout { kPaged, kReserved };
+inline const char* kv_layout_name(KvLayout l) { return l == KvLayout::kReserved ? "reserved" : "paged"; }
+// "paged" | "reserved"; false for anything else.
+inline bool parse_kv_layout(std::string_view s, KvLayout* out) {
+  if (s == "paged") return *out = KvLayout::kPaged, true;
+  if (s == "reserved") return *out = KvLayout::kReserved, true;
+  return false;
+}
 
 }  // namespace tinfer::kv

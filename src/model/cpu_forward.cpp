@@ -49,7 +49,30 @@ void CpuForward::Stacked::run(const float* x, int64_t n, float* y, std::vector<f
   }
 }
 
-CpuForward::CpuForward(const Model& model, ThreadPool& pool) : model_(model), pool_(pool), rope_(model.config()) {
+namespace {
+
+int64_t checked_positions(const ModelConfig& c, int64_t max_positions) {
+  if (max_positions <= 0) return c.ctx_len;
+  check(max_positions <= c.ctx_len, "a context of " + std::to_string(max_positions) +
+                                        " positions exceeds the model's context length of " +
+                                        std::to_string(c.ctx_len) + " (RoPE positions past it are untrained)");
+  return max_positions;
+}
+
+}  // namespace
+
+CpuForward::CpuForward(const Model& model, const BackendOptions& opts)
+    : CpuForward(model, opts.pool ? nullptr : std::make_unique<ThreadPool>(opts.threads), opts.pool,
+                 opts.max_positions) {}
+
+CpuForward::CpuForward(const Model& model, ThreadPool& pool, int64_t max_positions)
+    : CpuForward(model, nullptr, &pool, max_positions) {}
+
+CpuForward::CpuForward(const Model& model, std::unique_ptr<ThreadPool> owned, ThreadPool* pool, int64_t max_positions)
+    : model_(model),
+      owned_pool_(std::move(owned)),
+      pool_(pool ? *pool : *owned_pool_),
+      rope_(model.config(), checked_positions(model.config(), max_positions)) {
   const ModelConfig& c = model.config();
   check(c.n_heads / c.n_kv_heads <= 64, "grouped-query attention with more than 64 heads per KV head is unsupported");
   const DecoderTensors& t = model.tensors();
@@ -106,11 +129,30 @@ void CpuForward::embed(const ForwardBatch& batch) {
   }
 }
 
+CpuForward::~CpuForward() = default;
+
+std::unique_ptr<KvCache> CpuForward::allocate_kv(int64_t n_blocks, int64_t block_size, KvDtype dtype) {
+  return std::make_unique<KvStorage>(config(), n_blocks, block_size, dtype);
+}
+
+std::unique_ptr<Backend> make_cpu_backend(const Model& model, const BackendOptions& opts) {
+  return std::make_unique<CpuForward>(model, opts);
+}
+
+void CpuForward::forward(const ForwardBatch& batch, KvCache& kv, float* logits) {
+  auto* storage = dynamic_cast<KvStorage*>(&kv);
+  check(storage != nullptr, "cpu backend: the KV cache was allocated by another backend");
+  forward(batch, *storage, logits);
+}
+
 void CpuForward::forward(const ForwardBatch& batch, KvStorage& kv, float* logits) {
   const ModelConfig& c = config();
   const int64_t n = int64_t(batch.tokens.size());
   if (n == 0) return;
   check(kv.block_size() <= 256, "KV block size above 256 is unsupported");
+  for (int32_t p : batch.positions)  // once here, so the per-token workers never see a bad position
+    check(p >= 0 && p < rope_.n_positions(), "position " + std::to_string(p) + " outside this forward's context [0, " +
+                                                 std::to_string(rope_.n_positions()) + ")");
   ensure_scratch(n, int64_t(batch.logit_rows.size()));
   embed(batch);
   const int64_t qkv_w = c.q_dim() + 2 * c.kv_dim(), dim = c.dim, ffn = c.ffn_dim, bs = kv.block_size();

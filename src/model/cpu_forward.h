@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "kernels/kernels.h"
+#include "model/backend.h"
 #include "model/forward_batch.h"
 #include "model/kv_storage.h"
 #include "model/model.h"
@@ -16,17 +17,29 @@ namespace tinfer {
 
 class ThreadPool;
 
-class CpuForward {
+// The CPU backend: KvStorage is its KvCache.
+class CpuForward final : public Backend {
  public:
-  CpuForward(const Model& model, ThreadPool& pool);
+  // max_positions: the longest sequence it will run (positions 0..max_positions-1); 0 = the model's context.
+  // Throws Error for a context the model cannot position (beyond its trained context length).
+  CpuForward(const Model& model, ThreadPool& pool, int64_t max_positions = 0);
+  // On opts.pool, or on a pool of its own with opts.threads workers.
+  CpuForward(const Model& model, const BackendOptions& opts);
+  ~CpuForward() override;
+
+  const char* name() const override { return "cpu"; }
+  int64_t max_positions() const override { return rope_.n_positions(); }
+  const ModelConfig& config() const override { return model_.config(); }
+  size_t weight_bytes() const override { return packed_bytes(); }
+  std::unique_ptr<KvCache> allocate_kv(int64_t n_blocks, int64_t block_size, KvDtype dtype) override;
 
   const Model& model() const { return model_; }
-  const ModelConfig& config() const { return model_.config(); }
   ThreadPool& pool() const { return pool_; }
   size_t packed_bytes() const;
 
-  // Runs one step: writes K/V of every batch token into `kv`, then fills `logits`
+  // Runs one step: writes K/V of every batch token into `kv` (a KvStorage), then fills `logits`
   // ([batch.logit_rows.size()][n_vocab], row-major) for the requested rows.
+  void forward(const ForwardBatch& batch, KvCache& kv, float* logits) override;
   void forward(const ForwardBatch& batch, KvStorage& kv, float* logits);
 
  private:
@@ -44,11 +57,13 @@ class CpuForward {
     Stacked w_gateup;      // rows: [ffn | ffn]
     PackedMatrix w_down;   // [dim][ffn]
   };
+  CpuForward(const Model& model, std::unique_ptr<ThreadPool> owned, ThreadPool* pool, int64_t max_positions);
   static Stacked pack_stacked(std::initializer_list<const GgufTensor*> parts);
   void ensure_scratch(int64_t n_tokens, int64_t n_logits);
   void embed(const ForwardBatch& batch);
 
   const Model& model_;
+  std::unique_ptr<ThreadPool> owned_pool_;  // (declared before pool_: it may be what pool_ refers to)
   ThreadPool& pool_;
   RopeTable rope_;
   std::vector<Layer> layers_;
@@ -59,5 +74,7 @@ class CpuForward {
   int64_t cap_tokens_ = 0, cap_logits_ = 0;
   std::vector<float> x_, xb_, qkv_, att_, gu_, ffn_in_, hidden_, tmp_;
 };
+
+std::unique_ptr<Backend> make_cpu_backend(const Model& model, const BackendOptions& opts);
 
 }  // namespace tinfer

@@ -8,19 +8,21 @@
 
 #include "core/buffer.h"
 #include "core/kv_dtype.h"
+#include "model/backend.h"
 #include "model/model_config.h"
 
 namespace tinfer {
 
-class KvStorage {
+// The CPU backend's KvCache.
+class KvStorage final : public KvCache {
  public:
   KvStorage(const ModelConfig& cfg, int64_t n_blocks, int64_t block_size, KvDtype dtype = KvDtype::f32);
 
-  int64_t n_blocks() const { return n_blocks_; }
-  int64_t block_size() const { return block_size_; }
+  int64_t n_blocks() const override { return n_blocks_; }
+  int64_t block_size() const override { return block_size_; }
   int64_t kv_dim() const { return kv_dim_; }
-  KvDtype dtype() const { return dtype_; }
-  size_t bytes() const { return buf_.size(); }
+  KvDtype dtype() const override { return dtype_; }
+  size_t bytes() const override { return buf_.size(); }
 
   // K of block `block`: [kv_heads][head_dim][block_size]. V of one slot: [kv_dim]. T is the element
   // type: float for f32, uint16_t (IEEE half bits) for f16.
@@ -35,7 +37,7 @@ class KvStorage {
   // Writes one position's K ([kv_dim], heads back to back) and V into their block.
   void write(int64_t layer, int64_t block, int64_t slot, const float* k, const float* v);
   // Copies every layer's K and V of block `src` into block `dst` (copy-on-write).
-  void copy_block(int64_t src, int64_t dst);
+  void copy_block(int64_t src, int64_t dst) override;
 
  private:
   uint8_t* base(int64_t layer, int64_t kv, int64_t block, int64_t slot) const {

@@ -3,20 +3,18 @@
 
 #include <cmath>
 
+#include "core/error.h"
+
 namespace tinfer {
 
-RopeTable::RopeTable(const ModelConfig& cfg)
+RopeTable::RopeTable(const ModelConfig& cfg, int64_t n_pos)
     : head_dim_(cfg.head_dim), rope_dim_(cfg.rope_dim), base_(cfg.rope_base), scale_(cfg.rope_scale),
       layout_(cfg.rope_layout) {
-  grow(std::min<int64_t>(cfg.ctx_len, 8192));
-}
-
-void RopeTable::grow(int64_t n_pos) const {
-  if (n_pos <= n_pos_) return;
+  check(n_pos >= 1, "RoPE table: need at least one position");
   const int64_t half = rope_dim_ / 2;
   cos_.resize(n_pos * half);
   sin_.resize(n_pos * half);
-  for (int64_t p = n_pos_; p < n_pos; ++p)
+  for (int64_t p = 0; p < n_pos; ++p)
     for (int64_t i = 0; i < half; ++i) {
       double theta = double(p) / scale_ * std::pow(base_, -2.0 * double(i) / double(rope_dim_));
       cos_[p * half + i] = float(std::cos(theta));
@@ -26,7 +24,6 @@ void RopeTable::grow(int64_t n_pos) const {
 }
 
 void RopeTable::apply(float* x, int64_t n_heads, int64_t pos) const {
-  if (pos >= n_pos_) grow(std::max(pos + 1, n_pos_ * 2));  // only beyond the trained context
   const int64_t half = rope_dim_ / 2;
   const float* c = &cos_[pos * half];
   const float* s = &sin_[pos * half];

@@ -10,17 +10,20 @@ namespace tinfer {
 class RopeTable {
  public:
   RopeTable() = default;
-  explicit RopeTable(const ModelConfig& cfg);
-  // Rotates `n_heads` heads of `head_dim` floats laid out back to back, at position `pos`.
+  // Tables for positions [0, n_positions), computed once here: apply() runs on many threads at once
+  // and never writes (a table grown on demand raced with its readers).
+  RopeTable(const ModelConfig& cfg, int64_t n_positions);
+  int64_t n_positions() const { return n_pos_; }
+  // Rotates `n_heads` heads of `head_dim` floats laid out back to back, at position `pos`
+  // (0 <= pos < n_positions(): callers check once per batch, see CpuForward::forward).
   void apply(float* x, int64_t n_heads, int64_t pos) const;
 
  private:
-  void grow(int64_t n_pos) const;
   int64_t head_dim_ = 0, rope_dim_ = 0;
   double base_ = 10000, scale_ = 1;
   RopeLayout layout_ = RopeLayout::interleaved;
-  mutable std::vector<float> cos_, sin_;  // [pos][rope_dim/2]; grown on demand (positions beyond ctx_len)
-  mutable int64_t n_pos_ = 0;
+  std::vector<float> cos_, sin_;  // [pos][rope_dim/2]
+  int64_t n_pos_ = 0;
 };
 
 // Reference rotation in double precision (the test oracle), same layouts.

@@ -4,6 +4,7 @@
 #include "server/completion_call.h"
 
 #include <condition_variable>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <utility>
 
@@ -69,7 +70,7 @@ std::string random_id(const char* prefix) {
 struct CompletionCall::State {
   State(ServerContext& c) : ctx(c), slot(c) {}
   ~State() {
-    if (ticket && !completed) ctx.driver.cancel(ticket, long_lane);
+    if (submitted && !completed) ctx.driver.cancel(id);
     slot.release();
   }
 
@@ -77,11 +78,11 @@ struct CompletionCall::State {
   QueueSlot slot;  // constructed first: a full queue rejects before any work
   CompletionRequest req;
   std::vector<int32_t> prompt;
-  bool long_lane = false;
   std::vector<std::string> warnings;
   ResponseMeta meta;
   std::shared_ptr<EventQueue> queue = std::make_shared<EventQueue>();
-  std::shared_ptr<Ticket> ticket;
+  RequestId id = 0;
+  bool submitted = false;
   std::vector<SampleOutput> samples;
   std::vector<bool> engine_finished;
   bool completed = false;
@@ -109,13 +110,7 @@ std::unique_ptr<CompletionCall> CompletionCall::start(ServerContext& ctx, const 
     auto ids = tok.encode(text, false, true);
     prompt.insert(prompt.end(), ids.begin(), ids.end());
   } else if (req.prompt_is_ids) {
-    for (size_t i = 0; i < req.prompt_ids.size(); ++i)
-      if (req.prompt_ids[i] >= tok.n_vocab())
-        throw ApiError(400,
-                       "'prompt[" + std::to_string(i) + "]' is not a token id (vocabulary size " +
-                           std::to_string(tok.n_vocab()) + ")",
-                       "prompt", "invalid_value");
-    prompt = req.prompt_ids;
+    prompt = req.prompt_ids;  // (ids are checked against the vocabulary when the engine resolves the request)
   } else {
     if (tok.add_bos_by_default() && tok.bos() >= 0) prompt.push_back(tok.bos());
     auto ids = tok.encode(req.prompt_text, false, false);
@@ -123,26 +118,25 @@ std::unique_ptr<CompletionCall> CompletionCall::start(ServerContext& ctx, const 
   }
   const char* pname = chat ? "messages" : "prompt";
   if (prompt.empty()) throw ApiError(400, std::string("'") + pname + "' encodes to no tokens", pname, "invalid_value");
-  if (static_cast<int>(prompt.size()) >= ctx.max_model_len)
-    throw ApiError(400,
-                   "this model's maximum context length is " + std::to_string(ctx.max_model_len) +
-                       " tokens, but the prompt has " + std::to_string(prompt.size()) + " tokens",
-                   pname, "context_length_exceeded");
+
+  // The engine resolves the request once (max_tokens default/cap/context room, n, stop ids, priority);
+  // the server only maps its RequestError to a 400 naming the field.
+  GenerationRequest gr;
+  gr.prompt = prompt;
+  gr.sampling = req.sampling;
+  gr.max_tokens = req.max_tokens;
+  gr.ignore_eos = req.ignore_eos;
+  gr.n = req.n;
+  std::optional<ResolvedRequest> resolved;
+  try {
+    resolved.emplace(ctx.driver.engine().resolve(std::move(gr)));
+  } catch (const RequestError& e) {
+    const std::string field = e.field() == "prompt" ? pname : e.field();
+    throw ApiError(400, e.what(), field, e.code());
+  }
 
   auto s = std::make_unique<State>(ctx);  // takes the queue slot (429 when full)
-  int mt = req.max_tokens > 0 ? req.max_tokens : ctx.default_max_tokens;
-  if (mt > ctx.max_tokens_cap) {
-    s->warnings.push_back("max_tokens " + std::to_string(mt) + " exceeds the server cap; clamped to " +
-                          std::to_string(ctx.max_tokens_cap));
-    mt = ctx.max_tokens_cap;
-  }
-  int room = ctx.max_model_len - static_cast<int>(prompt.size());
-  if (mt > room) {
-    s->warnings.push_back("max_tokens " + std::to_string(mt) +
-                          " does not fit the context after the prompt; clamped to " + std::to_string(room));
-    mt = room;
-  }
-  s->long_lane = mt > ctx.config.long_request_tokens;
+  s->warnings = resolved->warnings;
   s->meta = {random_id(chat ? "chatcmpl-" : "cmpl-"),
              static_cast<int64_t>(
                  std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
@@ -152,19 +146,9 @@ std::unique_ptr<CompletionCall> CompletionCall::start(ServerContext& ctx, const 
   for (int i = 0; i < req.n; ++i) s->samples.emplace_back(tok, req.stop, req.sampling.logprobs, at_text_start);
   s->engine_finished.assign(req.n, false);
 
-  GenerationRequest gr;
-  gr.prompt = prompt;
-  gr.sampling = req.sampling;
-  gr.max_tokens = mt;
-  gr.ignore_eos = req.ignore_eos;
-  gr.n = req.n;
   std::shared_ptr<EventQueue> q = s->queue;
-  try {
-    s->ticket = ctx.driver.submit(
-        std::move(gr), [q](const TokenEvent& e) { q->push(e); }, s->long_lane);
-  } catch (const Error& e) {
-    throw ApiError(400, e.what(), "", "invalid_request");
-  }
+  s->id = ctx.driver.submit(std::move(*resolved), [q](const TokenEvent& e) { q->push(e); });
+  s->submitted = true;
   s->prompt = std::move(prompt);
   s->req = std::move(req);
   return std::unique_ptr<CompletionCall>(new CompletionCall(std::move(s)));
@@ -194,12 +178,6 @@ void CompletionCall::run(const WriteFn& write) {
   while (!all_done()) {
     std::vector<TokenEvent> evs = s.queue->wait(heartbeat);
     out.clear();
-    {
-      std::lock_guard<std::mutex> lk(s.ticket->mu);
-      if (!s.ticket->error.empty()) {  // a lane submission that the engine refused
-        for (auto& x : s.samples) x.finish_abort();
-      }
-    }
     for (const TokenEvent& ev : evs) {
       if (ev.index < 0 || ev.index >= static_cast<int>(s.samples.size())) continue;
       if (ev.has_token || ev.finished) s.slot.release();
@@ -243,10 +221,7 @@ void CompletionCall::run(const WriteFn& write) {
   // Samples ended by a stop string (or an abort) may still be running in the engine.
   bool engine_done = true;
   for (bool f : s.engine_finished) engine_done = engine_done && f;
-  if (!engine_done)
-    ctx.driver.cancel(s.ticket, s.long_lane);
-  else if (s.long_lane)
-    ctx.driver.release_long(s.ticket);
+  if (!engine_done) ctx.driver.cancel(s.id);
   s.completed = true;
 
   Usage u;

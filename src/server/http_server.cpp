@@ -146,7 +146,7 @@ struct HttpServer::Impl {
     });
     svr.Get("/metrics", [this](const httplib::Request&, httplib::Response& r) {
       EngineStats st = ready ? driver->stats() : EngineStats{};
-      if (ready) metrics.long_lane_waiting = driver->lane_waiting();
+      if (ready) metrics.long_lane_waiting = st.background_waiting;
       r.set_content(metrics.render(st, ready ? ctx->queued.load() : 0, ready), "text/plain; version=0.0.4");
     });
     // Every >= 400 response passes here: fill in an OpenAI-shaped body where the handler left none
@@ -217,13 +217,11 @@ int HttpServer::start() {
 
 void HttpServer::attach(Engine& engine, const Tokenizer& tokenizer, std::string chat_template, std::string model_id) {
   Impl& s = *impl_;
-  const EngineConfig& ec = engine.config();
-  s.driver =
-      std::make_unique<EngineDriver>(engine, LaneLimits{s.config.max_long_in_flight, s.config.long_lane_max_waiting});
+  s.driver = std::make_unique<EngineDriver>(engine);
   s.ctx = std::unique_ptr<ServerContext>(
       new ServerContext{s.config, *s.driver, tokenizer, std::move(chat_template),
                         s.config.served_model_name.empty() ? model_id : s.config.served_model_name,
-                        engine.max_model_len(), ec.default_max_tokens, ec.max_tokens_cap, s.metrics});
+                        engine.max_model_len(), s.metrics});
   // Readiness means a generation step works: one greedy token from BOS (or token 0).
   GenerationRequest warm;
   warm.prompt = {tokenizer.bos() >= 0 ? tokenizer.bos() : 0};
@@ -234,11 +232,10 @@ void HttpServer::attach(Engine& engine, const Tokenizer& tokenizer, std::string 
   auto fut = done->get_future();
   auto flag = std::make_shared<std::atomic<bool>>(false);
   s.driver->submit(
-      warm,
+      engine.resolve(warm),
       [done, flag](const TokenEvent& e) {
         if (e.finished && !flag->exchange(true)) done->set_value();
-      },
-      false);
+      });
   check(fut.wait_for(std::chrono::seconds(120)) == std::future_status::ready, "warm-up generation did not finish");
   s.ready.store(true, std::memory_order_release);
 }

@@ -53,7 +53,7 @@ std::string Metrics::render(const EngineStats& s, int queued, bool ready) const 
   gauge(o, "tinfer:num_requests_queued_server", "gauge",
         "Requests accepted by the server that have not produced a token yet (bounded by --max-queued-requests).",
         queued);
-  gauge(o, "tinfer:num_requests_long_lane", "gauge", "Long requests held in the server's low-priority lane.",
+  gauge(o, "tinfer:num_requests_long_lane", "gauge", "Background-class (long) requests waiting for admission.",
         static_cast<double>(long_lane_waiting.load()));
   gauge(o, "tinfer:kv_blocks_used", "gauge", "KV-cache blocks in use.", s.kv_blocks_used);
   gauge(o, "tinfer:kv_blocks_total", "gauge", "KV-cache blocks in the pool.", s.kv_blocks_total);

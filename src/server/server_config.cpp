@@ -9,9 +9,6 @@ std::vector<std::string> ServerConfig::validate() const {
   if (port < 0 || port > 65535) p.push_back("--port must be in [0, 65535]");
   if (max_queued_requests < 1) p.push_back("--max-queued-requests must be >= 1");
   if (max_body_bytes < 1024) p.push_back("--max-body-bytes must be >= 1024");
-  if (long_request_tokens < 1) p.push_back("--long-request-tokens must be >= 1");
-  if (max_long_in_flight < 1) p.push_back("max_long_in_flight must be >= 1");
-  if (long_lane_max_waiting < 0) p.push_back("long_lane_max_waiting must be >= 0");
   if (http_threads < 8) p.push_back("--http-threads must be >= 8");
   if (shutdown_grace_s < 0) p.push_back("--shutdown-grace must be >= 0");
   if (heartbeat_ms < 10) p.push_back("heartbeat_ms must be >= 10");

@@ -14,9 +14,6 @@ struct ServerConfig {
   std::string served_model_name;     // the model id clients see; "" = the model file's name
   int max_queued_requests = 256;     // accepted but not yet producing tokens; beyond: 429
   int64_t max_body_bytes = 1 << 20;  // larger bodies: 413
-  int long_request_tokens = 1024;    // max_tokens above this: the low-priority lane
-  int max_long_in_flight = 2;        // long requests in the engine at once
-  int long_lane_max_waiting = 0;     // long requests are submitted only while engine waiting <= this
   int http_threads = 512;            // one per concurrent connection (streams hold their thread)
   double shutdown_grace_s = 5.0;     // on SIGTERM: in-flight requests get this long, then abort
   int heartbeat_ms = 500;            // idle write period that detects vanished clients

@@ -20,8 +20,6 @@ struct ServerContext {
   std::string chat_template;
   std::string model_id;
   int max_model_len = 0;
-  int default_max_tokens = 256;
-  int max_tokens_cap = 4096;
   Metrics& metrics;
 
   // Requests accepted but not yet producing tokens (their first event has not arrived).

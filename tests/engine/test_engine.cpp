@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "engine/generate.h"
+#include "model/backend.h"
 #include "model/model.h"
 #include "model/synth.h"
 
@@ -116,9 +117,9 @@ TEST(Engine, StoriesBatchedEqualsOneAtATimeAndGenerate) {
   }
   // The batch-1 Session/generate() path.
   ThreadPool pool(2);
-  CpuForward fwd(*m, pool);
+  auto fwd = create_backend("cpu", *m, BackendOptions{.pool = &pool});
   for (size_t i = 0; i < ps.size(); ++i) {
-    Session session(fwd, 512);
+    Session session(*fwd, 512);
     GenerateOptions o;
     o.max_tokens = 24;
     o.sampling.temperature = 0;
@@ -157,7 +158,7 @@ TEST(Engine, ChunkedEqualsUnchunkedAndStaticEqualsContinuous) {
   whole.max_model_len = 256;
   whole.max_batched_tokens = 256;
   EngineConfig stat = base_config();
-  stat.batching = "static";
+  stat.batching = BatchingMode::kStatic;
   stat.max_seqs = 2;
   const auto a = run_greedy(stories(), chunked, ps, 20);
   EXPECT_EQ(a, run_greedy(stories(), whole, ps, 20));
@@ -180,7 +181,7 @@ TEST(Engine, PaddedStaticEqualsContinuousAndComputesPadding) {
     return out;
   };
   EngineConfig padded = base_config();
-  padded.batching = "static-padded";
+  padded.batching = BatchingMode::kStaticPadded;
   padded.max_seqs = 3;
   EngineStats cont_st, pad_st;
   const auto want = run_mixed(base_config(), &cont_st);
@@ -197,16 +198,16 @@ TEST(Engine, F16CacheDoublesCapacityAndBatchesExactly) {
   TINFER_REQUIRE_FILE(m ? std::string("x") : std::string(), "models/stories260K.gguf");
   const auto ps = prompts(4, 512);
   EngineConfig f16 = base_config();
-  f16.kv_dtype = "f16";
+  f16.kv_dtype = KvDtype::f16;
   EngineStats st32, st16;
   run_greedy(stories(), base_config(), {ps[0]}, 4, &st32);
   const auto batched = run_greedy(stories(), f16, ps, 20, &st16);
   EXPECT_GE(st16.kv_capacity_tokens, 2 * st32.kv_capacity_tokens);  // (whole blocks: floor(budget / block))
   EXPECT_LE(st16.kv_capacity_tokens, 2 * st32.kv_capacity_tokens + 16);
   for (size_t i = 0; i < ps.size(); ++i) EXPECT_EQ(run_greedy(stories(), f16, {ps[i]}, 20)[0], batched[i]) << i;
-  EngineConfig bad = base_config();
-  bad.kv_dtype = "q4";
-  EXPECT_FALSE(bad.validate().empty());
+  KvDtype parsed = KvDtype::f16;  // names are parsed once, at the edge
+  EXPECT_FALSE(parse_kv_dtype("q4", &parsed));
+  EXPECT_TRUE(parse_kv_dtype("f32", &parsed) && parsed == KvDtype::f32);
 }
 
 TEST(Engine, PreemptedEqualsUninterrupted) {
@@ -225,7 +226,7 @@ TEST(Engine, PreemptedEqualsUninterrupted) {
 TEST(Engine, ReservedLayoutSameOutputsMoreWaste) {
   const auto ps = prompts(4, 512);
   EngineConfig reserved = base_config();
-  reserved.kv_layout = "reserved";
+  reserved.kv_layout = kv::KvLayout::kReserved;
   // After the first step the reserved layout holds every request's whole prompt + max_tokens up front.
   auto first_step = [&](const EngineConfig& c) {
     auto e = Engine::create(synth_model(), c);
@@ -372,9 +373,10 @@ TEST(Engine, RejectsOverlongPromptAndUnfittableContext) {
   } catch (const Error& err) {
     EXPECT_NE(std::string(err.what()).find("max_model_len 256"), std::string::npos) << err.what();
   }
-  EngineConfig bad = base_config();
-  bad.batching = "dynamic";
-  EXPECT_THROW(Engine::create(synth_model(), bad), Error);
+  BatchingMode mode = BatchingMode::kStatic;
+  EXPECT_FALSE(parse_batching_mode("dynamic", &mode));
+  for (BatchingMode m : {BatchingMode::kContinuous, BatchingMode::kStatic, BatchingMode::kStaticPadded})
+    EXPECT_TRUE(parse_batching_mode(batching_mode_name(m), &mode) && mode == m);
 }
 
 }  // namespace

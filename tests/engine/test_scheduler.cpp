@@ -1,5 +1,6 @@
 // Scheduler behaviour with a fake runner: admission and retirement every step, the token budget, chunked
-// prefill on/off, max_seqs, caps and clamping, stop ids, EOS, abort, static vs continuous, prefix hits.
+// prefill on/off, max_seqs, limits as resolved, the background class, stop ids, EOS, abort, static vs
+// continuous, prefix hits.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -11,10 +12,13 @@
 namespace tinfer::test {
 namespace {
 
+// A resolved request (engine/request_resolver.h does the resolving): max_tokens 0 stands for the default
+// these tests use (3), and the stop ids hold the model's EOS (2).
 RequestParams params(std::vector<Token> prompt, int max_tokens = 0) {
   RequestParams p;
   p.prompt = std::move(prompt);
-  p.max_tokens = max_tokens;
+  p.max_tokens = max_tokens > 0 ? max_tokens : 3;
+  p.stop_ids = {2};
   return p;
 }
 
@@ -29,9 +33,6 @@ SchedulerConfig config(int budget = 64, int max_seqs = 8) {
   c.max_batched_tokens = budget;
   c.max_seqs = max_seqs;
   c.max_model_len = 64;
-  c.default_max_tokens = 3;
-  c.max_tokens_cap = 8;
-  c.eos_ids = {2};
   return c;
 }
 
@@ -126,35 +127,86 @@ TEST(Scheduler, MaxSeqsBoundsTheRunningSet) {
   EXPECT_EQ(done.size(), 5u);
 }
 
-TEST(Scheduler, CapsClampAndDefaults) {
+// Limits are resolved before the scheduler (request_resolver_test.cpp); it takes max_tokens as given, still
+// ends a request at max_model_len, and refuses what it cannot run.
+TEST(Scheduler, LimitsAsGivenAndRefusals) {
   Scheduler s(config(), kv_config(32));
   FakeRunner runner(32, 4);
-  s.add(1, params(prompt_of(4), 100));  // above the cap of 8
-  s.add(2, params(prompt_of(4, 200), 0));
+  s.add(1, params(prompt_of(4), 8));
+  s.add(2, params(prompt_of(4, 200), 3));
   s.add(3, params(prompt_of(60, 300), 8));  // max_model_len 64 ends it first
-  EXPECT_TRUE(s.find(1)->clamped);
   EXPECT_EQ(s.find(1)->max_tokens, 8);
-  EXPECT_FALSE(s.find(2)->clamped);
   auto done = drive(s, runner);
   EXPECT_EQ(done.at(1).output_tokens.size(), 8u);
-  EXPECT_TRUE(done.at(1).clamped);
   EXPECT_EQ(done.at(1).finish_reason, FinishReason::kLength);
   EXPECT_EQ(done.at(2).output_tokens.size(), 3u);
   EXPECT_EQ(done.at(3).output_tokens.size(), 4u);
   EXPECT_EQ(done.at(3).finish_reason, FinishReason::kLength);
   EXPECT_THROW(s.add(4, params(prompt_of(64))), Error);  // no room for one output
   EXPECT_THROW(s.add(5, params({})), Error);
+  RequestParams unresolved = params(prompt_of(2));
+  unresolved.max_tokens = 0;
+  EXPECT_THROW(s.add(7, unresolved), Error);
+  unresolved = params(prompt_of(2));
+  unresolved.priority = Priority::kAuto;
+  EXPECT_THROW(s.add(8, unresolved), Error);
   s.add(6, params(prompt_of(2)));
   EXPECT_THROW(s.add(6, params(prompt_of(2))), Error);
+}
+
+// The background class: with max_background_running 1, a burst of long jobs holds one seat; an interactive
+// request added behind them joins at the next step and finishes first; each background job starts only when
+// the previous one has finished and nothing interactive waits. Preempted background jobs resume in their class.
+TEST(Scheduler, BackgroundClassHoldsItsSeatsAndNeverBlocksInteractive) {
+  SchedulerConfig c = config(64, 4);
+  c.max_background_running = 1;
+  Scheduler s(c, kv_config(32));
+  FakeRunner runner(32, 4);
+  for (RequestId id = 1; id <= 3; ++id) {
+    RequestParams p = params(prompt_of(4, static_cast<Token>(100 * id)), 20);
+    p.priority = Priority::kBackground;
+    s.add(id, p);
+  }
+  BatchPlan p = s.schedule();
+  EXPECT_EQ(ids_of(p), (std::vector<RequestId>{1}));
+  EXPECT_EQ(s.num_background_running(), 1);
+  EXPECT_EQ(s.num_background_waiting(), 2);
+  s.update(p, runner.run(p));
+  s.add(10, params(prompt_of(4, 900), 5));
+  p = s.schedule();
+  EXPECT_EQ(ids_of(p), (std::vector<RequestId>{1, 10}));  // joins at once, ahead of the waiting long jobs
+  std::map<RequestId, int> finished_at;
+  int step = 0;
+  for (s.update(p, runner.run(p)); s.has_unfinished(); ++step) {
+    p = s.schedule();
+    ASSERT_LE(s.num_background_running(), 1) << "step " << step;
+    for (const auto& o : s.update(p, runner.run(p)))
+      if (o.finished) finished_at[o.id] = step;
+  }
+  ASSERT_EQ(finished_at.size(), 4u);
+  EXPECT_LT(finished_at.at(10), finished_at.at(1));
+  EXPECT_LT(finished_at.at(1), finished_at.at(2));
+  EXPECT_LT(finished_at.at(2), finished_at.at(3));
+  // An interactive request waiting blocks background admission even when seats and budget are left.
+  c.chunked_prefill = false;
+  Scheduler t(c, kv_config(32));
+  RequestParams bg = params(prompt_of(4), 20);
+  bg.priority = Priority::kBackground;
+  t.add(1, params(prompt_of(40, 300), 5));
+  t.add(2, params(prompt_of(40, 400), 5));  // does not fit the rest of the 64-token budget: waits
+  t.add(3, bg);                             // would fit, but request 2 is ahead of its class
+  p = t.schedule();
+  EXPECT_EQ(ids_of(p), (std::vector<RequestId>{1}));
+  EXPECT_EQ(t.num_background_waiting(), 1);
 }
 
 TEST(Scheduler, StopIdsAndEos) {
   Scheduler s(config(), kv_config(32));
   RequestParams a = params(prompt_of(3), 8);
-  a.stop_token_ids = {77};
+  a.stop_ids.push_back(77);
   RequestParams b = params(prompt_of(3, 200), 8);
   RequestParams c = params(prompt_of(3, 300), 3);
-  c.ignore_eos = true;
+  c.stop_ids = {};  // resolved with ignore_eos
   s.add(1, a);
   s.add(2, b);
   s.add(3, c);

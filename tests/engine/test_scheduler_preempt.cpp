@@ -15,9 +15,6 @@ SchedulerConfig config(int budget, int max_seqs, int max_model_len) {
   c.max_batched_tokens = budget;
   c.max_seqs = max_seqs;
   c.max_model_len = max_model_len;
-  c.default_max_tokens = 4;
-  c.max_tokens_cap = 64;
-  c.eos_ids = {2};
   return c;
 }
 
@@ -29,10 +26,12 @@ std::vector<Token> reference(const RequestParams& p, int max_model_len) {
   return drive(s, runner).at(1).output_tokens;
 }
 
+// A resolved request: EOS id 2 (never produced by the fake runner), no other stop ids.
 RequestParams params(std::vector<Token> prompt, int max_tokens) {
   RequestParams p;
   p.prompt = std::move(prompt);
   p.max_tokens = max_tokens;
+  p.stop_ids = {2};
   return p;
 }
 
@@ -106,7 +105,7 @@ TEST(SchedulerPreempt, RandomMixReturnsEveryBlockAndReproducesOutputs) {
         std::vector<Token> prompt = prompt_of(pick(1, 12), static_cast<Token>(100 * pick(1, 3)));
         for (int n = pick(0, 4); n > 0; --n) prompt.push_back(static_cast<Token>(pick(10, 13)));
         RequestParams p = params(prompt, pick(1, 12));
-        if (pick(0, 3) == 0) p.stop_token_ids = {static_cast<Token>(pick(10, 49))};
+        if (pick(0, 3) == 0) p.stop_ids.push_back(static_cast<Token>(pick(10, 49)));
         expect[next] = {p, {}};
         s.add(next, p);
         live.push_back(next++);
@@ -126,7 +125,7 @@ TEST(SchedulerPreempt, RandomMixReturnsEveryBlockAndReproducesOutputs) {
         std::vector<Token> ctx = r->tokens;
         ctx.back() = t;
         RequestParams p = params(ctx, r->max_tokens - r->num_output_tokens());
-        p.stop_token_ids = r->stop_token_ids;
+        p.stop_ids = r->stop_ids;
         const RequestId child = next++;
         if (auto fin = s.fork(parent, child, t)) {
           done[child] = *fin;

@@ -8,7 +8,10 @@
 #include "common/test_env.h"
 #include "core/thread_pool.h"
 #include "engine/session.h"
+#include "core/error.h"
+#include "model/backend.h"
 #include "model/cpu_forward.h"
+#include "model/rope.h"
 #include "model/reference_forward.h"
 #include "model/synth.h"
 
@@ -116,6 +119,50 @@ TEST(Forward, RaggedBatchOfSequencesEqualsOneAtATime) {
   auto want0 = s0.feed(t0), want1 = s1.feed(t1);
   EXPECT_LT(nmse(std::vector<float>(logits.begin(), logits.begin() + vocab), want0), 1e-10);
   EXPECT_LT(nmse(std::vector<float>(logits.begin() + vocab, logits.end()), want1), 1e-10);
+}
+
+// The RoPE table is computed once for the configured context: positions past the old 8,192-entry table
+// (which grew on demand while other threads read it) rotate exactly as the double-precision reference.
+TEST(Rope, TableCoversTheWholeConfiguredContext) {
+  for (RopeLayout layout : {RopeLayout::interleaved, RopeLayout::neox}) {
+    ModelConfig cfg;
+    cfg.head_dim = 64, cfg.rope_dim = 64, cfg.rope_base = 10000.f, cfg.rope_layout = layout;
+    RopeTable rope(cfg, 12000);
+    EXPECT_EQ(rope.n_positions(), 12000);
+    for (int64_t pos : {0, 1, 8191, 8192, 9000, 11999}) {
+      std::vector<float> x(2 * 64);
+      std::vector<double> want(x.size());
+      for (size_t i = 0; i < x.size(); ++i) x[i] = float(std::sin(0.37 * double(i) + 1.0)), want[i] = x[i];
+      rope.apply(x.data(), 2, pos);
+      rope_reference(want.data(), 2, 64, 64, pos, 10000.0, 1.0, layout);
+      for (size_t i = 0; i < x.size(); ++i) ASSERT_NEAR(x[i], want[i], 2e-3) << "pos " << pos << " i " << i;
+    }
+  }
+}
+
+// A context the model cannot position is refused when the forward pass is built, and a position outside the
+// configured context is refused per batch with a clear error (it used to grow the shared table mid-step).
+TEST(Forward, ContextBeyondTheModelOrTableIsRefused) {
+  ThreadPool pool(2);
+  auto model = make_model(kShapes[0], DType::F32, 3);  // ctx_len 128
+  EXPECT_THROW(CpuForward(*model, pool, 129), Error);
+  EXPECT_THROW(create_backend("cpu", *model, BackendOptions{.pool = &pool, .max_positions = 1000}), Error);
+  CpuForward fwd(*model, pool, 64);
+  EXPECT_EQ(fwd.max_positions(), 64);
+  EXPECT_THROW(Session(fwd, 65), Error);
+  KvStorage kv(model->config(), 16, 8);
+  ForwardBatch batch;
+  batch.block_tables = {{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}};
+  batch.tokens = {1}, batch.positions = {64}, batch.seq = {0}, batch.logit_rows = {0};
+  std::vector<float> logits(model->config().n_vocab);
+  try {
+    fwd.forward(batch, kv, logits.data());
+    FAIL() << "expected Error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("position 64"), std::string::npos) << e.what();
+  }
+  batch.positions = {63};
+  EXPECT_NO_THROW(fwd.forward(batch, kv, logits.data()));
 }
 
 }  // namespace

@@ -33,6 +33,20 @@ void expect_error(const std::string& args, const std::string& needle) {
   EXPECT_NE(r.out.find(needle), std::string::npos) << "expected '" << needle << "' in: " << r.out;
 }
 
+// Every subcommand answers --help (and -h) with its usage on stdout and exit status 0, doing nothing else.
+TEST(Cli, EverySubcommandAnswersHelp) {
+  for (std::string cmd : {"run", "chat", "info", "ppl", "synth", "bench", "bench throughput", "serve", "tokenize"}) {
+    for (const char* flag : {"--help", "-h"}) {
+      auto r = test::run_command(test::tinfer_bin() + " " + cmd + " " + flag + " 2>/dev/null");
+      EXPECT_EQ(r.status, 0) << cmd << " " << flag << "\n" << r.out;
+      EXPECT_EQ(r.out.rfind("usage: tinfer " + cmd, 0), 0u) << cmd << " " << flag << "\n" << r.out;
+    }
+  }
+  auto top = test::run_command(test::tinfer_bin() + " --help 2>/dev/null");
+  EXPECT_EQ(top.status, 0);
+  EXPECT_NE(top.out.find("serve"), std::string::npos) << top.out;
+}
+
 TEST(Cli, MissingModelFile) { expect_error("run -m /nonexistent/model.gguf -p hi", "does not exist"); }
 
 TEST(Cli, WrongMagic) {

@@ -42,14 +42,17 @@ class ByteTokenizer : public Tokenizer {
 
 class FakeEngine : public Engine {
  public:
-  explicit FakeEngine(int max_seqs) { config_.max_seqs = max_seqs; }
+  explicit FakeEngine(int max_seqs) {
+    config_.max_seqs = max_seqs;
+    limits_ = RequestLimits{.n_vocab = tok_.n_vocab(), .max_len = 256, .max_seqs = max_seqs, .eos_ids = {2}};
+  }
   void set_step_delay(std::chrono::microseconds d) { delay_ = d; }
 
-  RequestId add_request(GenerationRequest req, EventCallback cb) override {
-    check(!req.prompt.empty(), "empty prompt");
+  const RequestLimits& request_limits() const override { return limits_; }
+  RequestId add_request(ResolvedRequest req, EventCallback cb) override {
     std::lock_guard<std::mutex> lk(mu_);
     RequestId id = ++next_;
-    reqs_[id] = {std::move(req), std::move(cb), 0, false};
+    reqs_.emplace(id, Live{std::move(req), std::move(cb)});
     order_.push_back(id);
     return id;
   }
@@ -79,7 +82,7 @@ class FakeEngine : public Engine {
       int running = 0;
       for (RequestId id : std::vector<RequestId>(order_)) {
         if (running++ >= config_.max_seqs) break;
-        Live& l = reqs_[id];
+        Live& l = reqs_.at(id);
         int k = l.generated++;
         for (int i = 0; i < l.req.n; ++i) {
           TokenEvent e;
@@ -123,7 +126,7 @@ class FakeEngine : public Engine {
 
  private:
   struct Live {
-    GenerationRequest req;
+    ResolvedRequest req;
     EventCallback cb;
     int generated = 0;
     bool done = false;
@@ -135,6 +138,7 @@ class FakeEngine : public Engine {
   mutable std::mutex mu_;
   EngineConfig config_;
   ByteTokenizer tok_;
+  RequestLimits limits_;
   RequestId next_ = 0;
   std::map<RequestId, Live> reqs_;
   std::vector<RequestId> order_;  // admission order; the first max_seqs run

@@ -1,5 +1,5 @@
 // Server pieces without a model: stop strings, request parsing and errors, per-sample detokenizing,
-// response shapes, the engine driver's long-request lane, and an in-process HTTP round trip.
+// response shapes, the engine driver, and an in-process HTTP round trip.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -163,63 +163,33 @@ TEST(Auth, ConstantTimeEqual) {
   EXPECT_FALSE(constant_time_equal("", "x"));
 }
 
-// The long lane keeps long jobs to max_in_flight in the engine, so a short request submitted after
-// several long ones starts at once and finishes first.
-TEST(EngineDriver, LongLaneDoesNotStarveShortRequests) {
+// The driver steps the engine on its own thread: a submitted request runs to the end, and a cancelled
+// one ends with "abort". (Long jobs are the scheduler's background class: tests/engine/test_scheduler.cpp.)
+TEST(EngineDriver, StepsSubmittedRequestsAndCancels) {
   test::FakeEngine engine(/*max_seqs=*/2);
-  EngineDriver driver(engine, LaneLimits{1, 0});
-  std::atomic<int> long_done{0};
-  std::atomic<bool> short_done{false};
-  std::atomic<int> long_done_when_short_finished{-1};
-  std::vector<std::shared_ptr<Ticket>> longs;
-  engine.set_step_delay(std::chrono::microseconds(300));  // 300 tokens take ~90 ms
-  for (int i = 0; i < 3; ++i) {
-    GenerationRequest r;
-    r.prompt = {1};
-    r.max_tokens = 300;
-    longs.push_back(driver.submit(
-        r,
-        [&](const TokenEvent& e) {
-          if (e.finished) long_done++;
-        },
-        true));
-  }
-  std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  EXPECT_LE(engine.stats().running + engine.stats().waiting, 1) << "more than one long job in the engine";
-  GenerationRequest s;
-  s.prompt = {1};
-  s.max_tokens = 5;
-  driver.submit(
-      s,
-      [&](const TokenEvent& e) {
-        if (e.finished) {
-          long_done_when_short_finished = long_done.load();
-          short_done = true;
-        }
-      },
-      false);
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (!short_done && std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  ASSERT_TRUE(short_done);
-  EXPECT_EQ(long_done_when_short_finished.load(), 0);
-  // Release each long slot as its owner would; all three complete.
-  while (long_done < 3 && std::chrono::steady_clock::now() < deadline) {
-    for (auto& t : longs) driver.release_long(t);
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  EXPECT_EQ(long_done.load(), 3);
-  // A cancelled lane entry never reaches the engine.
+  EngineDriver driver(engine);
+  engine.set_step_delay(std::chrono::microseconds(300));
+  std::atomic<int> tokens{0};
+  std::atomic<bool> done{false}, aborted{false};
   GenerationRequest r;
   r.prompt = {1};
-  r.max_tokens = 10;
-  auto blocker = driver.submit(
-      r, [](const TokenEvent&) {}, true);
-  auto t = driver.submit(
-      r, [](const TokenEvent&) {}, true);
-  driver.cancel(t, true);
-  EXPECT_FALSE(t->in_engine);
-  driver.cancel(blocker, true);
+  r.max_tokens = 5;
+  driver.submit(engine.resolve(r), [&](const TokenEvent& e) {
+    tokens += e.has_token;
+    if (e.finished) done = true;
+  });
+  r.max_tokens = 100000;  // clamped to the context; cancelled long before
+  const RequestId id = driver.submit(engine.resolve(r), [&](const TokenEvent& e) {
+    if (e.finished) aborted = e.finish_reason == FinishReason::kAbort;
+  });
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!done && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_TRUE(done);
+  EXPECT_EQ(tokens.load(), 5);
+  driver.cancel(id);
+  while (!aborted && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_TRUE(aborted);
 }
 
 namespace {

@@ -30,6 +30,7 @@ Args::Args(int argc, char** argv, const std::vector<OptionSpec>& spec, const std
       inline_value = true;
     }
     std::string key = canonical(a);
+    if (key.empty() && (a == "--help" || a == "-h")) throw HelpRequested{help()};
     if (key.empty()) fail("unknown option '" + a + "'\n" + help());
     const OptionSpec* o = nullptr;
     for (const auto& s : spec_)

@@ -14,9 +14,15 @@ struct OptionSpec {
   std::string default_value;
 };
 
+// Thrown by Args for --help (or -h where no option takes that name): main prints the usage to stdout
+// and exits 0.
+struct HelpRequested {
+  std::string text;
+};
+
 class Args {
  public:
-  // Throws Error on unknown options, missing values, or stray positionals.
+  // Throws Error on unknown options, missing values, or stray positionals; HelpRequested for --help.
   Args(int argc, char** argv, const std::vector<OptionSpec>& spec, const std::string& usage);
 
   bool has(const std::string& name) const;  // given on the command line (or has a default)

@@ -9,6 +9,7 @@
 #include "commands.h"
 #include "common.h"
 #include "core/error.h"
+#include "core/isa.h"
 #include "core/roofline.h"
 #include "core/timer.h"
 #include "engine/session.h"
@@ -47,10 +48,10 @@ int cmd_bench(int argc, char** argv) {
   check(n_prompt >= 1 && n_gen >= 2 && repeat >= 1, "--prompt >= 1, --gen >= 2 and --repeat >= 1 are required");
   Loaded l = load_model(args);
   const ModelConfig& c = l.model->config();
-  check(n_prompt + n_gen <= c.ctx_len || args.has("--ctx"),
+  check(n_prompt + n_gen <= c.ctx_len,
         "--prompt + --gen exceeds the model context of " + std::to_string(c.ctx_len));
   const KvDtype kv = kv_dtype(args);
-  Session session(*l.fwd, n_prompt + n_gen, kv);
+  Session session(*l.backend, n_prompt + n_gen, kv);
 
   std::vector<int32_t> prompt(n_prompt);
   for (long long i = 0; i < n_prompt; ++i) prompt[i] = int32_t((i * 7919 + 13) % c.n_vocab);
@@ -73,7 +74,7 @@ int cmd_bench(int argc, char** argv) {
     bw.push_back(measure_read_gbps(*l.pool, size_t(512) << 20, 3, true));  // interleaved: the host is bimodal
   }
   const Spread p = spread(pre), d = spread(dec), b = spread(bw);
-  const double weight_bytes = double(l.fwd->packed_bytes());
+  const double weight_bytes = double(l.backend->weight_bytes());
   const double decode_bound = b.median * 1e9 / weight_bytes;
   const bool quantized = l.model->tensors().layers[0].wq->type != DType::F32 &&
                          l.model->tensors().layers[0].wq->type != DType::F16 &&

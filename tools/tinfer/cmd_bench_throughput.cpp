@@ -179,9 +179,9 @@ int cmd_bench_throughput(int argc, char** argv) {
   nlohmann::json j;
   j["model"] = cfg.model_path;
   j["threads"] = cfg.threads;
-  j["batching"] = cfg.batching;
-  j["kv_layout"] = cfg.kv_layout;
-  j["kv_dtype"] = cfg.kv_dtype;
+  j["batching"] = batching_mode_name(cfg.batching);
+  j["kv_layout"] = kv::kv_layout_name(cfg.kv_layout);
+  j["kv_dtype"] = kv_dtype_name(cfg.kv_dtype);
   j["prefix_caching"] = cfg.prefix_caching;
   j["chunked_prefill"] = cfg.chunked_prefill;
   j["kv_blocks_total"] = engine->stats().kv_blocks_total;

@@ -22,7 +22,7 @@ int cmd_chat(int argc, char** argv) {
   Loaded l = load_model(args);
   const Tokenizer& tok = l.model->tokenizer();
   const std::string tmpl = l.model->chat_template();
-  Session session(*l.fwd, context_length(args, *l.model));
+  Session session(*l.backend, context_length(args, *l.model));
   std::vector<ChatMessage> history;
   if (!args.str("--system").empty()) history.push_back({"system", args.str("--system")});
   std::fprintf(stderr, "tinfer chat: %s. Type a message; Ctrl-D or /exit ends.\n", l.model->config().name.c_str());

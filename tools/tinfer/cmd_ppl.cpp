@@ -54,7 +54,7 @@ int cmd_ppl(int argc, char** argv) {
 
   const int64_t ctx = context_length(args, *l.model), n_vocab = l.model->config().n_vocab;
   check(ctx >= 2, "--ctx must be at least 2");
-  Session session(*l.fwd, ctx, kv_dtype(args));
+  Session session(*l.backend, ctx, kv_dtype(args));
   std::unique_ptr<ReferenceForward> ref;
   if (args.flag("--reference")) ref = std::make_unique<ReferenceForward>(*l.model);
   std::vector<float> logits;

@@ -4,6 +4,7 @@
 #include "commands.h"
 #include "common.h"
 #include "core/error.h"
+#include "core/isa.h"
 #include "engine/generate.h"
 #include "engine/text_stream.h"
 #include "model/tokenizer/tokenizer.h"
@@ -26,7 +27,7 @@ int cmd_run(int argc, char** argv) {
   bool chat = args.flag("--chat");
   if (chat) text = apply_chat_template(l.model->chat_template(), {{"user", text}}, true);
   std::vector<int32_t> prompt = encode_prompt(tok, text, chat);
-  Session session(*l.fwd, context_length(args, *l.model));
+  Session session(*l.backend, context_length(args, *l.model));
   GenerateOptions opts;
   opts.max_tokens = n;
   opts.sampling = sp;

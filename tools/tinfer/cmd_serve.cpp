@@ -26,13 +26,16 @@ int cmd_serve(int argc, char** argv) {
               {"--served-model-name", "model id clients use (default: the model file's name)", true, ""},
               {"--max-queued-requests", "requests waiting for their first token; beyond: 429", true, "256"},
               {"--max-body-bytes", "largest request body; beyond: 413", true, "1048576"},
-              {"--long-request-tokens", "max_tokens above this go to the low-priority lane", true, "1024"},
-              {"--max-long-in-flight", "long requests in the engine at once", true, "2"},
+              {"--long-request-tokens", "max_tokens above this: the background class (0 = none)", true, "1024"},
+              {"--max-long-in-flight", "background-class requests running at once", true, "2"},
               {"--http-threads", "HTTP worker threads (one per open connection)", true, "512"},
               {"--shutdown-grace", "seconds in-flight requests get on SIGTERM before abort", true, "5"}});
   Args args(argc, argv, spec,
             "tinfer serve -m MODEL [--host H] [--port P] [engine flags] [--api-key KEY] [--served-model-name NAME]");
   EngineConfig ec = engine_config(args);
+  ec.long_request_tokens = static_cast<int>(args.integer("--long-request-tokens"));
+  ec.max_background_running = static_cast<int>(args.integer("--max-long-in-flight"));
+  if (auto errs = ec.validate(); !errs.empty()) fail("invalid engine options:\n  " + errs.front());
   server::ServerConfig sc;
   sc.host = args.str("--host");
   sc.port = static_cast<int>(args.integer("--port"));
@@ -42,8 +45,6 @@ int cmd_serve(int argc, char** argv) {
   sc.served_model_name = args.str("--served-model-name");
   sc.max_queued_requests = static_cast<int>(args.integer("--max-queued-requests"));
   sc.max_body_bytes = args.integer("--max-body-bytes");
-  sc.long_request_tokens = static_cast<int>(args.integer("--long-request-tokens"));
-  sc.max_long_in_flight = static_cast<int>(args.integer("--max-long-in-flight"));
   sc.http_threads = static_cast<int>(args.integer("--http-threads"));
   sc.shutdown_grace_s = args.number("--shutdown-grace");
 

@@ -54,7 +54,7 @@ Loaded load_model(const Args& args) {
   long long threads = args.integer("--threads");
   check(threads >= 0 && threads <= 1024, "--threads must be in [0, 1024]");
   l.pool = std::make_unique<ThreadPool>(int(threads));
-  l.fwd = std::make_unique<CpuForward>(*l.model, *l.pool);
+  l.backend = create_backend("cpu", *l.model, BackendOptions{.pool = l.pool.get()});
   l.load_s = now_s() - t0;
   return l;
 }
@@ -62,7 +62,8 @@ Loaded load_model(const Args& args) {
 int64_t context_length(const Args& args, const Model& model) {
   if (!args.has("--ctx")) return std::min<int64_t>(model.config().ctx_len, 4096);
   long long c = args.integer("--ctx");
-  check(c >= 1 && c <= (1 << 20), "--ctx must be in [1, 1048576]");
+  check(c >= 1 && c <= model.config().ctx_len,
+        "--ctx must be in [1, " + std::to_string(model.config().ctx_len) + "] (the model's context length)");
   return c;
 }
 

@@ -8,16 +8,15 @@
 #include "args.h"
 #include "core/thread_pool.h"
 #include "engine/sampler.h"
-#include "model/cpu_forward.h"
-#include "model/kv_storage.h"
+#include "model/backend.h"
 #include "model/model.h"
 
 namespace tinfer::cli {
 
 struct Loaded {
   std::unique_ptr<Model> model;
-  std::unique_ptr<ThreadPool> pool;
-  std::unique_ptr<CpuForward> fwd;
+  std::unique_ptr<ThreadPool> pool;    // the backend's (CPU) workers; also runs the roofline probes
+  std::unique_ptr<Backend> backend;
   double load_s = 0;
 };
 
@@ -26,7 +25,7 @@ std::vector<OptionSpec> sampling_options();  // --temp, --top-k, --top-p, --min-
 OptionSpec kv_dtype_option();                // --kv-dtype f32|f16
 std::vector<OptionSpec> concat(std::vector<OptionSpec> a, const std::vector<OptionSpec>& b);
 
-Loaded load_model(const Args& args);
+Loaded load_model(const Args& args);  // the backend positions the model's whole context
 int64_t context_length(const Args& args, const Model& model);  // -c or min(trained, 4096)
 SamplingParams sampling_params(const Args& args);              // validated: Error lists every problem
 KvDtype kv_dtype(const Args& args);                            // --kv-dtype; Error for anything else

@@ -61,9 +61,12 @@ EngineConfig engine_config(const Args& args) {
   c.block_size = static_cast<int>(args.integer("--block-size"));
   c.prefix_caching = on_off(args, "--prefix-caching", errs);
   c.chunked_prefill = on_off(args, "--chunked-prefill", errs);
-  c.batching = args.str("--batching");
-  c.kv_layout = args.str("--kv-layout");
-  c.kv_dtype = args.str("--kv-dtype");
+  if (!parse_batching_mode(args.str("--batching"), &c.batching))
+    errs.push_back("--batching must be continuous, static or static-padded, got '" + args.str("--batching") + "'");
+  if (!kv::parse_kv_layout(args.str("--kv-layout"), &c.kv_layout))
+    errs.push_back("--kv-layout must be paged or reserved, got '" + args.str("--kv-layout") + "'");
+  if (!parse_kv_dtype(args.str("--kv-dtype"), &c.kv_dtype))
+    errs.push_back("--kv-dtype must be f32 or f16, got '" + args.str("--kv-dtype") + "'");
   c.max_batched_tokens = static_cast<int>(args.integer("--max-batched-tokens"));
   c.max_seqs = static_cast<int>(args.integer("--max-seqs"));
   c.max_tokens_cap = static_cast<int>(args.integer("--max-tokens-cap"));

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <exception>
 
+#include "args.h"
 #include "commands.h"
 #include "core/error.h"
 
@@ -25,22 +26,25 @@ const Entry kCommands[] = {
     {"tokenize", tinfer::cli::cmd_tokenize, "print the tokens of a text"},
 };
 
-void usage() {
-  std::fprintf(stderr, "usage: tinfer <command> [options]\ncommands:\n");
-  for (const auto& c : kCommands) std::fprintf(stderr, "  %-6s %s\n", c.name, c.help);
+void usage(FILE* out) {
+  std::fprintf(out, "usage: tinfer <command> [options]   (tinfer <command> --help: its options)\ncommands:\n");
+  for (const auto& c : kCommands) std::fprintf(out, "  %-8s %s\n", c.name, c.help);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
-    usage();
+    usage(argc < 2 ? stderr : stdout);
     return argc < 2 ? 2 : 0;
   }
   for (const auto& c : kCommands) {
     if (std::strcmp(argv[1], c.name) != 0) continue;
     try {
       return c.fn(argc - 2, argv + 2);
+    } catch (const tinfer::cli::HelpRequested& h) {
+      std::fputs(h.text.c_str(), stdout);
+      return 0;
     } catch (const tinfer::Error& e) {
       std::fprintf(stderr, "tinfer %s: error: %s\n", c.name, e.what());
       return 1;
@@ -53,6 +57,6 @@ int main(int argc, char** argv) {
     }
   }
   std::fprintf(stderr, "tinfer: unknown command '%s'\n", argv[1]);
-  usage();
+  usage(stderr);
   return 2;
 }

@@ -1,0 +1,71 @@
+// resolve_request: every check and default a request gets, in one pass, against RequestLimits.
+#include "engine/request_resolver.h"
+
+#include <algorithm>
+
+namespace tinfer {
+
+namespace {
+
+[[noreturn]] void reject(const std::string& msg, const char* field, const char* code = "invalid_value") {
+  throw RequestError(msg, field, code);
+}
+
+}  // namespace
+
+ResolvedRequest resolve_request(GenerationRequest req, const RequestLimits& lim) {
+  if (auto errs = req.sampling.validate(); !errs.empty()) {
+    std::string msg = "invalid sampling parameters:";
+    for (const auto& e : errs) msg += " " + e + ";";
+    msg.pop_back();
+    reject(msg, "");
+  }
+  if (req.prompt.empty()) reject("the prompt is empty (no tokens)", "prompt");
+  for (size_t i = 0; i < req.prompt.size(); ++i)
+    if (req.prompt[i] < 0 || req.prompt[i] >= lim.n_vocab)
+      reject("prompt[" + std::to_string(i) + "] = " + std::to_string(req.prompt[i]) +
+                 " is not a token id (vocabulary size " + std::to_string(lim.n_vocab) + ")",
+             "prompt");
+  const int n_prompt = static_cast<int>(req.prompt.size());
+  if (n_prompt >= lim.max_len)
+    reject("this model's maximum context length is " + std::to_string(lim.max_len) + " tokens, but the prompt has " +
+               std::to_string(n_prompt) + " tokens (no room for output)",
+           "prompt", "context_length_exceeded");
+  if (req.n < 1 || req.n > lim.max_seqs)
+    reject("n must be in [1, " + std::to_string(lim.max_seqs) + "] (the engine's max_seqs), got " +
+               std::to_string(req.n),
+           "n");
+  for (Token t : req.stop_token_ids)
+    if (t < 0 || t >= lim.n_vocab) reject("stop token id " + std::to_string(t) + " is outside the vocabulary", "stop_token_ids");
+
+  ResolvedRequest r;
+  const bool asked = req.max_tokens > 0;
+  int mt = asked ? req.max_tokens : lim.default_max_tokens;
+  if (mt > lim.max_tokens_cap) {
+    r.warnings.push_back("max_tokens " + std::to_string(mt) + " exceeds the server cap; clamped to " +
+                         std::to_string(lim.max_tokens_cap));
+    mt = lim.max_tokens_cap;
+    r.clamped = asked;  // only an explicit ask is reported as clamped
+  }
+  const int room = lim.max_len - n_prompt;
+  if (mt > room) {
+    r.warnings.push_back("max_tokens " + std::to_string(mt) + " does not fit the context after the prompt; clamped to " +
+                         std::to_string(room));
+    mt = room;
+  }
+  r.max_tokens = mt;
+  if (!req.ignore_eos) r.stop_ids = lim.eos_ids;
+  for (Token t : req.stop_token_ids)
+    if (std::find(r.stop_ids.begin(), r.stop_ids.end(), t) == r.stop_ids.end()) r.stop_ids.push_back(t);
+  r.priority = req.priority;
+  if (r.priority == Priority::kAuto)
+    r.priority = lim.background_min_tokens > 0 && mt > lim.background_min_tokens ? Priority::kBackground
+                                                                                 : Priority::kInteractive;
+  r.prompt = std::move(req.prompt);
+  r.sampling = std::move(req.sampling);
+  r.n = req.n;
+  r.cache_salt = req.cache_salt;
+  return r;
+}
+
+}  // namespace tinfer

@@ -1,0 +1,60 @@
+// Backend: the device seam. The model runner, the batch-1 session, the engine and the tools forward
+// through this interface only; the CPU (cpu_forward.h) is its first implementation. A new device (CUDA)
+// is a new directory implementing Backend and KvCache plus one line in backend_registry.cpp.
+//
+// Data flow of one step: the caller fills a ForwardBatch (plain host data: token ids, positions, block
+// tables), the backend writes each token's K/V into its KvCache blocks and returns fp32 logits rows on
+// the host ([batch.logit_rows.size()][n_vocab]).
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/kv_dtype.h"
+#include "model/forward_batch.h"
+#include "model/model_config.h"
+
+namespace tinfer {
+
+class Model;
+class ThreadPool;
+
+// KV cache memory owned by one backend, in fixed-size blocks of block_size token slots per layer. Which
+// block holds which positions is decided by the caller's block tables (src/kvcache), never here.
+class KvCache {
+ public:
+  virtual ~KvCache() = default;
+  virtual int64_t n_blocks() const = 0;
+  virtual int64_t block_size() const = 0;
+  virtual KvDtype dtype() const = 0;
+  virtual size_t bytes() const = 0;
+  // Copies every layer's K and V of block src into block dst (copy-on-write of a shared block).
+  virtual void copy_block(int64_t src, int64_t dst) = 0;
+};
+
+struct BackendOptions {
+  int threads = 0;               // CPU: worker threads (0 = all cores) when no pool is given
+  ThreadPool* pool = nullptr;    // CPU: run on this pool (shared with the caller) instead of an own one
+  int64_t max_positions = 0;     // longest sequence to position; 0 = the model's context; more is refused
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual const char* name() const = 0;
+  virtual const ModelConfig& config() const = 0;
+  virtual size_t weight_bytes() const = 0;     // weights as held by the device (packed)
+  virtual int64_t max_positions() const = 0;   // positions 0..max_positions()-1 can be run
+  // KV memory on this device for n_blocks blocks of block_size slots, every layer.
+  virtual std::unique_ptr<KvCache> allocate_kv(int64_t n_blocks, int64_t block_size, KvDtype dtype) = 0;
+  // One step over a cache this backend allocated; see the data flow above.
+  virtual void forward(const ForwardBatch& batch, KvCache& kv, float* logits) = 0;
+};
+
+// The registry: "cpu" today. Throws Error naming the known backends for an unknown name.
+std::unique_ptr<Backend> create_backend(std::string_view name, const Model& model, const BackendOptions& opts = {});
+std::vector<std::string> backend_names();
+
+}  // namespace tinfer
