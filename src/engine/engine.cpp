@@ -49,8 +49,9 @@ class EngineImpl final : public Engine {
     max_model_len_cfg_ = config_.max_model_len > 0 ? config_.max_model_len : static_cast<int>(mc.ctx_len);
     // Packs the weights (MemAvailable is read after); refuses a context the model cannot position.
     fwd_ = create_backend("cpu", *model_, BackendOptions{.threads = config_.threads, .max_positions = max_model_len_cfg_});
-    const EngineKvBudget budget = kv_budget(config_.kv_memory_bytes, config_.kv_fraction);
     const KvDtype dtype = config_.kv_dtype;
+    const EngineKvBudget budget = kv_budget(config_.kv_memory_bytes, config_.kv_fraction, mc, dtype,
+                                            config_.block_size, config_.max_seqs, max_model_len_cfg_);
     plan_ = plan_engine_kv(mc, budget.budget_bytes, config_.block_size, max_model_len_cfg_, dtype);
     if (config_.verbose) std::fprintf(stderr, "%s\n", describe_kv_plan(plan_, budget, dtype).c_str());
     kv_ = fwd_->allocate_kv(plan_.num_blocks, plan_.block_size, dtype);

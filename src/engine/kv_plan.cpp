@@ -20,24 +20,50 @@ size_t mem_available_bytes() {
   return 0;
 }
 
-EngineKvBudget kv_budget(int64_t kv_memory_bytes, double kv_fraction) {
+namespace {
+
+kv::KvShape kv_shape(const ModelConfig& cfg, KvDtype dtype) {
+  return kv::KvShape{.num_layers = static_cast<int>(cfg.n_layers),
+                     .num_kv_heads = static_cast<int>(cfg.n_kv_heads),
+                     .head_dim = static_cast<int>(cfg.head_dim),
+                     .bytes_per_elem = kv_dtype_bytes(dtype)};
+}
+
+std::string mib(size_t bytes) { return std::to_string((bytes + (1 << 19)) >> 20) + " MiB"; }
+
+}  // namespace
+
+EngineKvBudget kv_budget(int64_t kv_memory_bytes, double kv_fraction, const ModelConfig& cfg, KvDtype dtype,
+                         int block_size, int max_seqs, int max_model_len) {
   EngineKvBudget b;
   if (kv_memory_bytes > 0) {
     b.budget_bytes = static_cast<size_t>(kv_memory_bytes);
+    b.how = "--kv-memory";
     return b;
   }
   b.mem_available = mem_available_bytes();
   check(b.mem_available > 0, "cannot read MemAvailable from /proc/meminfo: give the KV budget in bytes");
-  b.budget_bytes = kv::kv_budget_from_fraction(b.mem_available, kv_fraction);
+  const size_t fraction = kv::kv_budget_from_fraction(b.mem_available, kv_fraction);
+  const size_t blocks_per_seq = (static_cast<size_t>(max_model_len) + block_size - 1) / block_size;
+  const size_t demand = static_cast<size_t>(max_seqs) * blocks_per_seq * block_size * kv::kv_bytes_per_token(kv_shape(cfg, dtype));
+  char frac[32];
+  std::snprintf(frac, sizeof frac, "%.2f", kv_fraction);
+  if (demand <= fraction) {
+    b.budget_bytes = demand;
+    b.how = "max_seqs " + std::to_string(max_seqs) + " x max_model_len " + std::to_string(max_model_len) +
+            " (under --kv-fraction " + frac + " of " + mib(b.mem_available) + " available)";
+  } else {
+    b.budget_bytes = fraction;
+    b.how = std::string("--kv-fraction ") + frac + " of " + mib(b.mem_available) + " available (max_seqs " +
+            std::to_string(max_seqs) + " x max_model_len " + std::to_string(max_model_len) + " would take " +
+            mib(demand) + ")";
+  }
   return b;
 }
 
 kv::KvMemoryPlan plan_engine_kv(const ModelConfig& cfg, size_t budget_bytes, int block_size, int max_model_len,
                                 KvDtype dtype) {
-  const kv::KvShape shape{.num_layers = static_cast<int>(cfg.n_layers),
-                          .num_kv_heads = static_cast<int>(cfg.n_kv_heads),
-                          .head_dim = static_cast<int>(cfg.head_dim),
-                          .bytes_per_elem = kv_dtype_bytes(dtype)};
+  const kv::KvShape shape = kv_shape(cfg, dtype);
   try {
     return kv::plan_kv_memory(shape, budget_bytes, block_size, max_model_len);
   } catch (const Error& e) {
@@ -46,14 +72,12 @@ kv::KvMemoryPlan plan_engine_kv(const ModelConfig& cfg, size_t budget_bytes, int
 }
 
 std::string describe_kv_plan(const kv::KvMemoryPlan& p, const EngineKvBudget& b, KvDtype dtype) {
-  char buf[512];
+  char buf[1024];
   std::snprintf(buf, sizeof buf,
-                "KV cache: %zu bytes/token (%s), %d blocks x %d tokens = %lld tokens, %.1f MiB%s; "
+                "KV cache: %zu bytes/token (%s), %d blocks x %d tokens = %lld tokens, %.1f MiB, sized by %s; "
                 "max concurrency %d at max_model_len %d",
                 p.bytes_per_token, kv_dtype_name(dtype), p.num_blocks, p.block_size, static_cast<long long>(p.capacity_tokens),
-                double(p.bytes_used) / (1 << 20),
-                b.mem_available ? (" (of " + std::to_string(b.mem_available >> 20) + " MiB available)").c_str() : "",
-                p.max_concurrency, p.context_len);
+                double(p.bytes_used) / (1 << 20), b.how.c_str(), p.max_concurrency, p.context_len);
   return buf;
 }
 

@@ -13,14 +13,18 @@ namespace tinfer {
 struct EngineKvBudget {
   size_t budget_bytes = 0;   // what the planner may use
   size_t mem_available = 0;  // MemAvailable when the budget was taken (0 if explicit or unknown)
+  std::string how;           // how it was chosen, for the start-up line
 };
 
 // MemAvailable from /proc/meminfo in bytes; 0 if unreadable.
 size_t mem_available_bytes();
 
-// kv_memory_bytes if > 0, else kv_fraction x MemAvailable. Throws Error when MemAvailable is unknown and no
+// kv_memory_bytes if > 0; else what max_seqs sequences of max_model_len tokens can use (whole blocks),
+// capped by kv_fraction x MemAvailable: a server for 4 sequences does not take half the machine (and touch
+// every page of it as freed blocks are handed out again). Throws Error when MemAvailable is unknown and no
 // explicit budget was given.
-EngineKvBudget kv_budget(int64_t kv_memory_bytes, double kv_fraction);
+EngineKvBudget kv_budget(int64_t kv_memory_bytes, double kv_fraction, const ModelConfig& cfg, KvDtype dtype,
+                         int block_size, int max_seqs, int max_model_len);
 
 // Sized by the cache's element type. Throws Error (naming max_model_len) when not even one sequence of
 // max_model_len tokens fits.

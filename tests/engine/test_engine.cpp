@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "engine/generate.h"
+#include "engine/kv_plan.h"
 #include "model/backend.h"
 #include "model/model.h"
 #include "model/synth.h"
@@ -377,6 +378,27 @@ TEST(Engine, RejectsOverlongPromptAndUnfittableContext) {
   EXPECT_FALSE(parse_batching_mode("dynamic", &mode));
   for (BatchingMode m : {BatchingMode::kContinuous, BatchingMode::kStatic, BatchingMode::kStaticPadded})
     EXPECT_TRUE(parse_batching_mode(batching_mode_name(m), &mode) && mode == m);
+}
+
+// The default KV pool is what max_seqs sequences of max_model_len can use, capped by the fraction of
+// MemAvailable (it took 50% of free memory even for --max-seqs 4); the start-up line says which bound won.
+TEST(Engine, DefaultKvPoolIsSizedByMaxSeqsTimesContext) {
+  ModelConfig cfg;
+  cfg.n_layers = 2, cfg.n_kv_heads = 4, cfg.head_dim = 16;  // 2 x 2 x 4 x 16 x 4 B = 1 KiB per token (f32)
+  const EngineKvBudget small = kv_budget(0, 0.5, cfg, KvDtype::f32, 16, 4, 100);
+  EXPECT_EQ(small.budget_bytes, size_t(4) * 112 * 1024);  // 100 tokens -> 7 whole blocks of 16
+  EXPECT_NE(small.how.find("max_seqs 4 x max_model_len 100"), std::string::npos) << small.how;
+  const EngineKvBudget huge = kv_budget(0, 0.5, cfg, KvDtype::f32, 16, 1 << 20, 1 << 20);
+  EXPECT_EQ(huge.budget_bytes, kv::kv_budget_from_fraction(huge.mem_available, 0.5));
+  EXPECT_NE(huge.how.find("--kv-fraction 0.50"), std::string::npos) << huge.how;
+  EXPECT_EQ(kv_budget(12345, 0.5, cfg, KvDtype::f32, 16, 4, 100).budget_bytes, 12345u);
+  // Through the engine: 2 sequences x 256 tokens is the whole pool.
+  EngineConfig c = base_config();
+  c.kv_memory_bytes = 0;
+  c.max_seqs = 2;
+  c.max_model_len = 256;
+  auto e = Engine::create(synth_model(), c);
+  EXPECT_EQ(e->stats().kv_capacity_tokens, 2 * 256);
 }
 
 }  // namespace

@@ -193,7 +193,8 @@ def test_vanishing_client(srv):
 
 def test_overload_auth_shutdown():
     srv = Server(TINFER, MODEL, "--kv-memory", "32M", "--max-seqs", "2", "--max-queued-requests", "4",
-                 "--api-key", "sekrit", "--shutdown-grace", "1", "--served-model-name", "tiny")
+                 "--api-key", "sekrit", "--shutdown-grace", "1", "--served-model-name", "tiny",
+                 "--long-request-tokens", "50")
     try:
         auth = {"Authorization": "Bearer sekrit"}
         expect_error(srv, "GET", "/v1/models", None, 401)
@@ -201,6 +202,11 @@ def test_overload_auth_shutdown():
         st, _, data = srv.request("GET", "/v1/models", headers=auth)
         check(st == 200 and json.loads(data)["data"][0]["id"] == "tiny", "served model name: %s" % data)
         check(srv.request("GET", "/health")[0] == 200, "health needs no key")
+        # n above --max-seqs: the same 400 naming n for a short request and a long (background-class) one
+        # (the long lane used to answer 200 with every choice aborted).
+        for mt in (5, 400):
+            expect_error(srv, "POST", "/v1/completions", {"prompt": "x", "n": 3, "max_tokens": mt}, 400, "n",
+                         headers=auth)
 
         def one(i):
             return srv.request("POST", "/v1/completions", {"prompt": PROMPTS[i % 4], "max_tokens": 100, "ignore_eos": True},
