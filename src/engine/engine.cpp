@@ -291,11 +291,7 @@ bool EngineImpl::step() {
   std::unordered_map<kv::SeqId, std::vector<SampleResult>> firsts;  // parent seq -> n first samples
   for (size_t i = 0; i < plan.requests.size(); ++i) {
     const float* logits = runner_->logits(i);
-    if (!logits) continue;
-    if (plan.requests[i].padding) {  // static-padded: the row is computed for the batch's shape only
-      sampled[i] = Token(std::max_element(logits, logits + model_->config().n_vocab) - logits);
-      continue;
-    }
+    if (!logits || plan.requests[i].padding) continue;  // (a padding row's output is discarded)
     const Owner o = owner_.at(plan.requests[i].id);
     Live& l = *o.live;
     if (l.forked) {

@@ -37,8 +37,7 @@ Scheduler::Scheduler(SchedulerConfig config, kv::KvCacheConfig kv_config, std::u
 }
 
 void Scheduler::add(RequestId id, RequestParams p) {
-  check(!requests_.count(id), "request " + std::to_string(id) + ": duplicate id");
-  check(id < kFirstPaddingId, "request " + std::to_string(id) + ": ids from 2^62 up are reserved for padding rows");
+  check(!requests_.count(id) && !policy_->holds(id), "request " + std::to_string(id) + ": duplicate id");
   check(!p.prompt.empty(), "request " + std::to_string(id) + ": empty prompt");
   const int n = static_cast<int>(p.prompt.size());
   check(n < max_len_, "request " + std::to_string(id) + ": prompt of " + std::to_string(n) +
@@ -64,7 +63,6 @@ void Scheduler::emit(BatchPlan& plan, const Request& r, int n, std::vector<kv::C
   s.tokens.assign(r.tokens.begin() + s.start_pos, r.tokens.begin() + s.start_pos + n);
   s.block_table = kv_.block_table(r.id);
   s.needs_logits = s.start_pos + n == r.num_tokens();
-  s.padding = padding_.count(r.id) > 0;
   s.copies = std::move(copies);
   plan.num_tokens += n;
   plan.requests.push_back(std::move(s));
@@ -87,38 +85,18 @@ BatchPlan Scheduler::schedule() {
   bool preempted_any = false;
   for (RequestId id : order) {
     if (budget == 0) break;
-    if (!requests_.count(id)) continue;  // a padding row dropped earlier in this loop
     Request& r = requests_.at(id);
     if (r.status != RequestStatus::kRunning) continue;  // preempted earlier in this loop
     const int n = std::min(r.num_tokens() - r.num_computed_tokens, budget);
     const kv::AllocRequest a{.num_computed = r.num_computed_tokens, .num_new = n};
     std::vector<kv::CowCopy> copies;
-    while (!kv_.allocate(id, a, &copies)) {
-      // Out of blocks: a padding row not yet scheduled goes first (nothing is lost); otherwise the
-      // newest running request not yet scheduled this step gives its blocks back.
-      const auto pad = std::find_if(running_.begin(), running_.end(), [&](RequestId rid) {
-        return rid != id && padding_.count(rid) && !scheduled.count(rid);
-      });
-      if (pad != running_.end()) {
-        drop_padding(*pad);
-        continue;
-      }
-      if (padding_.count(id)) {  // padding never displaces a real request
-        drop_padding(id);
-        break;
-      }
-      Request* victim = nullptr;
-      for (RequestId rid : running_) {
-        Request& c = requests_.at(rid);
-        if (!scheduled.count(rid) && (!victim || c.admit_order > victim->admit_order)) victim = &c;
-      }
-      preempt(*victim);
-      plan.preempted.push_back(victim->id);
-      preempted_any = true;
-      if (victim == &r) break;
+    bool runs = true;
+    while (runs && !kv_.allocate(id, a, &copies)) {
+      const size_t before = plan.preempted.size();
+      runs = make_room(id, scheduled, plan);
+      preempted_any = preempted_any || plan.preempted.size() > before;
     }
-    if (!requests_.count(id) || r.status != RequestStatus::kRunning) continue;  // (dropped padding row)
-    if (padding_.count(id)) stats_.padding_tokens += n;
+    if (!runs) continue;
     emit(plan, r, n, std::move(copies));
     scheduled.insert(id);
     budget -= n;
@@ -160,9 +138,24 @@ BatchPlan Scheduler::schedule() {
     }
     policy_->admissions_done(out_of_blocks || next_waiting() == nullptr || num_running() >= config_.max_seqs);
   }
+  const int before = plan.num_tokens;
+  policy_->plan_rows(plan, budget, kv_);  // static-padded: finished members' padding rows
+  stats_.padding_tokens += plan.num_tokens - before;
   ++stats_.steps;
   stats_.scheduled_tokens += plan.num_tokens;
   return plan;
+}
+
+bool Scheduler::make_room(RequestId id, const std::unordered_set<RequestId>& scheduled, BatchPlan& plan) {
+  if (policy_->reclaim(kv_)) return true;  // a policy row gives way first: nothing is lost
+  Request* victim = nullptr;
+  for (RequestId rid : running_) {
+    Request& c = requests_.at(rid);
+    if (!scheduled.count(rid) && (!victim || c.admit_order > victim->admit_order)) victim = &c;
+  }
+  preempt(*victim);  // (id itself is never scheduled yet, so there is always a victim)
+  plan.preempted.push_back(victim->id);
+  return victim->id != id;
 }
 
 Request* Scheduler::next_waiting() {
@@ -184,31 +177,8 @@ void Scheduler::preempt(Request& r) {
 
 void Scheduler::remove_running(RequestId id) {
   auto it = requests_.find(id);
-  if (it != requests_.end() && it->second.priority == Priority::kBackground && !padding_.count(id))
-    --background_running_;
+  if (it != requests_.end() && it->second.priority == Priority::kBackground) --background_running_;
   std::erase(running_, id);
-}
-
-void Scheduler::keep_as_padding(const Request& r) {
-  Request pad = r;
-  pad.id = next_padding_id_++;
-  kv_.fork(r.id, pad.id);  // shares the blocks; the finished request's release leaves them to the row
-  padding_.insert(pad.id);
-  running_.push_back(pad.id);
-  requests_.emplace(pad.id, std::move(pad));
-}
-
-void Scheduler::drop_padding(RequestId id) {
-  kv_.free(id);
-  remove_running(id);
-  padding_.erase(id);
-  requests_.erase(id);
-}
-
-// The batch ends when its last real member finishes: its padding rows go with it.
-void Scheduler::drop_padding_if_batch_done() {
-  if (padding_.empty() || num_running() > num_padding()) return;
-  for (RequestId id : std::vector<RequestId>(padding_.begin(), padding_.end())) drop_padding(id);
 }
 
 FinishReason Scheduler::stop_reason(const Request& r) const {
@@ -218,7 +188,7 @@ FinishReason Scheduler::stop_reason(const Request& r) const {
   return FinishReason::kNone;
 }
 
-RequestOutput Scheduler::finish(Request& r, FinishReason reason) {
+RequestOutput Scheduler::finish(Request& r, FinishReason reason, bool release_kv) {
   RequestOutput out;
   out.id = r.id;
   out.finished = true;
@@ -227,7 +197,7 @@ RequestOutput Scheduler::finish(Request& r, FinishReason reason) {
   out.num_prompt_tokens = r.num_prompt_tokens;
   out.num_cached_prompt_tokens = r.num_cached_prompt_tokens;
   const RequestId id = r.id;  // copied: erasing the entry destroys r
-  kv_.free(id);
+  if (release_kv) kv_.free(id);
   if (r.status == RequestStatus::kRunning)
     remove_running(id);
   else
@@ -252,10 +222,6 @@ std::vector<RequestOutput> Scheduler::update(const BatchPlan& plan, std::span<co
     kv_.commit(r.id, r.tokens, r.num_computed_tokens);
     if (!s.needs_logits) continue;
     r.tokens.push_back(sampled[i]);
-    if (padding_.count(r.id)) {  // computed for the batch's shape only; out of context: leaves early
-      if (r.num_tokens() >= max_len_) drop_padding(r.id);
-      continue;
-    }
     const FinishReason reason = stop_reason(r);
     if (reason == FinishReason::kNone) {
       RequestOutput o;
@@ -265,21 +231,21 @@ std::vector<RequestOutput> Scheduler::update(const BatchPlan& plan, std::span<co
       o.num_cached_prompt_tokens = r.num_cached_prompt_tokens;
       outs.push_back(std::move(o));
     } else {
-      if (policy_->pads_finished()) keep_as_padding(r);
-      RequestOutput o = finish(r, reason);
+      const bool adopted = policy_->adopt_finished(r);  // (static-padded: keeps computing its row)
+      RequestOutput o = finish(r, reason, !adopted);
       o.new_tokens = {sampled[i]};
       outs.push_back(std::move(o));
     }
   }
-  drop_padding_if_batch_done();
+  policy_->update_rows(plan, sampled, static_cast<int>(running_.size()), max_len_, kv_);
   return outs;
 }
 
 std::optional<RequestOutput> Scheduler::abort(RequestId id) {
   auto it = requests_.find(id);
-  if (it == requests_.end() || padding_.count(id)) return std::nullopt;
+  if (it == requests_.end()) return std::nullopt;
   RequestOutput out = finish(it->second, FinishReason::kAbort);
-  drop_padding_if_batch_done();
+  policy_->update_rows(BatchPlan{}, {}, static_cast<int>(running_.size()), max_len_, kv_);  // batch may end
   return out;
 }
 
@@ -288,7 +254,7 @@ std::optional<RequestOutput> Scheduler::fork(RequestId parent, RequestId child, 
   check(it != requests_.end() && it->second.status == RequestStatus::kRunning,
         "fork: request " + std::to_string(parent) + " is not running");
   check(!requests_.count(child), "fork: request " + std::to_string(child) + " already exists");
-  check(child < kFirstPaddingId, "fork: ids from 2^62 up are reserved for padding rows");
+  check(!policy_->holds(child), "fork: request " + std::to_string(child) + " is still held by the batching policy");
   check(num_running() < config_.max_seqs, "fork: max_seqs reached");
   Request c = it->second;
   c.id = child;

@@ -12,6 +12,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "engine/batch_plan.h"
 #include "engine/batching_policy.h"
 #include "engine/request.h"
 #include "kvcache/kv_cache_manager.h"
@@ -29,27 +30,6 @@ struct SchedulerConfig {
   std::vector<std::string> validate() const;
 };
 
-// One request's share of a step. Position p's KV lives in block_table[p / block_size], slot p % block_size.
-struct ScheduledRequest {
-  RequestId id = 0;
-  int start_pos = 0;                     // == num_computed_tokens before the step
-  std::vector<Token> tokens;             // ids at positions start_pos .. start_pos + tokens.size() - 1
-  std::vector<kv::BlockId> block_table;  // covers positions 0 .. start_pos + tokens.size() - 1
-  bool needs_logits = false;             // chunk ends at the last known token: sample exactly one token
-  std::vector<kv::CowCopy> copies;       // copy these blocks (all layers, K and V) before writing
-  bool padding = false;                  // a finished member's padding row (PaddedStaticBatching): any token will do
-  int context_len() const { return start_pos + static_cast<int>(tokens.size()); }  // attend over [0, this)
-};
-
-struct BatchPlan {
-  uint64_t step = 0;
-  int block_size = 0;
-  int num_tokens = 0;  // sum of tokens.size(); <= max_batched_tokens
-  std::vector<ScheduledRequest> requests;
-  std::vector<RequestId> preempted;  // lost their KV this step; they recompute later
-  bool empty() const { return requests.empty(); }
-};
-
 // An event for the client: a sampled token, and/or the end of the request.
 struct RequestOutput {
   RequestId id = 0;
@@ -65,15 +45,12 @@ struct SchedulerStats {
   int64_t steps = 0;
   int64_t preemptions = 0;
   int64_t scheduled_tokens = 0;  // tokens computed over all steps (prefill + decode + recompute + padding)
-  int64_t padding_tokens = 0;    // of which padding rows (PaddedStaticBatching)
+  int64_t padding_tokens = 0;    // of which the batching policy's own rows (PaddedStaticBatching)
   int64_t finished = 0;
 };
 
 class Scheduler {
  public:
-  // Padding rows take ids from here up, outside any id a client is expected to use.
-  static constexpr RequestId kFirstPaddingId = RequestId(1) << 62;
-
   // Throws tinfer::Error listing every problem of the config.
   Scheduler(SchedulerConfig config, kv::KvCacheConfig kv_config,
             std::unique_ptr<BatchingPolicy> policy = std::make_unique<ContinuousBatching>());
@@ -92,12 +69,13 @@ class Scheduler {
   // output if that token already finishes it.
   std::optional<RequestOutput> fork(RequestId parent, RequestId child, std::optional<Token> last_token = {});
 
-  bool has_unfinished() const { return requests_.size() > padding_.size(); }
+  bool has_unfinished() const { return !requests_.empty(); }
   int num_waiting() const { return static_cast<int>(waiting_.size() + background_.size()); }
-  int num_running() const { return static_cast<int>(running_.size()); }  // padding rows included
+  // Seats in use: running requests and the batching policy's own rows (bounded by max_seqs together).
+  int num_running() const { return static_cast<int>(running_.size()) + policy_->num_rows(); }
   int num_background_running() const { return background_running_; }
   int num_background_waiting() const { return static_cast<int>(background_.size()); }
-  int num_padding() const { return static_cast<int>(padding_.size()); }
+  int num_padding() const { return policy_->num_rows(); }
   const Request* find(RequestId id) const;
   const kv::KvCacheManager& kv() const { return kv_; }
   const SchedulerConfig& config() const { return config_; }
@@ -108,10 +86,6 @@ class Scheduler {
  private:
   void preempt(Request& r);
   void remove_running(RequestId id);
-  // Padding rows: a finished member's KV and tokens move to a fresh internal id that keeps its seat.
-  void keep_as_padding(const Request& r);
-  void drop_padding(RequestId id);
-  void drop_padding_if_batch_done();
   FinishReason stop_reason(const Request& r) const;
   std::deque<RequestId>& queue_of(const Request& r) {
     return r.priority == Priority::kBackground ? background_ : waiting_;
@@ -119,7 +93,11 @@ class Scheduler {
   // The next waiting request admission may take, or nullptr: interactive ones first; background ones only
   // when no interactive request waits and fewer than max_background_running run.
   Request* next_waiting();
-  RequestOutput finish(Request& r, FinishReason reason);
+  // release_kv false: the batching policy adopted the request's blocks (and its id) as a row of its own.
+  RequestOutput finish(Request& r, FinishReason reason, bool release_kv = true);
+  // Blocks ran out for running request `id`: the policy's rows give theirs first, then the newest running
+  // request not yet scheduled this step is preempted. False when `id` itself had to go.
+  bool make_room(RequestId id, const std::unordered_set<RequestId>& scheduled, BatchPlan& plan);
   void emit(BatchPlan& plan, const Request& r, int n, std::vector<kv::CowCopy> copies);
 
   SchedulerConfig config_;
@@ -131,8 +109,6 @@ class Scheduler {
   std::deque<RequestId> background_;                 // background class, FCFS; admitted after waiting_
   int background_running_ = 0;
   std::vector<RequestId> running_;                   // admission order
-  std::unordered_set<RequestId> padding_;            // running padding rows (internal ids)
-  RequestId next_padding_id_ = kFirstPaddingId;
   uint64_t next_admit_ = 0;
   uint64_t next_step_ = 0;
   SchedulerStats stats_;

@@ -325,16 +325,28 @@ TEST(Scheduler, PaddedStaticBatchComputesFinishedRowsUntilTheBatchEnds) {
     EXPECT_EQ(outs_by_policy[0].at(id).output_tokens, outs_by_policy[1].at(id).output_tokens) << id;
 }
 
+// A padding row keeps the id of the member it came from (no reserved id range): that id stays in use, for
+// add() and fork(), until the row leaves with its batch.
+TEST(Scheduler, PaddingRowKeepsItsMembersIdInUse) {
+  Scheduler s(config(64, 2), kv_config(16), std::make_unique<PaddedStaticBatching>());
+  FakeRunner runner(16, 4);
+  s.add(1, params(prompt_of(3), 1));
+  s.add(2, params(prompt_of(3, 200), 4));
+  BatchPlan p = s.schedule();
+  s.update(p, runner.run(p));  // request 1 finished; its row pads the batch
+  EXPECT_EQ(s.num_padding(), 1);
+  EXPECT_FALSE(s.find(1));
+  EXPECT_THROW(s.add(1, params(prompt_of(3))), Error);
+  EXPECT_THROW(s.fork(2, 1), Error);
+  drive(s, runner);
+  EXPECT_EQ(s.num_padding(), 0);
+  EXPECT_NO_THROW(s.add(1, params(prompt_of(3))));
+}
+
 // A padding row never takes blocks from a real request. 5 blocks of 4 tokens; request 1's row is one
 // position ahead of request 2, so it takes the last free block at step 4 and at step 5 request 2 (its
 // 9th position) finds the pool empty. The newest unscheduled running sequence is request 2 itself,
 // which plain preemption would evict; the padding row is dropped instead (not a preemption).
-TEST(Scheduler, PaddingIdsAreReserved) {
-  Scheduler s(config(), kv_config(8), std::make_unique<PaddedStaticBatching>());
-  EXPECT_THROW(s.add(Scheduler::kFirstPaddingId, params(prompt_of(3), 1)), Error);
-  EXPECT_NO_THROW(s.add(Scheduler::kFirstPaddingId - 1, params(prompt_of(3), 1)));
-}
-
 TEST(Scheduler, PaddingRowsGiveWayWhenBlocksRunOut) {
   Scheduler s(config(64, 2), kv_config(5), std::make_unique<PaddedStaticBatching>());
   FakeRunner runner(32, 4);

@@ -1,0 +1,34 @@
+// BatchPlan: one step's work as plain data, made by the Scheduler (and its batching policy) and executed by
+// the ModelRunner.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "engine/request.h"
+#include "kvcache/types.h"
+
+namespace tinfer {
+
+// One request's share of a step. Position p's KV lives in block_table[p / block_size], slot p % block_size.
+struct ScheduledRequest {
+  RequestId id = 0;
+  int start_pos = 0;                     // == num_computed_tokens before the step
+  std::vector<Token> tokens;             // ids at positions start_pos .. start_pos + tokens.size() - 1
+  std::vector<kv::BlockId> block_table;  // covers positions 0 .. start_pos + tokens.size() - 1
+  bool needs_logits = false;             // chunk ends at the last known token: sample exactly one token
+  std::vector<kv::CowCopy> copies;       // copy these blocks (all layers, K and V) before writing
+  bool padding = false;                  // a row computed for the batch's shape only (a policy's padding row):
+                                         // nobody samples it; its output is discarded
+  int context_len() const { return start_pos + static_cast<int>(tokens.size()); }  // attend over [0, this)
+};
+
+struct BatchPlan {
+  uint64_t step = 0;
+  int block_size = 0;
+  int num_tokens = 0;  // sum of tokens.size(); <= max_batched_tokens
+  std::vector<ScheduledRequest> requests;
+  std::vector<RequestId> preempted;  // lost their KV this step; they recompute later
+  bool empty() const { return requests.empty(); }
+};
+
+}  // namespace tinfer
