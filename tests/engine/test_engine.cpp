@@ -401,5 +401,38 @@ TEST(Engine, DefaultKvPoolIsSizedByMaxSeqsTimesContext) {
   EXPECT_EQ(e->stats().kv_capacity_tokens, 2 * 256);
 }
 
+// The background class through the public API: requests asking for more than long_request_tokens run at
+// most max_background_running at a time, a short request added after them finishes first, and each
+// sample's tokens are the same as when run alone (the class changes when, never what).
+TEST(Engine, BackgroundClassBoundsLongJobsAndKeepsOutputs) {
+  EngineConfig c = base_config();
+  c.long_request_tokens = 8;
+  c.max_background_running = 1;
+  auto e = Engine::create(synth_model(), c);
+  const auto ps = prompts(4, 200);
+  std::map<RequestId, int> finished_at;
+  std::map<RequestId, std::vector<Token>> got;
+  int step = 0;
+  std::vector<RequestId> ids;
+  for (int i = 0; i < 4; ++i) {
+    GenerationRequest r = greedy(ps[i], i < 3 ? 12 : 4);  // three long ones, then a short one
+    EXPECT_EQ(e->resolve(r).priority, i < 3 ? Priority::kBackground : Priority::kInteractive);
+    ids.push_back(e->add_request(r, [&](const TokenEvent& ev) {
+      if (ev.has_token) got[ev.id].push_back(ev.token);
+      if (ev.finished) finished_at[ev.id] = step;
+    }));
+  }
+  for (; e->has_work(); ++step) {
+    e->step();
+    EXPECT_LE(e->stats().background_running, 1) << "step " << step;
+  }
+  ASSERT_EQ(finished_at.size(), 4u);
+  EXPECT_LT(finished_at.at(ids[3]), finished_at.at(ids[0]));
+  EXPECT_LT(finished_at.at(ids[0]), finished_at.at(ids[1]));
+  EXPECT_LT(finished_at.at(ids[1]), finished_at.at(ids[2]));
+  for (int i = 0; i < 4; ++i)
+    EXPECT_EQ(got.at(ids[i]), run_greedy(synth_model(), base_config(), {ps[i]}, i < 3 ? 12 : 4)[0]) << i;
+}
+
 }  // namespace
 }  // namespace tinfer
