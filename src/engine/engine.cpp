@@ -98,11 +98,12 @@ class EngineImpl final : public Engine {
       errs.push_back("prompt of " + std::to_string(req.prompt.size()) + " tokens leaves no room for output (max " +
                      "model length " + std::to_string(max_len_) + ")");
     throw_if(errs, "request");
-    // Sample i draws with seed + i, so samples differ yet each is reproducible; seed -1 is resolved once.
+    // Sample i draws with seed + i (mod 2^64), so samples differ yet each is reproducible; an absent
+    // seed is resolved once.
     live->samplers.emplace_back(req.sampling, n_vocab, req.prompt);
     for (int i = 1; i < req.n; ++i) {
       SamplingParams p = req.sampling;
-      p.seed = live->samplers[0].seed() + i;
+      p.seed = live->samplers[0].seed() + static_cast<uint64_t>(i);
       live->samplers.emplace_back(p, n_vocab, req.prompt);
     }
     live->max_tokens = req.max_tokens > 0 ? req.max_tokens : config_.default_max_tokens;

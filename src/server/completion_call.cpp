@@ -66,26 +66,35 @@ std::string random_id(const char* prefix) {
 
 }  // namespace
 
+// One prompt of the request: its own engine request, queue slot and long-lane decision. Its samples
+// are choices [index * n, index * n + n) of the response, as OpenAI indexes a list of prompts.
+struct PromptCall {
+  std::vector<int32_t> prompt;
+  std::string echo;  // prepended to each of its choices when the request asks for echo
+  int max_tokens = 0;
+  bool long_lane = false;
+  std::unique_ptr<QueueSlot> slot;  // released at its first event
+  std::shared_ptr<Ticket> ticket;
+  bool got_first = false;
+  int cached_tokens = 0;
+};
+
 struct CompletionCall::State {
-  State(ServerContext& c) : ctx(c), slot(c) {}
+  State(ServerContext& c) : ctx(c) {}
   ~State() {
-    if (ticket && !completed) ctx.driver.cancel(ticket, long_lane);
-    slot.release();
+    for (auto& p : prompts)
+      if (p.ticket && !completed) ctx.driver.cancel(p.ticket, p.long_lane);
   }
 
   ServerContext& ctx;
-  QueueSlot slot;  // constructed first: a full queue rejects before any work
   CompletionRequest req;
-  std::vector<int32_t> prompt;
-  bool long_lane = false;
+  std::vector<PromptCall> prompts;
   std::vector<std::string> warnings;
   ResponseMeta meta;
   std::shared_ptr<EventQueue> queue = std::make_shared<EventQueue>();
-  std::shared_ptr<Ticket> ticket;
-  std::vector<SampleOutput> samples;
+  std::vector<SampleOutput> samples;  // [prompts x n]
   std::vector<bool> engine_finished;
   bool completed = false;
-  int cached_tokens = 0;
   Clock::time_point arrival = Clock::now(), first_token, last_token;
   bool got_first = false;
 };
@@ -95,6 +104,45 @@ CompletionCall::~CompletionCall() = default;
 bool CompletionCall::streaming() const { return s_->req.stream; }
 const std::vector<std::string>& CompletionCall::warnings() const { return s_->warnings; }
 
+namespace {
+
+// A completions prompt's token ids (BOS first when the tokenizer adds one to text).
+std::vector<int32_t> encode_prompt(const Tokenizer& tok, const PromptInput& in, const std::string& pname) {
+  if (in.is_ids) {
+    for (size_t i = 0; i < in.ids.size(); ++i)
+      if (in.ids[i] >= tok.n_vocab())
+        throw ApiError(400,
+                       "'" + pname + "[" + std::to_string(i) + "]' is not a token id (vocabulary size " +
+                           std::to_string(tok.n_vocab()) + ")",
+                       pname, "invalid_value");
+    return in.ids;
+  }
+  std::vector<int32_t> prompt;
+  if (tok.add_bos_by_default() && tok.bos() >= 0) prompt.push_back(tok.bos());
+  auto ids = tok.encode(in.text, false, false);
+  prompt.insert(prompt.end(), ids.begin(), ids.end());
+  return prompt;
+}
+
+// The engine's clamp, done here so the response can say so and the long lane can use it.
+int clamp_max_tokens(const ServerContext& ctx, int asked, int prompt_len, std::vector<std::string>& warnings) {
+  int mt = asked > 0 ? asked : ctx.default_max_tokens;
+  if (mt > ctx.max_tokens_cap) {
+    warnings.push_back("max_tokens " + std::to_string(mt) + " exceeds the server cap; clamped to " +
+                       std::to_string(ctx.max_tokens_cap));
+    mt = ctx.max_tokens_cap;
+  }
+  int room = ctx.max_model_len - prompt_len;
+  if (mt > room) {
+    warnings.push_back("max_tokens " + std::to_string(mt) + " does not fit the context after the prompt; clamped to " +
+                       std::to_string(room));
+    mt = room;
+  }
+  return mt;
+}
+
+}  // namespace
+
 std::unique_ptr<CompletionCall> CompletionCall::start(ServerContext& ctx, const nlohmann::json& body, bool chat) {
   if (ctx.draining) throw ApiError(503, "the server is shutting down", "", "shutting_down", "service_unavailable");
   CompletionRequest req = parse_completion_request(body, chat);
@@ -102,70 +150,83 @@ std::unique_ptr<CompletionCall> CompletionCall::start(ServerContext& ctx, const 
     throw ApiError(400, "the model '" + req.model + "' does not exist; this server serves '" + ctx.model_id + "'",
                    "model", "model_not_found");
   const Tokenizer& tok = ctx.tokenizer;
-  std::vector<int32_t> prompt;
-  if (chat) {
-    std::string text = apply_chat_template(ctx.chat_template, req.messages, true);
-    if (tok.add_bos_by_default() && tok.bos() >= 0) prompt.push_back(tok.bos());
-    auto ids = tok.encode(text, false, true);
-    prompt.insert(prompt.end(), ids.begin(), ids.end());
-  } else if (req.prompt_is_ids) {
-    for (size_t i = 0; i < req.prompt_ids.size(); ++i)
-      if (req.prompt_ids[i] >= tok.n_vocab())
-        throw ApiError(400,
-                       "'prompt[" + std::to_string(i) + "]' is not a token id (vocabulary size " +
-                           std::to_string(tok.n_vocab()) + ")",
-                       "prompt", "invalid_value");
-    prompt = req.prompt_ids;
-  } else {
-    if (tok.add_bos_by_default() && tok.bos() >= 0) prompt.push_back(tok.bos());
-    auto ids = tok.encode(req.prompt_text, false, false);
-    prompt.insert(prompt.end(), ids.begin(), ids.end());
+  for (const auto& [id, bias] : req.sampling.logit_bias)
+    if (id >= tok.n_vocab())
+      throw ApiError(400,
+                     "'logit_bias' names token " + std::to_string(id) + ", outside the vocabulary (size " +
+                         std::to_string(tok.n_vocab()) + ")",
+                     "logit_bias", "invalid_value");
+  auto s = std::make_unique<State>(ctx);
+  const size_t n_prompts = chat ? 1 : req.prompts.size();
+  for (size_t p = 0; p < n_prompts; ++p) {
+    PromptCall pc;
+    const std::string pname = chat ? "messages" : n_prompts > 1 ? "prompt[" + std::to_string(p) + "]" : "prompt";
+    if (chat) {
+      pc.prompt = encode_chat(tok, ctx.chat_template, req.messages, true, tok.add_bos_by_default() && tok.bos() >= 0);
+    } else {
+      pc.prompt = encode_prompt(tok, req.prompts[p], pname);
+      if (req.echo)
+        pc.echo = req.prompts[p].is_ids ? tok.decode(req.prompts[p].ids) : req.prompts[p].text;
+    }
+    if (pc.prompt.empty()) throw ApiError(400, "'" + pname + "' encodes to no tokens", pname, "invalid_value");
+    if (static_cast<int>(pc.prompt.size()) >= ctx.max_model_len)
+      throw ApiError(400,
+                     "this model's maximum context length is " + std::to_string(ctx.max_model_len) +
+                         " tokens, but the prompt has " + std::to_string(pc.prompt.size()) + " tokens",
+                     pname, "context_length_exceeded");
+    pc.max_tokens = clamp_max_tokens(ctx, req.max_tokens, static_cast<int>(pc.prompt.size()), s->warnings);
+    pc.long_lane = pc.max_tokens > ctx.config.long_request_tokens;
+    s->prompts.push_back(std::move(pc));
   }
-  const char* pname = chat ? "messages" : "prompt";
-  if (prompt.empty()) throw ApiError(400, std::string("'") + pname + "' encodes to no tokens", pname, "invalid_value");
-  if (static_cast<int>(prompt.size()) >= ctx.max_model_len)
-    throw ApiError(400,
-                   "this model's maximum context length is " + std::to_string(ctx.max_model_len) +
-                       " tokens, but the prompt has " + std::to_string(prompt.size()) + " tokens",
-                   pname, "context_length_exceeded");
+  // A whole response is built in memory: bound its entries (tokens and top-logprob alternatives).
+  if (!req.stream) {
+    const int64_t per_token = req.sampling.logprobs ? 1 + req.sampling.top_logprobs : 1;
+    int64_t entries = 0;
+    for (const auto& pc : s->prompts) entries += int64_t{req.n} * pc.max_tokens * per_token;
+    if (entries > ctx.config.max_response_entries)
+      throw ApiError(400,
+                     "the response would hold up to " + std::to_string(entries) +
+                         " token entries (prompts x n x max_tokens x (1 + top logprobs)), above this server's "
+                         "limit of " + std::to_string(ctx.config.max_response_entries) +
+                         "; lower 'n', 'max_tokens' or the logprobs count, or use 'stream': true",
+                     "max_tokens", "response_too_large");
+  }
+  for (auto& pc : s->prompts) pc.slot = std::make_unique<QueueSlot>(ctx);  // 429 when the queue is full
 
-  auto s = std::make_unique<State>(ctx);  // takes the queue slot (429 when full)
-  int mt = req.max_tokens > 0 ? req.max_tokens : ctx.default_max_tokens;
-  if (mt > ctx.max_tokens_cap) {
-    s->warnings.push_back("max_tokens " + std::to_string(mt) + " exceeds the server cap; clamped to " +
-                          std::to_string(ctx.max_tokens_cap));
-    mt = ctx.max_tokens_cap;
-  }
-  int room = ctx.max_model_len - static_cast<int>(prompt.size());
-  if (mt > room) {
-    s->warnings.push_back("max_tokens " + std::to_string(mt) +
-                          " does not fit the context after the prompt; clamped to " + std::to_string(room));
-    mt = room;
-  }
-  s->long_lane = mt > ctx.config.long_request_tokens;
   s->meta = {random_id(chat ? "chatcmpl-" : "cmpl-"),
              static_cast<int64_t>(
                  std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
                      .count()),
              ctx.model_id, chat, req.sampling.logprobs};
-  const bool at_text_start = prompt_is_bos_only(tok, prompt);
-  for (int i = 0; i < req.n; ++i) s->samples.emplace_back(tok, req.stop, req.sampling.logprobs, at_text_start);
-  s->engine_finished.assign(req.n, false);
-
-  GenerationRequest gr;
-  gr.prompt = prompt;
-  gr.sampling = req.sampling;
-  gr.max_tokens = mt;
-  gr.ignore_eos = req.ignore_eos;
-  gr.n = req.n;
-  std::shared_ptr<EventQueue> q = s->queue;
-  try {
-    s->ticket = ctx.driver.submit(
-        std::move(gr), [q](const TokenEvent& e) { q->push(e); }, s->long_lane);
-  } catch (const Error& e) {
-    throw ApiError(400, e.what(), "", "invalid_request");
+  for (const auto& pc : s->prompts) {
+    const bool at_text_start = prompt_is_bos_only(tok, pc.prompt);
+    for (int i = 0; i < req.n; ++i) s->samples.emplace_back(tok, req.stop, req.sampling.logprobs, at_text_start);
   }
-  s->prompt = std::move(prompt);
+  s->engine_finished.assign(s->samples.size(), false);
+
+  std::shared_ptr<EventQueue> q = s->queue;
+  for (size_t p = 0; p < s->prompts.size(); ++p) {
+    PromptCall& pc = s->prompts[p];
+    GenerationRequest gr;
+    gr.prompt = pc.prompt;
+    gr.sampling = req.sampling;
+    gr.max_tokens = pc.max_tokens;
+    gr.ignore_eos = req.ignore_eos;
+    gr.n = req.n;
+    const int base = static_cast<int>(p) * req.n;  // this prompt's first choice index
+    try {
+      pc.ticket = ctx.driver.submit(
+          std::move(gr),
+          [q, base](const TokenEvent& e) {
+            TokenEvent c = e;
+            c.index += base;
+            q->push(c);
+          },
+          pc.long_lane);
+    } catch (const Error& e) {
+      throw ApiError(400, e.what(), "", "invalid_request");
+    }
+  }
   s->req = std::move(req);
   return std::unique_ptr<CompletionCall>(new CompletionCall(std::move(s)));
 }
@@ -186,29 +247,36 @@ void CompletionCall::run(const WriteFn& write) {
   };
   std::string out;
   Clock::time_point last_write = Clock::now();
-  if (stream && s.meta.chat) {
+  const int n = s.req.n;
+  auto prompt_of = [&](size_t choice) -> PromptCall& { return s.prompts[choice / static_cast<size_t>(n)]; };
+  // Streams open with the chat role, or with the echoed prompt (as vLLM does), for every choice.
+  if (stream && (s.meta.chat || s.req.echo)) {
     for (size_t i = 0; i < s.samples.size(); ++i)
-      out += sse(stream_chunk(s.meta, static_cast<int>(i), "", nullptr, "", true));
+      out += sse(stream_chunk(s.meta, static_cast<int>(i), prompt_of(i).echo, nullptr, "", s.meta.chat));
     if (!write(out)) return gone();
   }
   while (!all_done()) {
     std::vector<TokenEvent> evs = s.queue->wait(heartbeat);
     out.clear();
-    {
-      std::lock_guard<std::mutex> lk(s.ticket->mu);
-      if (!s.ticket->error.empty()) {  // a lane submission that the engine refused
-        for (auto& x : s.samples) x.finish_abort();
+    for (size_t p = 0; p < s.prompts.size(); ++p) {
+      std::lock_guard<std::mutex> lk(s.prompts[p].ticket->mu);
+      if (!s.prompts[p].ticket->error.empty()) {  // a lane submission that the engine refused
+        for (int j = 0; j < n; ++j) s.samples[p * n + j].finish_abort();
       }
     }
     for (const TokenEvent& ev : evs) {
       if (ev.index < 0 || ev.index >= static_cast<int>(s.samples.size())) continue;
-      if (ev.has_token || ev.finished) s.slot.release();
+      PromptCall& pc = prompt_of(static_cast<size_t>(ev.index));
+      if (ev.has_token || ev.finished) pc.slot->release();
       if (ev.has_token) {
         s.last_token = Clock::now();
+        if (!pc.got_first) {
+          pc.got_first = true;
+          pc.cached_tokens = ev.cached_prompt_tokens;
+        }
         if (!s.got_first) {
           s.got_first = true;
           s.first_token = s.last_token;
-          s.cached_tokens = ev.cached_prompt_tokens;
           ctx.metrics.ttft.observe(std::chrono::duration<double>(s.first_token - s.arrival).count());
         }
       }
@@ -241,24 +309,29 @@ void CompletionCall::run(const WriteFn& write) {
     }
   }
   // Samples ended by a stop string (or an abort) may still be running in the engine.
-  bool engine_done = true;
-  for (bool f : s.engine_finished) engine_done = engine_done && f;
-  if (!engine_done)
-    ctx.driver.cancel(s.ticket, s.long_lane);
-  else if (s.long_lane)
-    ctx.driver.release_long(s.ticket);
-  s.completed = true;
-
   Usage u;
-  u.prompt_tokens = static_cast<int>(s.prompt.size());
-  u.cached_tokens = s.cached_tokens;
+  for (size_t p = 0; p < s.prompts.size(); ++p) {
+    PromptCall& pc = s.prompts[p];
+    bool engine_done = true;
+    for (int j = 0; j < n; ++j) engine_done = engine_done && s.engine_finished[p * n + j];
+    if (!engine_done)
+      ctx.driver.cancel(pc.ticket, pc.long_lane);
+    else if (pc.long_lane)
+      ctx.driver.release_long(pc.ticket);
+    u.prompt_tokens += static_cast<int>(pc.prompt.size());
+    u.cached_tokens += pc.cached_tokens;
+  }
+  s.completed = true;
   for (const auto& x : s.samples) u.completion_tokens += x.completion_tokens();
   if (stream) {
     out.clear();
     if (s.req.include_usage) out += sse(usage_chunk(s.meta, u));
     out += "data: [DONE]\n\n";
   } else {
-    out = dump(full_response(s.meta, s.samples, u, s.warnings));
+    std::vector<std::string> echo;
+    if (s.req.echo)
+      for (size_t i = 0; i < s.samples.size(); ++i) echo.push_back(prompt_of(i).echo);
+    out = full_response_body(s.meta, s.samples, echo, u, s.warnings);
   }
   bool ok = write(out);
   auto end = Clock::now();

@@ -21,10 +21,19 @@ struct Usage {
   int prompt_tokens = 0, completion_tokens = 0, cached_tokens = 0;
 };
 
+// A token's text as logprobs show it: itself when it is valid UTF-8, else OpenAI's byte form
+// "bytes:\\xe2\\x80" (one \\xNN per byte), so partial characters stay distinct instead of all
+// becoming U+FFFD (and colliding as top_logprobs keys).
+std::string token_display(const std::string& bytes);
+
 nlohmann::json usage_json(const Usage& u);
 nlohmann::json logprobs_json(bool chat, const std::vector<TokenRecord>& records);
-nlohmann::json full_response(const ResponseMeta& m, const std::vector<SampleOutput>& samples, const Usage& u,
-                             const std::vector<std::string>& warnings);
+// The whole non-streamed response as JSON text, serialized one choice and one logprob record at a
+// time: peak memory is the text plus the records, not a JSON tree ~10x the text. `echo`: empty, or
+// one prefix per sample (completions echo).
+std::string full_response_body(const ResponseMeta& m, const std::vector<SampleOutput>& samples,
+                               const std::vector<std::string>& echo, const Usage& u,
+                               const std::vector<std::string>& warnings);
 // One streamed delta for choice `index`. `first` adds the chat role; finish_reason "" = null.
 nlohmann::json stream_chunk(const ResponseMeta& m, int index, const std::string& text,
                             const std::vector<TokenRecord>* records, const std::string& finish_reason, bool first);

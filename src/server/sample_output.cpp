@@ -2,6 +2,8 @@
 // back possible stop prefixes). Once a stop string matches, later tokens are ignored.
 #include "server/sample_output.h"
 
+#include <utility>
+
 namespace tinfer::server {
 
 SampleOutput::SampleOutput(const Tokenizer& tok, std::vector<std::string> stops, bool want_logprobs,
@@ -51,10 +53,6 @@ std::string SampleOutput::finish(std::string reason) {
   return rest;
 }
 
-std::vector<TokenRecord> SampleOutput::take_new_records() {
-  std::vector<TokenRecord> out(records_.begin() + records_sent_, records_.end());
-  records_sent_ = records_.size();
-  return out;
-}
+std::vector<TokenRecord> SampleOutput::take_new_records() { return std::exchange(records_, {}); }
 
 }  // namespace tinfer::server

@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <nlohmann/json.hpp>
@@ -51,11 +52,12 @@ TEST(Request, ParsesFieldsAndIgnoresUnknown) {
     "seed": 5, "stop": "\n", "n": 2, "stream": true, "stream_options": {"include_usage": true}, "logprobs": 3,
     "user": "u", "some_future_field": {"x": 1}})");
   CompletionRequest r = parse_completion_request(body, false);
-  EXPECT_EQ(r.prompt_text, "hi");
+  ASSERT_EQ(r.prompts.size(), 1u);
+  EXPECT_EQ(r.prompts[0].text, "hi");
   EXPECT_EQ(r.max_tokens, 7);
   EXPECT_FLOAT_EQ(r.sampling.temperature, 0.5f);
   EXPECT_EQ(r.sampling.top_k, 0);
-  EXPECT_EQ(r.sampling.seed, 5);
+  EXPECT_EQ(r.sampling.seed, uint64_t{5});
   EXPECT_EQ(r.stop, std::vector<std::string>{"\n"});
   EXPECT_EQ(r.n, 2);
   EXPECT_TRUE(r.stream && r.include_usage);
@@ -71,7 +73,120 @@ TEST(Request, ParsesFieldsAndIgnoresUnknown) {
   EXPECT_EQ(c.max_tokens, 3);
   EXPECT_TRUE(c.chat_logprobs);
   EXPECT_EQ(c.sampling.top_logprobs, 2);
-  EXPECT_EQ(parse_completion_request(json::parse(R"({"prompt": [1, 2, 3]})"), false).prompt_ids.size(), 3u);
+  EXPECT_EQ(parse_completion_request(json::parse(R"({"prompt": [1, 2, 3]})"), false).prompts[0].ids.size(), 3u);
+}
+
+namespace {
+// The ApiError a body raises ("<accepted>" when it parses).
+ApiError error_of(const char* text, bool chat = false) {
+  try {
+    parse_completion_request(json::parse(text), chat);
+  } catch (const ApiError& e) {
+    return e;
+  }
+  return ApiError(0, "", "<accepted>");
+}
+}  // namespace
+
+// Fields for features the server lacks are refused by name (they were once accepted and ignored, so
+// a client asking for JSON mode or tools believed it got them); values asking for nothing pass.
+TEST(Request, RefusesUnsupportedFeaturesByName) {
+  const char* chat_refused[] = {
+      R"({"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function", "function": {"name": "f"}}]})",
+      R"({"messages": [{"role": "user", "content": "x"}], "tool_choice": "auto"})",
+      R"({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_object"}})",
+      R"({"messages": [{"role": "user", "content": "x"}], "functions": [{"name": "f"}]})",
+      R"({"messages": [{"role": "user", "content": "x"}], "function_call": "auto"})",
+      R"({"messages": [{"role": "user", "content": "x"}], "parallel_tool_calls": true})",
+      R"({"messages": [{"role": "user", "content": "x"}], "guided_json": {}})",
+      R"({"messages": [{"role": "user", "content": "x"}], "echo": true})",
+  };
+  const char* chat_names[] = {"tools", "tool_choice", "response_format", "functions", "function_call",
+                              "parallel_tool_calls", "guided_json", "echo"};
+  for (size_t i = 0; i < std::size(chat_refused); ++i) {
+    ApiError e = error_of(chat_refused[i], true);
+    EXPECT_EQ(e.status, 400) << chat_refused[i];
+    EXPECT_EQ(e.param, chat_names[i]);
+    EXPECT_NE(std::string(e.what()).find(chat_names[i]), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(error_of(R"({"prompt": "x", "suffix": "tail"})").param, "suffix");
+  EXPECT_EQ(error_of(R"({"prompt": "x", "best_of": 3})").param, "best_of");
+  EXPECT_EQ(error_of(R"({"prompt": "x", "best_of": 2, "n": 3})").param, "best_of");
+  EXPECT_EQ(error_of(R"({"prompt": "x", "response_format": {"type": "json_schema"}})").param, "response_format");
+  EXPECT_EQ(error_of(R"({"prompt": "x", "prompt_logprobs": 1})").param, "prompt_logprobs");
+  // Harmless values.
+  for (const char* ok : {R"({"messages": [{"role": "user", "content": "x"}], "tools": [], "tool_choice": "none",
+                             "response_format": {"type": "text"}, "functions": null})",
+                         R"({"messages": [{"role": "user", "content": "x"}], "tools": null})"})
+    EXPECT_EQ(error_of(ok, true).param, "<accepted>") << ok;
+  EXPECT_EQ(error_of(R"({"prompt": "x", "best_of": 2, "n": 2, "suffix": ""})").param, "<accepted>");
+  EXPECT_EQ(error_of(R"({"prompt": "x", "best_of": 1, "echo": false})").param, "<accepted>");
+}
+
+// A content part's wrong type is the client's invalid request, named, not "invalid JSON".
+TEST(Request, ContentPartTypeErrorsNameTheField) {
+  ApiError e = error_of(R"({"messages": [{"role": "user", "content": [{"type": 5, "text": "x"}]}]})", true);
+  EXPECT_EQ(e.status, 400);
+  EXPECT_EQ(e.param, "messages[0].content[0].type");
+  EXPECT_EQ(e.type, "invalid_request_error");
+  EXPECT_EQ(error_of(R"({"messages": [{"role": "user", "content": [{"type": "image_url"}]}]})", true).param,
+            "messages[0].content[0].type");
+  EXPECT_EQ(error_of(R"({"messages": [{"role": "user", "content": [{"text": "x"}]}]})", true).param,
+            "messages[0].content[0].type");
+  EXPECT_EQ(error_of(R"({"messages": [{"role": "user", "content": [{"type": "text", "text": 3}]}]})", true).param,
+            "messages[0].content[0].text");
+}
+
+TEST(Request, LogitBias) {
+  CompletionRequest r = parse_completion_request(json::parse(R"({"prompt": "x", "logit_bias": {"7": -100, "12": 2.5}})"), false);
+  auto b = r.sampling.logit_bias;
+  std::sort(b.begin(), b.end());
+  EXPECT_EQ(b, (std::vector<std::pair<int32_t, float>>{{7, -100.0f}, {12, 2.5f}}));
+  EXPECT_EQ(error_of(R"({"prompt": "x", "logit_bias": {"7": 101}})").param, "logit_bias");
+  EXPECT_EQ(error_of(R"({"prompt": "x", "logit_bias": {"a": 1}})").param, "logit_bias");
+  EXPECT_EQ(error_of(R"({"prompt": "x", "logit_bias": {"07": 1}})").param, "logit_bias");
+  EXPECT_EQ(error_of(R"({"prompt": "x", "logit_bias": {"-1": 1}})").param, "logit_bias");
+  EXPECT_EQ(error_of(R"({"prompt": "x", "logit_bias": [1]})").param, "logit_bias");
+  EXPECT_EQ(error_of(R"({"prompt": "x", "logit_bias": {"1": "big"}})").param, "logit_bias");
+}
+
+// Seeds: every integer in [-2^63, 2^64) is its own deterministic seed; negatives are two's complement
+// (as torch.Generator.manual_seed, and so vLLM, takes them); nothing beyond is silently "random".
+TEST(Request, SeedsCoverTheWhole64BitRange) {
+  auto seed_of = [](const char* v) {
+    return parse_completion_request(json::parse(std::string(R"({"prompt": "x", "seed": )") + v + "}"), false).sampling.seed;
+  };
+  EXPECT_EQ(seed_of("18446744073709551615"), ~uint64_t{0});
+  EXPECT_EQ(seed_of("9223372036854775808"), uint64_t{1} << 63);
+  EXPECT_EQ(seed_of("-1"), ~uint64_t{0});
+  EXPECT_EQ(seed_of("-9223372036854775808"), uint64_t{1} << 63);
+  EXPECT_EQ(seed_of("7.0"), uint64_t{7});
+  EXPECT_FALSE(parse_completion_request(json::parse(R"({"prompt": "x", "seed": null})"), false).sampling.seed);
+  EXPECT_EQ(error_of(R"({"prompt": "x", "seed": 18446744073709551616})").param, "seed");
+  EXPECT_EQ(error_of(R"({"prompt": "x", "seed": -9223372036854775809})").param, "seed");
+  EXPECT_EQ(error_of(R"({"prompt": "x", "seed": 1.5})").param, "seed");
+  EXPECT_EQ(error_of(R"({"prompt": "x", "seed": "1"})").param, "seed");
+}
+
+// OpenAI's four prompt forms; a list is several prompts, bounded with n by kMaxN.
+TEST(Request, PromptListsAndEcho) {
+  auto prompts_of = [](const char* body) { return parse_completion_request(json::parse(body), false).prompts; };
+  auto two = prompts_of(R"({"prompt": ["a", "b"]})");
+  ASSERT_EQ(two.size(), 2u);
+  EXPECT_EQ(two[1].text, "b");
+  auto ids = prompts_of(R"({"prompt": [[1, 2], [3]]})");
+  ASSERT_EQ(ids.size(), 2u);
+  EXPECT_TRUE(ids[1].is_ids);
+  EXPECT_EQ(ids[1].ids, std::vector<int32_t>{3});
+  EXPECT_EQ(prompts_of(R"({"prompt": [1, 2]})").size(), 1u);
+  EXPECT_EQ(error_of(R"({"prompt": ["a", 1]})").param, "prompt[1]");
+  EXPECT_EQ(error_of(R"({"prompt": [[1], []]})").param, "prompt[1]");
+  EXPECT_EQ(error_of(R"({"prompt": [[1], [-1]]})").param, "prompt[1][0]");
+  EXPECT_EQ(error_of(R"({"prompt": ["a", "b", "c"], "n": 6})").param, "prompt");
+  EXPECT_EQ(error_of(R"({"prompt": ["a", "b"], "n": 8})").param, "<accepted>");
+  EXPECT_TRUE(parse_completion_request(json::parse(R"({"prompt": "a", "echo": true})"), false).echo);
+  EXPECT_EQ(error_of(R"({"prompt": "a", "echo": true, "logprobs": 1})").param, "echo");
+  EXPECT_EQ(error_of(R"({"prompt": "a", "echo": 1})").param, "echo");
 }
 
 TEST(Request, ErrorsNameTheField) {
@@ -142,6 +257,55 @@ TEST(Response, ShapesOfBothLogprobFormats) {
   EXPECT_EQ(err["error"]["code"], "not_found");
   EXPECT_TRUE(err["error"]["param"].is_null());
   EXPECT_EQ(dump(json("\xff")), "\"\xEF\xBF\xBD\"");  // invalid UTF-8 never throws
+}
+
+// Tokens that are part of a UTF-8 character are shown in OpenAI's byte form, so distinct partial
+// tokens stay distinct top_logprobs keys (they all used to dump as "\ufffd", hiding entries).
+TEST(Response, PartialUtf8TokensKeepDistinctKeys) {
+  std::vector<TokenRecord> recs = {{"\xE2\x80", -0.1f, {{"\xE2\x80", -0.1f}, {"\xE2\x81", -2.0f}, {"\xC3", -3.0f}, {"a", -4.0f}}, 0}};
+  json comp = json::parse(dump(logprobs_json(false, recs)));
+  EXPECT_EQ(comp["tokens"][0], "bytes:\\xe2\\x80");
+  EXPECT_EQ(comp["top_logprobs"][0].size(), 4u);
+  EXPECT_EQ(comp["top_logprobs"][0]["bytes:\\xc3"], -3.0f);
+  json chat = json::parse(dump(logprobs_json(true, recs)));
+  EXPECT_EQ(chat["content"][0]["token"], "bytes:\\xe2\\x80");
+  EXPECT_EQ(chat["content"][0]["bytes"], json::array({0xE2, 0x80}));  // the raw bytes, per OpenAI
+  EXPECT_EQ(chat["content"][0]["top_logprobs"][1]["bytes"], json::array({0xE2, 0x81}));
+  EXPECT_EQ(token_display("\xC3\xA9"), "\xC3\xA9");  // whole characters are themselves
+}
+
+// The incrementally written body is the JSON the tree builder produced: same choices, logprobs, echo.
+TEST(Response, FullBodyWrittenPieceByPiece) {
+  test::ByteTokenizer tok;
+  std::vector<SampleOutput> samples;
+  for (int i = 0; i < 2; ++i) samples.emplace_back(tok, std::vector<std::string>{}, true, false);
+  for (int k = 0; k < 3; ++k) {
+    TokenEvent e;
+    e.has_token = true;
+    e.token = 3 + 'x' + k;
+    e.logprob = -0.5f;
+    e.top_logprobs = {{e.token, -0.5f}, {3 + 'q', -1.5f}};
+    e.finished = k == 2;
+    e.finish_reason = e.finished ? FinishReason::kLength : FinishReason::kNone;
+    for (auto& s : samples) s.on_event(e);
+  }
+  ResponseMeta m{"cmpl-1", 7, "fake", false, true};
+  Usage u{3, 6, 0};
+  json r = json::parse(full_response_body(m, samples, {"P0", "P1"}, u, {"w"}));
+  EXPECT_EQ(r["object"], "text_completion");
+  ASSERT_EQ(r["choices"].size(), 2u);
+  EXPECT_EQ(r["choices"][1]["index"], 1);
+  EXPECT_EQ(r["choices"][1]["text"], "P1xyz");
+  EXPECT_EQ(r["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(r["choices"][0]["logprobs"], logprobs_json(false, samples[0].records()));
+  EXPECT_EQ(r["usage"], usage_json(u));
+  EXPECT_EQ(r["warnings"], json::array({"w"}));
+  m.chat = true;
+  json c = json::parse(full_response_body(m, samples, {}, u, {}));
+  EXPECT_EQ(c["choices"][0]["message"]["content"], "xyz");
+  EXPECT_EQ(c["choices"][0]["logprobs"], logprobs_json(true, samples[0].records()));
+  m.logprobs = false;
+  EXPECT_TRUE(json::parse(full_response_body(m, samples, {}, u, {}))["choices"][0]["logprobs"].is_null());
 }
 
 TEST(Metrics, RendersPrometheusText) {
@@ -262,5 +426,78 @@ TEST(HttpServer, InProcessRoundTripWithFakeEngine) {
   EXPECT_NE(s.find("\"index\":1"), std::string::npos) << s;
   EXPECT_NE(http(port, "PUT", "/v1/completions", "{}").find("405"), std::string::npos);
   EXPECT_NE(http(port, "POST", "/v1/completions", "{bad").find("invalid_json"), std::string::npos);
+  srv.shutdown();
+}
+
+namespace {
+// The JSON body of an HTTP response (after the blank line; chunked framing is not used for errors,
+// and for 200s the harness below asks for the parts it needs).
+json body_of(const std::string& r) {
+  size_t at = r.find("\r\n\r\n");
+  std::string b = at == std::string::npos ? "" : r.substr(at + 4);
+  // De-chunk: "<hex>\r\n<data>\r\n" ... "0\r\n\r\n".
+  if (r.find("Transfer-Encoding: chunked") != std::string::npos) {
+    std::string out;
+    size_t p = 0;
+    while (p < b.size()) {
+      size_t eol = b.find("\r\n", p);
+      size_t len = std::stoul(b.substr(p, eol - p), nullptr, 16);
+      if (len == 0) break;
+      out += b.substr(eol + 2, len);
+      p = eol + 2 + len + 2;
+    }
+    b = out;
+  }
+  return json::parse(b);
+}
+}  // namespace
+
+// Prompt lists, echo, logit_bias and the response budget through the real request path.
+TEST(HttpServer, PromptListsEchoBiasAndResponseBudget) {
+  test::FakeEngine engine(8);
+  ServerConfig cfg;
+  cfg.port = 0;
+  cfg.http_threads = 16;
+  cfg.max_response_entries = 100;
+  HttpServer srv(cfg);
+  int port = srv.start();
+  srv.attach(engine, engine.tokenizer(), "", "fake");
+  // Two prompts x n 2: choices indexed prompt * n + sample, usage summed over the prompts.
+  json r = body_of(http(port, "POST", "/v1/completions", R"({"prompt": ["hi", [3, 4, 5]], "n": 2, "max_tokens": 3})"));
+  ASSERT_EQ(r["choices"].size(), 4u) << r;
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(r["choices"][i]["index"], i);
+  EXPECT_EQ(r["choices"][3]["text"], "abc");
+  EXPECT_EQ(r["usage"]["prompt_tokens"], 3 + 3);  // BOS + "hi", and three ids
+  EXPECT_EQ(r["usage"]["completion_tokens"], 4 * 3);
+  // Streamed: every choice index appears.
+  std::string s = http(port, "POST", "/v1/completions", R"({"prompt": ["a", "b"], "n": 2, "max_tokens": 2, "stream": true})");
+  for (int i = 0; i < 4; ++i) EXPECT_NE(s.find("\"index\":" + std::to_string(i)), std::string::npos) << s;
+  // Echo: the prompt text (decoded for token ids) before each choice's text, streamed as a first chunk.
+  json e = body_of(http(port, "POST", "/v1/completions", R"({"prompt": ["hi", [3, 107]], "echo": true, "max_tokens": 2})"));
+  EXPECT_EQ(e["choices"][0]["text"], "hiab");
+  EXPECT_EQ(e["choices"][1]["text"], std::string("\0h", 2) + "ab");
+  std::string es = http(port, "POST", "/v1/completions", R"({"prompt": "hi", "echo": true, "max_tokens": 2, "stream": true})");
+  EXPECT_NE(es.find("\"text\":\"hi\""), std::string::npos) << es;
+  // logit_bias ids are checked against the vocabulary; other refused fields answer 400 too.
+  std::string lb = http(port, "POST", "/v1/completions", R"({"prompt": "hi", "logit_bias": {"259": 1}})");
+  EXPECT_NE(lb.find("400 Bad Request"), std::string::npos) << lb;
+  EXPECT_EQ(body_of(lb)["error"]["param"], "logit_bias");
+  json t = body_of(http(port, "POST", "/v1/chat/completions",
+                        R"({"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function"}]})"));
+  EXPECT_EQ(t["error"]["param"], "tools");
+  json ct = body_of(http(port, "POST", "/v1/chat/completions",
+                         R"({"messages": [{"role": "user", "content": [{"type": 5, "text": "x"}]}]})"));
+  EXPECT_EQ(ct["error"]["type"], "invalid_request_error");
+  EXPECT_EQ(ct["error"]["param"], "messages[0].content[0].type");
+  // Budget 100 entries: n 2 x 30 tokens x (1 + 1 top logprob) = 120 is refused whole, allowed streamed.
+  const char* big = R"({"prompt": "hi", "n": 2, "max_tokens": 30, "logprobs": 1})";
+  json b = body_of(http(port, "POST", "/v1/completions", big));
+  EXPECT_EQ(b["error"]["param"], "max_tokens") << b;
+  EXPECT_EQ(b["error"]["code"], "response_too_large");
+  std::string bs = http(port, "POST", "/v1/completions",
+                        R"({"prompt": "hi", "n": 2, "max_tokens": 30, "logprobs": 1, "stream": true})");
+  EXPECT_NE(bs.find("data: [DONE]"), std::string::npos) << bs.substr(0, 300);
+  EXPECT_EQ(body_of(http(port, "POST", "/v1/completions", R"({"prompt": "hi", "n": 2, "max_tokens": 25, "logprobs": 1})"))
+                ["choices"].size(), 2u);
   srv.shutdown();
 }
