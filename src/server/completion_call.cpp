@@ -323,17 +323,18 @@ void CompletionCall::run(const WriteFn& write) {
   }
   s.completed = true;
   for (const auto& x : s.samples) u.completion_tokens += x.completion_tokens();
+  bool ok;
   if (stream) {
     out.clear();
     if (s.req.include_usage) out += sse(usage_chunk(s.meta, u));
     out += "data: [DONE]\n\n";
+    ok = write(out);
   } else {
     std::vector<std::string> echo;
     if (s.req.echo)
       for (size_t i = 0; i < s.samples.size(); ++i) echo.push_back(prompt_of(i).echo);
-    out = full_response_body(s.meta, s.samples, echo, u, s.warnings);
+    ok = write_full_response(s.meta, s.samples, echo, u, s.warnings, write);  // a choice at a time
   }
-  bool ok = write(out);
   auto end = Clock::now();
   ctx.metrics.e2e.observe(std::chrono::duration<double>(end - s.arrival).count());
   int n_out = s.samples.empty() ? 0 : s.samples[0].completion_tokens();

@@ -124,9 +124,9 @@ json logprobs_json(bool chat, const std::vector<TokenRecord>& records) {
   return {{"tokens", tokens}, {"token_logprobs", lps}, {"top_logprobs", tops}, {"text_offset", offs}};
 }
 
-std::string full_response_body(const ResponseMeta& m, const std::vector<SampleOutput>& samples,
-                               const std::vector<std::string>& echo, const Usage& u,
-                               const std::vector<std::string>& warnings) {
+bool write_full_response(const ResponseMeta& m, const std::vector<SampleOutput>& samples,
+                         const std::vector<std::string>& echo, const Usage& u, const std::vector<std::string>& warnings,
+                         const std::function<bool(std::string_view)>& emit) {
   json head = {{"id", m.id},
                {"object", m.chat ? "chat.completion" : "text_completion"},
                {"created", m.created},
@@ -152,9 +152,22 @@ std::string full_response_body(const ResponseMeta& m, const std::vector<SampleOu
     if (m.logprobs) append_logprobs(out, m.chat, s.records());
     else out += "null";
     out += '}';
+    if (!emit(out)) return false;
+    out.clear();
   }
   out += "]}";
-  return out;
+  return emit(out);
+}
+
+std::string full_response_body(const ResponseMeta& m, const std::vector<SampleOutput>& samples,
+                               const std::vector<std::string>& echo, const Usage& u,
+                               const std::vector<std::string>& warnings) {
+  std::string body;
+  write_full_response(m, samples, echo, u, warnings, [&](std::string_view piece) {
+    body += piece;
+    return true;
+  });
+  return body;
 }
 
 json stream_chunk(const ResponseMeta& m, int index, const std::string& text, const std::vector<TokenRecord>* records,

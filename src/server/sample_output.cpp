@@ -20,6 +20,7 @@ std::string SampleOutput::on_event(const TokenEvent& ev) {
       r.text = tok_.token_bytes(ev.token, true);
       r.logprob = ev.logprob;
       r.text_offset = raw_offset_;
+      r.top.reserve(ev.top_logprobs.size());  // exact: records are most of a whole response's memory
       for (const auto& t : ev.top_logprobs) r.top.emplace_back(tok_.token_bytes(t.token, true), t.logprob);
       records_.push_back(std::move(r));
     }
