@@ -3,6 +3,7 @@
 // The engine thread only appends to the queue; detokenizing, stop matching and aborts happen here.
 #include "server/completion_call.h"
 
+#include <algorithm>
 #include <condition_variable>
 #include <nlohmann/json.hpp>
 #include <utility>
@@ -124,18 +125,22 @@ std::vector<int32_t> encode_prompt(const Tokenizer& tok, const PromptInput& in, 
   return prompt;
 }
 
-// The engine's clamp, done here so the response can say so and the long lane can use it.
+// The engine's clamp, done here so the response can say so and the long lane can use it. Each
+// warning is said once, however many prompts it applies to.
 int clamp_max_tokens(const ServerContext& ctx, int asked, int prompt_len, std::vector<std::string>& warnings) {
+  auto warn = [&](std::string w) {
+    if (std::find(warnings.begin(), warnings.end(), w) == warnings.end()) warnings.push_back(std::move(w));
+  };
   int mt = asked > 0 ? asked : ctx.default_max_tokens;
   if (mt > ctx.max_tokens_cap) {
-    warnings.push_back("max_tokens " + std::to_string(mt) + " exceeds the server cap; clamped to " +
-                       std::to_string(ctx.max_tokens_cap));
+    warn("max_tokens " + std::to_string(mt) + " exceeds the server cap; clamped to " +
+         std::to_string(ctx.max_tokens_cap));
     mt = ctx.max_tokens_cap;
   }
   int room = ctx.max_model_len - prompt_len;
   if (mt > room) {
-    warnings.push_back("max_tokens " + std::to_string(mt) + " does not fit the context after the prompt; clamped to " +
-                       std::to_string(room));
+    warn("max_tokens " + std::to_string(mt) + " does not fit the context after the prompt; clamped to " +
+         std::to_string(room));
     mt = room;
   }
   return mt;
