@@ -209,6 +209,10 @@ CompletionRequest parse_completion_request(const json& body, bool chat) {
   if (auto v = field(body, "stream_options")) {
     if (!v->is_object()) bad("stream_options", "must be an object");
     if (auto u = field(*v, "include_usage")) r.include_usage = get_bool(*u, "stream_options.include_usage");
+    // vLLM's usage in every chunk: not done, so not silently ignored either.
+    if (auto u = field(*v, "continuous_usage_stats"); u && !(u->is_boolean() && !u->get<bool>()))
+      throw ApiError(400, "'stream_options.continuous_usage_stats' is not supported by this server",
+                     "stream_options.continuous_usage_stats", "unsupported_parameter");
   }
   if (chat) {
     if (auto v = field(body, "logprobs")) r.chat_logprobs = get_bool(*v, "logprobs");

@@ -114,6 +114,8 @@ TEST(Request, RefusesUnsupportedFeaturesByName) {
   EXPECT_EQ(error_of(R"({"prompt": "x", "best_of": 2, "n": 3})").param, "best_of");
   EXPECT_EQ(error_of(R"({"prompt": "x", "response_format": {"type": "json_schema"}})").param, "response_format");
   EXPECT_EQ(error_of(R"({"prompt": "x", "prompt_logprobs": 1})").param, "prompt_logprobs");
+  EXPECT_EQ(error_of(R"({"prompt": "x", "stream": true, "stream_options": {"continuous_usage_stats": true}})").param,
+            "stream_options.continuous_usage_stats");
   // Harmless values.
   for (const char* ok : {R"({"messages": [{"role": "user", "content": "x"}], "tools": [], "tool_choice": "none",
                              "response_format": {"type": "text"}, "functions": null})",
