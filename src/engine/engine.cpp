@@ -86,11 +86,12 @@ class EngineImpl final : public Engine {
     auto live = std::make_unique<Live>(std::move(req));
     const ResolvedRequest& r = live->req;
     const int n_vocab = limits_.n_vocab;
-    // Sample i draws with seed + i, so samples differ yet each is reproducible; seed -1 is resolved once.
+    // Sample i draws with seed + i (mod 2^64), so samples differ yet each is reproducible; an absent
+    // seed is resolved once.
     live->samplers.emplace_back(r.sampling, n_vocab, r.prompt);
     for (int i = 1; i < r.n; ++i) {
       SamplingParams p = r.sampling;
-      p.seed = live->samplers[0].seed() + i;
+      p.seed = live->samplers[0].seed() + static_cast<uint64_t>(i);
       live->samplers.emplace_back(p, n_vocab, r.prompt);
     }
     live->seqs.assign(r.n, 0);

@@ -35,6 +35,11 @@ ResolvedRequest resolve_request(GenerationRequest req, const RequestLimits& lim)
     reject("n must be in [1, " + std::to_string(lim.max_seqs) + "] (the engine's max_seqs), got " +
                std::to_string(req.n),
            "n");
+  for (const auto& [t, bias] : req.sampling.logit_bias)
+    if (t < 0 || t >= lim.n_vocab)
+      reject("logit_bias names token " + std::to_string(t) + ", outside the vocabulary (size " +
+                 std::to_string(lim.n_vocab) + ")",
+             "logit_bias");
   for (Token t : req.stop_token_ids)
     if (t < 0 || t >= lim.n_vocab) reject("stop token id " + std::to_string(t) + " is outside the vocabulary", "stop_token_ids");
 

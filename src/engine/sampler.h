@@ -1,10 +1,12 @@
-// Per-request token sampler: penalties, then greedy or temperature -> top-k -> top-p -> min-p, and a
+// Per-request token sampler: logit bias, penalties, then greedy or temperature -> top-k -> top-p -> min-p, and a
 // draw from a counter-based RNG keyed by (seed, output position), so a seed gives the same text
 // whatever else is in the batch. Also reports OpenAI-style logprobs of the original logits.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace tinfer {
@@ -19,11 +21,16 @@ struct SamplingParams {
   float repetition_penalty = 1.0f; // HF/CTRL: logit > 0 divided, logit < 0 multiplied; > 0, 1 = off
   float presence_penalty = 0.0f;   // OpenAI: logit -= presence * [count > 0]; [-2, 2]
   float frequency_penalty = 0.0f;  // OpenAI: logit -= frequency * count; [-2, 2]
-  int64_t seed = -1;               // -1 = a random seed, chosen once per request (see Sampler::seed())
+  // Any 64-bit value; absent = a random seed, chosen once per request (see Sampler::seed()).
+  std::optional<uint64_t> seed;
+  // OpenAI logit_bias: (token id, bias in [-100, 100]) added to the logit before penalties and
+  // temperature, so greedy sees it too. Ids must be in the vocabulary (checked by Sampler).
+  std::vector<std::pair<int32_t, float>> logit_bias;
   bool logprobs = false;           // report the chosen token's logprob
   int top_logprobs = 0;            // also report the N most likely tokens; [0, kMaxTopLogprobs]
 
   static constexpr int kMaxTopLogprobs = 20;  // OpenAI's limit
+  static constexpr float kMaxLogitBias = 100.0f;  // OpenAI's range is [-100, 100]
 
   // Every problem with these parameters, one message each; empty when valid.
   std::vector<std::string> validate() const;
@@ -69,12 +76,12 @@ class Sampler {
   // order, probabilities summing to 1. With temperature 0 it is the single argmax. For tests and tools.
   std::span<const Candidate> candidates(const float* logits);
 
-  int64_t seed() const { return static_cast<int64_t>(seed_); }  // the resolved seed (never -1)
+  uint64_t seed() const { return seed_; }  // the resolved seed (a random one when params had none)
   int64_t n_generated() const { return n_generated_; }
   const SamplingParams& params() const { return params_; }
 
  private:
-  void apply_penalties(const float* logits);  // logits -> work_ (penalised, unscaled)
+  void apply_penalties(const float* logits);  // logits -> work_ (biased, penalised, unscaled)
   void filter();                              // work_ -> cand_ (survivors with probabilities)
   void fill_logprobs(const float* logits, int32_t token);
 

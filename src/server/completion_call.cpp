@@ -3,6 +3,7 @@
 // The engine thread only appends to the queue; detokenizing, stop matching and aborts happen here.
 #include "server/completion_call.h"
 
+#include <algorithm>
 #include <condition_variable>
 #include <optional>
 #include <nlohmann/json.hpp>
@@ -67,26 +68,35 @@ std::string random_id(const char* prefix) {
 
 }  // namespace
 
+// One prompt of the request: its own engine request (resolved by the engine) and queue slot. Its samples
+// are choices [index * n, index * n + n) of the response, as OpenAI indexes a list of prompts.
+struct PromptCall {
+  std::vector<int32_t> prompt;
+  std::string echo;  // prepended to each of its choices when the request asks for echo
+  std::optional<ResolvedRequest> resolved;  // until submitted
+  std::unique_ptr<QueueSlot> slot;  // released at its first event
+  RequestId id = 0;
+  bool submitted = false;
+  bool got_first = false;
+  int cached_tokens = 0;
+};
+
 struct CompletionCall::State {
-  State(ServerContext& c) : ctx(c), slot(c) {}
+  State(ServerContext& c) : ctx(c) {}
   ~State() {
-    if (submitted && !completed) ctx.driver.cancel(id);
-    slot.release();
+    for (auto& p : prompts)
+      if (p.submitted && !completed) ctx.driver.cancel(p.id);
   }
 
   ServerContext& ctx;
-  QueueSlot slot;  // constructed first: a full queue rejects before any work
   CompletionRequest req;
-  std::vector<int32_t> prompt;
+  std::vector<PromptCall> prompts;
   std::vector<std::string> warnings;
   ResponseMeta meta;
   std::shared_ptr<EventQueue> queue = std::make_shared<EventQueue>();
-  RequestId id = 0;
-  bool submitted = false;
-  std::vector<SampleOutput> samples;
+  std::vector<SampleOutput> samples;  // [prompts x n]
   std::vector<bool> engine_finished;
   bool completed = false;
-  int cached_tokens = 0;
   Clock::time_point arrival = Clock::now(), first_token, last_token;
   bool got_first = false;
 };
@@ -96,6 +106,21 @@ CompletionCall::~CompletionCall() = default;
 bool CompletionCall::streaming() const { return s_->req.stream; }
 const std::vector<std::string>& CompletionCall::warnings() const { return s_->warnings; }
 
+namespace {
+
+// A completions prompt's token ids (BOS first when the tokenizer adds one to text). Ids are checked against
+// the vocabulary when the engine resolves the request.
+std::vector<int32_t> encode_prompt(const Tokenizer& tok, const PromptInput& in) {
+  if (in.is_ids) return in.ids;
+  std::vector<int32_t> prompt;
+  if (tok.add_bos_by_default() && tok.bos() >= 0) prompt.push_back(tok.bos());
+  auto ids = tok.encode(in.text, false, false);
+  prompt.insert(prompt.end(), ids.begin(), ids.end());
+  return prompt;
+}
+
+}  // namespace
+
 std::unique_ptr<CompletionCall> CompletionCall::start(ServerContext& ctx, const nlohmann::json& body, bool chat) {
   if (ctx.draining) throw ApiError(503, "the server is shutting down", "", "shutting_down", "service_unavailable");
   CompletionRequest req = parse_completion_request(body, chat);
@@ -103,53 +128,74 @@ std::unique_ptr<CompletionCall> CompletionCall::start(ServerContext& ctx, const 
     throw ApiError(400, "the model '" + req.model + "' does not exist; this server serves '" + ctx.model_id + "'",
                    "model", "model_not_found");
   const Tokenizer& tok = ctx.tokenizer;
-  std::vector<int32_t> prompt;
-  if (chat) {
-    std::string text = apply_chat_template(ctx.chat_template, req.messages, true);
-    if (tok.add_bos_by_default() && tok.bos() >= 0) prompt.push_back(tok.bos());
-    auto ids = tok.encode(text, false, true);
-    prompt.insert(prompt.end(), ids.begin(), ids.end());
-  } else if (req.prompt_is_ids) {
-    prompt = req.prompt_ids;  // (ids are checked against the vocabulary when the engine resolves the request)
-  } else {
-    if (tok.add_bos_by_default() && tok.bos() >= 0) prompt.push_back(tok.bos());
-    auto ids = tok.encode(req.prompt_text, false, false);
-    prompt.insert(prompt.end(), ids.begin(), ids.end());
+  auto s = std::make_unique<State>(ctx);
+  const size_t n_prompts = chat ? 1 : req.prompts.size();
+  for (size_t p = 0; p < n_prompts; ++p) {
+    PromptCall pc;
+    const std::string pname = chat ? "messages" : n_prompts > 1 ? "prompt[" + std::to_string(p) + "]" : "prompt";
+    if (chat) {
+      pc.prompt = encode_chat(tok, ctx.chat_template, req.messages, true, tok.add_bos_by_default() && tok.bos() >= 0);
+    } else {
+      pc.prompt = encode_prompt(tok, req.prompts[p]);
+      if (req.echo)
+        pc.echo = req.prompts[p].is_ids ? tok.decode(req.prompts[p].ids) : req.prompts[p].text;
+    }
+    if (pc.prompt.empty()) throw ApiError(400, "'" + pname + "' encodes to no tokens", pname, "invalid_value");
+    // The engine resolves the request once (max_tokens default/cap/context room, n, stop ids, priority);
+    // the server only maps its RequestError to a 400 naming the field.
+    GenerationRequest gr;
+    gr.prompt = pc.prompt;
+    gr.sampling = req.sampling;
+    gr.max_tokens = req.max_tokens;
+    gr.ignore_eos = req.ignore_eos;
+    gr.n = req.n;
+    try {
+      pc.resolved.emplace(ctx.driver.engine().resolve(std::move(gr)));
+    } catch (const RequestError& e) {
+      throw ApiError(400, e.what(), e.field() == "prompt" ? pname : e.field(), e.code());
+    }
+    for (const std::string& w : pc.resolved->warnings)  // each said once, however many prompts it applies to
+      if (std::find(s->warnings.begin(), s->warnings.end(), w) == s->warnings.end()) s->warnings.push_back(w);
+    s->prompts.push_back(std::move(pc));
   }
-  const char* pname = chat ? "messages" : "prompt";
-  if (prompt.empty()) throw ApiError(400, std::string("'") + pname + "' encodes to no tokens", pname, "invalid_value");
-
-  // The engine resolves the request once (max_tokens default/cap/context room, n, stop ids, priority);
-  // the server only maps its RequestError to a 400 naming the field.
-  GenerationRequest gr;
-  gr.prompt = prompt;
-  gr.sampling = req.sampling;
-  gr.max_tokens = req.max_tokens;
-  gr.ignore_eos = req.ignore_eos;
-  gr.n = req.n;
-  std::optional<ResolvedRequest> resolved;
-  try {
-    resolved.emplace(ctx.driver.engine().resolve(std::move(gr)));
-  } catch (const RequestError& e) {
-    const std::string field = e.field() == "prompt" ? pname : e.field();
-    throw ApiError(400, e.what(), field, e.code());
+  // A whole response is built in memory: bound its entries (tokens and top-logprob alternatives).
+  if (!req.stream) {
+    const int64_t per_token = req.sampling.logprobs ? 1 + req.sampling.top_logprobs : 1;
+    int64_t entries = 0;
+    for (const auto& pc : s->prompts) entries += int64_t{req.n} * pc.resolved->max_tokens * per_token;
+    if (entries > ctx.config.max_response_entries)
+      throw ApiError(400,
+                     "the response would hold up to " + std::to_string(entries) +
+                         " token entries (prompts x n x max_tokens x (1 + top logprobs)), above this server's "
+                         "limit of " + std::to_string(ctx.config.max_response_entries) +
+                         "; lower 'n', 'max_tokens' or the logprobs count, or use 'stream': true",
+                     "max_tokens", "response_too_large");
   }
+  for (auto& pc : s->prompts) pc.slot = std::make_unique<QueueSlot>(ctx);  // 429 when the queue is full
 
-  auto s = std::make_unique<State>(ctx);  // takes the queue slot (429 when full)
-  s->warnings = resolved->warnings;
   s->meta = {random_id(chat ? "chatcmpl-" : "cmpl-"),
              static_cast<int64_t>(
                  std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
                      .count()),
              ctx.model_id, chat, req.sampling.logprobs};
-  const bool at_text_start = prompt_is_bos_only(tok, prompt);
-  for (int i = 0; i < req.n; ++i) s->samples.emplace_back(tok, req.stop, req.sampling.logprobs, at_text_start);
-  s->engine_finished.assign(req.n, false);
+  for (const auto& pc : s->prompts) {
+    const bool at_text_start = prompt_is_bos_only(tok, pc.prompt);
+    for (int i = 0; i < req.n; ++i) s->samples.emplace_back(tok, req.stop, req.sampling.logprobs, at_text_start);
+  }
+  s->engine_finished.assign(s->samples.size(), false);
 
   std::shared_ptr<EventQueue> q = s->queue;
-  s->id = ctx.driver.submit(std::move(*resolved), [q](const TokenEvent& e) { q->push(e); });
-  s->submitted = true;
-  s->prompt = std::move(prompt);
+  for (size_t p = 0; p < s->prompts.size(); ++p) {
+    PromptCall& pc = s->prompts[p];
+    const int base = static_cast<int>(p) * req.n;  // this prompt's first choice index
+    pc.id = ctx.driver.submit(std::move(*pc.resolved), [q, base](const TokenEvent& e) {
+      TokenEvent c = e;
+      c.index += base;
+      q->push(c);
+    });
+    pc.resolved.reset();
+    pc.submitted = true;
+  }
   s->req = std::move(req);
   return std::unique_ptr<CompletionCall>(new CompletionCall(std::move(s)));
 }
@@ -166,13 +212,16 @@ void CompletionCall::run(const WriteFn& write) {
   };
   auto gone = [&] {
     ctx.metrics.client_disconnects++;
-    // ~State cancels the ticket: the engine frees the KV blocks at its next step.
+    // ~State cancels every submitted engine request: the engine frees the KV blocks at its next step.
   };
   std::string out;
   Clock::time_point last_write = Clock::now();
-  if (stream && s.meta.chat) {
+  const int n = s.req.n;
+  auto prompt_of = [&](size_t choice) -> PromptCall& { return s.prompts[choice / static_cast<size_t>(n)]; };
+  // Streams open with the chat role, or with the echoed prompt (as vLLM does), for every choice.
+  if (stream && (s.meta.chat || s.req.echo)) {
     for (size_t i = 0; i < s.samples.size(); ++i)
-      out += sse(stream_chunk(s.meta, static_cast<int>(i), "", nullptr, "", true));
+      out += sse(stream_chunk(s.meta, static_cast<int>(i), prompt_of(i).echo, nullptr, "", s.meta.chat));
     if (!write(out)) return gone();
   }
   while (!all_done()) {
@@ -180,13 +229,17 @@ void CompletionCall::run(const WriteFn& write) {
     out.clear();
     for (const TokenEvent& ev : evs) {
       if (ev.index < 0 || ev.index >= static_cast<int>(s.samples.size())) continue;
-      if (ev.has_token || ev.finished) s.slot.release();
+      PromptCall& pc = prompt_of(static_cast<size_t>(ev.index));
+      if (ev.has_token || ev.finished) pc.slot->release();
       if (ev.has_token) {
         s.last_token = Clock::now();
+        if (!pc.got_first) {
+          pc.got_first = true;
+          pc.cached_tokens = ev.cached_prompt_tokens;
+        }
         if (!s.got_first) {
           s.got_first = true;
           s.first_token = s.last_token;
-          s.cached_tokens = ev.cached_prompt_tokens;
           ctx.metrics.ttft.observe(std::chrono::duration<double>(s.first_token - s.arrival).count());
         }
       }
@@ -219,23 +272,29 @@ void CompletionCall::run(const WriteFn& write) {
     }
   }
   // Samples ended by a stop string (or an abort) may still be running in the engine.
-  bool engine_done = true;
-  for (bool f : s.engine_finished) engine_done = engine_done && f;
-  if (!engine_done) ctx.driver.cancel(s.id);
-  s.completed = true;
-
   Usage u;
-  u.prompt_tokens = static_cast<int>(s.prompt.size());
-  u.cached_tokens = s.cached_tokens;
+  for (size_t p = 0; p < s.prompts.size(); ++p) {
+    PromptCall& pc = s.prompts[p];
+    bool engine_done = true;
+    for (int j = 0; j < n; ++j) engine_done = engine_done && s.engine_finished[p * n + j];
+    if (!engine_done) ctx.driver.cancel(pc.id);
+    u.prompt_tokens += static_cast<int>(pc.prompt.size());
+    u.cached_tokens += pc.cached_tokens;
+  }
+  s.completed = true;
   for (const auto& x : s.samples) u.completion_tokens += x.completion_tokens();
+  bool ok;
   if (stream) {
     out.clear();
     if (s.req.include_usage) out += sse(usage_chunk(s.meta, u));
     out += "data: [DONE]\n\n";
+    ok = write(out);
   } else {
-    out = dump(full_response(s.meta, s.samples, u, s.warnings));
+    std::vector<std::string> echo;
+    if (s.req.echo)
+      for (size_t i = 0; i < s.samples.size(); ++i) echo.push_back(prompt_of(i).echo);
+    ok = write_full_response(s.meta, s.samples, echo, u, s.warnings, write);  // a choice at a time
   }
-  bool ok = write(out);
   auto end = Clock::now();
   ctx.metrics.e2e.observe(std::chrono::duration<double>(end - s.arrival).count());
   int n_out = s.samples.empty() ? 0 : s.samples[0].completion_tokens();

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "server/api_error.h"
+#include "server/refused_fields.h"
 
 namespace tinfer::server {
 namespace {
@@ -64,26 +65,71 @@ std::string message_content(const json& v, const std::string& name) {
   for (size_t i = 0; i < v.size(); ++i) {
     const json& part = v[i];
     std::string pn = name + "[" + std::to_string(i) + "]";
-    if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text"))
-      bad(pn, "must be a {\"type\": \"text\", \"text\": ...} part (only text is supported)");
-    out += get_str(part["text"], pn + ".text");
+    if (!part.is_object()) bad(pn, "must be a {\"type\": \"text\", \"text\": ...} part");
+    // Checked by hand: json::value("type", "") throws a type_error on a non-string, which the HTTP
+    // layer would report as invalid JSON.
+    const json* type = field(part, "type");
+    if (!type) bad(pn + ".type", "is required");
+    if (get_str(*type, pn + ".type") != "text")
+      bad(pn + ".type", "must be \"text\" (only text content is supported), got " + type->dump());
+    const json* text = field(part, "text");
+    if (!text) bad(pn + ".text", "is required");
+    out += get_str(*text, pn + ".text");
   }
   return out;
 }
 
+std::vector<int32_t> token_ids(const json& v, const std::string& name) {
+  if (v.empty()) bad(name, "must not be empty");
+  std::vector<int32_t> ids;
+  for (size_t i = 0; i < v.size(); ++i)
+    ids.push_back(static_cast<int32_t>(get_int(v[i], name + "[" + std::to_string(i) + "]", 0, INT32_MAX)));
+  return ids;
+}
+
+// A string, a list of token ids, a list of strings, or a list of token-id lists (OpenAI's four forms).
 void parse_prompt(const json& v, CompletionRequest& r) {
   if (v.is_string()) {
-    r.prompt_text = v.get<std::string>();
+    r.prompts.push_back({v.get<std::string>(), {}, false});
     return;
   }
-  // A list of token ids, or a one-element list holding a string or a token list (batched prompts
-  // beyond one are not supported: use n or several requests).
-  if (!v.is_array()) bad("prompt", "must be a string or a list of token ids");
-  if (v.size() == 1 && (v[0].is_string() || v[0].is_array())) return parse_prompt(v[0], r);
+  if (!v.is_array()) bad("prompt", "must be a string, a list of strings, or a list of token ids (or of such lists)");
   if (v.empty()) bad("prompt", "must not be empty");
-  r.prompt_is_ids = true;
-  for (size_t i = 0; i < v.size(); ++i)
-    r.prompt_ids.push_back(static_cast<int32_t>(get_int(v[i], "prompt[" + std::to_string(i) + "]", 0, INT32_MAX)));
+  if (!v[0].is_string() && !v[0].is_array()) {
+    r.prompts.push_back({"", token_ids(v, "prompt"), true});
+    return;
+  }
+  for (size_t i = 0; i < v.size(); ++i) {
+    std::string pn = "prompt[" + std::to_string(i) + "]";
+    if (v[i].is_string()) r.prompts.push_back({v[i].get<std::string>(), {}, false});
+    else if (v[i].is_array()) r.prompts.push_back({"", token_ids(v[i], pn), true});
+    else bad(pn, "must be a string or a list of token ids, like the other prompts");
+  }
+}
+
+// {"token id": bias}: ids as decimal strings (canonical, so "07" cannot alias "7"), bias in [-100, 100].
+void parse_logit_bias(const json& v, SamplingParams& s) {
+  if (!v.is_object()) bad("logit_bias", "must be an object mapping token ids to biases");
+  for (const auto& [key, val] : v.items()) {
+    int64_t id = -1;
+    if (!key.empty() && key.size() <= 10 && key.find_first_not_of("0123456789") == std::string::npos)
+      id = std::stoll(key);
+    if (id < 0 || id > INT32_MAX || std::to_string(id) != key)
+      bad("logit_bias", "keys must be token ids written as decimal integers, got " + json(key).dump());
+    const double b = get_num(val, "logit_bias", -SamplingParams::kMaxLogitBias, SamplingParams::kMaxLogitBias);
+    s.logit_bias.emplace_back(static_cast<int32_t>(id), static_cast<float>(b));
+  }
+}
+
+// Any JSON integer in [-2^63, 2^64); negative values are taken as two's complement (mod 2^64), as
+// torch.Generator.manual_seed (and so vLLM) maps them -- every value is a distinct deterministic seed.
+uint64_t get_seed(const json& v) {
+  if (v.is_number_unsigned()) return v.get<uint64_t>();
+  if (v.is_number_integer()) return static_cast<uint64_t>(v.get<int64_t>());
+  // Integral floats are integers here as for every integer field, while they are exact (|x| <= 2^53).
+  const double d = v.is_number_float() ? v.get<double>() : 0.5;
+  if (std::floor(d) == d && std::fabs(d) <= 0x1p53) return static_cast<uint64_t>(static_cast<int64_t>(d));
+  bad("seed", "must be an integer in [-2^63, 2^64), got " + v.dump());
 }
 
 void parse_messages(const json& v, CompletionRequest& r) {
@@ -152,14 +198,21 @@ CompletionRequest parse_completion_request(const json& body, bool chat) {
     s.repetition_penalty = static_cast<float>(get_num(*v, "repetition_penalty", 0, 100));
     if (s.repetition_penalty <= 0) bad("repetition_penalty", "must be > 0");
   }
-  if (auto v = field(body, "seed")) s.seed = get_int(*v, "seed", INT64_MIN, INT64_MAX);
-  if (s.seed < 0) s.seed = -1;  // negative seeds mean "random", as the engine spells it
+  if (auto v = field(body, "seed")) s.seed = get_seed(*v);
+  if (auto v = field(body, "logit_bias")) parse_logit_bias(*v, s);
   if (auto v = field(body, "stop")) parse_stop(*v, r);
   if (auto v = field(body, "n")) r.n = static_cast<int>(get_int(*v, "n", 1, kMaxN));
+  if (r.prompts.size() * static_cast<size_t>(r.n) > kMaxN)
+    bad("prompt", "holds " + std::to_string(r.prompts.size()) + " prompts; prompts x n (" + std::to_string(r.n) +
+                      ") must be at most " + std::to_string(kMaxN));
   if (auto v = field(body, "stream")) r.stream = get_bool(*v, "stream");
   if (auto v = field(body, "stream_options")) {
     if (!v->is_object()) bad("stream_options", "must be an object");
     if (auto u = field(*v, "include_usage")) r.include_usage = get_bool(*u, "stream_options.include_usage");
+    // vLLM's usage in every chunk: not done, so not silently ignored either.
+    if (auto u = field(*v, "continuous_usage_stats"); u && !(u->is_boolean() && !u->get<bool>()))
+      throw ApiError(400, "'stream_options.continuous_usage_stats' is not supported by this server",
+                     "stream_options.continuous_usage_stats", "unsupported_parameter");
   }
   if (chat) {
     if (auto v = field(body, "logprobs")) r.chat_logprobs = get_bool(*v, "logprobs");
@@ -174,8 +227,14 @@ CompletionRequest parse_completion_request(const json& body, bool chat) {
     s.logprobs = true;
     s.top_logprobs = r.completion_logprobs;
   }
+  if (!chat) {
+    if (auto v = field(body, "echo")) r.echo = get_bool(*v, "echo");
+    // Echo with logprobs needs the prompt tokens' logprobs, which the engine does not compute.
+    if (r.echo && s.logprobs) bad("echo", "cannot be combined with 'logprobs' (prompt logprobs are not supported)");
+  }
   if (auto v = field(body, "ignore_eos")) r.ignore_eos = get_bool(*v, "ignore_eos");
   if (auto v = field(body, "user")) r.user = get_str(*v, "user");
+  refuse_unsupported_fields(body, chat, r.n);
   for (const auto& msg : s.validate()) throw ApiError(400, msg, "", "invalid_value");
   return r;
 }

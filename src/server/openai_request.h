@@ -1,5 +1,6 @@
 // OpenAI request bodies (/v1/completions, /v1/chat/completions) parsed and range-checked into a plain
-// struct. Unknown fields are ignored; every wrong type or value throws ApiError naming the field.
+// struct. Fields for features the server lacks are refused (refused_fields.h); other unknown fields
+// are ignored; every wrong type or value throws ApiError naming the field.
 #pragma once
 #include <nlohmann/json_fwd.hpp>
 #include <string>
@@ -10,14 +11,20 @@
 
 namespace tinfer::server {
 
+// One completions prompt: text, or token ids (not yet checked against the vocabulary).
+struct PromptInput {
+  std::string text;
+  std::vector<int32_t> ids;
+  bool is_ids = false;
+};
+
 struct CompletionRequest {
   bool chat = false;
   std::string model;  // "" if absent
-  // Completions: text or token ids; chat: messages.
-  std::string prompt_text;
-  std::vector<int32_t> prompt_ids;
-  bool prompt_is_ids = false;
+  // Completions: one or more prompts (each its own engine request); chat: messages.
+  std::vector<PromptInput> prompts;
   std::vector<ChatMessage> messages;
+  bool echo = false;  // completions: the prompt's text is prepended to each choice
 
   int max_tokens = -1;            // -1: not given (the engine default applies)
   SamplingParams sampling;        // logprobs / top_logprobs filled from the endpoint's fields
@@ -31,7 +38,7 @@ struct CompletionRequest {
   std::string user;
 };
 
-constexpr int kMaxN = 16;
+constexpr int kMaxN = 16;  // bounds n, and prompts x n for a list of prompts
 constexpr int kMaxStops = 8;
 
 // Parses a request body already decoded as JSON. `chat` selects the endpoint's schema.

@@ -2,6 +2,9 @@
 // strict clients (the official SDKs) parse them.
 #include "server/openai_response.h"
 
+#include <cstdio>
+
+#include "model/tokenizer/unicode_util.h"
 #include "server/api_error.h"
 
 namespace tinfer::server {
@@ -27,60 +30,144 @@ json usage_json(const Usage& u) {
 }
 
 namespace {
+
 json bytes_of(const std::string& s) {
   json b = json::array();
   for (unsigned char c : s) b.push_back(static_cast<int>(c));
   return b;
 }
+
+bool valid_utf8(const std::string& s) {
+  // Decoding then re-encoding reproduces the bytes exactly when they are valid UTF-8 (an invalid
+  // byte decodes to U+FFFD, whose encoding differs from it).
+  std::string back;
+  for (size_t i = 0; i < s.size();) unicode::append_utf8(back, unicode::next_cp(s, i));
+  return back == s;
+}
+
+json chat_entry(const TokenRecord& r) {
+  json top = json::array();
+  for (const auto& [t, lp] : r.top)
+    top.push_back({{"token", token_display(t)}, {"logprob", lp}, {"bytes", bytes_of(t)}});
+  return {{"token", token_display(r.text)}, {"logprob", r.logprob}, {"bytes", bytes_of(r.text)}, {"top_logprobs", top}};
+}
+
+json completion_top(const TokenRecord& r) {
+  json top = json::object();
+  for (const auto& [t, lp] : r.top) top[token_display(t)] = lp;
+  return top;
+}
+
+// "[a,b,...]" from one small JSON value per record.
+template <class F>
+void append_array(std::string& out, const std::vector<TokenRecord>& records, F value_of) {
+  out += '[';
+  for (size_t i = 0; i < records.size(); ++i) {
+    if (i) out += ',';
+    out += dump(value_of(records[i]));
+  }
+  out += ']';
+}
+
+// The same JSON as logprobs_json(), written record by record.
+void append_logprobs(std::string& out, bool chat, const std::vector<TokenRecord>& records) {
+  if (chat) {
+    out += "{\"content\":";
+    append_array(out, records, chat_entry);
+    out += ",\"refusal\":null}";
+    return;
+  }
+  out += "{\"text_offset\":";
+  append_array(out, records, [](const TokenRecord& r) { return json(r.text_offset); });
+  out += ",\"token_logprobs\":";
+  append_array(out, records, [](const TokenRecord& r) { return json(r.logprob); });
+  out += ",\"tokens\":";
+  append_array(out, records, [](const TokenRecord& r) { return json(token_display(r.text)); });
+  out += ",\"top_logprobs\":";
+  append_array(out, records, completion_top);
+  out += '}';
+}
+
+// Appends dump(j) opened up for one more member: `{...,"key":` (the caller closes it with '}').
+void open_with(std::string& out, const json& j, const char* key) {
+  out += dump(j);
+  out.pop_back();
+  out += std::string(",\"") + key + "\":";
+}
+
 }  // namespace
+
+std::string token_display(const std::string& bytes) {
+  if (valid_utf8(bytes)) return bytes;
+  std::string out = "bytes:";
+  char b[8];
+  for (unsigned char c : bytes) {
+    std::snprintf(b, sizeof b, "\\x%02x", c);
+    out += b;
+  }
+  return out;
+}
 
 json logprobs_json(bool chat, const std::vector<TokenRecord>& records) {
   if (chat) {
     json content = json::array();
-    for (const auto& r : records) {
-      json top = json::array();
-      for (const auto& [t, lp] : r.top) top.push_back({{"token", t}, {"logprob", lp}, {"bytes", bytes_of(t)}});
-      content.push_back(
-          {{"token", r.text}, {"logprob", r.logprob}, {"bytes", bytes_of(r.text)}, {"top_logprobs", top}});
-    }
+    for (const auto& r : records) content.push_back(chat_entry(r));
     return {{"content", content}, {"refusal", nullptr}};
   }
   json tokens = json::array(), lps = json::array(), tops = json::array(), offs = json::array();
   for (const auto& r : records) {
-    tokens.push_back(r.text);
+    tokens.push_back(token_display(r.text));
     lps.push_back(r.logprob);
-    json top = json::object();
-    for (const auto& [t, lp] : r.top) top[t] = lp;
-    tops.push_back(top);
+    tops.push_back(completion_top(r));
     offs.push_back(r.text_offset);
   }
   return {{"tokens", tokens}, {"token_logprobs", lps}, {"top_logprobs", tops}, {"text_offset", offs}};
 }
 
-json full_response(const ResponseMeta& m, const std::vector<SampleOutput>& samples, const Usage& u,
-                   const std::vector<std::string>& warnings) {
-  json choices = json::array();
+bool write_full_response(const ResponseMeta& m, const std::vector<SampleOutput>& samples,
+                         const std::vector<std::string>& echo, const Usage& u, const std::vector<std::string>& warnings,
+                         const std::function<bool(std::string_view)>& emit) {
+  json head = {{"id", m.id},
+               {"object", m.chat ? "chat.completion" : "text_completion"},
+               {"created", m.created},
+               {"model", m.model},
+               {"usage", usage_json(u)},
+               {"system_fingerprint", nullptr}};
+  if (!warnings.empty()) head["warnings"] = warnings;
+  std::string out;
+  open_with(out, head, "choices");
+  out += '[';
   for (size_t i = 0; i < samples.size(); ++i) {
     const SampleOutput& s = samples[i];
-    json lp = m.logprobs ? logprobs_json(m.chat, s.records()) : json(nullptr);
+    json c;
     if (m.chat) {
-      choices.push_back({{"index", i},
-                         {"message", {{"role", "assistant"}, {"content", s.text()}, {"refusal", nullptr}}},
-                         {"logprobs", lp},
-                         {"finish_reason", s.finish_reason()}});
+      c = {{"index", i},
+           {"message", {{"role", "assistant"}, {"content", s.text()}, {"refusal", nullptr}}},
+           {"finish_reason", s.finish_reason()}};
     } else {
-      choices.push_back({{"index", i}, {"text", s.text()}, {"logprobs", lp}, {"finish_reason", s.finish_reason()}});
+      c = {{"index", i}, {"text", echo.empty() ? s.text() : echo[i] + s.text()}, {"finish_reason", s.finish_reason()}};
     }
+    if (i) out += ',';
+    open_with(out, c, "logprobs");
+    if (m.logprobs) append_logprobs(out, m.chat, s.records());
+    else out += "null";
+    out += '}';
+    if (!emit(out)) return false;
+    out.clear();
   }
-  json r = {{"id", m.id},
-            {"object", m.chat ? "chat.completion" : "text_completion"},
-            {"created", m.created},
-            {"model", m.model},
-            {"choices", choices},
-            {"usage", usage_json(u)},
-            {"system_fingerprint", nullptr}};
-  if (!warnings.empty()) r["warnings"] = warnings;
-  return r;
+  out += "]}";
+  return emit(out);
+}
+
+std::string full_response_body(const ResponseMeta& m, const std::vector<SampleOutput>& samples,
+                               const std::vector<std::string>& echo, const Usage& u,
+                               const std::vector<std::string>& warnings) {
+  std::string body;
+  write_full_response(m, samples, echo, u, warnings, [&](std::string_view piece) {
+    body += piece;
+    return true;
+  });
+  return body;
 }
 
 json stream_chunk(const ResponseMeta& m, int index, const std::string& text, const std::vector<TokenRecord>* records,

@@ -1,8 +1,10 @@
 // OpenAI response JSON: whole responses, SSE stream chunks, usage and the two logprobs formats
 // (completions: parallel arrays; chat: content[] entries with bytes).
 #pragma once
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "server/sample_output.h"
@@ -21,10 +23,24 @@ struct Usage {
   int prompt_tokens = 0, completion_tokens = 0, cached_tokens = 0;
 };
 
+// A token's text as logprobs show it: itself when it is valid UTF-8, else OpenAI's byte form
+// "bytes:\\xe2\\x80" (one \\xNN per byte), so partial characters stay distinct instead of all
+// becoming U+FFFD (and colliding as top_logprobs keys).
+std::string token_display(const std::string& bytes);
+
 nlohmann::json usage_json(const Usage& u);
 nlohmann::json logprobs_json(bool chat, const std::vector<TokenRecord>& records);
-nlohmann::json full_response(const ResponseMeta& m, const std::vector<SampleOutput>& samples, const Usage& u,
-                             const std::vector<std::string>& warnings);
+// The whole non-streamed response as JSON text, serialized one logprob record at a time and passed
+// to `emit` one choice at a time (the head first): peak memory is the records plus one choice's
+// text, not a JSON tree ~10x the whole text. `echo`: empty, or one prefix per sample (completions
+// echo). Returns false as soon as `emit` does (the client is gone).
+bool write_full_response(const ResponseMeta& m, const std::vector<SampleOutput>& samples,
+                         const std::vector<std::string>& echo, const Usage& u, const std::vector<std::string>& warnings,
+                         const std::function<bool(std::string_view)>& emit);
+// The same text as one string (tests).
+std::string full_response_body(const ResponseMeta& m, const std::vector<SampleOutput>& samples,
+                               const std::vector<std::string>& echo, const Usage& u,
+                               const std::vector<std::string>& warnings);
 // One streamed delta for choice `index`. `first` adds the chat role; finish_reason "" = null.
 nlohmann::json stream_chunk(const ResponseMeta& m, int index, const std::string& text,
                             const std::vector<TokenRecord>* records, const std::string& finish_reason, bool first);

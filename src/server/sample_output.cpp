@@ -2,6 +2,8 @@
 // back possible stop prefixes). Once a stop string matches, later tokens are ignored.
 #include "server/sample_output.h"
 
+#include <utility>
+
 namespace tinfer::server {
 
 SampleOutput::SampleOutput(const Tokenizer& tok, std::vector<std::string> stops, bool want_logprobs,
@@ -18,6 +20,7 @@ std::string SampleOutput::on_event(const TokenEvent& ev) {
       r.text = tok_.token_bytes(ev.token, true);
       r.logprob = ev.logprob;
       r.text_offset = raw_offset_;
+      r.top.reserve(ev.top_logprobs.size());  // exact: records are most of a whole response's memory
       for (const auto& t : ev.top_logprobs) r.top.emplace_back(tok_.token_bytes(t.token, true), t.logprob);
       records_.push_back(std::move(r));
     }
@@ -51,10 +54,6 @@ std::string SampleOutput::finish(std::string reason) {
   return rest;
 }
 
-std::vector<TokenRecord> SampleOutput::take_new_records() {
-  std::vector<TokenRecord> out(records_.begin() + records_sent_, records_.end());
-  records_sent_ = records_.size();
-  return out;
-}
+std::vector<TokenRecord> SampleOutput::take_new_records() { return std::exchange(records_, {}); }
 
 }  // namespace tinfer::server

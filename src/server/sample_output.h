@@ -34,8 +34,10 @@ class SampleOutput {
   const std::string& finish_reason() const { return finish_reason_; }
   const std::string& text() const { return text_; }
   int completion_tokens() const { return completion_tokens_; }
+  // Records not yet taken (all of them when take_new_records() is never called).
   const std::vector<TokenRecord>& records() const { return records_; }
-  // Records added since the previous call (for streaming chunks).
+  // Moves out the records added since the previous call (streaming chunks): a stream keeps none,
+  // so its memory does not grow with its length.
   std::vector<TokenRecord> take_new_records();
 
  private:
@@ -51,7 +53,6 @@ class SampleOutput {
   size_t raw_offset_ = 0;  // bytes of token text consumed (text_offset of the next token)
   int completion_tokens_ = 0;
   std::vector<TokenRecord> records_;
-  size_t records_sent_ = 0;
 };
 
 }  // namespace tinfer::server

@@ -12,6 +12,7 @@ std::vector<std::string> ServerConfig::validate() const {
   if (http_threads < 8) p.push_back("--http-threads must be >= 8");
   if (shutdown_grace_s < 0) p.push_back("--shutdown-grace must be >= 0");
   if (heartbeat_ms < 10) p.push_back("heartbeat_ms must be >= 10");
+  if (max_response_entries < 1) p.push_back("--max-response-entries must be >= 1");
   if (keep_alive_s < 1) p.push_back("keep_alive_s must be >= 1");
   return p;
 }

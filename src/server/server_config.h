@@ -18,6 +18,9 @@ struct ServerConfig {
   double shutdown_grace_s = 5.0;     // on SIGTERM: in-flight requests get this long, then abort
   int heartbeat_ms = 500;            // idle write period that detects vanished clients
   int keep_alive_s = 2;              // idle keep-alive connections are closed after this
+  // A non-streamed response may hold at most this many token entries: choices x max_tokens x
+  // (1 + top_logprobs). ~60 bytes of JSON each, so the default bounds a response near 16 MB.
+  int64_t max_response_entries = int64_t{1} << 18;
 
   std::vector<std::string> validate() const;
 };

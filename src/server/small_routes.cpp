@@ -1,5 +1,6 @@
 // /v1/models, /tokenize and /detokenize. Tokenize uses the same prompt rules as the completion
-// endpoints (BOS when the tokenizer adds one; chat template with special tokens parsed).
+// endpoints (BOS when the tokenizer adds one; chat template with special tokens parsed in the
+// template's text only).
 #include "server/small_routes.h"
 
 #include "server/api_error.h"
@@ -31,7 +32,7 @@ json tokenize_response(const ServerContext& ctx, const json& body) {
   if (body.contains("messages")) {
     json chat = {{"messages", body["messages"]}};
     CompletionRequest r = parse_completion_request(chat, true);
-    auto t = tok.encode(apply_chat_template(ctx.chat_template, r.messages, true), false, true);
+    auto t = encode_chat(tok, ctx.chat_template, r.messages, true, false);
     ids.insert(ids.end(), t.begin(), t.end());
   } else {
     auto it = body.find("prompt");

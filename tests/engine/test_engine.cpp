@@ -303,6 +303,27 @@ TEST(Engine, ParallelSamplesBeyondMaxSeqsStillMatch) {
   EXPECT_EQ(e->stats().kv_blocks_used, 0);
 }
 
+// Per-sample seeds are seed + i in uint64 arithmetic: INT64_MAX + 1 is 2^63 (once a signed overflow
+// that surfaced as a refused negative seed), and UINT64_MAX + 1 wraps to 0.
+TEST(Engine, ParallelSampleSeedsWrapInUint64) {
+  auto e = Engine::create(synth_model(), base_config());
+  for (uint64_t base : {uint64_t(INT64_MAX), ~uint64_t{0}}) {
+    GenerationRequest r;
+    r.prompt = prompts(2, 512).back();
+    r.sampling.temperature = 0.9f;
+    r.sampling.seed = base;
+    r.max_tokens = 6;
+    r.ignore_eos = true;
+    r.n = 2;
+    GenerationRequest second = r;
+    second.n = 1;
+    second.sampling.seed = base + 1;
+    const Outputs o = run(*e, {r, second});
+    ASSERT_EQ(o.size(), 2u);
+    EXPECT_EQ(o.begin()->second[1].tokens, std::next(o.begin())->second[0].tokens) << "base " << base;
+  }
+}
+
 TEST(Engine, AbortReturnsEveryBlock) {
   EngineConfig c = base_config();
   c.prefix_caching = false;

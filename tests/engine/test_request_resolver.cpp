@@ -70,6 +70,9 @@ TEST(RequestResolver, RefusalsNameTheField) {
   GenerationRequest stop = ask(3);
   stop.stop_token_ids = {-1};
   EXPECT_EQ(refusal(stop), "stop_token_ids/invalid_value");
+  GenerationRequest bias = ask(3);
+  bias.sampling.logit_bias = {{3, 1.f}, {100, -5.f}};
+  EXPECT_EQ(refusal(bias), "logit_bias/invalid_value");
   GenerationRequest temp = ask(3);
   temp.sampling.temperature = -1;
   EXPECT_EQ(refusal(temp), "/invalid_value");

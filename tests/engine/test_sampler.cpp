@@ -198,7 +198,7 @@ TEST(Sampler, SeedDeterminism) {
   std::vector<std::vector<float>> steps(64, std::vector<float>(500));
   for (auto& st : steps)
     for (auto& x : st) x = nd(rng);
-  auto run = [&](int64_t seed, bool interleave) {
+  auto run = [&](uint64_t seed, bool interleave) {
     SamplingParams p;
     p.seed = seed, p.top_p = 0.9f, p.frequency_penalty = 0.3f;
     Sampler s(p, 500);
@@ -216,9 +216,63 @@ TEST(Sampler, SeedDeterminism) {
   EXPECT_NE(run(42, false), run(43, false));
   EXPECT_EQ(sample_uniform(9, 17), sample_uniform(9, 17));
   EXPECT_NE(sample_uniform(9, 17), sample_uniform(9, 18));
-  SamplingParams r;  // seed -1: resolved once, reported, and reusable
+  SamplingParams r;  // no seed: resolved once, reported, and reusable
   Sampler a(r, 10);
-  EXPECT_GE(a.seed(), 0);
+  r.seed = a.seed();
+  Sampler b(r, 10);
+  EXPECT_EQ(b.seed(), a.seed());
+}
+
+// Every 64-bit value is a seed of its own: the top half of the range (negative as int64, which once
+// meant "random") is deterministic and distinct from its low-half neighbour.
+TEST(Sampler, SeedsUseAll64Bits) {
+  std::vector<float> l(50, 0.0f);  // uniform: every draw depends on the seed alone
+  auto run = [&](uint64_t seed) {
+    SamplingParams p;
+    p.seed = seed;
+    Sampler s(p, 50);
+    std::vector<int32_t> out;
+    for (int i = 0; i < 32; ++i) s.accept(out.emplace_back(s.sample(l.data()).token));
+    return out;
+  };
+  const uint64_t top = ~uint64_t{0};
+  EXPECT_EQ(run(top), run(top));
+  EXPECT_EQ(run(uint64_t{1} << 63), run(uint64_t{1} << 63));
+  EXPECT_NE(run(top), run(top >> 1));
+  EXPECT_NE(run(uint64_t{1} << 63), run(0));
+}
+
+// logit_bias is added before penalties and temperature: it moves greedy's argmax, bans a token at
+// -100, and composes with the repetition penalty on the biased logit.
+TEST(Sampler, LogitBias) {
+  std::vector<float> l = {2.0f, 1.0f, 0.5f, -1.0f};
+  SamplingParams g;
+  g.temperature = 0.0f;
+  g.logit_bias = {{3, 5.0f}};
+  EXPECT_EQ(Sampler(g, 4).sample(l.data()).token, 3);
+  g.logit_bias = {{0, -100.0f}};
+  EXPECT_EQ(Sampler(g, 4).sample(l.data()).token, 1);
+  SamplingParams t = params_t1();
+  t.logit_bias = {{0, -100.0f}, {1, -100.0f}, {2, -100.0f}};
+  Sampler s(t, 4);
+  for (int i = 0; i < 50; ++i) {
+    const int32_t tok = s.sample(l.data()).token;
+    EXPECT_EQ(tok, 3);
+    s.accept(tok);
+  }
+  // Bias first, then the penalty: token 3's logit -1 + 2 = 1 > 0 is divided by 2 (0.5), not multiplied.
+  SamplingParams r;
+  r.temperature = 1.0f, r.repetition_penalty = 2.0f, r.logit_bias = {{3, 2.0f}};
+  Sampler rs(r, 4, std::vector<int32_t>{3});
+  auto c = rs.candidates(l.data());
+  double z = 0, p3 = 0;
+  for (float x : {2.0f, 1.0f, 0.5f, 0.5f}) z += std::exp(x);
+  for (const auto& x : c)
+    if (x.token == 3) p3 = x.prob;
+  EXPECT_NEAR(p3, std::exp(0.5) / z, 1e-5);
+  SamplingParams bad;
+  bad.logit_bias = {{9, 1.0f}};
+  EXPECT_THROW(Sampler(bad, 4), Error);  // id outside the vocabulary
 }
 
 TEST(Sampler, TemperatureSamplingMatchesSoftmax) {
@@ -277,12 +331,12 @@ TEST(Sampler, Validation) {
   p.repetition_penalty = 0.0f;
   p.presence_penalty = 3.0f;
   p.frequency_penalty = -2.5f;
-  p.seed = -7;
+  p.logit_bias = {{1, 100.5f}};
   p.top_logprobs = 21;
   auto errs = p.validate();
   EXPECT_EQ(errs.size(), 9u);
   for (auto key : {"temperature", "top_k", "top_p", "min_p", "repetition_penalty", "presence_penalty",
-                   "frequency_penalty", "seed", "top_logprobs"})
+                   "frequency_penalty", "logit_bias", "top_logprobs"})
     EXPECT_TRUE(has(errs, key)) << key;
   SamplingParams q;
   q.top_p = 1.01f;

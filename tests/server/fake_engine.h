@@ -17,7 +17,7 @@ namespace tinfer::test {
 // ids: 0 <unk>, 1 BOS, 2 EOS, 3 + b = byte b.
 class ByteTokenizer : public Tokenizer {
  public:
-  std::vector<int32_t> encode(std::string_view text, bool add_bos, bool) const override {
+  std::vector<int32_t> encode(std::string_view text, bool add_bos, bool, std::span<const TextRange>) const override {
     std::vector<int32_t> ids;
     if (add_bos) ids.push_back(1);
     for (unsigned char c : text) ids.push_back(3 + c);

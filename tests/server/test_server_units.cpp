@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <nlohmann/json.hpp>
@@ -51,11 +52,12 @@ TEST(Request, ParsesFieldsAndIgnoresUnknown) {
     "seed": 5, "stop": "\n", "n": 2, "stream": true, "stream_options": {"include_usage": true}, "logprobs": 3,
     "user": "u", "some_future_field": {"x": 1}})");
   CompletionRequest r = parse_completion_request(body, false);
-  EXPECT_EQ(r.prompt_text, "hi");
+  ASSERT_EQ(r.prompts.size(), 1u);
+  EXPECT_EQ(r.prompts[0].text, "hi");
   EXPECT_EQ(r.max_tokens, 7);
   EXPECT_FLOAT_EQ(r.sampling.temperature, 0.5f);
   EXPECT_EQ(r.sampling.top_k, 0);
-  EXPECT_EQ(r.sampling.seed, 5);
+  EXPECT_EQ(r.sampling.seed, uint64_t{5});
   EXPECT_EQ(r.stop, std::vector<std::string>{"\n"});
   EXPECT_EQ(r.n, 2);
   EXPECT_TRUE(r.stream && r.include_usage);
@@ -71,7 +73,7 @@ TEST(Request, ParsesFieldsAndIgnoresUnknown) {
   EXPECT_EQ(c.max_tokens, 3);
   EXPECT_TRUE(c.chat_logprobs);
   EXPECT_EQ(c.sampling.top_logprobs, 2);
-  EXPECT_EQ(parse_completion_request(json::parse(R"({"prompt": [1, 2, 3]})"), false).prompt_ids.size(), 3u);
+  EXPECT_EQ(parse_completion_request(json::parse(R"({"prompt": [1, 2, 3]})"), false).prompts[0].ids.size(), 3u);
 }
 
 TEST(Request, ErrorsNameTheField) {
@@ -232,5 +234,77 @@ TEST(HttpServer, InProcessRoundTripWithFakeEngine) {
   EXPECT_NE(s.find("\"index\":1"), std::string::npos) << s;
   EXPECT_NE(http(port, "PUT", "/v1/completions", "{}").find("405"), std::string::npos);
   EXPECT_NE(http(port, "POST", "/v1/completions", "{bad").find("invalid_json"), std::string::npos);
+  srv.shutdown();
+}
+
+namespace {
+// The JSON body of an HTTP response: after the blank line, de-chunked when the server chunked it.
+json body_of(const std::string& r) {
+  size_t at = r.find("\r\n\r\n");
+  std::string b = at == std::string::npos ? "" : r.substr(at + 4);
+  // De-chunk: "<hex>\r\n<data>\r\n" ... "0\r\n\r\n".
+  if (r.find("Transfer-Encoding: chunked") != std::string::npos) {
+    std::string out;
+    size_t p = 0;
+    while (p < b.size()) {
+      size_t eol = b.find("\r\n", p);
+      size_t len = std::stoul(b.substr(p, eol - p), nullptr, 16);
+      if (len == 0) break;
+      out += b.substr(eol + 2, len);
+      p = eol + 2 + len + 2;
+    }
+    b = out;
+  }
+  return json::parse(b);
+}
+}  // namespace
+
+// Prompt lists, echo, logit_bias and the response budget through the real request path.
+TEST(HttpServer, PromptListsEchoBiasAndResponseBudget) {
+  test::FakeEngine engine(8);
+  ServerConfig cfg;
+  cfg.port = 0;
+  cfg.http_threads = 16;
+  cfg.max_response_entries = 100;
+  HttpServer srv(cfg);
+  int port = srv.start();
+  srv.attach(engine, engine.tokenizer(), "", "fake");
+  // Two prompts x n 2: choices indexed prompt * n + sample, usage summed over the prompts.
+  json r = body_of(http(port, "POST", "/v1/completions", R"({"prompt": ["hi", [3, 4, 5]], "n": 2, "max_tokens": 3})"));
+  ASSERT_EQ(r["choices"].size(), 4u) << r;
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(r["choices"][i]["index"], i);
+  EXPECT_EQ(r["choices"][3]["text"], "abc");
+  EXPECT_EQ(r["usage"]["prompt_tokens"], 3 + 3);  // BOS + "hi", and three ids
+  EXPECT_EQ(r["usage"]["completion_tokens"], 4 * 3);
+  // Streamed: every choice index appears.
+  std::string s = http(port, "POST", "/v1/completions", R"({"prompt": ["a", "b"], "n": 2, "max_tokens": 2, "stream": true})");
+  for (int i = 0; i < 4; ++i) EXPECT_NE(s.find("\"index\":" + std::to_string(i)), std::string::npos) << s;
+  // Echo: the prompt text (decoded for token ids) before each choice's text, streamed as a first chunk.
+  json e = body_of(http(port, "POST", "/v1/completions", R"({"prompt": ["hi", [3, 107]], "echo": true, "max_tokens": 2})"));
+  EXPECT_EQ(e["choices"][0]["text"], "hiab");
+  EXPECT_EQ(e["choices"][1]["text"], std::string("\0h", 2) + "ab");
+  std::string es = http(port, "POST", "/v1/completions", R"({"prompt": "hi", "echo": true, "max_tokens": 2, "stream": true})");
+  EXPECT_NE(es.find("\"text\":\"hi\""), std::string::npos) << es;
+  // logit_bias ids are checked against the vocabulary; other refused fields answer 400 too.
+  std::string lb = http(port, "POST", "/v1/completions", R"({"prompt": "hi", "logit_bias": {"259": 1}})");
+  EXPECT_NE(lb.find("400 Bad Request"), std::string::npos) << lb;
+  EXPECT_EQ(body_of(lb)["error"]["param"], "logit_bias");
+  json t = body_of(http(port, "POST", "/v1/chat/completions",
+                        R"({"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function"}]})"));
+  EXPECT_EQ(t["error"]["param"], "tools");
+  json ct = body_of(http(port, "POST", "/v1/chat/completions",
+                         R"({"messages": [{"role": "user", "content": [{"type": 5, "text": "x"}]}]})"));
+  EXPECT_EQ(ct["error"]["type"], "invalid_request_error");
+  EXPECT_EQ(ct["error"]["param"], "messages[0].content[0].type");
+  // Budget 100 entries: n 2 x 30 tokens x (1 + 1 top logprob) = 120 is refused whole, allowed streamed.
+  const char* big = R"({"prompt": "hi", "n": 2, "max_tokens": 30, "logprobs": 1})";
+  json b = body_of(http(port, "POST", "/v1/completions", big));
+  EXPECT_EQ(b["error"]["param"], "max_tokens") << b;
+  EXPECT_EQ(b["error"]["code"], "response_too_large");
+  std::string bs = http(port, "POST", "/v1/completions",
+                        R"({"prompt": "hi", "n": 2, "max_tokens": 30, "logprobs": 1, "stream": true})");
+  EXPECT_NE(bs.find("data: [DONE]"), std::string::npos) << bs.substr(0, 300);
+  EXPECT_EQ(body_of(http(port, "POST", "/v1/completions", R"({"prompt": "hi", "n": 2, "max_tokens": 25, "logprobs": 1})"))
+                ["choices"].size(), 2u);
   srv.shutdown();
 }

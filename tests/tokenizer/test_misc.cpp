@@ -2,6 +2,7 @@
 // tokenizer metadata (in code, through GGUF bytes, and malformed SentencePiece protobufs).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <functional>
 
 #include "common/test_env.h"
@@ -78,6 +79,41 @@ TEST(ChatTemplate, Llama2AndFallback) {
                                 true),
             "<s>[INST] <<SYS>>\nS\n<</SYS>>\n\nU1 [/INST] A1 </s><s>[INST] U2 [/INST]");
   EXPECT_EQ(apply_chat_template("", {{"user", "Hi"}}, true), "user: Hi\nassistant:");
+}
+
+// render_chat marks every message content (and only contents) as literal, for each template family.
+TEST(ChatTemplate, ContentRangesCoverExactlyTheMessages) {
+  const std::vector<ChatMessage> msgs = {{"system", "S"}, {"user", "U1"}, {"assistant", "A1"}, {"user", "U2"}};
+  for (const char* tmpl : {"<|im_start|>", "... [INST] ...", ""}) {
+    const ChatPrompt p = render_chat(tmpl, msgs, true);
+    EXPECT_EQ(p.text, apply_chat_template(tmpl, msgs, true));
+    std::vector<std::string> got;
+    for (const auto& r : p.content) got.push_back(p.text.substr(r.begin, r.end - r.begin));
+    EXPECT_EQ(got, (std::vector<std::string>{"S", "U1", "A1", "U2"})) << "template: " << tmpl;
+  }
+}
+
+// A special-token text overlapping a literal range is plain text; elsewhere it is still special.
+TEST(Tokenizer, LiteralRangesAreNeverSpecial) {
+  auto tok = make_bpe_tokenizer(test::tiny_bpe_vocab({"a b"}));
+  const int32_t eot = tok->token_id("<|endoftext|>");
+  ASSERT_GE(eot, 0);
+  const std::string text = "a<|endoftext|>b<|endoftext|>";  // specials at [1, 14) and [15, 28)
+  auto has_eot = [&](std::vector<TextRange> lit) {
+    auto ids = tok->encode(text, false, true, lit);
+    return std::count(ids.begin(), ids.end(), eot);
+  };
+  EXPECT_EQ(has_eot({}), 2);
+  EXPECT_EQ(has_eot({{1, 14}}), 1);   // the first is literal
+  EXPECT_EQ(has_eot({{0, 2}}), 1);    // a literal range holding only its first byte
+  EXPECT_EQ(has_eot({{13, 16}}), 0);  // one range touching both
+  EXPECT_EQ(has_eot({{14, 15}}), 2);  // the "b" between them
+  EXPECT_EQ(tok->encode(text, false, true, std::vector<TextRange>{{1, 14}}),
+            [&] {
+              auto ids = tok->encode("a<|endoftext|>b", false, false);
+              ids.push_back(eot);
+              return ids;
+            }());
 }
 
 void expect_error(const std::function<void()>& f, const std::string& needle) {

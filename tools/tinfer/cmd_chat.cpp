@@ -32,12 +32,12 @@ int cmd_chat(int argc, char** argv) {
     if (!std::getline(std::cin, line) || line == "/exit") break;
     if (line.empty()) continue;
     history.push_back({"user", line});
-    std::vector<int32_t> toks =
-        tok.encode(apply_chat_template(tmpl, history, true), tok.add_bos_by_default() && tok.bos() >= 0, true);
+    const bool bos = tok.add_bos_by_default() && tok.bos() >= 0;
+    std::vector<int32_t> toks = encode_chat(tok, tmpl, history, true, bos);
     const int64_t answer_room = args.integer("-n");
     while (int64_t(toks.size()) + answer_room > session.max_ctx() && history.size() > 1) {
       history.erase(history.begin());  // drop the oldest turns until the new one fits
-      toks = tok.encode(apply_chat_template(tmpl, history, true), tok.add_bos_by_default() && tok.bos() >= 0, true);
+      toks = encode_chat(tok, tmpl, history, true, bos);
     }
     size_t common = 0;
     const auto& cached = session.tokens();
@@ -47,7 +47,7 @@ int cmd_chat(int argc, char** argv) {
     GenerateOptions opts;
     opts.max_tokens = answer_room;
     opts.sampling = sp;
-    if (sp.seed >= 0) opts.sampling.seed = sp.seed + turn;
+    if (sp.seed) opts.sampling.seed = *sp.seed + static_cast<uint64_t>(turn);
     std::string answer;
     TextStream text_out(tok, false);  // the reply follows the chat template, never BOS alone
     GenerateStats st = generate(session, tok, std::vector<int32_t>(toks.begin() + common, toks.end()), opts,

@@ -23,10 +23,10 @@ int cmd_run(int argc, char** argv) {
   check(n >= 0, "-n must be >= 0");
   Loaded l = load_model(args);
   const Tokenizer& tok = l.model->tokenizer();
-  std::string text = args.str("--prompt");
-  bool chat = args.flag("--chat");
-  if (chat) text = apply_chat_template(l.model->chat_template(), {{"user", text}}, true);
-  std::vector<int32_t> prompt = encode_prompt(tok, text, chat);
+  std::vector<int32_t> prompt =
+      args.flag("--chat") ? encode_chat(tok, l.model->chat_template(), {{"user", args.str("--prompt")}}, true,
+                                        tok.add_bos_by_default() && tok.bos() >= 0)
+                          : encode_prompt(tok, args.str("--prompt"));
   Session session(*l.backend, context_length(args, *l.model));
   GenerateOptions opts;
   opts.max_tokens = n;

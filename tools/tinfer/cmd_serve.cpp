@@ -29,7 +29,10 @@ int cmd_serve(int argc, char** argv) {
               {"--long-request-tokens", "max_tokens above this: the background class (0 = none)", true, "1024"},
               {"--max-long-in-flight", "background-class requests running at once", true, "2"},
               {"--http-threads", "HTTP worker threads (one per open connection)", true, "512"},
-              {"--shutdown-grace", "seconds in-flight requests get on SIGTERM before abort", true, "5"}});
+              {"--shutdown-grace", "seconds in-flight requests get on SIGTERM before abort", true, "5"},
+              {"--max-response-entries",
+               "non-streamed responses: most choices x max_tokens x (1 + top_logprobs); beyond: 400", true,
+               "262144"}});
   Args args(argc, argv, spec,
             "tinfer serve -m MODEL [--host H] [--port P] [engine flags] [--api-key KEY] [--served-model-name NAME]");
   EngineConfig ec = engine_config(args);
@@ -47,6 +50,7 @@ int cmd_serve(int argc, char** argv) {
   sc.max_body_bytes = args.integer("--max-body-bytes");
   sc.http_threads = static_cast<int>(args.integer("--http-threads"));
   sc.shutdown_grace_s = args.number("--shutdown-grace");
+  sc.max_response_entries = args.integer("--max-response-entries");
 
   // Signals are blocked in every thread (the mask is inherited) and taken by sigwait below, so no
   // handler runs in an arbitrary thread; writes to closed sockets fail with EPIPE instead of killing us.

@@ -21,9 +21,11 @@ int cmd_tokenize(int argc, char** argv) {
   opts.tokenizer_path = args.str("--tokenizer");
   auto model = Model::load(args.str("--model"), opts);
   const Tokenizer& tok = model->tokenizer();
-  std::string text = args.str("--prompt");
-  if (args.flag("--chat")) text = apply_chat_template(model->chat_template(), {{"user", text}}, true);
-  auto ids = tok.encode(text, args.flag("--bos"), args.flag("--special") || args.flag("--chat"));
+  ChatPrompt p{args.str("--prompt"), {}};
+  if (args.flag("--chat")) p = render_chat(model->chat_template(), {{"user", p.text}}, true);
+  // --chat parses the template's special tokens but never the message's, unless --special asks for both.
+  if (args.flag("--special")) p.content.clear();
+  auto ids = tok.encode(p.text, args.flag("--bos"), args.flag("--special") || args.flag("--chat"), p.content);
   for (int32_t id : ids) std::printf("%6d  '%s'\n", id, tok.token_bytes(id, true).c_str());
   std::printf("%zu tokens\n", ids.size());
   return 0;

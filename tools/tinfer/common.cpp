@@ -76,7 +76,7 @@ SamplingParams sampling_params(const Args& args) {
   p.repetition_penalty = float(args.number("--repeat-penalty"));
   p.presence_penalty = float(args.number("--presence-penalty"));
   p.frequency_penalty = float(args.number("--frequency-penalty"));
-  p.seed = args.integer("--seed");
+  if (const int64_t seed = args.integer("--seed"); seed >= 0) p.seed = static_cast<uint64_t>(seed);  // -1: random
   auto problems = p.validate();
   if (!problems.empty()) {
     std::string msg = "invalid sampling parameters:";

@@ -33,13 +33,14 @@ class BpeTokenizer final : public VocabTokenizer {
     }
   }
 
-  std::vector<int32_t> encode(std::string_view text, bool add_bos, bool parse_special) const override {
+  std::vector<int32_t> encode(std::string_view text, bool add_bos, bool parse_special,
+                              std::span<const TextRange> literal) const override {
     std::vector<int32_t> out;
     const VocabData& d = vocab_.data();
     if (add_bos && d.bos >= 0) out.push_back(d.bos);
     std::vector<std::string_view> words;
     std::vector<MergeSymbol> syms;
-    for (const auto& frag : vocab_.split_special(text, parse_special)) {
+    for (const auto& frag : vocab_.split_special(text, parse_special, literal)) {
       if (frag.id >= 0) {
         out.push_back(frag.id);
         continue;

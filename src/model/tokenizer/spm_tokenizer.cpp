@@ -23,13 +23,14 @@ class SpmTokenizer final : public VocabTokenizer {
     }
   }
 
-  std::vector<int32_t> encode(std::string_view text, bool add_bos, bool parse_special) const override {
+  std::vector<int32_t> encode(std::string_view text, bool add_bos, bool parse_special,
+                              std::span<const TextRange> literal) const override {
     std::vector<int32_t> out;
     const VocabData& d = vocab_.data();
     if (add_bos && d.bos >= 0) out.push_back(d.bos);
     bool after_special = true;  // the dummy prefix goes before the text and after each special token
     std::string buf;
-    for (const auto& frag : vocab_.split_special(text, parse_special)) {
+    for (const auto& frag : vocab_.split_special(text, parse_special, literal)) {
       if (frag.id >= 0) {
         out.push_back(frag.id);
         after_special = true;

@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -11,6 +12,11 @@ namespace tinfer {
 
 class GgufFile;
 
+// A byte range [begin, end) of a text.
+struct TextRange {
+  size_t begin = 0, end = 0;
+};
+
 enum class TokenAttr : int32_t { normal = 1, unknown = 2, control = 3, user_defined = 4, unused = 5, byte = 6 };
 
 class Tokenizer {
@@ -18,8 +24,11 @@ class Tokenizer {
   virtual ~Tokenizer() = default;
 
   // Encodes text. add_bos prepends BOS; parse_special lets control/user-defined token texts in
-  // `text` (e.g. "<|im_start|>") map to their ids instead of being split as plain text.
-  virtual std::vector<int32_t> encode(std::string_view text, bool add_bos, bool parse_special = false) const = 0;
+  // `text` (e.g. "<|im_start|>") map to their ids instead of being split as plain text -- except
+  // where such a text overlaps a `literal` range (sorted, disjoint): chat message contents, which
+  // must never forge the template's special tokens. Fragment boundaries are otherwise unchanged.
+  virtual std::vector<int32_t> encode(std::string_view text, bool add_bos, bool parse_special = false,
+                                      std::span<const TextRange> literal = {}) const = 0;
   // The raw bytes a token stands for (byte tokens decoded, SentencePiece U+2581 -> ' ', gpt2 byte
   // mapping undone). Control tokens give "" unless render_special.
   virtual std::string token_bytes(int32_t id, bool render_special = false) const = 0;
@@ -58,7 +67,17 @@ struct ChatMessage {
   std::string role;
   std::string content;
 };
+// A rendered chat prompt: the template's text with each message's content at a `content` range.
+struct ChatPrompt {
+  std::string text;
+  std::vector<TextRange> content;  // sorted, disjoint
+};
+ChatPrompt render_chat(const std::string& tmpl, const std::vector<ChatMessage>& messages, bool add_generation_prompt);
 std::string apply_chat_template(const std::string& tmpl, const std::vector<ChatMessage>& messages,
                                 bool add_generation_prompt);
+// The chat prompt's token ids (BOS first when add_bos and the vocabulary has one): special tokens
+// are recognised in the template's text only, message contents are always plain text.
+std::vector<int32_t> encode_chat(const Tokenizer& tok, const std::string& tmpl, const std::vector<ChatMessage>& messages,
+                                 bool add_generation_prompt, bool add_bos);
 
 }  // namespace tinfer

@@ -66,7 +66,8 @@ int32_t Vocab::find(std::string_view piece) const {
 
 bool Vocab::is_eog(int32_t id) const { return in_range(id) && eog_[id]; }
 
-std::vector<Vocab::Fragment> Vocab::split_special(std::string_view text, bool parse_special) const {
+std::vector<Vocab::Fragment> Vocab::split_special(std::string_view text, bool parse_special,
+                                                  std::span<const TextRange> literal) const {
   std::vector<Fragment> out;
   if (!parse_special || specials_.empty()) {
     if (!text.empty()) out.push_back({-1, text});
@@ -76,13 +77,15 @@ std::vector<Vocab::Fragment> Vocab::split_special(std::string_view text, bool pa
   // small set of bytes ('<', '[' ...), so a first-byte filter keeps this near linear.
   bool first_byte[256] = {};
   for (int32_t id : specials_) first_byte[static_cast<uint8_t>(d_.tokens[id][0])] = true;
-  size_t raw_start = 0, i = 0;
+  size_t raw_start = 0, i = 0, lit = 0;  // literal[lit] is the first range not wholly before i
   while (i < text.size()) {
     int32_t hit = -1;
-    if (first_byte[static_cast<uint8_t>(text[i])]) {
+    while (lit < literal.size() && literal[lit].end <= i) ++lit;
+    if (first_byte[static_cast<uint8_t>(text[i])] && !(lit < literal.size() && literal[lit].begin <= i)) {
       for (int32_t id : specials_) {
         const std::string& t = d_.tokens[id];
-        if (text.compare(i, t.size(), t) == 0) {
+        // A match running into a literal range is no match (a content may not complete a special).
+        if (text.compare(i, t.size(), t) == 0 && !(lit < literal.size() && literal[lit].begin < i + t.size())) {
           hit = id;
           break;
         }

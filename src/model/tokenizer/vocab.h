@@ -47,9 +47,10 @@ class Vocab {
     int32_t id = -1;  // >= 0: special token
     std::string_view text;
   };
-  // Splits `text` at occurrences of control/user-defined token texts (longest match first);
-  // without parse_special the whole text is one raw fragment.
-  std::vector<Fragment> split_special(std::string_view text, bool parse_special) const;
+  // Splits `text` at occurrences of control/user-defined token texts (longest match first) that
+  // overlap no `literal` range; without parse_special the whole text is one raw fragment.
+  std::vector<Fragment> split_special(std::string_view text, bool parse_special,
+                                      std::span<const TextRange> literal = {}) const;
 
  private:
   VocabData d_;

@@ -1,0 +1,94 @@
+// The table of refused fields. A row: the field, the endpoints it applies to, whether a given value
+// asks for nothing (accepted), and what to tell the client instead.
+#include "server/refused_fields.h"
+
+#include <nlohmann/json.hpp>
+
+#include "server/api_error.h"
+
+namespace tinfer::server {
+namespace {
+
+using nlohmann::json;
+
+enum Where { kCompletions = 1, kChat = 2, kBoth = 3 };
+
+struct Refused {
+  const char* name;
+  Where where;
+  bool (*harmless)(const json& v, int n);  // null counts as harmless always
+  const char* why;
+};
+
+bool never(const json&, int) { return false; }
+bool empty_list(const json& v, int) { return v.is_array() && v.empty(); }
+bool is_false(const json& v, int) { return v.is_boolean() && !v.get<bool>(); }
+bool is_zero(const json& v, int) { return v.is_number() && v.get<double>() == 0; }
+bool is_none(const json& v, int) { return v.is_string() && v.get<std::string>() == "none"; }
+bool is_text_format(const json& v, int) {
+  return v.is_object() && v.size() == 1 && v.contains("type") && v["type"] == "text";
+}
+bool empty_string(const json& v, int) { return v.is_string() && v.get<std::string>().empty(); }
+bool best_of_is_n(const json& v, int n) { return v.is_number_integer() && v.get<int64_t>() == n; }
+bool is_true(const json& v, int) { return v.is_boolean() && v.get<bool>(); }
+bool text_only(const json& v, int) { return v.is_array() && v.size() == 1 && v[0] == "text"; }
+
+const Refused kRefused[] = {
+    // OpenAI fields.
+    {"tools", kChat, empty_list, "tool calling is not supported"},
+    {"tool_choice", kChat, is_none, "tool calling is not supported (only \"none\" is accepted)"},
+    {"parallel_tool_calls", kChat, never, "is only meaningful with 'tools', which are not supported"},
+    {"functions", kChat, empty_list, "function calling is not supported"},
+    {"function_call", kChat, is_none, "function calling is not supported (only \"none\" is accepted)"},
+    {"response_format", kBoth, is_text_format, "structured output (JSON mode / json_schema) is not supported; "
+                                               "only {\"type\": \"text\"} is accepted"},
+    {"suffix", kCompletions, empty_string, "insertion (suffix) is not supported"},
+    {"best_of", kCompletions, best_of_is_n, "server-side best-of ranking is not supported; best_of must equal n"},
+    {"prediction", kChat, never, "predicted outputs are not supported"},
+    {"audio", kChat, never, "audio output is not supported"},
+    {"modalities", kChat, text_only, "only [\"text\"] output is supported"},
+    {"reasoning_effort", kChat, never, "this model does not take a reasoning effort"},
+    {"web_search_options", kChat, never, "web search is not supported"},
+    {"echo", kChat, is_false, "echo is a /v1/completions field; chat echo is not supported"},
+    // vLLM extensions a client may send expecting them to work.
+    {"prompt_logprobs", kBoth, is_zero, "prompt logprobs are not supported"},
+    {"guided_json", kBoth, never, "guided decoding is not supported"},
+    {"guided_regex", kBoth, never, "guided decoding is not supported"},
+    {"guided_choice", kBoth, never, "guided decoding is not supported"},
+    {"guided_grammar", kBoth, never, "guided decoding is not supported"},
+    {"structured_outputs", kBoth, never, "guided decoding is not supported"},
+    {"use_beam_search", kBoth, is_false, "beam search is not supported"},
+    {"min_tokens", kBoth, is_zero, "min_tokens is not supported"},
+    {"stop_token_ids", kBoth, empty_list, "stop_token_ids is not supported; use 'stop' strings"},
+    {"include_stop_str_in_output", kBoth, is_false, "stop strings are never included in the output"},
+    {"skip_special_tokens", kBoth, is_true, "special tokens are always skipped in the text"},
+    {"return_tokens_as_token_ids", kBoth, is_false, "logprob tokens are always returned as text"},
+    {"truncate_prompt_tokens", kBoth, never, "prompt truncation is not supported"},
+    {"chat_template", kChat, never, "the model's own chat template is always used"},
+    {"chat_template_kwargs", kChat, never, "chat template arguments are not supported"},
+    {"add_generation_prompt", kChat, is_true, "the assistant generation prompt is always added"},
+    {"continue_final_message", kChat, is_false, "continuing the final message is not supported"},
+    {"documents", kChat, never, "documents (RAG templates) are not supported"},
+};
+
+}  // namespace
+
+void refuse_unsupported_fields(const json& body, bool chat, int n) {
+  const Where here = chat ? kChat : kCompletions;
+  for (const Refused& r : kRefused) {
+    if (!(r.where & here)) continue;
+    auto it = body.find(r.name);
+    if (it == body.end() || it->is_null() || r.harmless(*it, n)) continue;
+    throw ApiError(400, std::string("'") + r.name + "' is not supported by this server: " + r.why, r.name,
+                   "unsupported_parameter");
+  }
+}
+
+std::vector<std::string> refused_field_names(bool chat) {
+  std::vector<std::string> out;
+  for (const Refused& r : kRefused)
+    if (r.where & (chat ? kChat : kCompletions)) out.emplace_back(r.name);
+  return out;
+}
+
+}  // namespace tinfer::server
