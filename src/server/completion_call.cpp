@@ -148,6 +148,7 @@ std::unique_ptr<CompletionCall> CompletionCall::start(ServerContext& ctx, const 
     gr.sampling = req.sampling;
     gr.max_tokens = req.max_tokens;
     gr.ignore_eos = req.ignore_eos;
+    gr.stop_token_ids = req.stop_token_ids;
     gr.n = req.n;
     try {
       pc.resolved.emplace(ctx.driver.engine().resolve(std::move(gr)));

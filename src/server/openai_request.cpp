@@ -233,6 +233,11 @@ CompletionRequest parse_completion_request(const json& body, bool chat) {
     if (r.echo && s.logprobs) bad("echo", "cannot be combined with 'logprobs' (prompt logprobs are not supported)");
   }
   if (auto v = field(body, "ignore_eos")) r.ignore_eos = get_bool(*v, "ignore_eos");
+  if (auto v = field(body, "stop_token_ids"); v && !v->is_null()) {
+    if (!v->is_array() || v->size() > kMaxStopTokenIds)
+      bad("stop_token_ids", "must be a list of at most " + std::to_string(kMaxStopTokenIds) + " token ids");
+    if (!v->empty()) r.stop_token_ids = token_ids(*v, "stop_token_ids");  // (vocabulary: checked by the engine)
+  }
   if (auto v = field(body, "user")) r.user = get_str(*v, "user");
   refuse_unsupported_fields(body, chat, r.n);
   for (const auto& msg : s.validate()) throw ApiError(400, msg, "", "invalid_value");

@@ -35,11 +35,13 @@ struct CompletionRequest {
   int completion_logprobs = -1;  // completions "logprobs": N top entries; -1 = off
   bool chat_logprobs = false;    // chat "logprobs": true
   bool ignore_eos = false;       // vLLM extension, handy for benchmarks
+  std::vector<int32_t> stop_token_ids;  // vLLM extension: finish with "stop" when one is sampled (kept in the text)
   std::string user;
 };
 
 constexpr int kMaxN = 16;  // bounds n, and prompts x n for a list of prompts
 constexpr int kMaxStops = 8;
+constexpr int kMaxStopTokenIds = 64;
 
 // Parses a request body already decoded as JSON. `chat` selects the endpoint's schema.
 CompletionRequest parse_completion_request(const nlohmann::json& body, bool chat);

@@ -59,7 +59,6 @@ const Refused kRefused[] = {
     {"structured_outputs", kBoth, never, "guided decoding is not supported"},
     {"use_beam_search", kBoth, is_false, "beam search is not supported"},
     {"min_tokens", kBoth, is_zero, "min_tokens is not supported"},
-    {"stop_token_ids", kBoth, empty_list, "stop_token_ids is not supported; use 'stop' strings"},
     {"include_stop_str_in_output", kBoth, is_false, "stop strings are never included in the output"},
     {"skip_special_tokens", kBoth, is_true, "special tokens are always skipped in the text"},
     {"return_tokens_as_token_ids", kBoth, is_false, "logprob tokens are always returned as text"},

@@ -28,6 +28,20 @@ ApiError error_of(const char* text, bool chat = false) {
 }
 }  // namespace
 
+// vLLM's stop_token_ids is served: a list of ids handed to the engine (which checks them against the
+// vocabulary); anything but a short list of non-negative integers is refused naming the field.
+TEST(Request, StopTokenIdsParsed) {
+  CompletionRequest r = parse_completion_request(nlohmann::json::parse(R"({"prompt": "x", "stop_token_ids": [5, 7]})"), false);
+  EXPECT_EQ(r.stop_token_ids, (std::vector<int32_t>{5, 7}));
+  EXPECT_TRUE(parse_completion_request(nlohmann::json::parse(R"({"prompt": "x", "stop_token_ids": []})"), false)
+                  .stop_token_ids.empty());
+  EXPECT_EQ(error_of(R"({"prompt": "x", "stop_token_ids": [-1]})").param, "stop_token_ids[0]");
+  EXPECT_EQ(error_of(R"({"prompt": "x", "stop_token_ids": 5})").param, "stop_token_ids");
+  std::string many = R"({"prompt": "x", "stop_token_ids": [)";
+  for (int i = 0; i < kMaxStopTokenIds + 1; ++i) many += (i ? "," : "") + std::to_string(i);
+  EXPECT_EQ(error_of((many + "]}").c_str()).param, "stop_token_ids");
+}
+
 // Fields for features the server lacks are refused by name (they were once accepted and ignored, so
 // a client asking for JSON mode or tools believed it got them); values asking for nothing pass.
 TEST(Request, RefusesUnsupportedFeaturesByName) {

@@ -118,6 +118,7 @@ def test_bad_input(srv):
     expect_error(srv, "POST", C, {"prompt": "x", "model": "gpt-4"}, 400, "model")
     expect_error(srv, "POST", C, b'{"prompt": "\xff\xfe bad utf8"}', 400)
     expect_error(srv, "POST", C, {"prompt": [1] * 3000}, 400, "prompt")  # longer than the context
+    expect_error(srv, "POST", C, {"prompt": "x", "stop_token_ids": [10**6]}, 400, "stop_token_ids")  # not in vocab
     expect_error(srv, "POST", "/v1/chat/completions", {"messages": "hi"}, 400, "messages")
     expect_error(srv, "POST", "/v1/chat/completions", {"messages": [{"role": "robot", "content": "x"}]}, 400,
                  "messages[0].role")
