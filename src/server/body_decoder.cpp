@@ -27,7 +27,8 @@ DecodeResult inflate_bounded(std::string_view in, BodyCoding coding, size_t max_
   if (coding == BodyCoding::kUnsupported) return DecodeResult::kCorrupt;
   z_stream zs{};
   // 16 + MAX_WBITS: gzip wrapper only; MAX_WBITS: zlib wrapper (what HTTP calls "deflate").
-  if (inflateInit2(&zs, coding == BodyCoding::kGzip ? 16 + MAX_WBITS : MAX_WBITS) != Z_OK) return DecodeResult::kCorrupt;
+  if (inflateInit2(&zs, coding == BodyCoding::kGzip ? 16 + MAX_WBITS : MAX_WBITS) != Z_OK)
+    return DecodeResult::kCorrupt;
   zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
   zs.avail_in = static_cast<uInt>(in.size());  // callers cap bodies far below 4 GiB
   char buf[1 << 16];

@@ -242,7 +242,7 @@ void CompletionCall::run(const WriteFn& write) {
         if (stream) out += sse(stream_chunk(s.meta, static_cast<int>(i), delta, &recs, "abort", false));
       }
     }
-    // A write is the only way httplib 0.11 lets us notice a vanished client: after a quiet
+    // A failed write is how the HTTP layer notices a vanished client: after a quiet
     // heartbeat period, send an SSE comment (streams) or a leading JSON space (whole responses).
     if (out.empty() && !all_done() && Clock::now() - last_write >= heartbeat) out = stream ? ": keep-alive\n\n" : " ";
     if (!out.empty()) {

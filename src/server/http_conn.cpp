@@ -33,29 +33,45 @@ using Clock = std::chrono::steady_clock;
 
 const char* reason_phrase(int s) {
   switch (s) {
-    case 100: return "Continue";
-    case 200: return "OK";
-    case 400: return "Bad Request";
-    case 401: return "Unauthorized";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 408: return "Request Timeout";
-    case 413: return "Payload Too Large";
-    case 415: return "Unsupported Media Type";
-    case 429: return "Too Many Requests";
-    case 431: return "Request Header Fields Too Large";
-    case 500: return "Internal Server Error";
-    case 501: return "Not Implemented";
-    case 503: return "Service Unavailable";
-    case 505: return "HTTP Version Not Supported";
-    default: return s < 300 ? "OK" : s < 500 ? "Bad Request" : "Internal Server Error";
+    case 100:
+      return "Continue";
+    case 200:
+      return "OK";
+    case 400:
+      return "Bad Request";
+    case 401:
+      return "Unauthorized";
+    case 404:
+      return "Not Found";
+    case 405:
+      return "Method Not Allowed";
+    case 408:
+      return "Request Timeout";
+    case 413:
+      return "Payload Too Large";
+    case 415:
+      return "Unsupported Media Type";
+    case 429:
+      return "Too Many Requests";
+    case 431:
+      return "Request Header Fields Too Large";
+    case 500:
+      return "Internal Server Error";
+    case 501:
+      return "Not Implemented";
+    case 503:
+      return "Service Unavailable";
+    case 505:
+      return "HTTP Version Not Supported";
+    default:
+      return s < 300 ? "OK" : s < 500 ? "Bad Request" : "Internal Server Error";
   }
 }
 
 namespace {
 
 constexpr size_t kReadStep = 64 << 10;
-constexpr int kReadStepsPerWake = 16;  // one busy client cannot monopolise the reactor
+constexpr int kReadStepsPerWake = 16;              // one busy client cannot monopolise the reactor
 constexpr auto kLinger = std::chrono::seconds(1);  // after a refusal: drain what the client still sends
 
 Clock::duration secs(double s) { return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s)); }
@@ -104,11 +120,11 @@ struct Conn {
   RequestParser parser;
   Clock::time_point opened;
   Clock::time_point idle_deadline, head_deadline, body_deadline;
-  bool fresh = true;         // no request answered yet
-  bool head_timed = false;   // head_deadline set for the current request
+  bool fresh = true;        // no request answered yet
+  bool head_timed = false;  // head_deadline set for the current request
   bool body_timed = false;
   bool sent_continue = false;
-  bool lingering = false;    // refused: write side shut, discarding input until EOF or linger_deadline
+  bool lingering = false;  // refused: write side shut, discarding input until EOF or linger_deadline
   Clock::time_point linger_deadline;
 };
 
@@ -126,7 +142,7 @@ struct HttpListener::Impl {
 
   std::mutex mu;  // guards everything below
   std::condition_variable work_cv;
-  std::deque<std::unique_ptr<Conn>> ready;     // reactor -> workers
+  std::deque<std::unique_ptr<Conn>> ready;      // reactor -> workers
   std::vector<std::unique_ptr<Conn>> returned;  // workers -> reactor
   int busy = 0;                                 // workers holding a connection
   bool stopping = false;
@@ -153,6 +169,7 @@ struct HttpListener::Impl {
   // ---- reactor side ----
 
   std::unordered_map<int, std::unique_ptr<Conn>> conns;  // reactor-owned, by fd
+  Clock::time_point accept_paused_until{};               // set while accept() lacks descriptors
 
   void watch(std::unique_ptr<Conn> c) {
     epoll_event ev{};
@@ -268,7 +285,13 @@ struct HttpListener::Impl {
       int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
       if (fd < 0) {
         if (errno == EINTR || errno == ECONNABORTED) continue;
-        return;  // EAGAIN, or EMFILE/ENFILE: retried at the next wake-up
+        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+          // Out of descriptors: the pending connection stays in the backlog, and the level-triggered
+          // listening socket would wake us at once forever; stop watching it for a moment.
+          ::epoll_ctl(epoll_fd, EPOLL_CTL_DEL, listen_fd, nullptr);
+          accept_paused_until = Clock::now() + std::chrono::milliseconds(100);
+        }
+        return;  // EAGAIN: all accepted
       }
       int yes = 1;
       ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &yes, sizeof yes);  // SSE chunks are small writes
@@ -336,9 +359,17 @@ struct HttpListener::Impl {
         begin_stop_locked_out();
       }
       Clock::time_point now = Clock::now();
+      if (accept_paused_until != Clock::time_point{} && now >= accept_paused_until && listen_fd >= 0) {
+        accept_paused_until = {};
+        epoll_event ev{};
+        ev.events = EPOLLIN;
+        ev.data.fd = listen_fd;
+        ::epoll_ctl(epoll_fd, EPOLL_CTL_ADD, listen_fd, &ev);
+      }
       // Deadlines: idle and lingering connections close quietly; a partial request gets 408.
       std::vector<int> expired;
       Clock::time_point next = now + std::chrono::seconds(1);
+      if (accept_paused_until != Clock::time_point{}) next = std::min(next, accept_paused_until);
       for (auto& [fd, c] : conns) {
         Clock::time_point d = deadline_of(*c);
         if (d <= now)
@@ -351,8 +382,9 @@ struct HttpListener::Impl {
         bool partial = !c.lingering && c.parser.started();
         if (partial && !(stop_seen && now >= stop_at)) {
           refuse(c, 408,
-                 c.parser.head_done() ? "request body not received within " + std::to_string(cfg.body_timeout_s) + " s"
-                                      : "request head not received within " + std::to_string(cfg.header_timeout_s) + " s");
+                 c.parser.head_done()
+                     ? "request body not received within " + std::to_string(cfg.body_timeout_s) + " s"
+                     : "request head not received within " + std::to_string(cfg.header_timeout_s) + " s");
         } else {
           drop(fd);
         }
@@ -418,8 +450,9 @@ struct HttpListener::Impl {
     } catch (...) {
       res = HttpResponse{};
       res.status = 500;
-      res.set_content("{\"error\":{\"message\":\"internal error\",\"type\":\"server_error\",\"param\":null,\"code\":null}}",
-                      "application/json");
+      res.set_content(
+          "{\"error\":{\"message\":\"internal error\",\"type\":\"server_error\",\"param\":null,\"code\":null}}",
+          "application/json");
     }
     bool keep = req.keep_alive;
     {

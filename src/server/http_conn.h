@@ -18,14 +18,14 @@ namespace tinfer::server {
 
 struct HttpConnConfig {
   std::string host = "127.0.0.1";
-  int port = 0;                  // 0 = any free port
-  int worker_threads = 512;      // requests handled at once (a stream holds one until it ends)
-  int max_connections = 4096;    // open connections; beyond: 503 and close
+  int port = 0;                // 0 = any free port
+  int worker_threads = 512;    // requests handled at once (a stream holds one until it ends)
+  int max_connections = 4096;  // open connections; beyond: 503 and close
   ParseLimits limits;
-  double header_timeout_s = 10;  // connection open / first byte of a request -> whole head received
-  double body_timeout_s = 30;    // head received -> whole body received
-  double keep_alive_s = 2;       // idle connection between requests -> closed
-  double send_stall_s = 2;       // a response write that makes no progress this long fails
+  double header_timeout_s = 10;       // connection open / first byte of a request -> whole head received
+  double body_timeout_s = 30;         // head received -> whole body received
+  double keep_alive_s = 2;            // idle connection between requests -> closed
+  double send_stall_s = 2;            // a response write that makes no progress this long fails
   int send_buffer_bytes = 128 << 10;  // SO_SNDBUF: bounds what a non-reading client leaves queued
 };
 

@@ -10,12 +10,12 @@
 namespace tinfer::server {
 
 struct HttpRequest {
-  std::string method;   // as sent ("GET", "POST", ...)
-  std::string target;   // request-target as sent, query included
-  std::string path;     // target up to '?'
-  int minor_version = 1;  // HTTP/1.<minor_version>
+  std::string method;                                        // as sent ("GET", "POST", ...)
+  std::string target;                                        // request-target as sent, query included
+  std::string path;                                          // target up to '?'
+  int minor_version = 1;                                     // HTTP/1.<minor_version>
   std::vector<std::pair<std::string, std::string>> headers;  // names lower-cased, values trimmed
-  std::string body;     // de-chunked and decoded (Content-Encoding), at most the body limit
+  std::string body;        // de-chunked and decoded (Content-Encoding), at most the body limit
   bool keep_alive = true;  // HTTP/1.1 without "Connection: close", or 1.0 with "keep-alive"
 
   // Value of the first header named `lower_name`, "" if absent.

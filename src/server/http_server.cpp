@@ -52,14 +52,22 @@ void send_error(HttpResponse& res, const ApiError& e) {
 // The layer's own refusals, as OpenAI errors.
 ApiError layer_error(int status, const std::string& message) {
   switch (status) {
-    case 408: return ApiError(408, message, "", "request_timeout");
-    case 413: return ApiError(413, message, "", "body_too_large");
-    case 415: return ApiError(415, message, "", "unsupported_content_encoding");
-    case 431: return ApiError(431, message, "", "headers_too_large");
-    case 501: return ApiError(501, message, "", "not_implemented", "server_error");
-    case 503: return ApiError(503, message, "", "too_many_connections", "service_unavailable");
-    case 505: return ApiError(505, message, "", "http_version_not_supported", "server_error");
-    default: return ApiError(status, message, "", "bad_request");
+    case 408:
+      return ApiError(408, message, "", "request_timeout");
+    case 413:
+      return ApiError(413, message, "", "body_too_large");
+    case 415:
+      return ApiError(415, message, "", "unsupported_content_encoding");
+    case 431:
+      return ApiError(431, message, "", "headers_too_large");
+    case 501:
+      return ApiError(501, message, "", "not_implemented", "server_error");
+    case 503:
+      return ApiError(503, message, "", "too_many_connections", "service_unavailable");
+    case 505:
+      return ApiError(505, message, "", "http_version_not_supported", "server_error");
+    default:
+      return ApiError(status, message, "", "bad_request");
   }
 }
 
@@ -209,9 +217,9 @@ struct HttpServer::Impl {
       send_error(r, ApiError(404, "no route " + q.method + " " + q.path, "", "not_found"));
     } else if (route->second.first != q.method) {
       r.set_header("Allow", route->second.first);
-      send_error(r, ApiError(405,
-                             "method " + q.method + " is not allowed on " + q.path + " (use " + route->second.first + ")",
-                             "", "method_not_allowed"));
+      send_error(
+          r, ApiError(405, "method " + q.method + " is not allowed on " + q.path + " (use " + route->second.first + ")",
+                      "", "method_not_allowed"));
     } else {
       route->second.second(q, r);
     }
@@ -302,7 +310,7 @@ void HttpServer::shutdown() {
   // deadline; returns once every handler has finished, which the abort deadline bounds.
   if (s.listener)
     s.listener->stop(std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                                           std::chrono::duration<double>(s.config.shutdown_grace_s)));
+                                                            std::chrono::duration<double>(s.config.shutdown_grace_s)));
   if (s.driver) s.driver->stop();
 }
 

@@ -13,7 +13,8 @@ namespace {
 constexpr size_t kMaxChunkLine = 1024;  // chunk size + extensions
 
 bool is_tchar(char c) {
-  return std::isalnum(static_cast<unsigned char>(c)) || std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
+  return std::isalnum(static_cast<unsigned char>(c)) ||
+         std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
 }
 
 std::string lower(std::string_view s) {
@@ -120,8 +121,8 @@ RequestParser::Status RequestParser::parse(std::string& buf) {
         for (char c : line) {
           if (!std::isxdigit(static_cast<unsigned char>(c))) return fail(400, "invalid chunk size");
           if (size > limits_.max_body_bytes) break;  // already too large; stops overflow
-          size = size * 16 + static_cast<size_t>(std::isdigit(static_cast<unsigned char>(c)) ? c - '0'
-                                                                                            : std::tolower(c) - 'a' + 10);
+          size = size * 16 + static_cast<size_t>(
+                                 std::isdigit(static_cast<unsigned char>(c)) ? c - '0' : std::tolower(c) - 'a' + 10);
         }
         if (size > limits_.max_body_bytes - req_.body.size())
           return fail(413, "request body larger than " + std::to_string(limits_.max_body_bytes) + " bytes");
@@ -237,7 +238,8 @@ RequestParser::Status RequestParser::parse_head(const std::string& head) {
     return Status::kNeedMore;
   }
   if (has_cl) {
-    if (content_length.empty() || content_length.size() > 19) return content_length.empty() ? fail(400, "empty Content-Length") : fail(413, too_large);
+    if (content_length.empty() || content_length.size() > 19)
+      return content_length.empty() ? fail(400, "empty Content-Length") : fail(413, too_large);
     size_t n = 0;
     for (char c : content_length) {
       if (!std::isdigit(static_cast<unsigned char>(c))) return fail(400, "invalid Content-Length");
@@ -259,7 +261,9 @@ RequestParser::Status RequestParser::finish_body() {
     DecodeResult r = inflate_bounded(req_.body, coding_, limits_.max_body_bytes, decoded);
     if (r == DecodeResult::kTooLarge)
       return fail(413, "decoded request body larger than " + std::to_string(limits_.max_body_bytes) + " bytes");
-    if (r == DecodeResult::kCorrupt) return fail(400, "request body is not valid " + std::string(coding_ == BodyCoding::kGzip ? "gzip" : "deflate") + " data");
+    if (r == DecodeResult::kCorrupt)
+      return fail(
+          400, "request body is not valid " + std::string(coding_ == BodyCoding::kGzip ? "gzip" : "deflate") + " data");
     req_.body = std::move(decoded);
   }
   state_ = State::kDone;

@@ -28,7 +28,7 @@ class RequestParser {
   // and error_message() say what to answer, and the connection must close.
   Status parse(std::string& buf);
 
-  bool started() const { return started_; }     // some byte of the current request has arrived
+  bool started() const { return started_; }  // some byte of the current request has arrived
   bool head_done() const { return state_ != State::kHead; }
   bool expects_continue() const { return expect_continue_; }
   // Method, target and headers once head_done() (the body is still being received).
@@ -49,8 +49,8 @@ class RequestParser {
   ParseLimits limits_;
   State state_ = State::kHead;
   bool started_ = false;
-  size_t head_scan_ = 0;       // where to resume looking for the blank line
-  size_t remaining_ = 0;       // body bytes left (fixed length) or in the current chunk
+  size_t head_scan_ = 0;  // where to resume looking for the blank line
+  size_t remaining_ = 0;  // body bytes left (fixed length) or in the current chunk
   size_t trailer_bytes_ = 0;
   bool expect_continue_ = false;
   BodyCoding coding_ = BodyCoding::kIdentity;

@@ -129,16 +129,16 @@ TEST(RequestParser, ExpectContinueIsKnownOnceTheHeadIsIn) {
 TEST(RequestParser, GzipBodyIsDecodedAndTheDecodedSizeIsLimited) {
   std::string ok = gzip("{\"prompt\": \"x\"}");
   RequestParser p(small_limits());
-  std::string buf = "POST / HTTP/1.1\r\nContent-Encoding: gzip\r\nContent-Length: " + std::to_string(ok.size()) +
-                    "\r\n\r\n" + ok;
+  std::string buf =
+      "POST / HTTP/1.1\r\nContent-Encoding: gzip\r\nContent-Length: " + std::to_string(ok.size()) + "\r\n\r\n" + ok;
   ASSERT_EQ(p.parse(buf), Status::kDone);
   EXPECT_EQ(p.take().body, "{\"prompt\": \"x\"}");
 
   std::string bomb = gzip(std::string(1 << 20, ' '));
   ASSERT_LT(bomb.size(), 4096u);
   RequestParser q(small_limits());
-  buf = "POST / HTTP/1.1\r\nContent-Encoding: gzip\r\nContent-Length: " + std::to_string(bomb.size()) + "\r\n\r\n" +
-        bomb;
+  buf =
+      "POST / HTTP/1.1\r\nContent-Encoding: gzip\r\nContent-Length: " + std::to_string(bomb.size()) + "\r\n\r\n" + bomb;
   EXPECT_EQ(q.parse(buf), Status::kError);
   EXPECT_EQ(q.error_status(), 413);
 }

@@ -30,14 +30,16 @@ int cmd_serve(int argc, char** argv) {
               {"--max-body-bytes", "largest request body; beyond: 413", true, "1048576"},
               {"--long-request-tokens", "max_tokens above this go to the low-priority lane", true, "1024"},
               {"--max-long-in-flight", "long requests in the engine at once", true, "2"},
-              {"--http-threads", "HTTP worker threads (one per open connection)", true, "512"},
+              {"--http-threads", "HTTP worker threads: requests handled at once (a stream holds one until it ends)",
+               true, "512"},
               {"--shutdown-grace", "seconds in-flight requests get on SIGTERM before abort", true, "5"},
               {"--max-connections", "open connections; beyond: 503 and close", true, "1024"},
               {"--header-timeout", "seconds a request's whole head may take to arrive; beyond: 408", true, "10"},
               {"--body-timeout", "seconds a request's whole body may take after its head; beyond: 408", true, "30"},
               {"--send-timeout", "seconds a client may accept no response byte before it is dropped", true, "2"}});
   Args args(argc, argv, spec,
-            "tinfer serve -m MODEL [--host H] [--port P] [engine flags] [--served-model-name NAME]  (API key: env TINFER_API_KEY)");
+            "tinfer serve -m MODEL [--host H] [--port P] [engine flags] [--served-model-name NAME]  (API key: env "
+            "TINFER_API_KEY)");
   EngineConfig ec = engine_config(args);
   server::ServerConfig sc;
   sc.host = args.str("--host");
