@@ -300,6 +300,7 @@ struct HttpListener::Impl {
       Clock::time_point now = Clock::now();
       auto c = std::make_unique<Conn>(fd, cfg.limits, now);
       c->idle_deadline = now + secs(cfg.header_timeout_s);
+      if (open_conns.load() >= cfg.max_connections) evict_one();
       if (open_conns.fetch_add(1) >= cfg.max_connections) {
         HttpResponse r = error_response(503, "too many open connections");
         std::string out = head_text(r, Framing::kLength, false) + r.body;
@@ -309,6 +310,24 @@ struct HttpListener::Impl {
       }
       watch(std::move(c));
     }
+  }
+
+  // At the connection cap, a new client takes the place of one that has not even sent a whole
+  // request head: a lingering one, else an idle one, else the oldest partial head. So a flood of
+  // idle or slow-header connections cannot lock out others; requests being handled are never touched.
+  void evict_one() {
+    int victim = -1, rank = 3;
+    Clock::time_point oldest = Clock::time_point::max();
+    for (auto& [fd, c] : conns) {
+      int r = c->lingering ? 0 : !c->parser.started() ? 1 : !c->parser.head_done() ? 2 : 3;
+      Clock::time_point t = r == 2 ? c->head_deadline : c->opened;
+      if (r < rank || (r == rank && r < 3 && t < oldest)) {
+        victim = fd;
+        rank = r;
+        oldest = t;
+      }
+    }
+    if (victim >= 0) drop(victim);
   }
 
   void take_returned() {
@@ -424,6 +443,7 @@ struct HttpListener::Impl {
         ++busy;
       }
       bool keep = serve(*c);
+      if (c->in.empty()) c->in.shrink_to_fit();  // an idle keep-alive connection keeps no large buffer
       c->fresh = false;
       c->head_timed = c->body_timed = c->sent_continue = false;
       c->idle_deadline = Clock::now() + secs(cfg.keep_alive_s);
@@ -460,12 +480,13 @@ struct HttpListener::Impl {
       keep = keep && !stopping;
     }
     const Clock::duration stall = secs(cfg.send_stall_s);
+    if (req.method == "HEAD") return send_all(c.fd, head_text(res, Framing::kLength, keep), stall) && keep;
     if (!res.stream) return send_all(c.fd, head_text(res, Framing::kLength, keep) + res.body, stall) && keep;
     // HTTP/1.0 has no chunked coding: the body ends when the connection closes.
     const bool chunked = req.minor_version >= 1;
     keep = keep && chunked;
     bool ok = send_all(c.fd, head_text(res, chunked ? Framing::kChunked : Framing::kUntilClose, keep), stall);
-    res.stream([&](std::string_view d) {
+    auto write = [&](std::string_view d) {
       if (!ok) return false;
       if (d.empty()) return true;
       if (!chunked) return ok = send_all(c.fd, d, stall);
@@ -475,7 +496,12 @@ struct HttpListener::Impl {
       chunk.reserve(static_cast<size_t>(k) + d.size() + 2);
       chunk.append(size, static_cast<size_t>(k)).append(d).append("\r\n");
       return ok = send_all(c.fd, chunk, stall);
-    });
+    };
+    try {
+      res.stream(write);
+    } catch (...) {
+      ok = false;  // the head is out: the only way left to say "failed" is an incomplete body
+    }
     if (ok && chunked) ok = send_all(c.fd, "0\r\n\r\n", stall);
     return ok && keep;
   }

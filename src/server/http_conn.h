@@ -18,9 +18,11 @@ namespace tinfer::server {
 
 struct HttpConnConfig {
   std::string host = "127.0.0.1";
-  int port = 0;                // 0 = any free port
-  int worker_threads = 512;    // requests handled at once (a stream holds one until it ends)
-  int max_connections = 4096;  // open connections; beyond: 503 and close
+  int port = 0;              // 0 = any free port
+  int worker_threads = 512;  // requests handled at once (a stream holds one until it ends)
+  // Open connections; at the cap one that has not sent a whole request head is closed to make
+  // room, else the new one gets 503.
+  int max_connections = 1024;
   ParseLimits limits;
   double header_timeout_s = 10;       // connection open / first byte of a request -> whole head received
   double body_timeout_s = 30;         // head received -> whole body received

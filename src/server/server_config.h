@@ -23,7 +23,7 @@ struct ServerConfig {
   int keep_alive_s = 2;              // idle keep-alive connections are closed after this
   // Hostile-client bounds. Memory held for requests being received is at most
   // max_connections * (max_header_bytes + max_body_bytes + 64 KiB).
-  int max_connections = 1024;           // open connections; beyond: 503 and close
+  int max_connections = 1024;           // open connections; beyond: evict one mid-head, else 503
   int64_t max_header_bytes = 32 << 10;  // request line + headers; beyond: 431
   int max_headers = 100;                // header fields; beyond: 431
   double header_timeout_s = 10;         // whole request head must arrive within this; else 408

@@ -24,7 +24,7 @@ SEND_TIMEOUT = 1.0
 RSS_LIMIT_KB = 300 * 1024
 ARGS = ["--kv-memory", "32M", "--max-seqs", "8", "--max-body-bytes", str(MAX_BODY), "--http-threads", "8",
         "--header-timeout", str(HEADER_TIMEOUT), "--body-timeout", "2", "--send-timeout", str(SEND_TIMEOUT),
-        "--shutdown-grace", str(GRACE)]
+        "--shutdown-grace", str(GRACE), "--max-connections", "32"]
 
 
 def check(cond, msg):
@@ -249,6 +249,23 @@ def test_slow_headers(srv):
     check(normal == [200, 200, 200], "normal requests during the slow-client attack: %s" % normal)
 
 
+def test_connection_flood(srv):
+    # 80 idle connections against --max-connections 32: the newest client is still served (idle ones
+    # that sent nothing are closed to make room), and the server holds no more than the cap.
+    socks = [connect(srv.port) for _ in range(80)]
+    try:
+        st, _, _ = srv.request("GET", "/health", timeout=3)
+        check(st == 200, "request during a connection flood: %s" % st)
+        closed = 0
+        for s in socks:
+            if select.select([s], [], [], 0)[0] and s.recv(1) == b"":
+                closed += 1
+        check(closed >= 80 - 32, "only %d of 80 idle connections closed at the cap of 32" % closed)
+    finally:
+        for s in socks:
+            s.close()
+
+
 def test_slow_body(srv):
     s = connect(srv.port)
     send_quietly(s, post_head("/v1/completions", length=100) + b'{"prompt"')
@@ -404,7 +421,8 @@ def main():
     failures = 0
     tests = [("chunked_oversize", test_chunked_oversize), ("gzip_bomb", test_gzip_bomb),
              ("many_and_huge_headers", test_many_and_huge_headers), ("deep_json", test_deep_json),
-             ("slow_headers", test_slow_headers), ("slow_body", test_slow_body),
+             ("slow_headers", test_slow_headers), ("connection_flood", test_connection_flood),
+             ("slow_body", test_slow_body),
              ("brotli_disconnect_aborts", test_brotli_disconnect_aborts),
              ("stalled_reader_aborted", test_stalled_reader_aborted), ("pipelining", test_pipelining),
              ("range_on_post", test_range_on_post), ("expect_continue", test_expect_continue),

@@ -33,7 +33,8 @@ int cmd_serve(int argc, char** argv) {
               {"--http-threads", "HTTP worker threads: requests handled at once (a stream holds one until it ends)",
                true, "512"},
               {"--shutdown-grace", "seconds in-flight requests get on SIGTERM before abort", true, "5"},
-              {"--max-connections", "open connections; beyond: 503 and close", true, "1024"},
+              {"--max-connections", "open connections; beyond: ones without a whole request head are closed first",
+               true, "1024"},
               {"--header-timeout", "seconds a request's whole head may take to arrive; beyond: 408", true, "10"},
               {"--body-timeout", "seconds a request's whole body may take after its head; beyond: 408", true, "30"},
               {"--send-timeout", "seconds a client may accept no response byte before it is dropped", true, "2"}});
