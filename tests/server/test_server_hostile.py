@@ -384,6 +384,30 @@ def test_queue_full_before_body():
         srv.stop()
 
 
+def test_api_key_from_env():
+    # --api-key is readable by every local user in ps: the server warns; TINFER_API_KEY is the quiet way.
+    srv = Server(TINFER, MODEL, "--kv-memory", "16M", "--api-key", "sekrit")
+    try:
+        check(any("TINFER_API_KEY" in line and "--api-key" in line for line in srv.log), "no --api-key warning:\n%s" %
+              "".join(srv.log))
+    finally:
+        srv.stop()
+    os.environ["TINFER_API_KEY"] = "sekrit"
+    try:
+        srv = Server(TINFER, MODEL, "--kv-memory", "16M")
+    finally:
+        del os.environ["TINFER_API_KEY"]
+    try:
+        check(not any("warning" in line for line in srv.log), "warning without --api-key:\n%s" % "".join(srv.log))
+        check(srv.request("GET", "/v1/models")[0] == 401, "TINFER_API_KEY not enforced")
+        check(srv.request("GET", "/v1/models", headers={"Authorization": "Bearer sekrit"})[0] == 200, "key from env")
+        # Refused from the head alone: a 1 MB Content-Length without a body is answered at once.
+        st, _, _ = raw(srv.port, post_head("/v1/completions", length=1 << 20), timeout=3)
+        check(st == 401, "unauthenticated body: %s" % st)
+    finally:
+        srv.stop()
+
+
 def test_sigterm_with_slow_clients(srv):
     # Idle, slow-header and mid-body connections do not hold up shutdown beyond the grace period.
     socks = [connect(srv.port) for _ in range(4)]
@@ -445,7 +469,8 @@ def main():
         failures += not ok
         print("%s peak_rss                   %d MB (limit %d MB)" % ("PASS" if ok else "FAIL", rss >> 10, RSS_LIMIT_KB >> 10))
         for name, fn in [("sigterm_with_slow_clients", lambda: test_sigterm_with_slow_clients(srv)),
-                         ("queue_full_before_body", test_queue_full_before_body)]:
+                         ("queue_full_before_body", test_queue_full_before_body),
+                         ("api_key_from_env", test_api_key_from_env)]:
             t = time.time()
             try:
                 fn()
