@@ -170,6 +170,7 @@ struct HttpListener::Impl {
 
   std::unordered_map<int, std::unique_ptr<Conn>> conns;  // reactor-owned, by fd
   Clock::time_point accept_paused_until{};               // set while accept() lacks descriptors
+  Clock::time_point stop_at = Clock::time_point::max();  // the reactor's copy of stop_deadline
 
   void watch(std::unique_ptr<Conn> c) {
     epoll_event ev{};
@@ -218,7 +219,7 @@ struct HttpListener::Impl {
       d = c.head_deadline;
     else
       d = c.body_deadline;
-    return std::min(d, stop_deadline);
+    return std::min(d, stop_at);
   }
 
   // Parses what is buffered; hands a complete request to the workers. False: the conn left the reactor.
@@ -367,7 +368,6 @@ struct HttpListener::Impl {
     epoll_event evs[64];
     for (;;) {
       bool stop_now;
-      Clock::time_point stop_at;
       {
         std::lock_guard<std::mutex> lk(mu);
         stop_now = stopping;
