@@ -124,6 +124,7 @@ struct Conn {
   bool head_timed = false;  // head_deadline set for the current request
   bool body_timed = false;
   bool sent_continue = false;
+  size_t accounted = 0;    // this connection's share of Impl::buffered
   bool lingering = false;  // refused: write side shut, discarding input until EOF or linger_deadline
   Clock::time_point linger_deadline;
 };
@@ -139,6 +140,7 @@ struct HttpListener::Impl {
   std::thread reactor;
   std::vector<std::thread> workers;
   std::atomic<int> open_conns{0};
+  std::atomic<int64_t> buffered{0};  // request bytes held (reactor buffers + requests not yet handled)
 
   std::mutex mu;  // guards everything below
   std::condition_variable work_cv;
@@ -184,8 +186,16 @@ struct HttpListener::Impl {
     conns.emplace(fd, std::move(c));
   }
 
+  // Brings buffered up to date with what `c` holds now.
+  void account(Conn& c) {
+    size_t now = c.in.capacity() + c.parser.held_bytes();
+    buffered += static_cast<int64_t>(now) - static_cast<int64_t>(c.accounted);
+    c.accounted = now;
+  }
+
   void drop(int fd) {
     ::epoll_ctl(epoll_fd, EPOLL_CTL_DEL, fd, nullptr);
+    buffered -= static_cast<int64_t>(conns.at(fd)->accounted);
     conns.erase(fd);
     open_conns--;
   }
@@ -207,6 +217,7 @@ struct HttpListener::Impl {
     c.in.shrink_to_fit();
     c.parser = RequestParser(cfg.limits);
     c.linger_deadline = Clock::now() + kLinger;
+    account(c);
   }
 
   Clock::time_point deadline_of(const Conn& c) const {
@@ -226,6 +237,7 @@ struct HttpListener::Impl {
   bool advance(int fd) {
     Conn& c = *conns.at(fd);
     RequestParser::Status st = c.parser.parse(c.in);
+    account(c);
     Clock::time_point now = Clock::now();
     if (c.parser.started() && !c.head_timed) {
       c.head_timed = true;
@@ -278,6 +290,10 @@ struct HttpListener::Impl {
       if (c.lingering) continue;  // discarded
       c.in.append(buf, static_cast<size_t>(n));
       if (!advance(fd) || c.lingering) return;
+      if (buffered.load() > static_cast<int64_t>(cfg.max_buffered_bytes)) {
+        refuse(c, 503, "the server holds too many request bytes being received; retry later");
+        return;
+      }
     }
   }
 
@@ -442,7 +458,7 @@ struct HttpListener::Impl {
         ready.pop_front();
         ++busy;
       }
-      bool keep = serve(*c);
+      bool keep = serve(*c);                     // releases the request's bytes once the handler has them
       if (c->in.empty()) c->in.shrink_to_fit();  // an idle keep-alive connection keeps no large buffer
       c->fresh = false;
       c->head_timed = c->body_timed = c->sent_continue = false;
@@ -467,7 +483,13 @@ struct HttpListener::Impl {
     HttpResponse res;
     try {
       handler(req, res);
+      // The handler has taken what it needs: a long stream must not keep the request body.
+      std::string().swap(req.body);
+      buffered -= static_cast<int64_t>(c.accounted);
+      c.accounted = 0;
     } catch (...) {
+      buffered -= static_cast<int64_t>(c.accounted);
+      c.accounted = 0;
       res = HttpResponse{};
       res.status = 500;
       res.set_content(

@@ -24,10 +24,13 @@ struct HttpConnConfig {
   // room, else the new one gets 503.
   int max_connections = 1024;
   ParseLimits limits;
-  double header_timeout_s = 10;       // connection open / first byte of a request -> whole head received
-  double body_timeout_s = 30;         // head received -> whole body received
-  double keep_alive_s = 2;            // idle connection between requests -> closed
-  double send_stall_s = 2;            // a response write that makes no progress this long fails
+  double header_timeout_s = 10;  // connection open / first byte of a request -> whole head received
+  double body_timeout_s = 30;    // head received -> whole body received
+  double keep_alive_s = 2;       // idle connection between requests -> closed
+  double send_stall_s = 2;       // a response write that makes no progress this long fails
+  // All requests being received, or received and not yet handled, hold at most this much together;
+  // a connection that would add more is refused (503), so many bodies at once cannot exhaust memory.
+  size_t max_buffered_bytes = 256 << 20;
   int send_buffer_bytes = 128 << 10;  // SO_SNDBUF: bounds what a non-reading client leaves queued
 };
 

@@ -63,7 +63,7 @@ ApiError layer_error(int status, const std::string& message) {
     case 501:
       return ApiError(501, message, "", "not_implemented", "server_error");
     case 503:
-      return ApiError(503, message, "", "too_many_connections", "service_unavailable");
+      return ApiError(503, message, "", "server_busy", "service_unavailable");
     case 505:
       return ApiError(505, message, "", "http_version_not_supported", "server_error");
     default:
@@ -254,6 +254,7 @@ int HttpServer::start() {
   hc.body_timeout_s = c.body_timeout_s;
   hc.keep_alive_s = c.keep_alive_s;
   hc.send_stall_s = c.send_stall_s;
+  hc.max_buffered_bytes = std::max<size_t>(size_t{256} << 20, 4 * hc.limits.max_body_bytes);
   s.add_routes();
   s.listener = std::make_unique<HttpListener>(
       hc, [&s](const HttpRequest& q, HttpResponse& r) { s.dispatch(q, r); },

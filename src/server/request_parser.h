@@ -31,6 +31,8 @@ class RequestParser {
   bool started() const { return started_; }  // some byte of the current request has arrived
   bool head_done() const { return state_ != State::kHead; }
   bool expects_continue() const { return expect_continue_; }
+  // Bytes of the request being received that the parser holds (body buffer capacity).
+  size_t held_bytes() const { return req_.body.capacity(); }
   // Method, target and headers once head_done() (the body is still being received).
   const HttpRequest& head() const { return req_; }
   int error_status() const { return err_status_; }

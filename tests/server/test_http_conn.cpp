@@ -167,3 +167,36 @@ TEST(HttpConn, StopClosesIdleAndSlowConnectionsByTheDeadline) {
     close(fd);
   }
 }
+
+TEST(HttpConn, BytesHeldAcrossConnectionsAreBounded) {
+  HttpConnConfig cfg = quick();
+  cfg.limits.max_body_bytes = 16384;
+  cfg.max_buffered_bytes = 40000;
+  cfg.body_timeout_s = 5;
+  Fixture f(cfg, echo);
+  std::vector<int> fds;
+  std::string refused;
+  for (int i = 0; i < 6; ++i) {  // each holds ~16 KiB of a body that never completes
+    int fd = dial(f.port);
+    put(fd, "POST / HTTP/1.1\r\nContent-Length: 16384\r\n\r\n" + std::string(12000, 'a'));
+    fds.push_back(fd);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  int n503 = 0;
+  for (int fd : fds) {
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, 100) > 0) {
+      std::string out = drain(fd, 1);
+      n503 += out.rfind("HTTP/1.1 503", 0) == 0;
+    }
+  }
+  EXPECT_GE(n503, 2);  // 6 x ~16 KiB cannot fit in 40000 bytes
+  EXPECT_LE(n503, 5);  // but the first ones were kept
+  for (int fd : fds) close(fd);
+  // Once they are gone the budget is free again.
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  int fd = dial(f.port);
+  put(fd, "POST /ok HTTP/1.1\r\nConnection: close\r\nContent-Length: 10000\r\n\r\n" + std::string(10000, 'b'));
+  EXPECT_EQ(drain(fd).rfind("HTTP/1.1 200", 0), 0u);
+  close(fd);
+}
