@@ -64,7 +64,4 @@ class HttpListener {
   std::unique_ptr<Impl> impl_;
 };
 
-// The status line's reason phrase ("Payload Too Large" for 413, ...).
-const char* reason_phrase(int status);
-
 }  // namespace tinfer::server
