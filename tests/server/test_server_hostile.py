@@ -177,6 +177,28 @@ def test_gzip_bomb(srv):
     check(st == 415, "unsupported content encoding: %s" % st)
 
 
+def test_concurrent_bombs(srv):
+    # 16 gzip bombs at once, each ~32 KB inflating to 32 MiB: all refused, and the peak RSS checked at
+    # the end stays far below what inflating them would take (16 x 32 MiB).
+    bomb = gzip.compress(b'{"prompt": "Once", "max_tokens": 1' + b" " * (32 << 20) + b"}")
+    check(len(bomb) < MAX_BODY, "bomb must pass the wire limit")
+    req = post_head("/v1/completions", b"Content-Encoding: gzip\r\n", len(bomb)) + bomb
+    codes = []
+
+    def one():
+        try:
+            codes.append(raw(srv.port, req, timeout=20)[0])
+        except OSError as e:
+            codes.append(repr(e))
+
+    threads = [threading.Thread(target=one) for _ in range(16)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    check(codes == [413] * 16, "concurrent bombs: %s" % codes)
+
+
 def test_many_and_huge_headers(srv):
     many = b"".join(b"X-Pad-%d: v\r\n" % i for i in range(150))
     st, _, body = raw(srv.port, b"GET /health HTTP/1.1\r\nHost: x\r\n" + many + b"\r\n")
@@ -444,6 +466,7 @@ def main():
     srv = Server(TINFER, MODEL, *ARGS)
     failures = 0
     tests = [("chunked_oversize", test_chunked_oversize), ("gzip_bomb", test_gzip_bomb),
+             ("concurrent_bombs", test_concurrent_bombs),
              ("many_and_huge_headers", test_many_and_huge_headers), ("deep_json", test_deep_json),
              ("slow_headers", test_slow_headers), ("connection_flood", test_connection_flood),
              ("slow_body", test_slow_body),
