@@ -52,36 +52,47 @@ RequestParser::Status RequestParser::fail(int status, std::string message) {
   return Status::kError;
 }
 
+// Consumes through a cursor and erases the consumed prefix once per call: erasing line by line
+// would make many tiny chunks (or blank lines) cost quadratic time on the reactor.
 RequestParser::Status RequestParser::parse(std::string& buf) {
+  size_t pos = 0;
+  Status st = consume(buf, pos);
+  buf.erase(0, pos);
+  return st;
+}
+
+RequestParser::Status RequestParser::consume(const std::string& buf, size_t& pos) {
   if (state_ == State::kDone) return Status::kDone;
   if (state_ == State::kError) return Status::kError;
   for (;;) {
     switch (state_) {
       case State::kHead: {
+        // head_scan_: bytes of complete head lines seen so far, counted from pos.
         for (;;) {
-          size_t nl = buf.find('\n', head_scan_);
+          size_t nl = buf.find('\n', pos + head_scan_);
           if (nl == std::string::npos) break;
-          size_t len = nl - head_scan_;
+          size_t len = nl - (pos + head_scan_);
           if (len > 0 && buf[nl - 1] == '\r') --len;
           if (len > 0) {
-            head_scan_ = nl + 1;
+            head_scan_ = nl + 1 - pos;
             if (head_scan_ > limits_.max_header_bytes) break;
             continue;
           }
           if (head_scan_ == 0) {  // empty lines before a request line are ignored (RFC 9112 2.2)
-            buf.erase(0, nl + 1);
+            pos = nl + 1;
             continue;
           }
-          std::string head = buf.substr(0, head_scan_);
-          buf.erase(0, nl + 1);
+          std::string head = buf.substr(pos, head_scan_);
+          pos = nl + 1;
           head_scan_ = 0;
           Status s = parse_head(head);
           if (s != Status::kNeedMore) return s;
           break;
         }
         if (state_ == State::kHead) {
-          if (!buf.empty()) started_ = true;
-          if (buf.size() > limits_.max_header_bytes || head_scan_ > limits_.max_header_bytes)
+          size_t pending = buf.size() - pos;
+          if (pending > 0) started_ = true;
+          if (pending > limits_.max_header_bytes || head_scan_ > limits_.max_header_bytes)
             return fail(431, "request head larger than " + std::to_string(limits_.max_header_bytes) + " bytes");
           return Status::kNeedMore;
         }
@@ -89,9 +100,9 @@ RequestParser::Status RequestParser::parse(std::string& buf) {
       }
       case State::kFixedBody:
       case State::kChunkData: {
-        size_t n = std::min(remaining_, buf.size());
-        req_.body.append(buf, 0, n);
-        buf.erase(0, n);
+        size_t n = std::min(remaining_, buf.size() - pos);
+        req_.body.append(buf, pos, n);
+        pos += n;
         remaining_ -= n;
         if (remaining_ > 0) return Status::kNeedMore;
         if (state_ == State::kFixedBody) return finish_body();
@@ -99,21 +110,22 @@ RequestParser::Status RequestParser::parse(std::string& buf) {
         break;
       }
       case State::kChunkDataEnd: {
-        if (buf.empty() || (buf[0] == '\r' && buf.size() < 2)) return Status::kNeedMore;
-        size_t n = buf[0] == '\n' ? 1 : (buf[0] == '\r' && buf[1] == '\n') ? 2 : 0;
+        size_t avail = buf.size() - pos;
+        if (avail == 0 || (buf[pos] == '\r' && avail < 2)) return Status::kNeedMore;
+        size_t n = buf[pos] == '\n' ? 1 : (buf[pos] == '\r' && buf[pos + 1] == '\n') ? 2 : 0;
         if (n == 0) return fail(400, "chunk data not followed by CRLF");
-        buf.erase(0, n);
+        pos += n;
         state_ = State::kChunkSize;
         break;
       }
       case State::kChunkSize: {
-        size_t nl = buf.find('\n');
+        size_t nl = buf.find('\n', pos);
         if (nl == std::string::npos) {
-          if (buf.size() > kMaxChunkLine) return fail(400, "chunk size line too long");
+          if (buf.size() - pos > kMaxChunkLine) return fail(400, "chunk size line too long");
           return Status::kNeedMore;
         }
-        std::string_view line(buf.data(), nl);
-        if (nl > kMaxChunkLine) return fail(400, "chunk size line too long");
+        if (nl - pos > kMaxChunkLine) return fail(400, "chunk size line too long");
+        std::string_view line(buf.data() + pos, nl - pos);
         line = trim(line.substr(0, line.find(';')));  // chunk extensions are ignored
         if (!line.empty() && line.back() == '\r') line = trim(line.substr(0, line.size() - 1));
         if (line.empty()) return fail(400, "missing chunk size");
@@ -126,20 +138,20 @@ RequestParser::Status RequestParser::parse(std::string& buf) {
         }
         if (size > limits_.max_body_bytes - req_.body.size())
           return fail(413, "request body larger than " + std::to_string(limits_.max_body_bytes) + " bytes");
-        buf.erase(0, nl + 1);
+        pos = nl + 1;
         remaining_ = size;
         state_ = size == 0 ? State::kTrailers : State::kChunkData;
         break;
       }
       case State::kTrailers: {
-        size_t nl = buf.find('\n');
-        size_t used = nl == std::string::npos ? buf.size() : nl + 1;
+        size_t nl = buf.find('\n', pos);
+        size_t used = nl == std::string::npos ? buf.size() - pos : nl + 1 - pos;
         if (trailer_bytes_ + used > limits_.max_header_bytes)
           return fail(431, "chunked trailers larger than " + std::to_string(limits_.max_header_bytes) + " bytes");
         if (nl == std::string::npos) return Status::kNeedMore;
-        bool empty = nl == 0 || (nl == 1 && buf[0] == '\r');
+        bool empty = used == 1 || (used == 2 && buf[pos] == '\r');
         trailer_bytes_ += used;
-        buf.erase(0, used);  // trailer fields are not used
+        pos += used;  // trailer fields are not used
         if (empty) return finish_body();
         break;
       }

@@ -44,6 +44,7 @@ class RequestParser {
  private:
   enum class State { kHead, kFixedBody, kChunkSize, kChunkData, kChunkDataEnd, kTrailers, kDone, kError };
 
+  Status consume(const std::string& buf, size_t& pos);  // parse() from buf[pos], advancing pos
   Status fail(int status, std::string message);
   Status parse_head(const std::string& head);
   Status finish_body();
@@ -51,7 +52,7 @@ class RequestParser {
   ParseLimits limits_;
   State state_ = State::kHead;
   bool started_ = false;
-  size_t head_scan_ = 0;  // where to resume looking for the blank line
+  size_t head_scan_ = 0;  // bytes of complete head lines seen so far (from the unconsumed start)
   size_t remaining_ = 0;  // body bytes left (fixed length) or in the current chunk
   size_t trailer_bytes_ = 0;
   bool expect_continue_ = false;
