@@ -108,16 +108,17 @@ struct HttpServer::Impl {
   using Route = std::function<void(const HttpRequest&, HttpResponse&)>;
   std::map<std::string, std::pair<std::string, Route>> routes;  // path -> (method, handler)
 
-  bool authorized(const HttpRequest& req) const {
-    return config.api_key.empty() || constant_time_equal(req.header("authorization"), "Bearer " + config.api_key);
+  // Throws 401 unless the request carries the API key (when one is set).
+  void require_key(const HttpRequest& req) const {
+    if (!config.api_key.empty() && !constant_time_equal(req.header("authorization"), "Bearer " + config.api_key))
+      throw ApiError(401, "missing or invalid API key (expected 'Authorization: Bearer <key>')", "", "invalid_api_key",
+                     "authentication_error");
   }
 
   // Auth and readiness for API routes, then the route body; every failure becomes an OpenAI error.
   void guarded(const HttpRequest& req, HttpResponse& res, bool api, const std::function<void(ServerContext&)>& fn) {
     try {
-      if (api && !authorized(req))
-        throw ApiError(401, "missing or invalid API key (expected 'Authorization: Bearer <key>')", "",
-                       "invalid_api_key", "authentication_error");
+      if (api) require_key(req);
       if (!ready.load(std::memory_order_acquire))
         throw ApiError(503, "the model is loading", "", "loading", "service_unavailable");
       fn(*ctx);
@@ -138,9 +139,7 @@ struct HttpServer::Impl {
       return false;
     bool completion = head.path == "/v1/completions" || head.path == "/v1/chat/completions";
     try {
-      if (!authorized(head))
-        throw ApiError(401, "missing or invalid API key (expected 'Authorization: Bearer <key>')", "",
-                       "invalid_api_key", "authentication_error");
+      require_key(head);
       if (completion && ready.load(std::memory_order_acquire)) QueueSlot::refuse_if_full(*ctx);
     } catch (const ApiError& e) {
       send_error(res, e);
