@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 PKGS=(build-essential cmake g++ clang libclang-rt-14-dev libgtest-dev libgmock-dev libbenchmark-dev
-      nlohmann-json3-dev libcpp-httplib-dev libicu-dev python3 python3-venv python3-pip unzip curl)
+      nlohmann-json3-dev zlib1g-dev libicu-dev python3 python3-venv python3-pip unzip curl)
 missing=()
 for p in "${PKGS[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then

@@ -18,16 +18,26 @@ namespace tinfer::server {
 
 using Clock = std::chrono::steady_clock;
 
+namespace {
+[[noreturn]] void queue_full(ServerContext& ctx) {
+  ctx.metrics.rejected_queue++;
+  throw ApiError(429,
+                 "the server's request queue is full (" + std::to_string(ctx.config.max_queued_requests) +
+                     " waiting); retry later",
+                 "", "queue_full", "rate_limit_error");
+}
+}  // namespace
+
 QueueSlot::QueueSlot(ServerContext& ctx) : ctx_(ctx) {
   if (ctx_.queued.fetch_add(1) >= ctx_.config.max_queued_requests) {
     ctx_.queued.fetch_sub(1);
     held_ = false;
-    ctx_.metrics.rejected_queue++;
-    throw ApiError(429,
-                   "the server's request queue is full (" + std::to_string(ctx_.config.max_queued_requests) +
-                       " waiting); retry later",
-                   "", "queue_full", "rate_limit_error");
+    queue_full(ctx_);
   }
+}
+
+void QueueSlot::refuse_if_full(ServerContext& ctx) {
+  if (ctx.queued.load() >= ctx.config.max_queued_requests) queue_full(ctx);
 }
 
 void QueueSlot::release() {
@@ -264,7 +274,7 @@ void CompletionCall::run(const WriteFn& write) {
         if (stream) out += sse(stream_chunk(s.meta, static_cast<int>(i), delta, &recs, "abort", false));
       }
     }
-    // A write is the only way httplib 0.11 lets us notice a vanished client: after a quiet
+    // A failed write is how the HTTP layer notices a vanished client: after a quiet
     // heartbeat period, send an SSE comment (streams) or a leading JSON space (whole responses).
     if (out.empty() && !all_done() && Clock::now() - last_write >= heartbeat) out = stream ? ": keep-alive\n\n" : " ";
     if (!out.empty()) {

@@ -1,9 +1,8 @@
-// httplib wiring: routes, auth, errors in the OpenAI shape (404/405/413 included), streaming through
-// chunked content providers, a thread pool sized for hundreds of open streams, and graceful shutdown.
+// Routes, auth, errors in the OpenAI shape (404/405/413 included), streaming responses and
+// graceful shutdown, on top of our own connection layer (http_conn.h).
 #include "server/http_server.h"
 
-#include <httplib.h>
-#include <sys/socket.h>
+#include <sys/resource.h>
 
 #include <atomic>
 #include <chrono>
@@ -17,6 +16,8 @@
 #include "server/api_error.h"
 #include "server/completion_call.h"
 #include "server/engine_driver.h"
+#include "server/http_conn.h"
+#include "server/json_depth.h"
 #include "server/openai_response.h"
 #include "server/small_routes.h"
 
@@ -38,53 +39,86 @@ bool constant_time_equal(const std::string& a, const std::string& b) {
 
 namespace {
 
-// Route -> allowed method, for 405 (httplib itself only knows "no handler": 404).
-const std::map<std::string, std::string> kRoutes = {{"/v1/completions", "POST"}, {"/v1/chat/completions", "POST"},
-                                                    {"/v1/models", "GET"},       {"/health", "GET"},
-                                                    {"/metrics", "GET"},         {"/tokenize", "POST"},
-                                                    {"/detokenize", "POST"}};
-
 int64_t unix_now() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-// Debian's libcpp-httplib is built with a listen backlog of 5: a burst of a few hundred connects
-// overflows it and clients wait for SYN retransmits (1 s, 3 s, ...). listen() again on the bound
-// socket (Linux updates the backlog in place); svr_sock_ is protected, hence the subclass.
-class BacklogServer : public httplib::Server {
- public:
-  void widen_backlog(int n) { ::listen(svr_sock_, n); }
-};
-
-void send_error(httplib::Response& res, const ApiError& e) {
+void send_error(HttpResponse& res, const ApiError& e) {
   res.status = e.status;
   if (e.status == 429 || e.status == 503) res.set_header("Retry-After", "1");
   res.set_content(error_body(e), "application/json");
+}
+
+// The layer's own refusals, as OpenAI errors.
+ApiError layer_error(int status, const std::string& message) {
+  switch (status) {
+    case 408:
+      return ApiError(408, message, "", "request_timeout");
+    case 413:
+      return ApiError(413, message, "", "body_too_large");
+    case 415:
+      return ApiError(415, message, "", "unsupported_content_encoding");
+    case 431:
+      return ApiError(431, message, "", "headers_too_large");
+    case 501:
+      return ApiError(501, message, "", "not_implemented", "server_error");
+    case 503:
+      return ApiError(503, message, "", "server_busy", "service_unavailable");
+    case 505:
+      return ApiError(505, message, "", "http_version_not_supported", "server_error");
+    default:
+      return ApiError(status, message, "", "bad_request");
+  }
+}
+
+// Body -> JSON, refusing absurd nesting before the recursive parser pays for it.
+json parse_json_body(const std::string& body) {
+  if (json_deeper_than(body, kMaxJsonDepth))
+    throw ApiError(400, "JSON body nested deeper than " + std::to_string(kMaxJsonDepth) + " levels", "",
+                   "json_too_deep");
+  return json::parse(body);  // throws on broken JSON or invalid UTF-8
+}
+
+// The process's open-file limit bounds connections: raise the soft limit to the hard one and keep
+// some descriptors for the model file, epoll and the like.
+int connection_cap(int wanted) {
+  rlimit rl{};
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return wanted;
+  if (rl.rlim_cur < rl.rlim_max) {
+    rl.rlim_cur = rl.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &rl);
+    getrlimit(RLIMIT_NOFILE, &rl);
+  }
+  if (rl.rlim_cur == RLIM_INFINITY) return wanted;
+  long avail = static_cast<long>(rl.rlim_cur) - 64;
+  return static_cast<int>(std::max(16L, std::min(static_cast<long>(wanted), avail)));
 }
 
 }  // namespace
 
 struct HttpServer::Impl {
   ServerConfig config;
-  BacklogServer svr;
-  std::thread listen_thread;
+  std::unique_ptr<HttpListener> listener;
   Metrics metrics;
   std::unique_ptr<EngineDriver> driver;
   std::unique_ptr<ServerContext> ctx;
   std::atomic<bool> ready{false};
   std::atomic<bool> stopped{false};
   int64_t created = unix_now();
+  using Route = std::function<void(const HttpRequest&, HttpResponse&)>;
+  std::map<std::string, std::pair<std::string, Route>> routes;  // path -> (method, handler)
+
+  // Throws 401 unless the request carries the API key (when one is set).
+  void require_key(const HttpRequest& req) const {
+    if (!config.api_key.empty() && !constant_time_equal(req.header("authorization"), "Bearer " + config.api_key))
+      throw ApiError(401, "missing or invalid API key (expected 'Authorization: Bearer <key>')", "", "invalid_api_key",
+                     "authentication_error");
+  }
 
   // Auth and readiness for API routes, then the route body; every failure becomes an OpenAI error.
-  void guarded(const httplib::Request& req, httplib::Response& res, bool api,
-               const std::function<void(ServerContext&)>& fn) {
+  void guarded(const HttpRequest& req, HttpResponse& res, bool api, const std::function<void(ServerContext&)>& fn) {
     try {
-      if (api && !config.api_key.empty()) {
-        std::string h = req.get_header_value("Authorization");
-        if (!constant_time_equal(h, "Bearer " + config.api_key))
-          throw ApiError(401, "missing or invalid API key (expected 'Authorization: Bearer <key>')", "",
-                         "invalid_api_key", "authentication_error");
-      }
+      if (api) require_key(req);
       if (!ready.load(std::memory_order_acquire))
         throw ApiError(503, "the model is loading", "", "loading", "service_unavailable");
       fn(*ctx);
@@ -97,9 +131,34 @@ struct HttpServer::Impl {
     }
   }
 
-  void completion(const httplib::Request& req, httplib::Response& res, bool chat) {
+  // Reactor thread, head received, body not yet read: refuse what is already known to fail, so an
+  // unauthenticated client or a full queue never makes the server buffer (or parse) a body.
+  bool check_head(const HttpRequest& head, HttpResponse& res) {
+    auto r = routes.find(head.path);
+    if (r == routes.end() || r->second.first != head.method || head.path == "/health" || head.path == "/metrics")
+      return false;
+    bool completion = head.path == "/v1/completions" || head.path == "/v1/chat/completions";
+    try {
+      require_key(head);
+      if (completion && ready.load(std::memory_order_acquire)) QueueSlot::refuse_if_full(*ctx);
+    } catch (const ApiError& e) {
+      send_error(res, e);
+      count_error(res.status);
+      return true;
+    }
+    return false;
+  }
+
+  void count_error(int status) {
+    if (status < 400) return;
+    metrics.requests_error++;
+    if (status == 413) metrics.rejected_body++;
+  }
+
+  void completion(const HttpRequest& req, HttpResponse& res, bool chat) {
     guarded(req, res, true, [&](ServerContext& c) {
-      json body = json::parse(req.body);  // throws on broken JSON or invalid UTF-8
+      QueueSlot::refuse_if_full(c);  // 429 before the body is parsed
+      json body = parse_json_body(req.body);
       std::shared_ptr<CompletionCall> call = CompletionCall::start(c, body, chat);
       if (!call->warnings().empty()) {
         std::string w;
@@ -110,67 +169,60 @@ struct HttpServer::Impl {
         res.set_header("Cache-Control", "no-cache");
         res.set_header("X-Accel-Buffering", "no");
       }
-      auto provider = [call](size_t, httplib::DataSink& sink) {
-        call->run([&](std::string_view d) { return d.empty() || sink.write(d.data(), d.size()); });
-        sink.done();
-        return true;
+      res.content_type = call->streaming() ? "text/event-stream" : "application/json";
+      res.stream = [call](const BodyWriter& write) {
+        call->run([&](std::string_view d) { return d.empty() || write(d); });
       };
-      res.set_chunked_content_provider(call->streaming() ? "text/event-stream" : "application/json", provider);
     });
   }
 
-  void routes() {
-    svr.Post("/v1/completions", [this](const httplib::Request& q, httplib::Response& r) { completion(q, r, false); });
-    svr.Post("/v1/chat/completions",
-             [this](const httplib::Request& q, httplib::Response& r) { completion(q, r, true); });
-    svr.Get("/v1/models", [this](const httplib::Request& q, httplib::Response& r) {
+  void add(const std::string& method, const std::string& path, Route fn) { routes[path] = {method, std::move(fn)}; }
+
+  void add_routes() {
+    add("POST", "/v1/completions", [this](const HttpRequest& q, HttpResponse& r) { completion(q, r, false); });
+    add("POST", "/v1/chat/completions", [this](const HttpRequest& q, HttpResponse& r) { completion(q, r, true); });
+    add("GET", "/v1/models", [this](const HttpRequest& q, HttpResponse& r) {
       guarded(q, r, true,
               [&](ServerContext& c) { r.set_content(dump(models_response(c, created)), "application/json"); });
     });
-    svr.Post("/tokenize", [this](const httplib::Request& q, httplib::Response& r) {
+    add("POST", "/tokenize", [this](const HttpRequest& q, HttpResponse& r) {
       guarded(q, r, true, [&](ServerContext& c) {
-        r.set_content(dump(tokenize_response(c, json::parse(q.body))), "application/json");
+        r.set_content(dump(tokenize_response(c, parse_json_body(q.body))), "application/json");
       });
     });
-    svr.Post("/detokenize", [this](const httplib::Request& q, httplib::Response& r) {
+    add("POST", "/detokenize", [this](const HttpRequest& q, HttpResponse& r) {
       guarded(q, r, true, [&](ServerContext& c) {
-        r.set_content(dump(detokenize_response(c, json::parse(q.body))), "application/json");
+        r.set_content(dump(detokenize_response(c, parse_json_body(q.body))), "application/json");
       });
     });
-    svr.Get("/health", [this](const httplib::Request&, httplib::Response& r) {
+    add("GET", "/health", [this](const HttpRequest&, HttpResponse& r) {
       bool ok = ready.load() && !(ctx && ctx->draining);
       r.status = ok ? 200 : 503;
       r.set_content(
           ok ? "{\"status\":\"ok\"}" : (ready ? "{\"status\":\"shutting_down\"}" : "{\"status\":\"loading\"}"),
           "application/json");
     });
-    svr.Get("/metrics", [this](const httplib::Request&, httplib::Response& r) {
+    add("GET", "/metrics", [this](const HttpRequest&, HttpResponse& r) {
       EngineStats st = ready ? driver->stats() : EngineStats{};
       if (ready) metrics.long_lane_waiting = st.background_waiting;
       r.set_content(metrics.render(st, ready ? ctx->queued.load() : 0, ready), "text/plain; version=0.0.4");
     });
-    // Every >= 400 response passes here: fill in an OpenAI-shaped body where the handler left none
-    // (httplib's own 404, 413, 400) and turn "no handler for this method" into 405.
-    svr.set_error_handler(httplib::Server::HandlerWithResponse([this](const httplib::Request& q, httplib::Response& r) {
-      metrics.requests_error++;
-      if (r.status == 413) metrics.rejected_body++;
-      if (!r.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
-      auto route = kRoutes.find(q.path);
-      if (r.status == 404 && route != kRoutes.end()) {
-        r.set_header("Allow", route->second);
-        send_error(
-            r, ApiError(405, "method " + q.method + " is not allowed on " + q.path + " (use " + route->second + ")", "",
-                        "method_not_allowed"));
-      } else if (r.status == 404) {
-        send_error(r, ApiError(404, "no route " + q.method + " " + q.path, "", "not_found"));
-      } else if (r.status == 413) {
-        send_error(r, ApiError(413, "request body larger than " + std::to_string(config.max_body_bytes) + " bytes", "",
-                               "body_too_large"));
-      } else {
-        send_error(r, ApiError(r.status, "bad request", "", "bad_request"));
-      }
-      return httplib::Server::HandlerResponse::Handled;
-    }));
+  }
+
+  // Worker thread: route by path, then method (405 with Allow when only the method is wrong).
+  void dispatch(const HttpRequest& q, HttpResponse& r) {
+    auto route = routes.find(q.path);
+    if (route == routes.end()) {
+      send_error(r, ApiError(404, "no route " + q.method + " " + q.path, "", "not_found"));
+    } else if (route->second.first != q.method) {
+      r.set_header("Allow", route->second.first);
+      send_error(
+          r, ApiError(405, "method " + q.method + " is not allowed on " + q.path + " (use " + route->second.first + ")",
+                      "", "method_not_allowed"));
+    } else {
+      route->second.second(q, r);
+    }
+    count_error(r.status);
   }
 };
 
@@ -189,29 +241,29 @@ HttpServer::~HttpServer() { shutdown(); }
 int HttpServer::start() {
   Impl& s = *impl_;
   const ServerConfig& c = s.config;
-  int threads = c.http_threads;
-  s.svr.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
-  s.svr.set_payload_max_length(static_cast<size_t>(c.max_body_bytes));
-  s.svr.set_keep_alive_timeout(c.keep_alive_s);
-  s.svr.set_tcp_nodelay(true);  // SSE chunks are small writes: Nagle + delayed ACK would stall them ~40 ms
-  // httplib's default sets SO_REUSEPORT, which lets a second server bind the same port and silently
-  // share its connections; SO_REUSEADDR alone still allows a quick restart after TIME_WAIT.
-  s.svr.set_socket_options([](int sock) {
-    int yes = 1;
-    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-  });
-  s.svr.set_read_timeout(30, 0);
-  s.svr.set_write_timeout(10, 0);
-  s.routes();
-  int port = c.port;
-  if (port == 0) {
-    port = s.svr.bind_to_any_port(c.host);
-    check(port > 0, "cannot bind " + c.host + " to a free port");
-  } else {
-    check(s.svr.bind_to_port(c.host, port), "cannot bind " + c.host + ":" + std::to_string(port) + " (in use?)");
-  }
-  s.svr.widen_backlog(1024);
-  s.listen_thread = std::thread([&s] { s.svr.listen_after_bind(); });
+  HttpConnConfig hc;
+  hc.host = c.host;
+  hc.port = c.port;
+  hc.worker_threads = c.http_threads;
+  hc.max_connections = connection_cap(c.max_connections);
+  hc.limits.max_header_bytes = static_cast<size_t>(c.max_header_bytes);
+  hc.limits.max_headers = static_cast<size_t>(c.max_headers);
+  hc.limits.max_body_bytes = static_cast<size_t>(c.max_body_bytes);
+  hc.header_timeout_s = c.header_timeout_s;
+  hc.body_timeout_s = c.body_timeout_s;
+  hc.keep_alive_s = c.keep_alive_s;
+  hc.send_stall_s = c.send_stall_s;
+  hc.max_buffered_bytes = std::max<size_t>(size_t{256} << 20, 4 * hc.limits.max_body_bytes);
+  s.add_routes();
+  s.listener = std::make_unique<HttpListener>(
+      hc, [&s](const HttpRequest& q, HttpResponse& r) { s.dispatch(q, r); },
+      [&s](int status, const std::string& message, HttpResponse& r) {
+        send_error(r, layer_error(status, message));
+        s.count_error(status);
+      },
+      [&s](const HttpRequest& head, HttpResponse& r) { return s.check_head(head, r); });
+  int port = s.listener->bind();
+  s.listener->start();
   return port;
 }
 
@@ -251,10 +303,11 @@ void HttpServer::shutdown() {
         std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(s.config.shutdown_grace_s));
     s.ctx->abort_deadline_ns = (std::chrono::steady_clock::now() + grace).time_since_epoch().count();
   }
-  // Stop accepting now; listen_after_bind() returns once every connection's handler has finished,
-  // which the abort deadline bounds.
-  s.svr.stop();
-  if (s.listen_thread.joinable()) s.listen_thread.join();
+  // Stop accepting now; idle connections close at once, partly received requests at the grace
+  // deadline; returns once every handler has finished, which the abort deadline bounds.
+  if (s.listener)
+    s.listener->stop(std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                                            std::chrono::duration<double>(s.config.shutdown_grace_s)));
   if (s.driver) s.driver->stop();
 }
 

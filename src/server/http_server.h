@@ -1,5 +1,5 @@
 // The HTTP front end: binds and answers /health (503) at once, becomes ready once an engine is
-// attached and a warm-up generation has run, and shuts down gracefully. The only user of httplib.
+// attached and a warm-up generation has run, and shuts down gracefully. Serves through HttpListener (http_conn.h).
 #pragma once
 #include <memory>
 #include <string>

@@ -21,6 +21,14 @@ struct ServerConfig {
   // A non-streamed response may hold at most this many token entries: choices x max_tokens x
   // (1 + top_logprobs). ~60 bytes of JSON each, so the default bounds a response near 16 MB.
   int64_t max_response_entries = int64_t{1} << 18;
+  // Hostile-client bounds. Memory held for requests being received is at most
+  // max_connections * (max_header_bytes + max_body_bytes + 64 KiB).
+  int max_connections = 1024;           // open connections; beyond: evict one mid-head, else 503
+  int64_t max_header_bytes = 32 << 10;  // request line + headers; beyond: 431
+  int max_headers = 100;                // header fields; beyond: 431
+  double header_timeout_s = 10;         // whole request head must arrive within this; else 408
+  double body_timeout_s = 30;           // whole body must arrive within this after the head; else 408
+  double send_stall_s = 2;              // a client that accepts no response byte this long is dropped
 
   std::vector<std::string> validate() const;
 };

@@ -38,6 +38,9 @@ class QueueSlot {
  public:
   // Throws ApiError 429 when the queue is full.
   explicit QueueSlot(ServerContext& ctx);
+  // Throws the same 429 when the queue is full now, without taking a slot: lets the HTTP layer
+  // refuse before it reads or parses a body.
+  static void refuse_if_full(ServerContext& ctx);
   ~QueueSlot() { release(); }
   void release();
 

@@ -22,19 +22,28 @@ int cmd_serve(int argc, char** argv) {
       concat(concat(model_options(), engine_options()),
              {{"--host", "address to bind (default: loopback only)", true, "127.0.0.1"},
               {"--port", "TCP port (0 = any free port; the chosen one is printed)", true, "8080"},
-              {"--api-key", "require 'Authorization: Bearer KEY' on API routes (or env TINFER_API_KEY)", true, ""},
+              {"--api-key",
+               "require 'Authorization: Bearer KEY' on API routes; prefer env TINFER_API_KEY (a flag is visible in ps)",
+               true, ""},
               {"--served-model-name", "model id clients use (default: the model file's name)", true, ""},
               {"--max-queued-requests", "requests waiting for their first token; beyond: 429", true, "256"},
               {"--max-body-bytes", "largest request body; beyond: 413", true, "1048576"},
               {"--long-request-tokens", "max_tokens above this: the background class (0 = none)", true, "1024"},
               {"--max-long-in-flight", "background-class requests running at once", true, "2"},
-              {"--http-threads", "HTTP worker threads (one per open connection)", true, "512"},
+              {"--http-threads", "HTTP worker threads: requests handled at once (a stream holds one until it ends)",
+               true, "512"},
               {"--shutdown-grace", "seconds in-flight requests get on SIGTERM before abort", true, "5"},
+              {"--max-connections", "open connections; beyond: ones without a whole request head are closed first",
+               true, "1024"},
+              {"--header-timeout", "seconds a request's whole head may take to arrive; beyond: 408", true, "10"},
+              {"--body-timeout", "seconds a request's whole body may take after its head; beyond: 408", true, "30"},
+              {"--send-timeout", "seconds a client may accept no response byte before it is dropped", true, "2"},
               {"--max-response-entries",
                "non-streamed responses: most choices x max_tokens x (1 + top_logprobs); beyond: 400", true,
                "262144"}});
   Args args(argc, argv, spec,
-            "tinfer serve -m MODEL [--host H] [--port P] [engine flags] [--api-key KEY] [--served-model-name NAME]");
+            "tinfer serve -m MODEL [--host H] [--port P] [engine flags] [--served-model-name NAME]  (API key: env "
+            "TINFER_API_KEY)");
   EngineConfig ec = engine_config(args);
   ec.long_request_tokens = static_cast<int>(args.integer("--long-request-tokens"));
   ec.max_background_running = static_cast<int>(args.integer("--max-long-in-flight"));
@@ -43,14 +52,22 @@ int cmd_serve(int argc, char** argv) {
   sc.host = args.str("--host");
   sc.port = static_cast<int>(args.integer("--port"));
   sc.api_key = args.str("--api-key");
-  if (sc.api_key.empty())
-    if (const char* k = std::getenv("TINFER_API_KEY"); k) sc.api_key = k;
+  if (!sc.api_key.empty())
+    std::fprintf(stderr,
+                 "tinfer serve: warning: --api-key is visible to every local user (ps, /proc); "
+                 "pass the key in the TINFER_API_KEY environment variable instead\n");
+  else if (const char* k = std::getenv("TINFER_API_KEY"); k)
+    sc.api_key = k;
   sc.served_model_name = args.str("--served-model-name");
   sc.max_queued_requests = static_cast<int>(args.integer("--max-queued-requests"));
   sc.max_body_bytes = args.integer("--max-body-bytes");
   sc.http_threads = static_cast<int>(args.integer("--http-threads"));
   sc.shutdown_grace_s = args.number("--shutdown-grace");
   sc.max_response_entries = args.integer("--max-response-entries");
+  sc.max_connections = static_cast<int>(args.integer("--max-connections"));
+  sc.header_timeout_s = args.number("--header-timeout");
+  sc.body_timeout_s = args.number("--body-timeout");
+  sc.send_stall_s = args.number("--send-timeout");
 
   // Signals are blocked in every thread (the mask is inherited) and taken by sigwait below, so no
   // handler runs in an arbitrary thread; writes to closed sockets fail with EPIPE instead of killing us.

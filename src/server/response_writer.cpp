@@ -1,0 +1,112 @@
+// See response_writer.h. Non-blocking sends wait with poll() for at most the stall deadline each time
+// the socket's buffer is full.
+#include "server/response_writer.h"
+
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <cstdio>
+
+namespace tinfer::server {
+
+const char* reason_phrase(int s) {
+  switch (s) {
+    case 100:
+      return "Continue";
+    case 200:
+      return "OK";
+    case 400:
+      return "Bad Request";
+    case 401:
+      return "Unauthorized";
+    case 404:
+      return "Not Found";
+    case 405:
+      return "Method Not Allowed";
+    case 408:
+      return "Request Timeout";
+    case 413:
+      return "Payload Too Large";
+    case 415:
+      return "Unsupported Media Type";
+    case 429:
+      return "Too Many Requests";
+    case 431:
+      return "Request Header Fields Too Large";
+    case 500:
+      return "Internal Server Error";
+    case 501:
+      return "Not Implemented";
+    case 503:
+      return "Service Unavailable";
+    case 505:
+      return "HTTP Version Not Supported";
+    default:
+      return s < 300 ? "OK" : s < 500 ? "Bad Request" : "Internal Server Error";
+  }
+}
+
+std::string head_text(const HttpResponse& r, Framing framing, bool keep_alive) {
+  std::string h = "HTTP/1.1 " + std::to_string(r.status) + " " + reason_phrase(r.status) + "\r\n";
+  h += "Content-Type: " + r.content_type + "\r\n";
+  if (framing == Framing::kLength) h += "Content-Length: " + std::to_string(r.body.size()) + "\r\n";
+  if (framing == Framing::kChunked) h += "Transfer-Encoding: chunked\r\n";
+  for (const auto& [k, v] : r.headers) h += k + ": " + v + "\r\n";
+  h += keep_alive ? "Connection: keep-alive\r\n\r\n" : "Connection: close\r\n\r\n";
+  return h;
+}
+
+// Sends all of `data`; false when the peer is gone or no byte could be sent for `stall`.
+bool send_all(int fd, std::string_view data, std::chrono::steady_clock::duration stall) {
+  const int stall_ms = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(stall).count());
+  size_t off = 0;
+  while (off < data.size()) {
+    ssize_t n = ::send(fd, data.data() + off, data.size() - off, MSG_NOSIGNAL);
+    if (n > 0) {
+      off += static_cast<size_t>(n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      pollfd p{fd, POLLOUT, 0};
+      int r;
+      do r = ::poll(&p, 1, stall_ms);
+      while (r < 0 && errno == EINTR);
+      if (r <= 0 || (p.revents & (POLLERR | POLLHUP | POLLNVAL))) return false;
+      continue;
+    }
+    return false;
+  }
+  return true;
+}
+
+bool write_response(int fd, const HttpRequest& req, HttpResponse& res, bool keep,
+                    std::chrono::steady_clock::duration stall) {
+  if (req.method == "HEAD") return send_all(fd, head_text(res, Framing::kLength, keep), stall) && keep;
+  if (!res.stream) return send_all(fd, head_text(res, Framing::kLength, keep) + res.body, stall) && keep;
+  // HTTP/1.0 has no chunked coding: the body ends when the connection closes.
+  const bool chunked = req.minor_version >= 1;
+  keep = keep && chunked;
+  bool ok = send_all(fd, head_text(res, chunked ? Framing::kChunked : Framing::kUntilClose, keep), stall);
+  auto write = [&](std::string_view d) {
+    if (!ok) return false;
+    if (d.empty()) return true;
+    if (!chunked) return ok = send_all(fd, d, stall);
+    char size[24];
+    int k = std::snprintf(size, sizeof size, "%zx\r\n", d.size());
+    std::string chunk;
+    chunk.reserve(static_cast<size_t>(k) + d.size() + 2);
+    chunk.append(size, static_cast<size_t>(k)).append(d).append("\r\n");
+    return ok = send_all(fd, chunk, stall);
+  };
+  try {
+    res.stream(write);
+  } catch (...) {
+    ok = false;  // the head is out: the only way left to say "failed" is an incomplete body
+  }
+  if (ok && chunked) ok = send_all(fd, "0\r\n\r\n", stall);
+  return ok && keep;
+}
+
+}  // namespace tinfer::server

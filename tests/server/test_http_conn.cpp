@@ -1,0 +1,202 @@
+// HttpListener in process with trivial handlers (no engine): keep-alive and pipelining, the head and
+// body deadlines, refusals from the head, send-stall detection, and stop() with slow connections.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include "server/http_conn.h"
+
+using namespace tinfer::server;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+int dial(int port, int rcvbuf = 0) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (rcvbuf > 0) setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  EXPECT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  return fd;
+}
+
+void put(int fd, const std::string& s) { ASSERT_EQ(send(fd, s.data(), s.size(), MSG_NOSIGNAL), ssize_t(s.size())); }
+
+// Everything the server sends until it closes or `limit_s` passes.
+std::string drain(int fd, double limit_s = 5) {
+  std::string out;
+  auto t0 = Clock::now();
+  char buf[4096];
+  while (since(t0) < limit_s) {
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, 50) <= 0) continue;
+    ssize_t n = recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  return out;
+}
+
+size_t count(const std::string& s, const std::string& what) {
+  size_t n = 0;
+  for (size_t i = s.find(what); i != std::string::npos; i = s.find(what, i + 1)) ++n;
+  return n;
+}
+
+struct Fixture {
+  explicit Fixture(HttpConnConfig cfg, HttpHandler h, HttpHeadCheck check = {})
+      : listener(
+            cfg, std::move(h),
+            [](int status, const std::string& m, HttpResponse& r) {
+              r.status = status;
+              r.set_content(m, "text/plain");
+            },
+            std::move(check)) {
+    port = listener.bind();
+    listener.start();
+  }
+  HttpListener listener;
+  int port = 0;
+};
+
+HttpConnConfig quick() {
+  HttpConnConfig c;
+  c.worker_threads = 2;
+  c.header_timeout_s = 0.4;
+  c.body_timeout_s = 0.4;
+  c.send_stall_s = 0.3;
+  c.limits.max_body_bytes = 4096;
+  return c;
+}
+
+void echo(const HttpRequest& q, HttpResponse& r) {
+  r.set_content(q.method + " " + q.target + " " + q.body, "text/plain");
+}
+
+}  // namespace
+
+TEST(HttpConn, PipelinedRequestsAreAllAnsweredInOrder) {
+  Fixture f(quick(), echo);
+  int fd = dial(f.port);
+  put(fd,
+      "GET /a HTTP/1.1\r\n\r\nPOST /b HTTP/1.1\r\nContent-Length: 3\r\n\r\nxyz"
+      "GET /c HTTP/1.1\r\nConnection: close\r\n\r\n");
+  std::string out = drain(fd);
+  close(fd);
+  size_t a = out.find("GET /a "), b = out.find("POST /b xyz"), c = out.find("GET /c ");
+  ASSERT_NE(c, std::string::npos) << out;
+  EXPECT_TRUE(a < b && b < c) << out;
+  EXPECT_EQ(count(out, "HTTP/1.1 200 OK"), 3u) << out;
+}
+
+TEST(HttpConn, HeadAndBodyDeadlinesAnswer408) {
+  Fixture f(quick(), echo);
+  for (std::string partial : {"GET /slow HTTP/1.1\r\nX: ", "POST / HTTP/1.1\r\nContent-Length: 10\r\n\r\nab"}) {
+    int fd = dial(f.port);
+    auto t0 = Clock::now();
+    put(fd, partial);
+    std::string out = drain(fd);
+    close(fd);
+    EXPECT_EQ(out.rfind("HTTP/1.1 408", 0), 0u) << out;
+    EXPECT_LT(since(t0), 1.5);
+  }
+}
+
+TEST(HttpConn, HeadCheckRefusesBeforeTheBody) {
+  Fixture f(quick(), echo, [](const HttpRequest& head, HttpResponse& r) {
+    if (head.path != "/locked") return false;
+    r.status = 401;
+    return true;
+  });
+  int fd = dial(f.port);
+  put(fd, "POST /locked HTTP/1.1\r\nContent-Length: 4000\r\n\r\n");  // the body never comes
+  auto t0 = Clock::now();
+  std::string out = drain(fd);
+  close(fd);
+  EXPECT_EQ(out.rfind("HTTP/1.1 401", 0), 0u) << out;
+  EXPECT_LT(since(t0), 1.0);  // well before the 0.4 s body deadline + linger would close it
+}
+
+TEST(HttpConn, StalledReaderFailsTheWriteAfterTheSendDeadline) {
+  std::atomic<double> failed_after{-1};
+  Fixture f(quick(), [&](const HttpRequest&, HttpResponse& r) {
+    r.stream = [&](const BodyWriter& w) {
+      std::string block(64 << 10, 'x');
+      auto t0 = Clock::now();
+      for (int i = 0; i < 2000; ++i) {  // 128 MiB at most
+        if (!w(block)) {
+          failed_after = since(t0);
+          return;
+        }
+      }
+    };
+  });
+  int fd = dial(f.port, 4096);
+  put(fd, "GET /stream HTTP/1.1\r\n\r\n");  // and never read
+  for (int i = 0; i < 100 && failed_after < 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  close(fd);
+  EXPECT_GE(failed_after.load(), 0.0) << "the write never failed";
+  EXPECT_LT(failed_after.load(), 2.0);
+}
+
+TEST(HttpConn, StopClosesIdleAndSlowConnectionsByTheDeadline) {
+  HttpConnConfig cfg = quick();
+  cfg.header_timeout_s = 30;  // only stop() can end them
+  cfg.body_timeout_s = 30;
+  auto f = std::make_unique<Fixture>(cfg, echo);
+  int idle = dial(f->port), slow = dial(f->port), body = dial(f->port);
+  put(slow, "GET / HTTP/1.1\r\n");
+  put(body, "POST / HTTP/1.1\r\nContent-Length: 100\r\n\r\n{");
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  auto t0 = Clock::now();
+  f->listener.stop(Clock::now() + std::chrono::milliseconds(300));
+  EXPECT_LT(since(t0), 1.0);
+  for (int fd : {idle, slow, body}) {
+    EXPECT_EQ(drain(fd, 1), "");  // closed, nothing half-written
+    close(fd);
+  }
+}
+
+TEST(HttpConn, BytesHeldAcrossConnectionsAreBounded) {
+  HttpConnConfig cfg = quick();
+  cfg.limits.max_body_bytes = 16384;
+  cfg.max_buffered_bytes = 40000;
+  cfg.body_timeout_s = 5;
+  Fixture f(cfg, echo);
+  std::vector<int> fds;
+  std::string refused;
+  for (int i = 0; i < 6; ++i) {  // each holds ~16 KiB of a body that never completes
+    int fd = dial(f.port);
+    put(fd, "POST / HTTP/1.1\r\nContent-Length: 16384\r\n\r\n" + std::string(12000, 'a'));
+    fds.push_back(fd);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  int n503 = 0;
+  for (int fd : fds) {
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, 100) > 0) {
+      std::string out = drain(fd, 1);
+      n503 += out.rfind("HTTP/1.1 503", 0) == 0;
+    }
+  }
+  EXPECT_GE(n503, 2);  // 6 x ~16 KiB cannot fit in 40000 bytes
+  EXPECT_LE(n503, 5);  // but the first ones were kept
+  for (int fd : fds) close(fd);
+  // Once they are gone the budget is free again.
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  int fd = dial(f.port);
+  put(fd, "POST /ok HTTP/1.1\r\nConnection: close\r\nContent-Length: 10000\r\n\r\n" + std::string(10000, 'b'));
+  EXPECT_EQ(drain(fd).rfind("HTTP/1.1 200", 0), 0u);
+  close(fd);
+}
