@@ -122,3 +122,36 @@ def env_paths():
     shared = os.environ.get("TINFER_SHARED") or os.environ.get("TINFER_SHARED_DEFAULT", "")
     model = os.environ.get("TINFER_TEST_MODEL") or os.path.join(shared, "models", "stories260K.gguf")
     return os.environ.get("TINFER_BIN", "tinfer"), model
+
+
+def run_named(tests, width=26):
+    """Runs every (name, fn) test, printing PASS or FAIL with its time or error; returns how many failed."""
+    failures = 0
+    for name, fn in tests:
+        t = time.time()
+        try:
+            fn()
+            print("PASS %-*s %.1f s" % (width, name, time.time() - t), flush=True)
+        except Exception as e:  # report every test, then fail
+            failures += 1
+            print("FAIL %-*s %s: %s" % (width, name, type(e).__name__, e), flush=True)
+    return failures
+
+
+def skip_reason(model, need_openai=True):
+    """Why a script cannot run here (printed as SKIP, exit 77), or None: the fixture or the openai package absent."""
+    if not model or not os.path.exists(model):
+        return "fixture absent: stories260K.gguf (set TINFER_SHARED)"
+    if need_openai:
+        try:
+            import openai  # noqa: F401
+        except ImportError:
+            return "the openai package is absent (run scripts/setup.sh)"
+    return None
+
+
+def report(failures, t0):
+    """The closing line of a script and its exit status."""
+    print("%d failures, %.1f s" % (failures, time.time() - t0))
+    return 1 if failures else 0
+

@@ -11,7 +11,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from server_harness import Server, env_paths, stream_raw, stream_text  # noqa: E402
+from server_harness import run_named, report, skip_reason, Server, env_paths, stream_raw, stream_text  # noqa: E402
 
 TINFER, MODEL = env_paths()
 PROMPTS = ["Once upon a time", "The little dog", "Lily and Ben went to the park", "One day, a bird"]
@@ -238,14 +238,11 @@ def test_overload_auth_shutdown():
 
 
 def main():
-    if not MODEL or not os.path.exists(MODEL):
-        print("SKIP: fixture absent: stories260K.gguf (set TINFER_SHARED)")
+    why = skip_reason(MODEL)
+    if why:
+        print("SKIP: " + why)
         return 77
-    try:
-        import openai
-    except ImportError:
-        print("SKIP: the openai package is absent (run scripts/setup.sh)")
-        return 77
+    import openai
     t0 = time.time()
     srv = Server(TINFER, MODEL, "--kv-memory", "64M", "--max-seqs", "64", "--ctx", "512")
     failures = 0
@@ -257,14 +254,7 @@ def main():
                  ("open_streams_256", lambda: test_256_open_streams(srv)),
                  ("vanishing_client", lambda: test_vanishing_client(srv)),
                  ("overload_auth_shutdown", test_overload_auth_shutdown)]
-        for name, fn in tests:
-            t = time.time()
-            try:
-                fn()
-                print("PASS %-24s %.1f s" % (name, time.time() - t), flush=True)
-            except Exception as e:  # report every test, then fail
-                failures += 1
-                print("FAIL %-24s %s: %s" % (name, type(e).__name__, e), flush=True)
+        failures += run_named(tests, 24)
         code = srv.stop()
         if code != 0:
             failures += 1
@@ -272,8 +262,7 @@ def main():
     finally:
         if srv.proc.poll() is None:
             srv.proc.kill()
-    print("%d failures, %.1f s" % (failures, time.time() - t0))
-    return 1 if failures else 0
+    return report(failures, t0)
 
 
 if __name__ == "__main__":

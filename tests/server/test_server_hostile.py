@@ -14,7 +14,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from server_harness import Server, env_paths  # noqa: E402
+from server_harness import run_named, report, skip_reason, Server, env_paths  # noqa: E402
 
 TINFER, MODEL = env_paths()
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -477,8 +477,9 @@ def peak_rss_kb(pid):
 
 
 def main():
-    if not MODEL or not os.path.exists(MODEL):
-        print("SKIP: fixture absent: stories260K.gguf (set TINFER_SHARED)")
+    why = skip_reason(MODEL, need_openai=False)
+    if why:
+        print("SKIP: " + why)
         return 77
     t0 = time.time()
     srv = Server(TINFER, MODEL, *ARGS)
@@ -508,23 +509,15 @@ def main():
         ok = 0 < rss < RSS_LIMIT_KB
         failures += not ok
         print("%s peak_rss                   %d MB (limit %d MB)" % ("PASS" if ok else "FAIL", rss >> 10, RSS_LIMIT_KB >> 10))
-        for name, fn in [("brotli_disconnect_aborts", lambda: with_slow_server(test_brotli_disconnect_aborts)),
-                         ("stalled_reader_aborted", lambda: with_slow_server(test_stalled_reader_aborted)),
-                         ("sigterm_with_slow_clients", lambda: test_sigterm_with_slow_clients(srv)),
-                         ("queue_full_before_body", test_queue_full_before_body),
-                         ("api_key_from_env", test_api_key_from_env)]:
-            t = time.time()
-            try:
-                fn()
-                print("PASS %-26s %.1f s" % (name, time.time() - t), flush=True)
-            except Exception as e:
-                failures += 1
-                print("FAIL %-26s %s: %s" % (name, type(e).__name__, e), flush=True)
+        failures += run_named([("brotli_disconnect_aborts", lambda: with_slow_server(test_brotli_disconnect_aborts)),
+                               ("stalled_reader_aborted", lambda: with_slow_server(test_stalled_reader_aborted)),
+                               ("sigterm_with_slow_clients", lambda: test_sigterm_with_slow_clients(srv)),
+                               ("queue_full_before_body", test_queue_full_before_body),
+                               ("api_key_from_env", test_api_key_from_env)])
     finally:
         if srv.proc.poll() is None:
             srv.proc.kill()
-    print("%d failures, %.1f s" % (failures, time.time() - t0))
-    return 1 if failures else 0
+    return report(failures, t0)
 
 
 if __name__ == "__main__":

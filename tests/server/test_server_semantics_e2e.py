@@ -10,7 +10,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from server_harness import Server, env_paths, stream_raw  # noqa: E402
+from server_harness import run_named, report, skip_reason, Server, env_paths, stream_raw  # noqa: E402
 
 TINFER, MODEL = env_paths()
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -168,14 +168,11 @@ def test_chat_injection_smollm2():
 
 
 def main():
-    if not MODEL or not os.path.exists(MODEL):
-        print("SKIP: fixture absent: stories260K.gguf (set TINFER_SHARED)")
+    why = skip_reason(MODEL)
+    if why:
+        print("SKIP: " + why)
         return 77
-    try:
-        import openai
-    except ImportError:
-        print("SKIP: the openai package is absent (run scripts/setup.sh)")
-        return 77
+    import openai
     t0 = time.time()
     srv = Server(TINFER, MODEL, "--kv-memory", "64M", "--max-seqs", "64", "--ctx", "512")
     failures = 0
@@ -187,19 +184,11 @@ def main():
                  ("seeds", lambda: test_seeds(srv, client)),
                  ("response_budget_and_memory", test_response_budget_and_memory),
                  ("chat_injection_smollm2", test_chat_injection_smollm2)]
-        for name, fn in tests:
-            t = time.time()
-            try:
-                fn()
-                print("PASS %-28s %.1f s" % (name, time.time() - t), flush=True)
-            except Exception as e:  # report every test, then fail
-                failures += 1
-                print("FAIL %-28s %s: %s" % (name, type(e).__name__, e), flush=True)
+        failures += run_named(tests, 28)
     finally:
         if srv.proc.poll() is None:
             srv.stop()
-    print("%d failures, %.1f s" % (failures, time.time() - t0))
-    return 1 if failures else 0
+    return report(failures, t0)
 
 
 if __name__ == "__main__":
