@@ -4,8 +4,10 @@
 // rescale of the running output per tile, then P·V. Heads of the GQA group go 4 at a time: their scores
 // share each K load, their P·V each V load.
 // GCC 12's AVX-512 headers build "undefined" vectors that -W(maybe-)uninitialized flags falsely.
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <immintrin.h>
 
 #define TINFER_VEC_FLOATS 16
