@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "core/isa.h"
+#include "kernels/attention.h"
 #include "quant/dtype.h"
 
 namespace tinfer {
@@ -63,6 +64,9 @@ struct KernelTable {
   float (*dot_f32)(const float* a, const float* b, int64_t n);
   void (*axpy)(float a, const float* x, float* y, int64_t n);
   void (*scale_inplace)(float* x, float s, int64_t n);
+  // Paged attention over work items (kernels/attention.h); falls back to generic_paged_attention for
+  // the shapes this ISA's fast path does not take.
+  AttentionFn paged_attention;
 };
 
 const KernelTable& kernel_table_generic();

@@ -2,12 +2,13 @@
 // paged attention, output GEMM + residual, norm, gate/up GEMM, SwiGLU, down GEMM + residual) -> head.
 #include "model/cpu_forward.h"
 
+#include <cmath>
 #include <cstring>
 #include <functional>
 
 #include "core/error.h"
 #include "core/thread_pool.h"
-#include "model/attention.h"
+#include "kernels/attention.h"
 #include "model/reference_forward.h"
 #include "quant/type_table.h"
 
@@ -156,7 +157,16 @@ void CpuForward::forward(const ForwardBatch& batch, KvStorage& kv, float* logits
   ensure_scratch(n, int64_t(batch.logit_rows.size()));
   embed(batch);
   const int64_t qkv_w = c.q_dim() + 2 * c.kv_dim(), dim = c.dim, ffn = c.ffn_dim, bs = kv.block_size();
-  const AttentionShape shape{c.n_heads, c.n_kv_heads, c.head_dim};
+  att_tables_.resize(size_t(n));
+  for (int64_t i = 0; i < n; ++i) att_tables_[i] = batch.block_tables[batch.seq[i]].data();
+  AttentionArgs att;
+  att.n_heads = c.n_heads, att.n_kv_heads = c.n_kv_heads, att.head_dim = c.head_dim;
+  att.scale = 1.0f / std::sqrt(float(c.head_dim));
+  att.n_tokens = n;
+  att.positions = batch.positions.data();
+  att.block_tables = att_tables_.data();
+  att.q = qkv_.data(), att.q_stride = qkv_w;  // q is the first q_dim of each QKV row
+  att.out = att_.data(), att.out_stride = c.q_dim();
 
   // Per-token element-wise work is split over the pool too (prefill has hundreds of tokens).
   auto per_token = [&](const std::function<void(int64_t)>& fn) {
@@ -179,7 +189,8 @@ void CpuForward::forward(const ForwardBatch& batch, KvStorage& kv, float* logits
       const int64_t block = batch.block_tables[batch.seq[i]][pos / bs];
       kv.write(l, block, pos % bs, k, v);
     });
-    paged_attention(shape, batch, kv, l, qkv_.data(), qkv_w, att_.data(), pool_);
+    att.kv = kv.layer_view(l);
+    paged_attention(att, pool_);
     // att_ rows have stride q_dim(); wo reads [n][q_dim] and writes [n][dim] into xb_.
     matmul(L.wo, att_.data(), n, xb_.data(), pool_);
     per_token([&](int64_t i) {

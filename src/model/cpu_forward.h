@@ -73,6 +73,7 @@ class CpuForward final : public Backend {
   // ffn_in [n][ffn].
   int64_t cap_tokens_ = 0, cap_logits_ = 0;
   std::vector<float> x_, xb_, qkv_, att_, gu_, ffn_in_, hidden_, tmp_;
+  std::vector<const int32_t*> att_tables_;  // per token: its sequence's block table (attention args)
 };
 
 std::unique_ptr<Backend> make_cpu_backend(const Model& model, const BackendOptions& opts);

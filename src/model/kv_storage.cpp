@@ -2,6 +2,7 @@
 #include "model/kv_storage.h"
 
 #include <cstring>
+#include <string>
 
 #include "core/error.h"
 #include "core/fp16.h"
@@ -17,6 +18,18 @@ KvStorage::KvStorage(const ModelConfig& cfg, int64_t n_blocks, int64_t block_siz
       elem_(kv_dtype_bytes(dtype)) {
   check(n_blocks > 0 && block_size > 0, "KV cache needs at least one block of at least one token");
   buf_ = Buffer(size_t(n_layers_) * 2 * n_blocks_ * block_size_ * kv_dim_ * elem_, true);
+}
+
+KvLayerView KvStorage::layer_view(int64_t layer) const {
+  check(layer >= 0 && layer < n_layers_, "KV layer " + std::to_string(layer) + " out of range");
+  KvLayerView v;
+  v.k = base(layer, 0, 0, 0);
+  v.v = base(layer, 1, 0, 0);
+  v.dtype = dtype_;
+  v.block_size = block_size_;
+  v.k_block_bytes = v.v_block_bytes = block_size_ * kv_dim_ * elem_;
+  v.v_slot_bytes = kv_dim_ * elem_;
+  return v;
 }
 
 void KvStorage::copy_block(int64_t src, int64_t dst) {

@@ -8,6 +8,7 @@
 
 #include "core/buffer.h"
 #include "core/kv_dtype.h"
+#include "kernels/attention.h"
 #include "model/backend.h"
 #include "model/model_config.h"
 
@@ -34,6 +35,9 @@ class KvStorage final : public KvCache {
   const T* v(int64_t layer, int64_t block, int64_t slot) const {
     return reinterpret_cast<const T*>(base(layer, 1, block, slot));
   }
+  // Layer `layer`'s K and V blocks as the attention kernels read them: base pointers, element type and
+  // strides (kernels/attention.h). Per layer, so the element type or layout may differ between layers.
+  KvLayerView layer_view(int64_t layer) const;
   // Writes one position's K ([kv_dim], heads back to back) and V into their block.
   void write(int64_t layer, int64_t block, int64_t slot, const float* k, const float* v);
   // Copies every layer's K and V of block `src` into block `dst` (copy-on-write).

@@ -1,19 +1,34 @@
-// Paged flash-style attention against a naive reference (full softmax in double) on random Q/K/V,
-// scattered block tables, ragged lengths, GQA groups, and both code paths (AVX-512 for block size
-// 16 and head_dim % 16 == 0, portable otherwise).
+// Paged flash-style attention (kernels/attention.h) against a naive reference (full softmax in double)
+// on random Q/K/V, scattered block tables, ragged lengths, GQA groups, f32 and f16 caches, decode and
+// prefill, on every kernel table this CPU runs (generic; avx2: block size 16 and head_dim % 8 == 0;
+// avx512: block size 16 and head_dim % 16 == 0; each falls back to the portable kernel otherwise).
 #include <gtest/gtest.h>
+#include <gtest/gtest-spi.h>
 
 #include <algorithm>
 #include <cmath>
 #include <random>
 
+#include "core/error.h"
 #include "core/fp16.h"
+#include "core/isa.h"
 #include "core/thread_pool.h"
-#include "model/attention.h"
+#include "kernels/attention.h"
+#include "kernels/kernel_table.h"
+#include "kernels/kernels.h"
+#include "model/forward_batch.h"
 #include "model/kv_storage.h"
 
 namespace tinfer {
 namespace {
+
+// Every kernel table this CPU can run.
+std::vector<const KernelTable*> all_tables() {
+  std::vector<const KernelTable*> t;
+  for (Isa isa : {Isa::generic, Isa::avx2, Isa::avx512})
+    if (cpu_supports(isa)) t.push_back(&kernel_table(isa));
+  return t;
+}
 
 struct Case {
   int64_t n_heads, n_kv_heads, head_dim, block_size;
@@ -22,9 +37,10 @@ struct Case {
 // Sequences of the given lengths on scattered blocks; queries (sequence, position) attend to positions
 // 0..position of their sequence.
 // With an f16 cache the reference uses K and V rounded to fp16, so the same tolerance applies.
+// Runs on each of `tables` (default: all_tables()).
 void check_case(const Case& c, uint32_t seed, std::vector<int64_t> lens = {45, 7},
                 std::vector<std::pair<int, int64_t>> queries = {{0, 40}, {0, 41}, {0, 42}, {0, 43}, {0, 44}, {1, 6}},
-                KvDtype dtype = KvDtype::f32) {
+                KvDtype dtype = KvDtype::f32, std::vector<const KernelTable*> tables = all_tables()) {
   ModelConfig cfg;
   cfg.n_layers = 2, cfg.n_heads = c.n_heads, cfg.n_kv_heads = c.n_kv_heads, cfg.head_dim = c.head_dim;
   const int64_t kv_dim = c.n_kv_heads * c.head_dim, q_dim = c.n_heads * c.head_dim, group = c.n_heads / c.n_kv_heads;
@@ -57,10 +73,10 @@ void check_case(const Case& c, uint32_t seed, std::vector<int64_t> lens = {45, 7
   for (auto [sq, p] : queries)
     batch.tokens.push_back(0), batch.positions.push_back(int32_t(p)), batch.seq.push_back(sq);
   const int64_t n = int64_t(batch.tokens.size()), stride = q_dim + 3;  // q rows padded: q_stride != q_dim
-  std::vector<float> q(n * stride), out(n * q_dim, -1.f);
+  std::vector<float> q(n * stride);
   for (auto& x : q) x = nd(rng);
-  ThreadPool pool(2);
-  paged_attention({c.n_heads, c.n_kv_heads, c.head_dim}, batch, kv, 1, q.data(), stride, out.data(), pool);
+  // The reference: [n][n_heads][head_dim] in double.
+  std::vector<double> ref(size_t(n * q_dim));
   for (int64_t i = 0; i < n; ++i) {
     const int s = batch.seq[i];
     const int64_t pos = batch.positions[i];
@@ -78,8 +94,33 @@ void check_case(const Case& c, uint32_t seed, std::vector<int64_t> lens = {45, 7
       for (int64_t e = 0; e < c.head_dim; ++e) {
         double o = 0;
         for (int64_t j = 0; j <= pos; ++j) o += w[j] / sum * V[s][j][kvh * c.head_dim + e];
-        ASSERT_NEAR(out[i * q_dim + h * c.head_dim + e], o, 2e-5) << "token " << i << " head " << h << " dim " << e;
+        ref[i * q_dim + h * c.head_dim + e] = o;
       }
+    }
+  }
+  std::vector<const int32_t*> tabs;
+  for (int64_t i = 0; i < n; ++i) tabs.push_back(batch.block_tables[batch.seq[i]].data());
+  AttentionArgs a;
+  a.kv = kv.layer_view(1);
+  a.n_heads = c.n_heads, a.n_kv_heads = c.n_kv_heads, a.head_dim = c.head_dim;
+  a.scale = 1.0f / std::sqrt(float(c.head_dim));
+  a.n_tokens = n;
+  a.positions = batch.positions.data();
+  a.block_tables = tabs.data();
+  a.q = q.data(), a.q_stride = stride;
+  const int64_t out_stride = q_dim + 5;  // out rows padded too; the padding must stay untouched
+  a.out_stride = out_stride;
+  ThreadPool pool(2);
+  for (const KernelTable* kt : tables) {
+    SCOPED_TRACE(std::string("isa ") + isa_name(kt->isa));
+    std::vector<float> out(n * out_stride, -1.f);
+    a.out = out.data();
+    paged_attention(a, pool, *kt);
+    for (int64_t i = 0; i < n; ++i) {
+      for (int64_t e = 0; e < q_dim; ++e)
+        ASSERT_NEAR(out[i * out_stride + e], ref[i * q_dim + e], 2e-5)
+            << "token " << i << " head " << e / c.head_dim << " dim " << e % c.head_dim;
+      for (int64_t e = q_dim; e < out_stride; ++e) ASSERT_EQ(out[i * out_stride + e], -1.f) << "token " << i << " pad";
     }
   }
 }
@@ -94,9 +135,15 @@ TEST(PagedAttention, MatchesNaiveAttention) {
       {14, 2, 48, 16}, // group 7 (4 + 3), head_dim 48 (3 vectors)
       {6, 3, 32, 16},  // group 2, head_dim 32 (2 vectors)
       {2, 1, 256, 16}, // head_dim 256
-      {8, 4, 8, 16},   // head_dim 8: portable path
+      {8, 4, 8, 16},   // head_dim 8: AVX2 path (one 8-float chunk), portable on AVX-512
       {6, 2, 64, 8},   // block size 8: portable path
       {4, 1, 48, 5},   // odd block size, head_dim not a multiple of 16
+      {8, 1, 40, 16},  // group 8, head_dim 40: AVX2 path (2 + 1 chunks), portable on AVX-512
+      {4, 4, 24, 16},  // MHA, head_dim 24: AVX2 path (2 + 1 chunks), portable on AVX-512
+      {16, 4, 64, 32}, // block size 32: portable path
+      {3, 3, 20, 16},  // head_dim 20 (not a multiple of 8): portable everywhere
+      {2, 2, 64, 256}, // the largest block size
+      {64, 1, 16, 16}, // the largest group (16 passes of 4 heads)
   };
   uint32_t seed = 1;
   for (const Case& c : cases) {
@@ -120,9 +167,10 @@ TEST(PagedAttention, LongDecodeMatchesNaiveAttention) {
   }
 }
 
-// An f16 cache on both paths (AVX-512: block size 16, head_dim % 16 == 0; portable otherwise).
+// An f16 cache on every path (fast paths: block size 16; portable otherwise).
 TEST(PagedAttention, F16CacheMatchesNaiveAttentionOnRoundedKV) {
-  const Case cases[] = {{32, 4, 64, 16}, {9, 3, 64, 16}, {10, 2, 80, 16}, {8, 4, 8, 16}, {4, 1, 48, 5}};
+  const Case cases[] = {{32, 4, 64, 16}, {9, 3, 64, 16}, {10, 2, 80, 16}, {8, 4, 8, 16}, {4, 1, 48, 5},
+                        {8, 1, 40, 16},  {2, 1, 256, 16}, {4, 4, 128, 16}, {6, 2, 64, 8}, {16, 4, 32, 32}};
   uint32_t seed = 80;
   for (const Case& c : cases) {
     SCOPED_TRACE("heads " + std::to_string(c.n_heads) + "/" + std::to_string(c.n_kv_heads) + " hd " +
@@ -130,6 +178,92 @@ TEST(PagedAttention, F16CacheMatchesNaiveAttentionOnRoundedKV) {
     check_case(c, seed++, {45, 7}, {{0, 40}, {0, 44}, {1, 6}}, KvDtype::f16);
     check_case(c, seed++, {300}, {{0, 299}}, KvDtype::f16);
   }
+}
+
+// Every GQA group size the fast paths unroll differently (4-head passes + a remainder of 0-3) with every
+// head_dim they split differently (16-float chunks of 4 + 0-3 on AVX-512, 8-float chunks of 2 + 0-1 on
+// AVX2), on block size 16 and the portable path's 8 and 32, f32 and f16.
+TEST(PagedAttention, GroupsAndHeadDimsMatchNaiveAttention) {
+  uint32_t seed = 200;
+  for (int64_t group : {1, 2, 3, 4, 5, 7, 8})
+    for (int64_t hd : {32, 48, 64, 80, 128, 256})
+      for (int64_t bs : {16, 8, 32}) {
+        if (bs != 16 && hd != 64 && hd != 48) continue;  // the portable path's block sizes on two dims suffice
+        const Case c{2 * group, 2, hd, bs};
+        for (KvDtype dt : {KvDtype::f32, KvDtype::f16}) {
+          SCOPED_TRACE("group " + std::to_string(group) + " hd " + std::to_string(hd) + " bs " + std::to_string(bs) +
+                       " " + kv_dtype_name(dt));
+          check_case(c, seed++, {37, 20}, {{0, 36}, {1, 19}, {1, 15}, {0, 0}}, dt);
+        }
+      }
+}
+
+// Prefill: every position of a chunk of two sequences (causal: token p attends to 0..p), as
+// CpuForward schedules a prompt, including positions 0 and those at block boundaries.
+TEST(PagedAttention, PrefillMatchesNaiveAttention) {
+  const Case cases[] = {{32, 4, 64, 16}, {9, 3, 64, 16}, {4, 4, 128, 16}, {6, 2, 64, 8}, {8, 1, 40, 16}};
+  uint32_t seed = 400;
+  for (const Case& c : cases)
+    for (KvDtype dt : {KvDtype::f32, KvDtype::f16}) {
+      SCOPED_TRACE("heads " + std::to_string(c.n_heads) + "/" + std::to_string(c.n_kv_heads) + " hd " +
+                   std::to_string(c.head_dim) + " bs " + std::to_string(c.block_size) + " " + kv_dtype_name(dt));
+      std::vector<std::pair<int, int64_t>> q;
+      for (int64_t p = 0; p < 70; ++p) q.push_back({0, p});
+      for (int64_t p = 0; p < 33; ++p) q.push_back({1, p});
+      check_case(c, seed++, {70, 33}, q, dt);
+    }
+}
+
+// The checks above can fail: kernels broken on purpose (a 1e-4 error in one output; the last key of
+// every query dropped; the first block skipped) are caught.
+void broken_tiny_error(const AttentionArgs& a, int64_t i0, int64_t i1) {
+  generic_paged_attention(a, i0, i1);
+  if (i1 == a.n_tokens * a.n_kv_heads)  // an element of the last item (written by this call)
+    a.out[(a.n_tokens - 1) * a.out_stride + (a.n_heads - 1) * a.head_dim + 3] += 1e-4f;
+}
+void broken_drop_last_key(const AttentionArgs& a, int64_t i0, int64_t i1) {
+  std::vector<int32_t> pos(a.positions, a.positions + a.n_tokens);
+  for (auto& p : pos) p = std::max(0, p - 1);
+  AttentionArgs b = a;
+  b.positions = pos.data();
+  generic_paged_attention(b, i0, i1);
+}
+void broken_skip_first_block(const AttentionArgs& a, int64_t i0, int64_t i1) {
+  std::vector<const int32_t*> tabs(a.block_tables, a.block_tables + a.n_tokens);
+  std::vector<int32_t> pos(a.positions, a.positions + a.n_tokens);
+  for (int64_t i = 0; i < a.n_tokens; ++i)
+    if (pos[i] >= a.kv.block_size) tabs[i] += 1, pos[i] -= int32_t(a.kv.block_size);
+  AttentionArgs b = a;
+  b.block_tables = tabs.data(), b.positions = pos.data();
+  generic_paged_attention(b, i0, i1);
+}
+KernelTable g_broken;
+void check_broken() { check_case({8, 2, 64, 16}, 7, {45, 7}, {{0, 40}, {0, 44}, {1, 6}}, KvDtype::f32, {&g_broken}); }
+
+TEST(PagedAttention, BrokenKernelsFailTheCheck) {
+  g_broken = kernel_table(Isa::generic);
+  for (AttentionFn fn : {broken_tiny_error, broken_drop_last_key, broken_skip_first_block}) {
+    g_broken.paged_attention = fn;
+    EXPECT_FATAL_FAILURE(check_broken(), "");
+  }
+  g_broken.paged_attention = generic_paged_attention;
+  check_broken();  // and the harness itself passes an intact kernel
+}
+
+TEST(PagedAttention, RejectsShapesBeyondTheLimits) {
+  ModelConfig cfg;
+  cfg.n_layers = 1, cfg.n_heads = 130, cfg.n_kv_heads = 2, cfg.head_dim = 16;
+  KvStorage kv(cfg, 2, 16);
+  ThreadPool pool(1);
+  AttentionArgs a;
+  a.kv = kv.layer_view(0);
+  a.n_heads = 130, a.n_kv_heads = 2, a.head_dim = 16;  // group 65
+  EXPECT_THROW(paged_attention(a, pool), Error);
+  a.n_heads = 5;  // not a multiple of the kv heads
+  EXPECT_THROW(paged_attention(a, pool), Error);
+  KvStorage big(cfg, 1, 512);
+  a.kv = big.layer_view(0), a.n_heads = 4;
+  EXPECT_THROW(paged_attention(a, pool), Error);
 }
 
 TEST(PagedAttention, CopyBlockDuplicatesKAndV) {

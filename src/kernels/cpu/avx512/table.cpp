@@ -1,4 +1,4 @@
-// The AVX-512 (F/BW/VL/DQ/VNNI) kernel table: VNNI GEMMs + portable element-wise ops at 16 floats.
+// The AVX-512 (F/BW/VL/DQ/VNNI) kernel table: VNNI GEMMs, paged attention + portable element-wise ops at 16 floats.
 // GCC 12's AVX-512 headers build "undefined" vectors that -W(maybe-)uninitialized flags falsely.
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -14,6 +14,7 @@ namespace tinfer {
 GemmFn avx512_gemm_q8_0();
 GemmFn avx512_gemm_q4_0();
 GemmFn avx512_gemm_q4_1();
+AttentionFn avx512_paged_attention();
 
 namespace {
 
@@ -40,7 +41,7 @@ void quantize_act_row(const float* x, int64_t cols, int8_t* q, float* d, int32_t
 const KernelTable& kernel_table_avx512() {
   static const KernelTable t{Isa::avx512, quantize_act_row, avx512_gemm_q8_0(), avx512_gemm_q4_0(),
                              avx512_gemm_q4_1(), v_dequant_row, v_rmsnorm, v_silu_mul, v_add_inplace, v_softmax_inplace,
-                             v_dot_f32, v_axpy, v_scale_inplace};
+                             v_dot_f32, v_axpy, v_scale_inplace, avx512_paged_attention()};
   return t;
 }
 

@@ -6,6 +6,9 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#if defined(__AVX512F__) && TINFER_VEC_FLOATS == 16
+#include <immintrin.h>
+#endif
 
 #ifndef TINFER_VEC_FLOATS
 #error "define TINFER_VEC_FLOATS (4, 8 or 16) before including vec.h"
@@ -40,10 +43,18 @@ inline vf vexp(vf x) {
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
   p = p * r * r + r + 1.0f;
+#if defined(__AVX512F__) && TINFER_VEC_FLOATS == 16
+  // p * 2^n in one vscalefps instead of building 2^n (convert, add, shift, multiply): bit-identical for
+  // every float x < 88.37 (checked exhaustively); above, where n = 128, the built 2^n is inf while
+  // vscalefps returns the finite exp up to FLT_MAX. Worth ~1-2% of the AVX-512 attention kernel, which
+  // takes five 16-lane exps per KV block and group of 4 heads.
+  vf out = (vf)_mm512_scalef_ps((__m512)p, (__m512)n);
+#else
   vi e = (__builtin_convertvector(n, vi) + 127) << 23;
   vf scale;
   std::memcpy(&scale, &e, sizeof scale);
   vf out = p * scale;
+#endif
   return under ? vsplat(0.0f) : out;
 }
 

@@ -1,7 +1,8 @@
-// The generic (baseline x86-64) kernel table: portable element-wise ops + plain C++ GEMMs.
+// The generic (baseline x86-64) kernel table: portable element-wise ops + plain C++ GEMMs and attention.
 #define TINFER_VEC_FLOATS 4
 #include "kernels/cpu/common/vec.h"
 #include "kernels/cpu/common/dequant.h"
+#include "kernels/attention.h"
 #include "kernels/kernel_table.h"
 
 namespace tinfer {
@@ -13,7 +14,7 @@ GemmFn generic_gemm_q4_1();
 const KernelTable& kernel_table_generic() {
   static const KernelTable t{Isa::generic, v_quantize_act_row, generic_gemm_q8_0(), generic_gemm_q4_0(),
                              generic_gemm_q4_1(), v_dequant_row, v_rmsnorm, v_silu_mul, v_add_inplace, v_softmax_inplace,
-                             v_dot_f32, v_axpy, v_scale_inplace};
+                             v_dot_f32, v_axpy, v_scale_inplace, generic_paged_attention};
   return t;
 }
 

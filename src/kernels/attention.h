@@ -1,0 +1,66 @@
+// Paged, flash-style attention as a kernel: plain-data arguments (no model types), one implementation
+// per ISA in the kernel table (cpu/<isa>/attention.cpp), and a thread-pool entry point here.
+// For each query token, stream its sequence's KV blocks as tiles, keep a running max and sum (online
+// softmax), never materialise the full score matrix.
+#pragma once
+#include <cstdint>
+
+#include "core/kv_dtype.h"
+
+namespace tinfer {
+
+class ThreadPool;
+struct KernelTable;
+
+// One layer of a paged KV cache, as bytes and strides. Within a block, heads are dense:
+// K block b at k + b * k_block_bytes is [kv_heads][head_dim][block_size] elements (transposed: one
+// vector load gives a dimension of every slot of the block); V of block b, slot j at
+// v + b * v_block_bytes + j * v_slot_bytes is [kv_heads * head_dim] elements. Elements are `dtype`
+// (f32: float, f16: IEEE half bits).
+struct KvLayerView {
+  const uint8_t* k = nullptr;
+  const uint8_t* v = nullptr;
+  KvDtype dtype = KvDtype::f32;
+  int64_t block_size = 0;
+  int64_t k_block_bytes = 0;
+  int64_t v_block_bytes = 0;
+  int64_t v_slot_bytes = 0;
+};
+
+// One attention call over a ragged batch of n_tokens query tokens. Token i attends to positions
+// 0..positions[i] of its sequence, whose block table (position p in block table[p / block_size]) is
+// block_tables[i]; those K/V must already be written. q: rows of q_stride floats, each starting with
+// n_heads * head_dim (rotated) query values; out: rows of out_stride floats, n_heads * head_dim written.
+// Query head h reads kv head h / (n_heads / n_kv_heads).
+struct AttentionArgs {
+  KvLayerView kv;
+  int64_t n_heads = 0, n_kv_heads = 0, head_dim = 0;
+  float scale = 0;  // scores are q·k * scale (1 / sqrt(head_dim))
+  int64_t n_tokens = 0;
+  const int32_t* positions = nullptr;           // [n_tokens]
+  const int32_t* const* block_tables = nullptr;  // [n_tokens]
+  const float* q = nullptr;
+  int64_t q_stride = 0;
+  float* out = nullptr;
+  int64_t out_stride = 0;
+};
+
+// Limits of every table's kernel (the portable path's score tile and per-group state).
+constexpr int64_t kAttnMaxGroup = 64;       // query heads per kv head
+constexpr int64_t kAttnMaxBlockSize = 256;  // KV block size
+
+// Work items [item0, item1) of one call: item = token * n_kv_heads + kv_head (the query heads of a GQA
+// group share each K/V load). Each table's kernel falls back to the portable one for shapes its fast
+// path does not take.
+using AttentionFn = void (*)(const AttentionArgs& a, int64_t item0, int64_t item1);
+
+// Splits the items over the pool and runs the active table's kernel (or kt's). Throws Error beyond
+// the limits above or if n_heads is not a multiple of n_kv_heads.
+void paged_attention(const AttentionArgs& a, ThreadPool& pool);
+void paged_attention(const AttentionArgs& a, ThreadPool& pool, const KernelTable& kt);
+
+// The portable kernel (any block size <= kAttnMaxBlockSize, any head_dim, f32 and f16): the fallback
+// every table's row calls for the shapes its fast path does not take.
+void generic_paged_attention(const AttentionArgs& a, int64_t item0, int64_t item1);
+
+}  // namespace tinfer
