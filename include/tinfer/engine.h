@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/kv_dtype.h"
+#include "core/op_profile.h"
 #include "engine/batching_mode.h"
 #include "engine/request.h"
 #include "engine/request_resolver.h"
@@ -105,6 +106,14 @@ class Engine {
   virtual bool has_work() const = 0;  // thread-safe
 
   virtual EngineStats stats() const = 0;  // thread-safe snapshot
+  // Thread-safe: time by operator category over all steps so far (forward categories from the backend,
+  // plus scheduling and sampling), as of the last step.
+  virtual OpProfile op_profile() const { return {}; }
+  // Stepping thread only: the live profile, to reset between phases or to enable and read its trace.
+  virtual OpProfile& stepping_profile() {
+    static thread_local OpProfile none;
+    return none;
+  }
   virtual const Model& model() const = 0;
   virtual const Tokenizer& tokenizer() const = 0;
   virtual const EngineConfig& config() const = 0;

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstdio>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 
 #include "core/error.h"
@@ -123,6 +124,11 @@ class EngineImpl final : public Engine {
     std::lock_guard<std::mutex> lock(mu_);
     return stats_;
   }
+  OpProfile op_profile() const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return profile_;
+  }
+  OpProfile& stepping_profile() override { return fwd_->profile(); }
   const Model& model() const override { return *model_; }
   const Tokenizer& tokenizer() const override { return model_->tokenizer(); }
   const EngineConfig& config() const override { return config_; }
@@ -165,6 +171,7 @@ class EngineImpl final : public Engine {
   RequestId next_id_ = 0;
   int unfinished_ = 0;
   EngineStats stats_;
+  OpProfile profile_;  // counters as of the last step (no trace)
 };
 
 bool EngineImpl::is_stop(const Live& l, Token t) const {
@@ -276,15 +283,20 @@ void EngineImpl::fork_samples(Live& l, kv::SeqId parent, int parent_index, const
 }
 
 bool EngineImpl::step() {
+  OpProfile* prof = &fwd_->profile();
   bool did = false;
+  std::optional<OpTimer> timer(std::in_place, prof, Op::kSchedule);
   drain_inbox(&did);
   const BatchPlan plan = sched_->schedule();
   if (plan.empty()) {
+    timer.reset();
     publish_stats();
     return did;
   }
   running_peak_ = std::max(running_peak_, sched_->num_running());
-  runner_->run(plan);
+  timer.reset();
+  runner_->run(plan);  // (the backend times the forward's own categories)
+  timer.emplace(prof, Op::kSample);
 
   // Sample. A not-yet-forked n > 1 request draws all n first tokens from the same logits row.
   std::vector<Token> sampled(plan.requests.size(), -1);
@@ -316,6 +328,7 @@ bool EngineImpl::step() {
     sampled[i] = results[i].token;
   }
 
+  timer.emplace(prof, Op::kSchedule);  // update, events and bookkeeping
   const std::vector<RequestOutput> outs = sched_->update(plan, sampled);
   std::unordered_map<kv::SeqId, size_t> plan_index;
   for (size_t i = 0; i < plan.requests.size(); ++i) plan_index[plan.requests[i].id] = i;
@@ -336,14 +349,17 @@ bool EngineImpl::step() {
     if (it != live_.end()) finish_request_if_done(*it->second);
   }
   running_peak_ = std::max(running_peak_, sched_->num_running());
+  timer.reset();
   publish_stats();
   return true;
 }
 
 void EngineImpl::publish_stats() {
+  const OpProfile counters = fwd_->profile().counters();
   const kv::KvStats ks = sched_->kv().stats();
   const SchedulerStats ss = sched_->stats();
   std::lock_guard<std::mutex> lock(mu_);
+  profile_ = counters;
   stats_.running = sched_->num_running();
   stats_.waiting = sched_->num_waiting() + static_cast<int>(inbox_.size());
   stats_.background_running = sched_->num_background_running();

@@ -6,6 +6,7 @@
 
 #include "core/buffer.h"
 #include "core/isa.h"
+#include "core/op_profile.h"
 #include "quant/dtype.h"
 
 namespace tinfer {
@@ -34,7 +35,11 @@ void unpack_row(const PackedMatrix& w, int64_t r, float* dst);
 // Quantized weights: activations are quantized per 32-block to int8 and multiplied with int8 dot
 // products (VNNI on AVX-512); m > 1 runs a blocked GEMM, not a loop of matrix-vector products.
 void matmul(const PackedMatrix& w, const float* x, int64_t m, float* y, ThreadPool& pool);
-void matmul(const PackedMatrix& w, const float* x, int64_t m, float* y, ThreadPool& pool, const KernelTable& kt);
+void matmul(const PackedMatrix& w, const float* x, int64_t m, float* y, ThreadPool& pool, const KernelTable& kt,
+            OpProfile* prof = nullptr, Op role = Op::kMatmulQkv);
+// Profiled: activation quantization is timed as Op::kActQuant, the GEMM itself as `role` (with the weight
+// bytes it streamed and its multiply-adds).
+void matmul(const PackedMatrix& w, const float* x, int64_t m, float* y, ThreadPool& pool, OpProfile* prof, Op role);
 
 // The kernel table for an ISA, and for the active ISA (TINFER_ISA or the best available).
 const KernelTable& kernel_table(Isa isa);

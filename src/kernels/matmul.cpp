@@ -64,12 +64,16 @@ QActs quantize_acts(const KernelTable& kt, const float* x, int64_t m, int64_t co
 }
 
 void matmul_tiled(const PackedMatrix& w, const float* x, int64_t m, float* y, ThreadPool& pool,
-                  const KernelTable& kt) {
+                  const KernelTable& kt, OpProfile* prof, Op role) {
   GemmArgs g;
   g.w = w.data.data();
   g.tile_bytes = packed::tile_bytes(w.type, w.cols / 32);
   g.rows = w.rows;
-  g.a = quantize_acts(kt, x, m, w.cols, w.type == DType::Q8_0 ? -128 : w.type == DType::Q4_0 ? -8 : 0, pool);
+  {
+    OpTimer t(prof, Op::kActQuant, double(m * w.cols) * 4, double(m * w.cols) * 2);
+    g.a = quantize_acts(kt, x, m, w.cols, w.type == DType::Q8_0 ? -128 : w.type == DType::Q4_0 ? -8 : 0, pool);
+  }
+  OpTimer t(prof, role, double(w.data.size()), 2.0 * double(m) * double(w.rows) * double(w.cols));
   g.y = y;
   g.ldy = w.rows;
   const GemmFn fn = w.type == DType::Q8_0 ? kt.gemm_q8_0 : w.type == DType::Q4_0 ? kt.gemm_q4_0 : kt.gemm_q4_1;
@@ -117,10 +121,16 @@ void matmul_rows(const PackedMatrix& w, const float* x, int64_t m, float* y, Thr
 
 }  // namespace
 
-void matmul(const PackedMatrix& w, const float* x, int64_t m, float* y, ThreadPool& pool, const KernelTable& kt) {
+void matmul(const PackedMatrix& w, const float* x, int64_t m, float* y, ThreadPool& pool, const KernelTable& kt,
+            OpProfile* prof, Op role) {
   if (m <= 0) return;
-  if (packed::is_tiled(w.type)) matmul_tiled(w, x, m, y, pool, kt);
-  else matmul_rows(w, x, m, y, pool, kt);
+  if (packed::is_tiled(w.type)) return matmul_tiled(w, x, m, y, pool, kt, prof, role);
+  OpTimer t(prof, role, double(w.data.size()), 2.0 * double(m) * double(w.rows) * double(w.cols));
+  matmul_rows(w, x, m, y, pool, kt);
+}
+
+void matmul(const PackedMatrix& w, const float* x, int64_t m, float* y, ThreadPool& pool, OpProfile* prof, Op role) {
+  matmul(w, x, m, y, pool, active_kernels(), prof, role);
 }
 
 void matmul(const PackedMatrix& w, const float* x, int64_t m, float* y, ThreadPool& pool) {

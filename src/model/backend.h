@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/kv_dtype.h"
+#include "core/op_profile.h"
 #include "model/forward_batch.h"
 #include "model/model_config.h"
 
@@ -51,6 +52,9 @@ class Backend {
   virtual std::unique_ptr<KvCache> allocate_kv(int64_t n_blocks, int64_t block_size, KvDtype dtype) = 0;
   // One step over a cache this backend allocated; see the data flow above.
   virtual void forward(const ForwardBatch& batch, KvCache& kv, float* logits) = 0;
+  // Time by operator category of every forward so far (the caller resets it between phases); enable its
+  // trace to keep a timeline. Not thread-safe: read it on the thread that calls forward().
+  virtual OpProfile& profile() = 0;
 };
 
 // The registry: "cpu" today. Throws Error naming the known backends for an unknown name.

@@ -39,12 +39,13 @@ CpuForward::Stacked CpuForward::pack_stacked(std::initializer_list<const GgufTen
   return s;
 }
 
-void CpuForward::Stacked::run(const float* x, int64_t n, float* y, std::vector<float>& tmp, ThreadPool& pool) const {
-  if (parts.size() == 1) return matmul(parts[0], x, n, y, pool);
+void CpuForward::Stacked::run(const float* x, int64_t n, float* y, std::vector<float>& tmp, ThreadPool& pool,
+                              OpProfile* prof, Op role) const {
+  if (parts.size() == 1) return matmul(parts[0], x, n, y, pool, prof, role);
   int64_t col = 0;
   for (const PackedMatrix& p : parts) {
     tmp.resize(n * p.rows);
-    matmul(p, x, n, tmp.data(), pool);
+    matmul(p, x, n, tmp.data(), pool, prof, role);
     for (int64_t i = 0; i < n; ++i) std::memcpy(y + i * rows + col, &tmp[i * p.rows], p.rows * sizeof(float));
     col += p.rows;
   }
@@ -155,7 +156,11 @@ void CpuForward::forward(const ForwardBatch& batch, KvStorage& kv, float* logits
     check(p >= 0 && p < rope_.n_positions(), "position " + std::to_string(p) + " outside this forward's context [0, " +
                                                  std::to_string(rope_.n_positions()) + ")");
   ensure_scratch(n, int64_t(batch.logit_rows.size()));
-  embed(batch);
+  OpProfile* prof = &profile_;
+  {
+    OpTimer t(prof, Op::kEmbed);
+    embed(batch);
+  }
   const int64_t qkv_w = c.q_dim() + 2 * c.kv_dim(), dim = c.dim, ffn = c.ffn_dim, bs = kv.block_size();
   att_tables_.resize(size_t(n));
   for (int64_t i = 0; i < n; ++i) att_tables_[i] = batch.block_tables[batch.seq[i]].data();
@@ -167,6 +172,10 @@ void CpuForward::forward(const ForwardBatch& batch, KvStorage& kv, float* logits
   att.block_tables = att_tables_.data();
   att.q = qkv_.data(), att.q_stride = qkv_w;  // q is the first q_dim of each QKV row
   att.out = att_.data(), att.out_stride = c.q_dim();
+  double attended = 0;  // sum over tokens of the positions each attends to
+  for (int32_t p : batch.positions) attended += double(p) + 1;
+  const double att_bytes = attended * double(c.kv_dim()) * 2 * kv_dtype_bytes(kv.dtype());  // (an upper bound:
+  const double att_ops = attended * double(c.n_heads * c.head_dim) * 4;                   // prefill rereads from cache)
 
   // Per-token element-wise work is split over the pool too (prefill has hundreds of tokens).
   auto per_token = [&](const std::function<void(int64_t)>& fn) {
@@ -177,41 +186,60 @@ void CpuForward::forward(const ForwardBatch& batch, KvStorage& kv, float* logits
   };
   for (int64_t l = 0; l < c.n_layers; ++l) {
     const Layer& L = layers_[l];
-    per_token([&](int64_t i) { rmsnorm(&x_[i * dim], L.attn_norm.data(), &xb_[i * dim], dim, c.rms_eps); });
-    L.wqkv.run(xb_.data(), n, qkv_.data(), tmp_, pool_);  // [n][q | k | v]
-    per_token([&](int64_t i) {
-      float* q = &qkv_[i * qkv_w];
-      float* k = q + c.q_dim();
-      const float* v = k + c.kv_dim();
-      const int64_t pos = batch.positions[i];
-      rope_.apply(q, c.n_heads, pos);
-      rope_.apply(k, c.n_kv_heads, pos);
-      const int64_t block = batch.block_tables[batch.seq[i]][pos / bs];
-      kv.write(l, block, pos % bs, k, v);
-    });
+    {
+      OpTimer t(prof, Op::kNorm);
+      per_token([&](int64_t i) { rmsnorm(&x_[i * dim], L.attn_norm.data(), &xb_[i * dim], dim, c.rms_eps); });
+    }
+    L.wqkv.run(xb_.data(), n, qkv_.data(), tmp_, pool_, prof, Op::kMatmulQkv);  // [n][q | k | v]
+    {
+      OpTimer t(prof, Op::kRopeKv);
+      per_token([&](int64_t i) {
+        float* q = &qkv_[i * qkv_w];
+        float* k = q + c.q_dim();
+        const float* v = k + c.kv_dim();
+        const int64_t pos = batch.positions[i];
+        rope_.apply(q, c.n_heads, pos);
+        rope_.apply(k, c.n_kv_heads, pos);
+        const int64_t block = batch.block_tables[batch.seq[i]][pos / bs];
+        kv.write(l, block, pos % bs, k, v);
+      });
+    }
     att.kv = kv.layer_view(l);
-    paged_attention(att, pool_);
+    {
+      OpTimer t(prof, Op::kAttention, att_bytes, att_ops);
+      paged_attention(att, pool_);
+    }
     // att_ rows have stride q_dim(); wo reads [n][q_dim] and writes [n][dim] into xb_.
-    matmul(L.wo, att_.data(), n, xb_.data(), pool_);
-    per_token([&](int64_t i) {
-      add_inplace(&x_[i * dim], &xb_[i * dim], dim);
-      rmsnorm(&x_[i * dim], L.ffn_norm.data(), &xb_[i * dim], dim, c.rms_eps);
-    });
-    L.w_gateup.run(xb_.data(), n, gu_.data(), tmp_, pool_);  // [n][gate | up]
-    // SwiGLU, compacted to [n][ffn] for the down GEMM.
-    per_token([&](int64_t i) {
-      float* g = &gu_[i * 2 * ffn];
-      silu_mul(g, g + ffn, ffn);
-      std::memcpy(&ffn_in_[i * ffn], g, ffn * sizeof(float));
-    });
-    matmul(L.w_down, ffn_in_.data(), n, xb_.data(), pool_);
+    matmul(L.wo, att_.data(), n, xb_.data(), pool_, prof, Op::kMatmulOut);
+    {
+      OpTimer t(prof, Op::kNorm);  // (the residual add is fused into this pass)
+      per_token([&](int64_t i) {
+        add_inplace(&x_[i * dim], &xb_[i * dim], dim);
+        rmsnorm(&x_[i * dim], L.ffn_norm.data(), &xb_[i * dim], dim, c.rms_eps);
+      });
+    }
+    L.w_gateup.run(xb_.data(), n, gu_.data(), tmp_, pool_, prof, Op::kMatmulGateUp);  // [n][gate | up]
+    {
+      // SwiGLU, compacted to [n][ffn] for the down GEMM.
+      OpTimer t(prof, Op::kActivation);
+      per_token([&](int64_t i) {
+        float* g = &gu_[i * 2 * ffn];
+        silu_mul(g, g + ffn, ffn);
+        std::memcpy(&ffn_in_[i * ffn], g, ffn * sizeof(float));
+      });
+    }
+    matmul(L.w_down, ffn_in_.data(), n, xb_.data(), pool_, prof, Op::kMatmulDown);
+    OpTimer t(prof, Op::kResidual);
     per_token([&](int64_t i) { add_inplace(&x_[i * dim], &xb_[i * dim], dim); });
   }
 
   const int64_t nl = int64_t(batch.logit_rows.size());
-  for (int64_t r = 0; r < nl; ++r)
-    rmsnorm(&x_[batch.logit_rows[r] * dim], output_norm_.data(), &hidden_[r * dim], dim, c.rms_eps);
-  if (nl > 0) matmul(output_, hidden_.data(), nl, logits, pool_);
+  {
+    OpTimer t(prof, Op::kNorm);
+    for (int64_t r = 0; r < nl; ++r)
+      rmsnorm(&x_[batch.logit_rows[r] * dim], output_norm_.data(), &hidden_[r * dim], dim, c.rms_eps);
+  }
+  if (nl > 0) matmul(output_, hidden_.data(), nl, logits, pool_, prof, Op::kLmHead);
 }
 
 }  // namespace tinfer

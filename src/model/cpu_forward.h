@@ -41,6 +41,7 @@ class CpuForward final : public Backend {
   // ([batch.logit_rows.size()][n_vocab], row-major) for the requested rows.
   void forward(const ForwardBatch& batch, KvCache& kv, float* logits) override;
   void forward(const ForwardBatch& batch, KvStorage& kv, float* logits);
+  OpProfile& profile() override { return profile_; }
 
  private:
   // Row-stacked projections sharing one input (QKV; gate+up): one GEMM when the parts share a
@@ -48,7 +49,8 @@ class CpuForward final : public Backend {
   struct Stacked {
     std::vector<PackedMatrix> parts;
     int64_t rows = 0;
-    void run(const float* x, int64_t n, float* y, std::vector<float>& tmp, ThreadPool& pool) const;
+    void run(const float* x, int64_t n, float* y, std::vector<float>& tmp, ThreadPool& pool, OpProfile* prof,
+             Op role) const;
   };
   struct Layer {
     std::vector<float> attn_norm, ffn_norm;
@@ -66,6 +68,7 @@ class CpuForward final : public Backend {
   std::unique_ptr<ThreadPool> owned_pool_;  // (declared before pool_: it may be what pool_ refers to)
   ThreadPool& pool_;
   RopeTable rope_;
+  OpProfile profile_;  // every forward adds to it (always on; see core/op_profile.h)
   std::vector<Layer> layers_;
   std::vector<float> output_norm_;
   PackedMatrix output_;

@@ -205,7 +205,8 @@ struct HttpServer::Impl {
     add("GET", "/metrics", [this](const HttpRequest&, HttpResponse& r) {
       EngineStats st = ready ? driver->stats() : EngineStats{};
       if (ready) metrics.long_lane_waiting = st.background_waiting;
-      r.set_content(metrics.render(st, ready ? ctx->queued.load() : 0, ready), "text/plain; version=0.0.4");
+      const OpProfile ops = ready ? driver->engine().op_profile() : OpProfile{};
+      r.set_content(metrics.render(st, ready ? ctx->queued.load() : 0, ready, ops), "text/plain; version=0.0.4");
     });
   }
 

@@ -45,7 +45,7 @@ Metrics::Metrics()
       tpot({0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1, 2.5}),
       e2e({0.01, 0.05, 0.1, 0.3, 0.5, 0.8, 1, 1.5, 2, 2.5, 5, 10, 15, 20, 30, 40, 50, 60, 120}) {}
 
-std::string Metrics::render(const EngineStats& s, int queued, bool ready) const {
+std::string Metrics::render(const EngineStats& s, int queued, bool ready, const OpProfile& ops) const {
   std::string o;
   gauge(o, "tinfer:ready", "gauge", "1 once the model is loaded and a warm-up step has run.", ready ? 1 : 0);
   gauge(o, "tinfer:num_requests_running", "gauge", "Requests in the engine's running batch.", s.running);
@@ -83,6 +83,11 @@ std::string Metrics::render(const EngineStats& s, int queued, bool ready) const 
   ttft.render(o, "tinfer:time_to_first_token_seconds", "Time from request arrival to its first token.");
   tpot.render(o, "tinfer:time_per_output_token_seconds", "Mean gap between output tokens of a request.");
   e2e.render(o, "tinfer:e2e_request_latency_seconds", "Time from request arrival to its last byte.");
+  o += "# HELP tinfer_op_seconds_total Engine time by operator category (always-on per-step timers).\n"
+        "# TYPE tinfer_op_seconds_total counter\n";
+  for (int i = 0; i < kNumOps; ++i)
+    o += std::string("tinfer_op_seconds_total{op=\"") + op_name(static_cast<Op>(i)) + "\"} " +
+         num(ops[static_cast<Op>(i)].seconds) + "\n";
   return o;
 }
 

@@ -36,7 +36,8 @@ class Metrics {
   std::atomic<int64_t> long_lane_waiting{0};
 
   // The whole /metrics page. queued = server-side requests not yet producing tokens.
-  std::string render(const EngineStats& s, int queued, bool ready) const;
+  // ops: the engine's time by operator category (tinfer_op_seconds_total{op="..."}).
+  std::string render(const EngineStats& s, int queued, bool ready, const OpProfile& ops = {}) const;
 };
 
 }  // namespace tinfer::server

@@ -9,6 +9,8 @@
 #include "core/thread_pool.h"
 #include "engine/session.h"
 #include "core/error.h"
+#include "core/op_profile.h"
+#include "core/timer.h"
 #include "model/backend.h"
 #include "model/cpu_forward.h"
 #include "model/rope.h"
@@ -163,6 +165,43 @@ TEST(Forward, ContextBeyondTheModelOrTableIsRefused) {
   }
   batch.positions = {63};
   EXPECT_NO_THROW(fwd.forward(batch, kv, logits.data()));
+}
+
+// The always-on profile accounts for the forward pass: its categories add up to the measured wall time within
+// 10% (what falls outside them is argument setup), for a prefill chunk and for decode steps, and every layer's
+// operations are counted.
+TEST(Forward, ProfileCategoriesAddUpToTheStep) {
+  ThreadPool pool(2);
+  SynthSpec spec;
+  spec.dim = 256, spec.n_layers = 4, spec.n_heads = 8, spec.n_kv_heads = 2, spec.head_dim = 32, spec.ffn_dim = 704;
+  spec.n_vocab = 512, spec.ctx_len = 256, spec.weight_type = DType::Q8_0, spec.seed = 5;
+  auto model = Model::from_gguf_bytes(synthesize_model_bytes(spec));
+  CpuForward fwd(*model, pool);
+  Session session(fwd, 256);
+  const auto prompt = some_tokens(96, int(spec.n_vocab), 3);
+  session.feed(prompt);  // warm-up
+  for (int chunk : {96, 1}) {
+    session.reset();
+    if (chunk == 1) session.feed(prompt);
+    fwd.profile().reset();
+    double wall = 0;
+    for (int r = 0; r < (chunk == 1 ? 32 : 4); ++r) {
+      const double t0 = now_s();
+      if (chunk == 1) session.feed_token(prompt[size_t(r)]);
+      else session.reset(), session.feed(prompt);
+      wall += now_s() - t0;
+    }
+    const OpProfile& p = fwd.profile();
+    SCOPED_TRACE(chunk == 1 ? "decode" : "prefill");
+    EXPECT_GT(p.total_seconds(), 0.9 * wall);
+    EXPECT_LE(p.total_seconds(), wall * 1.0001);
+    const int64_t steps = chunk == 1 ? 32 : 4;
+    EXPECT_EQ(p[Op::kAttention].calls, steps * spec.n_layers);
+    EXPECT_EQ(p[Op::kMatmulQkv].calls, steps * spec.n_layers);
+    EXPECT_EQ(p[Op::kActQuant].calls, steps * (4 * spec.n_layers + 1));  // every int8 GEMM quantizes its input
+    EXPECT_EQ(p[Op::kLmHead].calls, steps);
+    EXPECT_GT(p[Op::kMatmulDown].bytes, 0);
+  }
 }
 
 }  // namespace

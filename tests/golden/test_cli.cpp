@@ -47,6 +47,27 @@ TEST(Cli, EverySubcommandAnswersHelp) {
   EXPECT_NE(top.out.find("serve"), std::string::npos) << top.out;
 }
 
+// --profile prints a table per phase whose categories cover the step, and --trace writes trace-event JSON.
+TEST(Cli, BenchProfileAndTrace) {
+  std::string model = test::shared_file("models/stories260K.gguf");
+  TINFER_REQUIRE_FILE(model, "models/stories260K.gguf");
+  const std::string trace = temp_file("trace.json", "");
+  auto r = test::run_command(test::tinfer_bin() + " bench -m " + model +
+                             " --prompt 32 --gen 8 --repeat 1 -t 2 --profile --trace " + trace + " 2>&1");
+  ASSERT_EQ(r.status, 0) << r.out;
+  for (const char* want : {"profile      prefill", "profile      decode", "attention", "matmul_gate_up", "lm_head"})
+    EXPECT_NE(r.out.find(want), std::string::npos) << want << "\n" << r.out;
+  std::ifstream f(trace);
+  std::string json((std::istreambuf_iterator<char>(f)), {});
+  EXPECT_EQ(json.rfind("{\"traceEvents\":[{\"name\":\"embed\"", 0), 0u) << json.substr(0, 200);
+  EXPECT_NE(json.find("\"ph\":\"X\""), std::string::npos);
+  auto t = test::run_command(test::tinfer_bin() + " bench throughput -m " + model +
+                             " -t 2 --kv-memory 16M --requests 4 --input-len 16 --output-len 8 --profile 2>&1");
+  ASSERT_EQ(t.status, 0) << t.out;
+  for (const char* want : {"profile      engine step", "sample", "schedule", "attention"})
+    EXPECT_NE(t.out.find(want), std::string::npos) << want << "\n" << t.out;
+}
+
 TEST(Cli, MissingModelFile) { expect_error("run -m /nonexistent/model.gguf -p hi", "does not exist"); }
 
 TEST(Cli, WrongMagic) {

@@ -38,6 +38,10 @@ def test_openai_client(srv, client):
         check(r.usage.prompt_tokens > 0 and r.usage.total_tokens == r.usage.prompt_tokens + r.usage.completion_tokens,
               "usage totals: %s" % r.usage)
     full = client.completions.create(model="stories260K", prompt=PROMPTS[0], max_tokens=40, temperature=0)
+    # The engine's time by operator category is exported (issue 10: profile always on).
+    m = srv.metrics()
+    for op in ("attention", "matmul_qkv", "lm_head", "sample", "schedule"):
+        check(m.get('tinfer_op_seconds_total{op="%s"}' % op, 0) > 0, "op seconds missing for %s" % op)
     # Streaming == non-streaming, with usage at the end.
     chunks = list(client.completions.create(model="stories260K", prompt=PROMPTS[0], max_tokens=40, temperature=0,
                                             stream=True, stream_options={"include_usage": True}))

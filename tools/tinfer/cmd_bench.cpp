@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "profile_report.h"
 #include "common.h"
 #include "core/error.h"
 #include "core/isa.h"
@@ -41,9 +42,12 @@ int cmd_bench(int argc, char** argv) {
                                        {"--gen", "generated tokens", true, "128"},
                                        kv_dtype_option(),
                                        {"--repeat", "repetitions (median reported)", true, "5"},
-                                       {"--json", "print one JSON object on the last line", false}});
+                                       {"--json", "print one JSON object on the last line", false},
+                                       {"--profile", "print time by operator category for prefill and decode", false},
+                                       {"--trace", "write a Chrome trace-event JSON of every timed operation (Perfetto)"}});
   Args args(argc, argv, spec,
-            "tinfer bench -m MODEL [--prompt 512] [--gen 128] [--repeat 5] [--kv-dtype f32|f16] [--json]");
+            "tinfer bench -m MODEL [--prompt 512] [--gen 128] [--repeat 5] [--kv-dtype f32|f16] [--profile] "
+            "[--trace FILE] [--json]   (serving: tinfer bench throughput --help)");
   const long long n_prompt = args.integer("--prompt"), n_gen = args.integer("--gen"), repeat = args.integer("--repeat");
   check(n_prompt >= 1 && n_gen >= 2 && repeat >= 1, "--prompt >= 1, --gen >= 2 and --repeat >= 1 are required");
   Loaded l = load_model(args);
@@ -59,16 +63,25 @@ int cmd_bench(int argc, char** argv) {
   bw.push_back(measure_read_gbps(*l.pool, size_t(512) << 20, 5, true));
   double fp32 = measure_fp32_gflops(*l.pool, 0.2), int8 = measure_int8_gops(*l.pool, 0.2);
   session.feed_token(prompt[0]);  // warm-up: scratch buffers, page faults
+  OpProfile& prof = l.backend->profile();  // always on; split here into the two phases
+  if (args.has("--trace")) prof.enable_trace(size_t(1) << 22);
+  OpProfile pre_prof, dec_prof;
+  double pre_wall = 0, dec_wall = 0;
   for (long long r = 0; r < repeat; ++r) {
     session.reset();
+    prof.reset();
     double t0 = now_s();
     const std::vector<float>* logits = &session.feed(prompt);
     double t1 = now_s();
+    pre_prof.merge(prof.counters());
+    prof.reset();
     for (long long g = 1; g < n_gen; ++g) {
       int32_t next = int32_t(std::max_element(logits->begin(), logits->end()) - logits->begin());
       logits = &session.feed_token(next);
     }
     double t2 = now_s();
+    dec_prof.merge(prof.counters());
+    pre_wall += t1 - t0, dec_wall += t2 - t1;
     pre.push_back(n_prompt / (t1 - t0));
     dec.push_back((n_gen - 1) / (t2 - t1));
     bw.push_back(measure_read_gbps(*l.pool, size_t(512) << 20, 3, true));  // interleaved: the host is bimodal
@@ -76,9 +89,7 @@ int cmd_bench(int argc, char** argv) {
   const Spread p = spread(pre), d = spread(dec), b = spread(bw);
   const double weight_bytes = double(l.backend->weight_bytes());
   const double decode_bound = b.median * 1e9 / weight_bytes;
-  const bool quantized = l.model->tensors().layers[0].wq->type != DType::F32 &&
-                         l.model->tensors().layers[0].wq->type != DType::F16 &&
-                         l.model->tensors().layers[0].wq->type != DType::BF16;
+  const bool quantized = int8_weights(*l.model);
   const double peak_ops = (quantized ? int8 : fp32) * 1e9;
   const double prefill_bound = peak_ops / (2 * matmul_macs(c));
   std::printf("model        %s (%s), %.1f MiB of packed weights, %d threads, isa %s\n", l.model->path().c_str(),
@@ -91,16 +102,23 @@ int cmd_bench(int argc, char** argv) {
               prefill_bound);
   std::printf("decode       %lld tokens: %.1f tok/s (range %.1f-%.1f) = %.0f%% of the bandwidth bound %.1f tok/s (%.1f GB/s effective)\n",
               n_gen, d.median, d.min, d.max, 100 * d.median / decode_bound, decode_bound, d.median * weight_bytes / 1e9);
+  if (args.flag("--profile")) {
+    const Roofline3 roof{b.median, int8, fp32, quantized};
+    print_profile(stdout, "prefill (per forward of the whole prompt)", pre_prof, repeat, pre_wall, roof);
+    print_profile(stdout, "decode (per token)", dec_prof, repeat * (n_gen - 1), dec_wall, roof);
+  }
+  if (args.has("--trace")) write_trace(prof, args.str("--trace"));
   if (args.flag("--json"))
     std::printf(
         "{\"model\":\"%s\",\"threads\":%d,\"isa\":\"%s\",\"kv_dtype\":\"%s\",\"prompt\":%lld,\"gen\":%lld,\"repeat\":%lld,"
         "\"weight_bytes\":%.0f,\"prefill_tok_s\":%.3f,\"prefill_tok_s_min\":%.3f,\"prefill_tok_s_max\":%.3f,"
         "\"decode_tok_s\":%.3f,\"decode_tok_s_min\":%.3f,\"decode_tok_s_max\":%.3f,\"read_gbps\":%.2f,"
         "\"fp32_gflops\":%.1f,\"int8_gops\":%.1f,\"decode_roofline_pct\":%.1f,\"prefill_roofline_pct\":%.1f,"
-        "\"decode_effective_gbps\":%.2f}\n",
+        "\"decode_effective_gbps\":%.2f,\"profile_prefill\":%s,\"profile_decode\":%s}\n",
         l.model->path().c_str(), l.pool->size(), isa_name(active_isa()), kv_dtype_name(kv), n_prompt, n_gen, repeat, weight_bytes,
         p.median, p.min, p.max, d.median, d.min, d.max, b.median, fp32, int8, 100 * d.median / decode_bound,
-        100 * p.median / prefill_bound, d.median * weight_bytes / 1e9);
+        100 * p.median / prefill_bound, d.median * weight_bytes / 1e9, profile_json(pre_prof, repeat, pre_wall).c_str(),
+        profile_json(dec_prof, repeat * (n_gen - 1), dec_wall).c_str());
   return 0;
 }
 

@@ -13,8 +13,11 @@
 #include "commands.h"
 #include "common.h"
 #include "core/error.h"
+#include "core/roofline.h"
+#include "core/thread_pool.h"
 #include "core/timer.h"
 #include "engine_flags.h"
+#include "profile_report.h"
 #include "model/model.h"
 
 namespace tinfer::cli {
@@ -164,11 +167,13 @@ int cmd_bench_throughput(int argc, char** argv) {
                       {"--seed", "workload and sampling seed", true, "1"},
                       {"--sweep-batch", "decode tok/s per batch size, e.g. 1,2,4,8,16,32,64"},
                       {"--sweep-steps", "timed decode steps per batch size", true, "16"},
-                      {"--json", "print one JSON object on the last line", false}});
+                      {"--json", "print one JSON object on the last line", false},
+                      {"--profile", "print time by operator category per engine step (roofline measured first)", false},
+                      {"--trace", "write a Chrome trace-event JSON of every timed operation (Perfetto)"}});
   Args args(argc, argv, spec,
             "tinfer bench throughput -m MODEL [--requests N] [--input-len L|--prompts FILE] [--output-len L|"
             "--output-dist fixed|longtail] [--max-tokens CAP] [--concurrency C] [--shared-prefix N] [engine flags] "
-            "[--sweep-batch 1,2,4] [--json]");
+            "[--sweep-batch 1,2,4] [--profile] [--trace FILE] [--json]");
   EngineConfig cfg = engine_config(args);
   const bool json = args.flag("--json");
   cfg.verbose = true;
@@ -221,6 +226,15 @@ int cmd_bench_throughput(int argc, char** argv) {
   sp.temperature = float(args.number("--temp"));
   sp.seed = ws.seed;
   const int concurrency = int(args.integer("--concurrency"));
+  Roofline3 roof;
+  if (args.flag("--profile")) {  // measured before the run, on as many threads as the engine uses
+    ThreadPool pool(cfg.threads);
+    roof = {measure_read_gbps(pool, size_t(512) << 20, 3, true), measure_int8_gops(pool, 0.2),
+            measure_fp32_gflops(pool, 0.2), int8_weights(engine->model())};
+  }
+  OpProfile& prof = engine->stepping_profile();
+  prof.reset();
+  if (args.has("--trace")) prof.enable_trace(size_t(1) << 22);
   const LoadResult r = run_load(*engine, w, concurrency, sp);
   const EngineStats& s = r.stats;
 
@@ -253,6 +267,11 @@ int cmd_bench_throughput(int argc, char** argv) {
   j["kv_waste_peak_slots"] = r.peak_waste_slots;
   j["steps"] = s.steps;
   j["padding_tokens"] = s.padding_tokens;
+  if (args.flag("--profile")) {
+    print_profile(stdout, "engine step", prof, s.steps, r.wall_s, roof);
+    j["profile"] = nlohmann::json::parse(profile_json(prof, s.steps, r.wall_s));
+  }
+  if (args.has("--trace")) write_trace(prof, args.str("--trace"));
   if (json) std::printf("%s\n", j.dump().c_str());
   return 0;
 }

@@ -59,6 +59,11 @@ Loaded load_model(const Args& args) {
   return l;
 }
 
+bool int8_weights(const Model& model) {
+  const DType t = model.tensors().layers[0].wq->type;
+  return t != DType::F32 && t != DType::F16 && t != DType::BF16;
+}
+
 int64_t context_length(const Args& args, const Model& model) {
   if (!args.has("--ctx")) return std::min<int64_t>(model.config().ctx_len, 4096);
   long long c = args.integer("--ctx");

@@ -25,7 +25,8 @@ std::vector<OptionSpec> sampling_options();  // --temp, --top-k, --top-p, --min-
 OptionSpec kv_dtype_option();                // --kv-dtype f32|f16
 std::vector<OptionSpec> concat(std::vector<OptionSpec> a, const std::vector<OptionSpec>& b);
 
-Loaded load_model(const Args& args);  // the backend positions the model's whole context
+Loaded load_model(const Args& args);
+bool int8_weights(const Model& model);  // GEMMs run on int8 (quantized weights), not fp32  // the backend positions the model's whole context
 int64_t context_length(const Args& args, const Model& model);  // -c or min(trained, 4096)
 SamplingParams sampling_params(const Args& args);              // validated: Error lists every problem
 KvDtype kv_dtype(const Args& args);                            // --kv-dtype; Error for anything else
