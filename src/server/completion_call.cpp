@@ -238,6 +238,7 @@ void CompletionCall::run(const WriteFn& write) {
   while (!all_done()) {
     std::vector<TokenEvent> evs = s.queue->wait(heartbeat);
     out.clear();
+    std::optional<NsTimer> respond_timer(std::in_place, ctx.metrics.http_respond_ns);  // event handling, chunks
     for (const TokenEvent& ev : evs) {
       if (ev.index < 0 || ev.index >= static_cast<int>(s.samples.size())) continue;
       PromptCall& pc = prompt_of(static_cast<size_t>(ev.index));
@@ -277,6 +278,7 @@ void CompletionCall::run(const WriteFn& write) {
     // A failed write is how the HTTP layer notices a vanished client: after a quiet
     // heartbeat period, send an SSE comment (streams) or a leading JSON space (whole responses).
     if (out.empty() && !all_done() && Clock::now() - last_write >= heartbeat) out = stream ? ": keep-alive\n\n" : " ";
+    respond_timer.reset();  // (writes are timed as http_write)
     if (!out.empty()) {
       if (!write(out)) return gone();
       last_write = Clock::now();

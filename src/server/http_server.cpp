@@ -158,8 +158,12 @@ struct HttpServer::Impl {
   void completion(const HttpRequest& req, HttpResponse& res, bool chat) {
     guarded(req, res, true, [&](ServerContext& c) {
       QueueSlot::refuse_if_full(c);  // 429 before the body is parsed
-      json body = parse_json_body(req.body);
-      std::shared_ptr<CompletionCall> call = CompletionCall::start(c, body, chat);
+      std::shared_ptr<CompletionCall> call;
+      {
+        NsTimer t(metrics.http_request_ns);
+        json body = parse_json_body(req.body);
+        call = CompletionCall::start(c, body, chat);
+      }
       if (!call->warnings().empty()) {
         std::string w;
         for (const auto& s : call->warnings()) w += (w.empty() ? "" : "; ") + s;
@@ -170,8 +174,11 @@ struct HttpServer::Impl {
         res.set_header("X-Accel-Buffering", "no");
       }
       res.content_type = call->streaming() ? "text/event-stream" : "application/json";
-      res.stream = [call](const BodyWriter& write) {
-        call->run([&](std::string_view d) { return d.empty() || write(d); });
+      res.stream = [call, this](const BodyWriter& write) {
+        call->run([&](std::string_view d) {
+          NsTimer t(metrics.http_write_ns);
+          return d.empty() || write(d);
+        });
       };
     });
   }

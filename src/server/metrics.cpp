@@ -88,6 +88,11 @@ std::string Metrics::render(const EngineStats& s, int queued, bool ready, const 
   for (int i = 0; i < kNumOps; ++i)
     o += std::string("tinfer_op_seconds_total{op=\"") + op_name(static_cast<Op>(i)) + "\"} " +
          num(ops[static_cast<Op>(i)].seconds) + "\n";
+  const std::pair<const char*, int64_t> http[] = {{"http_request", http_request_ns.load()},
+                                                  {"http_respond", http_respond_ns.load()},
+                                                  {"http_write", http_write_ns.load()}};
+  for (const auto& [name, ns] : http)
+    o += std::string("tinfer_op_seconds_total{op=\"") + name + "\"} " + num(double(ns) * 1e-9) + "\n";
   return o;
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <mutex>
 #include <string>
@@ -27,6 +28,21 @@ class Histogram {
   uint64_t n_ = 0;
 };
 
+// Adds the lifetime of a scope to a nanosecond counter (any thread).
+class NsTimer {
+ public:
+  explicit NsTimer(std::atomic<int64_t>& sink) : sink_(sink), t0_(std::chrono::steady_clock::now()) {}
+  ~NsTimer() {
+    sink_ += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0_).count();
+  }
+  NsTimer(const NsTimer&) = delete;
+  NsTimer& operator=(const NsTimer&) = delete;
+
+ private:
+  std::atomic<int64_t>& sink_;
+  std::chrono::steady_clock::time_point t0_;
+};
+
 class Metrics {
  public:
   Metrics();
@@ -34,6 +50,10 @@ class Metrics {
   std::atomic<int64_t> requests_ok{0}, requests_error{0}, rejected_queue{0}, rejected_body{0};
   std::atomic<int64_t> client_disconnects{0}, server_aborts{0}, stop_string_hits{0};
   std::atomic<int64_t> long_lane_waiting{0};
+  // Server-side time by category, summed over HTTP worker threads (nanoseconds): a request's JSON parse,
+  // validation, tokenization and submission; turning engine events into text and SSE/JSON chunks; socket
+  // writes. Exported with the engine's categories as tinfer_op_seconds_total{op="http_*"}.
+  std::atomic<int64_t> http_request_ns{0}, http_respond_ns{0}, http_write_ns{0};
 
   // The whole /metrics page. queued = server-side requests not yet producing tokens.
   // ops: the engine's time by operator category (tinfer_op_seconds_total{op="..."}).

@@ -40,7 +40,7 @@ def test_openai_client(srv, client):
     full = client.completions.create(model="stories260K", prompt=PROMPTS[0], max_tokens=40, temperature=0)
     # The engine's time by operator category is exported (issue 10: profile always on).
     m = srv.metrics()
-    for op in ("attention", "matmul_qkv", "lm_head", "sample", "schedule"):
+    for op in ("attention", "matmul_qkv", "lm_head", "sample", "schedule", "http_request", "http_respond", "http_write"):
         check(m.get('tinfer_op_seconds_total{op="%s"}' % op, 0) > 0, "op seconds missing for %s" % op)
     # Streaming == non-streaming, with usage at the end.
     chunks = list(client.completions.create(model="stories260K", prompt=PROMPTS[0], max_tokens=40, temperature=0,
