@@ -5,6 +5,8 @@
 #include <fstream>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "common/test_env.h"
 #include "golden/golden_util.h"
 
@@ -35,7 +37,8 @@ void expect_error(const std::string& args, const std::string& needle) {
 
 // Every subcommand answers --help (and -h) with its usage on stdout and exit status 0, doing nothing else.
 TEST(Cli, EverySubcommandAnswersHelp) {
-  for (std::string cmd : {"run", "chat", "info", "ppl", "synth", "bench", "bench throughput", "serve", "tokenize"}) {
+  for (std::string cmd :
+       {"run", "chat", "info", "ppl", "synth", "bench", "bench throughput", "bench ladder", "serve", "tokenize"}) {
     for (const char* flag : {"--help", "-h"}) {
       auto r = test::run_command(test::tinfer_bin() + " " + cmd + " " + flag + " 2>/dev/null");
       EXPECT_EQ(r.status, 0) << cmd << " " << flag << "\n" << r.out;
@@ -66,6 +69,42 @@ TEST(Cli, BenchProfileAndTrace) {
   ASSERT_EQ(t.status, 0) << t.out;
   for (const char* want : {"profile      engine step", "sample", "schedule", "attention"})
     EXPECT_NE(t.out.find(want), std::string::npos) << want << "\n" << t.out;
+}
+
+// bench ladder --tiny runs every rung, and each rung's switches are really applied: the engine's own
+// configuration per rung, and the effects only those switches have (padding rows in rung 0, prefix hits once
+// caching is on, twice the KV tokens with fp16); quality is exact until the KV element type changes.
+TEST(Cli, BenchLadderTinyAppliesEveryRung) {
+  std::string model = test::shared_file("models/stories260K.gguf");
+  TINFER_REQUIRE_FILE(model, "models/stories260K.gguf");
+  const std::string shared = model.substr(0, model.size() - std::string("models/stories260K.gguf").size());
+  auto r = test::run_command("TINFER_SHARED=" + shared + " " + test::tinfer_bin() + " bench ladder -m " + model +
+                             " --tiny --kv-memory 8M --ctx 256 --max-seqs 8 -t 2 --json 2>&1");
+  ASSERT_EQ(r.status, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out.substr(r.out.rfind("\n{") + 1));
+  const auto& rungs = j.at("rungs");
+  ASSERT_EQ(rungs.size(), 5u);
+  const char* batching[] = {"static-padded", "static-padded", "continuous", "continuous", "continuous"};
+  const char* layout[] = {"reserved", "paged", "paged", "paged", "paged"};
+  for (size_t k = 0; k < rungs.size(); ++k) {
+    const auto& a = rungs[k].at("applied");
+    EXPECT_EQ(a.at("batching"), batching[k]) << k;
+    EXPECT_EQ(a.at("kv_layout"), layout[k]) << k;
+    EXPECT_EQ(a.at("chunked_prefill").get<bool>(), k >= 3) << k;
+    EXPECT_EQ(a.at("prefix_caching").get<bool>(), k >= 3) << k;
+    EXPECT_EQ(a.at("kv_dtype"), k >= 4 ? "f16" : "f32") << k;
+    EXPECT_GT(rungs[k].at("total_tok_s").get<double>(), 0) << k;
+    if (k < 4) {
+      EXPECT_EQ(rungs[k].at("kld_max").get<double>(), 0.0) << k;  // bit-identical numerics
+    }
+  }
+  EXPECT_GT(rungs[0].at("padding_tokens").get<int64_t>(), 0);
+  EXPECT_EQ(rungs[2].at("padding_tokens").get<int64_t>(), 0);
+  EXPECT_EQ(rungs[2].at("prefix_hit_rate").get<double>(), 0.0);
+  EXPECT_GT(rungs[3].at("prefix_hit_rate").get<double>(), 0.0);
+  EXPECT_GE(rungs[4].at("kv_capacity_tokens").get<int64_t>(), 2 * rungs[3].at("kv_capacity_tokens").get<int64_t>());
+  EXPECT_GT(rungs[4].at("kld_mean").get<double>(), 0.0);
+  EXPECT_LT(rungs[4].at("kld_mean").get<double>(), 1e-3);
 }
 
 TEST(Cli, MissingModelFile) { expect_error("run -m /nonexistent/model.gguf -p hi", "does not exist"); }

@@ -1,0 +1,202 @@
+// tinfer bench ladder: the playbook's case study as one command. Every rung runs the same workload on a fresh
+// engine configured by the ladder table (ladder_rungs.h, cumulative), and its quality is scored on a real
+// model's next-token distributions against rung 0 (perplexity, KL divergence, top-1 agreement). Prints a
+// Markdown table; --json one object on the last line (scripts/plot_ladder.py draws it).
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "bench_load.h"
+#include "commands.h"
+#include "common.h"
+#include "core/error.h"
+#include "engine/session.h"
+#include "engine_flags.h"
+#include "ladder_rungs.h"
+#include "model/model.h"
+#include "model/tokenizer/tokenizer.h"
+
+namespace tinfer::cli {
+
+namespace {
+
+// Next-token log-probabilities of `tokens` under one KV element type: [n-1][n_vocab] (row i predicts i+1).
+std::vector<float> logprobs(Backend& be, const std::vector<int32_t>& tokens, KvDtype dtype) {
+  Session s(be, int64_t(tokens.size()), dtype);
+  std::vector<float> logits;
+  s.feed_all_logits(tokens, logits);
+  const size_t v = size_t(be.config().n_vocab), rows = tokens.size() - 1;
+  logits.resize(rows * v);
+  for (size_t r = 0; r < rows; ++r) {
+    float* row = &logits[r * v];
+    const double mx = *std::max_element(row, row + v);
+    double sum = 0;
+    for (size_t i = 0; i < v; ++i) sum += std::exp(double(row[i]) - mx);
+    const double lse = mx + std::log(sum);
+    for (size_t i = 0; i < v; ++i) row[i] = float(double(row[i]) - lse);
+  }
+  return logits;
+}
+
+struct Quality {
+  double ppl = 0, kld_mean = 0, kld_max = 0, top1 = 0;
+};
+
+// Perplexity of `lp`, and KL(base || lp) and top-1 agreement against `base`, over the same tokens.
+Quality score(const std::vector<float>& base, const std::vector<float>& lp, const std::vector<int32_t>& tokens,
+              size_t v) {
+  Quality q;
+  const size_t rows = tokens.size() - 1;
+  double nll = 0;
+  for (size_t r = 0; r < rows; ++r) {
+    const float* b = &base[r * v];
+    const float* p = &lp[r * v];
+    nll -= p[tokens[r + 1]];
+    double kl = 0;
+    for (size_t i = 0; i < v; ++i) kl += std::exp(double(b[i])) * (double(b[i]) - double(p[i]));
+    q.kld_mean += kl / double(rows);
+    q.kld_max = std::max(q.kld_max, kl);
+    q.top1 += (std::max_element(b, b + v) - b == std::max_element(p, p + v) - p) ? 1.0 / double(rows) : 0.0;
+  }
+  q.ppl = std::exp(nll / double(rows));
+  return q;
+}
+
+std::vector<int32_t> quality_tokens(const Model& m, const std::string& path, int n) {
+  std::ifstream in(path, std::ios::binary);
+  check(bool(in), "cannot read the quality text '" + path + "'");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::vector<int32_t> t;
+  if (m.tokenizer().bos() >= 0) t.push_back(m.tokenizer().bos());
+  for (int32_t id : m.tokenizer().encode(ss.str(), false)) t.push_back(id);
+  check(int(t.size()) >= n, "the quality text encodes to fewer than " + std::to_string(n) + " tokens");
+  t.resize(size_t(n));
+  return t;
+}
+
+std::string shared_dir() {
+  const char* env = std::getenv("TINFER_SHARED");
+  return env && *env ? env : "../shared";
+}
+
+}  // namespace
+
+int cmd_bench_ladder(int argc, char** argv) {
+  auto spec = concat(concat(model_options(), engine_options()),
+                     {{"--requests", "requests per rung", true, "32"},
+                      {"--input-len", "synthetic prompt tokens (BOS included)", true, "128"},
+                      {"--shared-prefix", "the same N-token system prompt in every prompt", true, "64"},
+                      {"--output-dist", "fixed|longtail (lognormal, median 64)", true, "longtail"},
+                      {"--output-len", "generated tokens per request (fixed)", true, "128"},
+                      {"--max-tokens", "cap on drawn output lengths", true, "256"},
+                      {"--quality-model", "model scored for quality (default: the default SmolLM2 model)"},
+                      {"--quality-text", "text scored for quality (default: shared corpus tinystories)"},
+                      {"--quality-tokens", "tokens of the quality text scored per rung", true, "256"},
+                      {"--tiny", "stories260K, a few requests: runs in seconds (tests)", false},
+                      {"--seed", "workload seed", true, "1"},
+                      {"--json", "print one JSON object on the last line", false}});
+  Args args(argc, argv, spec,
+            "tinfer bench ladder -m MODEL [engine flags] [--requests N] [--input-len L] [--shared-prefix N] "
+            "[--output-dist fixed|longtail] [--quality-model M] [--quality-text FILE] [--tiny] [--json]");
+  const bool tiny = args.flag("--tiny");
+  EngineConfig base = engine_config(args);
+  base.verbose = false;
+  const std::string qmodel_path =
+      args.has("--quality-model") ? args.str("--quality-model")
+                                  : tiny ? base.model_path : "models/SmolLM2-135M-Instruct.Q4_1.gguf";
+  const std::string qtext = args.has("--quality-text") ? args.str("--quality-text")
+                                                       : shared_dir() + "/corpus/tinystories-valid-head.txt";
+  const int qn = tiny ? 64 : int(args.integer("--quality-tokens"));
+  WorkloadSpec ws;
+  ws.requests = tiny ? 16 : int(args.integer("--requests"));
+  ws.input_len = tiny ? 32 : int(args.integer("--input-len"));
+  ws.shared_prefix = tiny ? 16 : int(args.integer("--shared-prefix"));
+  ws.output_dist = args.str("--output-dist");
+  ws.output_len = tiny ? 16 : int(args.integer("--output-len"));
+  ws.max_tokens = tiny ? 96 : int(args.integer("--max-tokens"));
+  ws.seed = uint64_t(args.integer("--seed"));
+
+  // Quality: one model, one text, every rung's KV element type; rung 0 is the base distribution.
+  auto qmodel = Model::load(qmodel_path, {});
+  auto qbackend = create_backend("cpu", *qmodel, BackendOptions{.threads = base.threads});
+  const std::vector<int32_t> qtok = quality_tokens(*qmodel, qtext, qn);
+  const size_t v = size_t(qmodel->config().n_vocab);
+
+  nlohmann::json rungs = nlohmann::json::array();
+  std::vector<float> base_lp;
+  EngineConfig cfg = base;
+  double base_tok_s = 0;
+  std::printf("| rung | technique | claimed | total tok/s | gen tok/s | P99 TTFT s | P99 TPOT ms | peak KV MiB | "
+              "max seqs | PPL (dPPL) | KLD mean / max | top-1 |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+  for (size_t k = 0; k < std::size(kLadder); ++k) {
+    kLadder[k].apply(cfg);
+    EngineConfig run = cfg;
+    if (!run.chunked_prefill) run.max_batched_tokens = std::max(run.max_batched_tokens, run.max_model_len);
+    auto engine = Engine::create(run);
+    if (!run.chunked_prefill && run.max_model_len == 0)  // the model's context: known only now
+      check(run.max_batched_tokens >= engine->max_model_len(), "without chunked prefill, give --ctx (max_model_len)");
+    ws.max_model_len = engine->max_model_len();
+    const Workload w = make_workload(ws, engine->tokenizer(), int(engine->model().config().n_vocab));
+    SamplingParams sp;
+    sp.temperature = 0;
+    const LoadResult r = run_load(*engine, w, 0, sp);
+    const EngineConfig& applied = engine->config();
+    const ModelConfig& mc = engine->model().config();
+    const double bytes_per_token = 2.0 * double(mc.n_layers * mc.n_kv_heads * mc.head_dim) * kv_dtype_bytes(applied.kv_dtype);
+    const double peak_kv_mib = double(r.stats.kv_blocks_peak) * applied.block_size * bytes_per_token / 1048576.0;
+    const double tok_s = double(r.prompt_tokens + r.gen_tokens) / r.wall_s;
+    if (k == 0) base_tok_s = tok_s;
+
+    const std::vector<float> lp = logprobs(*qbackend, qtok, applied.kv_dtype);
+    if (k == 0) base_lp = lp;
+    const Quality q = score(base_lp, lp, qtok, v);
+    const double base_ppl = score(base_lp, base_lp, qtok, v).ppl;
+    std::printf("| %zu | %s | %s | %.1f (%.2fx) | %.1f | %.2f | %.1f | %.1f | %d | %.4f (%+.4f) | %.2e / %.2e | %.1f%% |\n",
+                k, kLadder[k].name, kLadder[k].claim, tok_s, tok_s / base_tok_s, double(r.gen_tokens) / r.wall_s,
+                percentile(r.ttft, 99), 1e3 * percentile(r.tpot, 99), peak_kv_mib, r.stats.running_peak, q.ppl,
+                q.ppl - base_ppl, q.kld_mean, q.kld_max, 100 * q.top1);
+    std::fflush(stdout);
+    rungs.push_back({{"rung", k},
+                     {"technique", kLadder[k].name},
+                     {"claim", kLadder[k].claim},
+                     {"applied",
+                      {{"batching", batching_mode_name(applied.batching)},
+                       {"kv_layout", kv::kv_layout_name(applied.kv_layout)},
+                       {"kv_dtype", kv_dtype_name(applied.kv_dtype)},
+                       {"prefix_caching", applied.prefix_caching},
+                       {"chunked_prefill", applied.chunked_prefill}}},
+                     {"total_tok_s", tok_s},
+                     {"gen_tok_s", double(r.gen_tokens) / r.wall_s},
+                     {"ttft_p99_s", percentile(r.ttft, 99)},
+                     {"tpot_p99_s", percentile(r.tpot, 99)},
+                     {"peak_kv_mib", peak_kv_mib},
+                     {"max_running", r.stats.running_peak},
+                     {"padding_tokens", r.stats.padding_tokens},
+                     {"prefix_hit_rate", r.stats.prefix_hit_rate},
+                     {"kv_capacity_tokens", r.stats.kv_capacity_tokens},
+                     {"ppl", q.ppl},
+                     {"dppl", q.ppl - base_ppl},
+                     {"kld_mean", q.kld_mean},
+                     {"kld_max", q.kld_max},
+                     {"top1", q.top1}});
+  }
+  std::printf("workload: %d requests, prompts %d tokens (%d shared), outputs %s (cap %d); quality: %s on %d tokens "
+              "of %s\n",
+              ws.requests, ws.input_len, ws.shared_prefix, ws.output_dist.c_str(), ws.max_tokens, qmodel_path.c_str(),
+              qn, qtext.c_str());
+  if (args.flag("--json")) {
+    nlohmann::json j;
+    j["model"] = base.model_path;
+    j["quality_model"] = qmodel_path;
+    j["rungs"] = rungs;
+    std::printf("%s\n", j.dump().c_str());
+  }
+  return 0;
+}
+
+}  // namespace tinfer::cli
