@@ -7,6 +7,7 @@ error) and parses the base file by its documented layout (tools/tinfer/logits_fi
 code with the C++ statistics. Exit 77 (skipped, visibly) when numpy/gguf or the stories260K fixture
 are absent.
 """
+import atexit
 import json
 import os
 import shutil
@@ -32,6 +33,7 @@ for f in (MODEL, TEXT):
         sys.exit(77)
 
 TMP = tempfile.mkdtemp(prefix="tinfer_kld_")
+atexit.register(shutil.rmtree, TMP, ignore_errors=True)
 failures = []
 
 
@@ -224,7 +226,6 @@ bad_tok = bytearray(good)
 struct.pack_into("<i", bad_tok, first_rec - 4, 99999)
 damaged("token.tkld", bytes(bad_tok), "token id out of range")
 
-shutil.rmtree(TMP, ignore_errors=True)
 if failures:
     print(f"{len(failures)} failure(s)")
     sys.exit(1)

@@ -210,7 +210,7 @@ int cmd_ppl(int argc, char** argv) {
   std::printf("PPL this       %.4f ± %.4f\n", s.ppl_this, s.ppl_this_se);
   std::printf("ΔPPL           %+.5f ± %.5f   (ln(PPL ratio) %+.6f ± %.6f)\n", s.dppl, s.dppl_se, s.ln_ratio,
               s.ln_ratio_se);
-  std::printf("KLD            mean %.6f ± %.6f, median %.6f, P90 %.6f, P99 %.6f, max %.6f nats\n", s.kl_mean, s.kl_se,
+  std::printf("KLD            mean %.4g ± %.2g, median %.4g, P90 %.4g, P99 %.4g, max %.4g nats\n", s.kl_mean, s.kl_se,
               s.kl_median, s.kl_p90, s.kl_p99, s.kl_max);
   std::printf("same top token %.3f ± %.3f %%\n", 100 * s.top1, 100 * s.top1_se);
   std::printf("Δp of target   mean %+.6f, RMS %.6f, max |Δp| %.6f\n", s.dp_mean, s.dp_rms, s.dp_max_abs);
@@ -225,8 +225,8 @@ int cmd_ppl(int argc, char** argv) {
                         {"dp_mean", s.dp_mean},    {"dp_rms", s.dp_rms},        {"dp_max_abs", s.dp_max_abs}};
     std::printf("%s\n", j.dump().c_str());
   } else {
-    std::printf("nll=%.4f ppl=%.4f tokens=%lld ppl_base=%.4f dppl=%.5f dppl_se=%.5f kld_mean=%.6f kld_median=%.6f "
-                "kld_p99=%.6f kld_max=%.6f top1=%.4f\n",
+    std::printf("nll=%.4f ppl=%.4f tokens=%lld ppl_base=%.4f dppl=%.5f dppl_se=%.5f kld_mean=%.6g kld_median=%.6g "
+                "kld_p99=%.6g kld_max=%.6g top1=%.4f\n",
                 s.nll_this, s.ppl_this, (long long)s.n, s.ppl_base, s.dppl, s.dppl_se, s.kl_mean, s.kl_median,
                 s.kl_p99, s.kl_max, s.top1);
   }
