@@ -74,6 +74,13 @@ LogitsWriter::LogitsWriter(const std::string& path, const LogitsFileInfo& info)
   out_.write(h.data(), std::streamsize(h.size()));
 }
 
+LogitsWriter::~LogitsWriter() {
+  if (finished_) return;
+  out_.close();
+  std::error_code ec;
+  std::filesystem::remove(path_ + ".tmp", ec);
+}
+
 void LogitsWriter::write(uint32_t target, int32_t argmax, double nll, const double* logp) {
   check(written_ < info_.n_records, "internal: more records than announced in '" + path_ + "'");
   const double mx = logp[argmax];
@@ -99,6 +106,7 @@ void LogitsWriter::finish() {
   std::error_code ec;
   std::filesystem::rename(path_ + ".tmp", path_, ec);
   check(!ec, "cannot rename '" + path_ + ".tmp' to '" + path_ + "': " + ec.message());
+  finished_ = true;
 }
 
 LogitsReader::LogitsReader(const std::string& path) : path_(path), in_(path, std::ios::binary) {

@@ -61,6 +61,9 @@ class LogitsWriter {
  public:
   // Writes to PATH.tmp, renamed to PATH by finish(), so a failed run leaves no plausible file.
   LogitsWriter(const std::string& path, const LogitsFileInfo& info);
+  ~LogitsWriter();  // removes PATH.tmp unless finish() succeeded
+  LogitsWriter(const LogitsWriter&) = delete;
+  LogitsWriter& operator=(const LogitsWriter&) = delete;
   // logp: the row's normalized log-probabilities (row_width), argmax its index.
   void write(uint32_t target, int32_t argmax, double nll, const double* logp);
   void finish();  // Error unless exactly n_records were written
@@ -70,6 +73,7 @@ class LogitsWriter {
   std::ofstream out_;
   LogitsFileInfo info_;
   uint64_t written_ = 0;
+  bool finished_ = false;
   std::vector<uint16_t> q_;
 };
 
