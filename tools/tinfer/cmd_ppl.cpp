@@ -37,41 +37,35 @@ std::string read_text(const Args& args) {
   return text;
 }
 
-// --dump-logits: the raw fp32 logits of every scored position as a NumPy .npy file [n][n_vocab]
-// (a test hook, so an independent NumPy computation can check the statistics).
-class NpyWriter {
- public:
-  NpyWriter(const std::string& path, uint64_t rows, uint64_t cols) : out_(path, std::ios::binary | std::ios::trunc) {
-    check(bool(out_), "cannot write '" + path + "'");
-    std::string dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (" + std::to_string(rows) + ", " +
-                       std::to_string(cols) + "), }";
-    while ((10 + dict.size() + 1) % 64 != 0) dict += ' ';
-    dict += '\n';
-    const uint16_t len = uint16_t(dict.size());
-    out_.write("\x93NUMPY\x01\x00", 8);
-    out_.write(reinterpret_cast<const char*>(&len), 2);
-    out_.write(dict.data(), std::streamsize(dict.size()));
+// The comparison report: human lines, then the machine-readable last line (key=value or JSON).
+void print_comparison(const QualitySummary& s, const std::string& base_label, const std::string& this_label,
+                      int64_t ctx, int64_t stride, bool json) {
+  std::printf("base           %s\n", base_label.c_str());
+  std::printf("this           %s\n", this_label.c_str());
+  std::printf("PPL base       %.4f ± %.4f\n", s.ppl_base, s.ppl_base_se);
+  std::printf("PPL this       %.4f ± %.4f\n", s.ppl_this, s.ppl_this_se);
+  std::printf("ΔPPL           %+.5f ± %.5f   (ln(PPL ratio) %+.6f ± %.6f)\n", s.dppl, s.dppl_se, s.ln_ratio,
+              s.ln_ratio_se);
+  std::printf("KLD            mean %.4g ± %.2g, median %.4g, P90 %.4g, P99 %.4g, max %.4g nats\n", s.kl_mean, s.kl_se,
+              s.kl_median, s.kl_p90, s.kl_p99, s.kl_max);
+  std::printf("same top token %.3f ± %.3f %%\n", 100 * s.top1, 100 * s.top1_se);
+  std::printf("Δp of target   mean %+.6f, RMS %.6f, max |Δp| %.6f\n", s.dp_mean, s.dp_rms, s.dp_max_abs);
+  if (json) {
+    nlohmann::json j = {{"nll", s.nll_this},       {"ppl", s.ppl_this},         {"tokens", s.n},
+                        {"ctx", ctx},              {"stride", stride},          {"nll_base", s.nll_base},
+                        {"ppl_base", s.ppl_base},  {"ppl_base_se", s.ppl_base_se}, {"ppl_se", s.ppl_this_se},
+                        {"dppl", s.dppl},          {"dppl_se", s.dppl_se},      {"ln_ratio", s.ln_ratio},
+                        {"ln_ratio_se", s.ln_ratio_se}, {"kld_mean", s.kl_mean}, {"kld_se", s.kl_se},
+                        {"kld_median", s.kl_median}, {"kld_p90", s.kl_p90},      {"kld_p99", s.kl_p99},
+                        {"kld_max", s.kl_max},     {"top1", s.top1},            {"top1_se", s.top1_se},
+                        {"dp_mean", s.dp_mean},    {"dp_rms", s.dp_rms},        {"dp_max_abs", s.dp_max_abs}};
+    std::printf("%s\n", j.dump().c_str());
+  } else {
+    std::printf("nll=%.4f ppl=%.4f tokens=%lld ppl_base=%.4f dppl=%.5f dppl_se=%.5f kld_mean=%.6g kld_median=%.6g "
+                "kld_p99=%.6g kld_max=%.6g top1=%.4f\n",
+                s.nll_this, s.ppl_this, (long long)s.n, s.ppl_base, s.dppl, s.dppl_se, s.kl_mean, s.kl_median,
+                s.kl_p99, s.kl_max, s.top1);
   }
-  void row(const float* p, uint64_t n) { out_.write(reinterpret_cast<const char*>(p), std::streamsize(n * 4)); }
-  void close() {
-    out_.close();
-    check(!out_.fail(), "error writing the --dump-logits file");
-  }
-
- private:
-  std::ofstream out_;
-};
-
-void check_same_vocab(const VocabFingerprint& base, const VocabFingerprint& now, uint32_t base_width,
-                      int64_t now_width) {
-  check(base.n_vocab == now.n_vocab, "the base run's tokenizer has " + std::to_string(base.n_vocab) +
-                                         " tokens, this model's " + std::to_string(now.n_vocab) +
-                                         ": runs with different tokenizers cannot be compared");
-  check(base.hash == now.hash && base.bos == now.bos && base.eos == now.eos,
-        "the base run's tokenizer differs from this model's (vocabulary fingerprint or BOS/EOS ids): runs with "
-        "different tokenizers cannot be compared");
-  check(int64_t(base_width) == now_width, "the base run has " + std::to_string(base_width) +
-                                              " logits per position, this model " + std::to_string(now_width));
 }
 }  // namespace
 
@@ -111,16 +105,11 @@ int cmd_ppl(int argc, char** argv) {
   int64_t ctx = 0, stride = 0;
   if (base) {
     const LogitsFileInfo& b = base->info();
-    check_same_vocab(b.vocab, vocab, b.row_width, n_vocab);
-    if (seq.empty()) {
-      seq = b.tokens;
-    } else if (seq != b.tokens) {
-      size_t i = 0;
-      while (i < seq.size() && i < b.tokens.size() && seq[i] == b.tokens[i]) ++i;
-      fail("the text's tokens differ from the base run's at index " + std::to_string(i) + " (" +
-           std::to_string(seq.size()) + " tokens here, " + std::to_string(b.tokens.size()) +
-           " in the base): give the same -f/--max-bytes/--max-tokens, or omit -f to score the base's tokens");
-    }
+    check_comparable(b, vocab, n_vocab);
+    if (seq.empty())
+      seq = b.tokens;  // no -f: score the base's tokens
+    else
+      check_same_tokens(b.tokens, seq);
     ctx = b.ctx;
     stride = b.stride;
     check(!args.has("--ctx") || args.integer("--ctx") == ctx,
@@ -203,33 +192,7 @@ int cmd_ppl(int argc, char** argv) {
     return 0;
   }
 
-  const QualitySummary s = acc.summarize();
-  std::printf("base           %s\n", base->info().label.c_str());
-  std::printf("this           %s\n", label.c_str());
-  std::printf("PPL base       %.4f ± %.4f\n", s.ppl_base, s.ppl_base_se);
-  std::printf("PPL this       %.4f ± %.4f\n", s.ppl_this, s.ppl_this_se);
-  std::printf("ΔPPL           %+.5f ± %.5f   (ln(PPL ratio) %+.6f ± %.6f)\n", s.dppl, s.dppl_se, s.ln_ratio,
-              s.ln_ratio_se);
-  std::printf("KLD            mean %.4g ± %.2g, median %.4g, P90 %.4g, P99 %.4g, max %.4g nats\n", s.kl_mean, s.kl_se,
-              s.kl_median, s.kl_p90, s.kl_p99, s.kl_max);
-  std::printf("same top token %.3f ± %.3f %%\n", 100 * s.top1, 100 * s.top1_se);
-  std::printf("Δp of target   mean %+.6f, RMS %.6f, max |Δp| %.6f\n", s.dp_mean, s.dp_rms, s.dp_max_abs);
-  if (args.flag("--json")) {
-    nlohmann::json j = {{"nll", s.nll_this},       {"ppl", s.ppl_this},         {"tokens", s.n},
-                        {"ctx", ctx},              {"stride", stride},          {"nll_base", s.nll_base},
-                        {"ppl_base", s.ppl_base},  {"ppl_base_se", s.ppl_base_se}, {"ppl_se", s.ppl_this_se},
-                        {"dppl", s.dppl},          {"dppl_se", s.dppl_se},      {"ln_ratio", s.ln_ratio},
-                        {"ln_ratio_se", s.ln_ratio_se}, {"kld_mean", s.kl_mean}, {"kld_se", s.kl_se},
-                        {"kld_median", s.kl_median}, {"kld_p90", s.kl_p90},      {"kld_p99", s.kl_p99},
-                        {"kld_max", s.kl_max},     {"top1", s.top1},            {"top1_se", s.top1_se},
-                        {"dp_mean", s.dp_mean},    {"dp_rms", s.dp_rms},        {"dp_max_abs", s.dp_max_abs}};
-    std::printf("%s\n", j.dump().c_str());
-  } else {
-    std::printf("nll=%.4f ppl=%.4f tokens=%lld ppl_base=%.4f dppl=%.5f dppl_se=%.5f kld_mean=%.6g kld_median=%.6g "
-                "kld_p99=%.6g kld_max=%.6g top1=%.4f\n",
-                s.nll_this, s.ppl_this, (long long)s.n, s.ppl_base, s.dppl, s.dppl_se, s.kl_mean, s.kl_median,
-                s.kl_p99, s.kl_max, s.top1);
-  }
+  print_comparison(acc.summarize(), base->info().label, label, ctx, stride, args.flag("--json"));
   return 0;
 }
 

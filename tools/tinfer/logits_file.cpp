@@ -182,4 +182,42 @@ void LogitsReader::next(uint32_t expected_target, LogitsRecord& r) {
   ++read_;
 }
 
+void check_comparable(const LogitsFileInfo& base, const VocabFingerprint& now, int64_t row_width) {
+  check(base.vocab.n_vocab == now.n_vocab, "the base run's tokenizer has " + std::to_string(base.vocab.n_vocab) +
+                                               " tokens, this model's " + std::to_string(now.n_vocab) +
+                                               ": runs with different tokenizers cannot be compared");
+  check(base.vocab == now,
+        "the base run's tokenizer differs from this model's (vocabulary fingerprint or BOS/EOS ids): runs with "
+        "different tokenizers cannot be compared");
+  check(int64_t(base.row_width) == row_width, "the base run has " + std::to_string(base.row_width) +
+                                                  " logits per position, this model " + std::to_string(row_width));
+}
+
+void check_same_tokens(const std::vector<int32_t>& base, const std::vector<int32_t>& now) {
+  if (base == now) return;
+  size_t i = 0;
+  while (i < now.size() && i < base.size() && now[i] == base[i]) ++i;
+  fail("the text's tokens differ from the base run's at index " + std::to_string(i) + " (" +
+       std::to_string(now.size()) + " tokens here, " + std::to_string(base.size()) +
+       " in the base): give the same -f/--max-bytes/--max-tokens, or omit -f to score the base's tokens");
+}
+
+NpyWriter::NpyWriter(const std::string& path, uint64_t rows, uint64_t cols)
+    : out_(path, std::ios::binary | std::ios::trunc) {
+  check(bool(out_), "cannot write '" + path + "'");
+  std::string dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (" + std::to_string(rows) + ", " +
+                     std::to_string(cols) + "), }";
+  while ((10 + dict.size() + 1) % 64 != 0) dict += ' ';  // header padded to 64 bytes, ends in '\n'
+  dict += '\n';
+  const uint16_t len = uint16_t(dict.size());
+  out_.write("\x93NUMPY\x01\x00", 8);
+  out_.write(reinterpret_cast<const char*>(&len), 2);
+  out_.write(dict.data(), std::streamsize(dict.size()));
+}
+
+void NpyWriter::close() {
+  out_.close();
+  check(!out_.fail(), "error writing the --dump-logits file");
+}
+
 }  // namespace tinfer::cli

@@ -93,4 +93,22 @@ class LogitsReader {
   std::vector<uint16_t> q_;
 };
 
+// Errors unless a run with this vocabulary and row width may be compared against `base`: same
+// tokenizer (size, pieces, BOS/EOS) and as many logits per position.
+void check_comparable(const LogitsFileInfo& base, const VocabFingerprint& now, int64_t row_width);
+// Errors, naming the first differing index, unless the token streams are equal.
+void check_same_tokens(const std::vector<int32_t>& base, const std::vector<int32_t>& now);
+
+// --dump-logits (a test hook): raw fp32 rows as a NumPy .npy file [rows][cols], so an independent
+// NumPy computation can check the statistics.
+class NpyWriter {
+ public:
+  NpyWriter(const std::string& path, uint64_t rows, uint64_t cols);
+  void row(const float* p, uint64_t n) { out_.write(reinterpret_cast<const char*>(p), std::streamsize(n * 4)); }
+  void close();
+
+ private:
+  std::ofstream out_;
+};
+
 }  // namespace tinfer::cli
