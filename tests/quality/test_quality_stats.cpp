@@ -57,8 +57,8 @@ TEST(QualityStats, LogSoftmaxAndKl) {
 
 TEST(QualityStats, PercentileInterpolatesLikeNumpy) {
   std::vector<double> v = {1, 2, 3, 4};
-  EXPECT_DOUBLE_EQ(percentile(v, 50), 2.5);    // np.percentile([1,2,3,4], 50)
-  EXPECT_DOUBLE_EQ(percentile(v, 99), 3.97);   // np.percentile([1,2,3,4], 99)
+  EXPECT_DOUBLE_EQ(percentile(v, 50), 2.5);   // np.percentile([1,2,3,4], 50)
+  EXPECT_DOUBLE_EQ(percentile(v, 99), 3.97);  // np.percentile([1,2,3,4], 99)
   EXPECT_DOUBLE_EQ(percentile(v, 100), 4);
   EXPECT_DOUBLE_EQ(percentile({7}, 99), 7);
 }

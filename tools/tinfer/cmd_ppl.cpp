@@ -51,20 +51,37 @@ void print_comparison(const QualitySummary& s, const std::string& base_label, co
   std::printf("same top token %.3f ± %.3f %%\n", 100 * s.top1, 100 * s.top1_se);
   std::printf("Δp of target   mean %+.6f, RMS %.6f, max |Δp| %.6f\n", s.dp_mean, s.dp_rms, s.dp_max_abs);
   if (json) {
-    nlohmann::json j = {{"nll", s.nll_this},       {"ppl", s.ppl_this},         {"tokens", s.n},
-                        {"ctx", ctx},              {"stride", stride},          {"nll_base", s.nll_base},
-                        {"ppl_base", s.ppl_base},  {"ppl_base_se", s.ppl_base_se}, {"ppl_se", s.ppl_this_se},
-                        {"dppl", s.dppl},          {"dppl_se", s.dppl_se},      {"ln_ratio", s.ln_ratio},
-                        {"ln_ratio_se", s.ln_ratio_se}, {"kld_mean", s.kl_mean}, {"kld_se", s.kl_se},
-                        {"kld_median", s.kl_median}, {"kld_p90", s.kl_p90},      {"kld_p99", s.kl_p99},
-                        {"kld_max", s.kl_max},     {"top1", s.top1},            {"top1_se", s.top1_se},
-                        {"dp_mean", s.dp_mean},    {"dp_rms", s.dp_rms},        {"dp_max_abs", s.dp_max_abs}};
+    nlohmann::json j = {{"nll", s.nll_this},
+                        {"ppl", s.ppl_this},
+                        {"tokens", s.n},
+                        {"ctx", ctx},
+                        {"stride", stride},
+                        {"nll_base", s.nll_base},
+                        {"ppl_base", s.ppl_base},
+                        {"ppl_base_se", s.ppl_base_se},
+                        {"ppl_se", s.ppl_this_se},
+                        {"dppl", s.dppl},
+                        {"dppl_se", s.dppl_se},
+                        {"ln_ratio", s.ln_ratio},
+                        {"ln_ratio_se", s.ln_ratio_se},
+                        {"kld_mean", s.kl_mean},
+                        {"kld_se", s.kl_se},
+                        {"kld_median", s.kl_median},
+                        {"kld_p90", s.kl_p90},
+                        {"kld_p99", s.kl_p99},
+                        {"kld_max", s.kl_max},
+                        {"top1", s.top1},
+                        {"top1_se", s.top1_se},
+                        {"dp_mean", s.dp_mean},
+                        {"dp_rms", s.dp_rms},
+                        {"dp_max_abs", s.dp_max_abs}};
     std::printf("%s\n", j.dump().c_str());
   } else {
-    std::printf("nll=%.4f ppl=%.4f tokens=%lld ppl_base=%.4f dppl=%.5f dppl_se=%.5f kld_mean=%.6g kld_median=%.6g "
-                "kld_p99=%.6g kld_max=%.6g top1=%.4f\n",
-                s.nll_this, s.ppl_this, (long long)s.n, s.ppl_base, s.dppl, s.dppl_se, s.kl_mean, s.kl_median,
-                s.kl_p99, s.kl_max, s.top1);
+    std::printf(
+        "nll=%.4f ppl=%.4f tokens=%lld ppl_base=%.4f dppl=%.5f dppl_se=%.5f kld_mean=%.6g kld_median=%.6g "
+        "kld_p99=%.6g kld_max=%.6g top1=%.4f\n",
+        s.nll_this, s.ppl_this, (long long)s.n, s.ppl_base, s.dppl, s.dppl_se, s.kl_mean, s.kl_median, s.kl_p99,
+        s.kl_max, s.top1);
   }
 }
 }  // namespace
@@ -127,17 +144,17 @@ int cmd_ppl(int argc, char** argv) {
   const std::vector<ScoreWindow> windows = score_windows(int64_t(seq.size()), ctx, stride);
   uint64_t n_records = 0;
   for (const auto& w : windows) n_records += uint64_t(w.end - w.first_target);
-  check(!base || base->info().n_records == n_records,
-        "the base logits file holds " + std::to_string(base ? base->info().n_records : 0) +
-            " positions, its windows score " + std::to_string(n_records));
+  check(!base || base->info().n_records == n_records, "the base logits file holds " +
+                                                          std::to_string(base ? base->info().n_records : 0) +
+                                                          " positions, its windows score " + std::to_string(n_records));
 
   const bool use_ref = args.flag("--reference");
   const std::string label = std::filesystem::path(args.str("--model")).filename().string() +
                             (use_ref ? " reference" : " fast, kv " + args.str("--kv-dtype"));
   std::optional<LogitsWriter> save;
   if (args.has("--save-logits"))
-    save.emplace(args.str("--save-logits"), LogitsFileInfo{vocab, uint32_t(n_vocab), uint32_t(ctx), uint32_t(stride),
-                                                           seq, n_records, label});
+    save.emplace(args.str("--save-logits"),
+                 LogitsFileInfo{vocab, uint32_t(n_vocab), uint32_t(ctx), uint32_t(stride), seq, n_records, label});
   std::optional<NpyWriter> dump;
   if (args.has("--dump-logits")) dump.emplace(args.str("--dump-logits"), n_records, uint64_t(n_vocab));
 
@@ -185,8 +202,11 @@ int cmd_ppl(int argc, char** argv) {
                (long long)scored, secs, scored / secs, (long long)ctx, (long long)stride, ref ? "reference" : "fast");
   if (!base) {
     if (args.flag("--json"))
-      std::printf("%s\n", nlohmann::json{{"nll", mean}, {"ppl", std::exp(mean)}, {"tokens", scored},
-                                         {"ctx", ctx}, {"stride", stride}}.dump().c_str());
+      std::printf(
+          "%s\n",
+          nlohmann::json{{"nll", mean}, {"ppl", std::exp(mean)}, {"tokens", scored}, {"ctx", ctx}, {"stride", stride}}
+              .dump()
+              .c_str());
     else
       std::printf("nll=%.4f ppl=%.4f tokens=%lld\n", mean, std::exp(mean), (long long)scored);
     return 0;

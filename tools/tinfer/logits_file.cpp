@@ -121,8 +121,8 @@ LogitsReader::LogitsReader(const std::string& path) : path_(path), in_(path, std
   check(std::memcmp(h, kMagic, 8) == 0, what + " is not a tinfer logits file (bad magic)");
   const char* p = h + 8;
   const uint32_t version = get<uint32_t>(p);
-  check(version == kVersion,
-        what + " has format version " + std::to_string(version) + ", this build reads version " + std::to_string(kVersion));
+  check(version == kVersion, what + " has format version " + std::to_string(version) + ", this build reads version " +
+                                 std::to_string(kVersion));
   info_.row_width = get<uint32_t>(p);
   info_.vocab.n_vocab = get<uint32_t>(p);
   info_.vocab.bos = get<int32_t>(p);
@@ -140,8 +140,8 @@ LogitsReader::LogitsReader(const std::string& path) : path_(path), in_(path, std
         what + " has an invalid header (sizes out of range)");
   const uint64_t expect =
       kHeaderBytes + label_len + 4 * n_tokens + info_.n_records * (kRecordFixed + 2ull * info_.row_width);
-  check(size >= expect, what + " is truncated: " + std::to_string(size) + " bytes, the header announces " +
-                            std::to_string(expect));
+  check(size >= expect,
+        what + " is truncated: " + std::to_string(size) + " bytes, the header announces " + std::to_string(expect));
   check(size == expect, what + " has " + std::to_string(size - expect) + " trailing bytes after its " +
                             std::to_string(info_.n_records) + " records");
   info_.label.resize(label_len);
@@ -167,7 +167,8 @@ void LogitsReader::next(uint32_t expected_target, LogitsRecord& r) {
   const double max_logp = get<float>(p);
   r.nll = get<double>(p);
   check(r.target == expected_target, what + ": record " + std::to_string(read_) + " scores token " +
-                                         std::to_string(r.target) + ", this run token " + std::to_string(expected_target));
+                                         std::to_string(r.target) + ", this run token " +
+                                         std::to_string(expected_target));
   check(r.argmax >= 0 && uint32_t(r.argmax) < info_.row_width && q_[r.argmax] == 0 && max_logp <= 0 &&
             std::isfinite(max_logp) && std::isfinite(r.nll) && r.nll >= 0,
         what + ": record " + std::to_string(read_) + " is corrupt");

@@ -86,8 +86,8 @@ QualitySummary QualityAccumulator::summarize() const {
   s.ppl_this_se = s.ppl_this * std::sqrt(vt);
   // Delta method on f(mb, mt) = exp(mt) - exp(mb): var = e^2mt vt + e^2mb vb - 2 e^(mt+mb) cov.
   s.dppl = s.ppl_this - s.ppl_base;
-  s.dppl_se = std::sqrt(std::max(0.0, s.ppl_this * s.ppl_this * vt + s.ppl_base * s.ppl_base * vb -
-                                          2 * s.ppl_this * s.ppl_base * cbt));
+  s.dppl_se = std::sqrt(
+      std::max(0.0, s.ppl_this * s.ppl_this * vt + s.ppl_base * s.ppl_base * vb - 2 * s.ppl_this * s.ppl_base * cbt));
   s.ln_ratio = s.nll_this - s.nll_base;
   s.ln_ratio_se = std::sqrt(std::max(0.0, vt + vb - 2 * cbt));
 

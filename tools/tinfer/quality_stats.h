@@ -29,12 +29,12 @@ double percentile(const std::vector<double>& sorted, double q);
 
 struct QualitySummary {
   int64_t n = 0;
-  double nll_base = 0, nll_this = 0;            // mean NLL (nats/token)
+  double nll_base = 0, nll_this = 0;  // mean NLL (nats/token)
   double ppl_base = 0, ppl_base_se = 0, ppl_this = 0, ppl_this_se = 0;
-  double dppl = 0, dppl_se = 0;                 // PPL(this) - PPL(base), delta method
-  double ln_ratio = 0, ln_ratio_se = 0;         // mean of nll_this - nll_base = ln(PPL this / PPL base)
+  double dppl = 0, dppl_se = 0;          // PPL(this) - PPL(base), delta method
+  double ln_ratio = 0, ln_ratio_se = 0;  // mean of nll_this - nll_base = ln(PPL this / PPL base)
   double kl_mean = 0, kl_se = 0, kl_median = 0, kl_p90 = 0, kl_p99 = 0, kl_max = 0;
-  double top1 = 0, top1_se = 0;                 // fraction of positions whose argmax tokens agree
+  double top1 = 0, top1_se = 0;                    // fraction of positions whose argmax tokens agree
   double dp_mean = 0, dp_rms = 0, dp_max_abs = 0;  // Δp = p_this(target) - p_base(target)
 };
 
