@@ -1,9 +1,16 @@
-// tinfer ppl: teacher-forced perplexity. The sequence is BOS + the encoded text, cut into windows
-// of --ctx tokens that overlap by one token, so every target after the first token is scored once
-// with the context of its window. Last stdout line: nll=<mean> ppl=<perplexity> tokens=<n>.
+// tinfer ppl: teacher-forced perplexity. The sequence is BOS + the encoded text, scored in windows of
+// --ctx tokens every --stride tokens (the first window scores all its targets, each later one the
+// targets past the previous window; default stride ctx-1: windows overlapping by one token).
+// --save-logits keeps the run as a base; --kld-base compares this run against one (same tokens, same
+// windows): perplexities, ΔPPL, KL divergence, top-1 agreement. Statistics: quality_stats.h; file
+// format: logits_file.h. Last stdout line: nll=<mean> ppl=<perplexity> tokens=<n> [comparison], or
+// one JSON object with --json.
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 
 #include "commands.h"
@@ -11,73 +18,201 @@
 #include "core/error.h"
 #include "core/timer.h"
 #include "engine/session.h"
+#include "logits_file.h"
 #include "model/reference_forward.h"
 #include "model/tokenizer/tokenizer.h"
+#include "quality_stats.h"
 
 namespace tinfer::cli {
 
 namespace {
-// -log softmax(logits)[target], in double.
-double nll_of(const float* logits, int64_t n_vocab, int32_t target) {
-  double mx = logits[0];
-  for (int64_t i = 1; i < n_vocab; ++i) mx = std::max(mx, double(logits[i]));
-  double sum = 0;
-  for (int64_t i = 0; i < n_vocab; ++i) sum += std::exp(double(logits[i]) - mx);
-  return std::log(sum) + mx - double(logits[target]);
-}
-}  // namespace
-
-int cmd_ppl(int argc, char** argv) {
-  auto spec = concat(model_options(), {{"-f,--file", "text file to score"},
-                                       {"--max-tokens", "score at most this many target tokens (0 = all)", true, "0"},
-                                       {"--max-bytes", "read at most this many bytes of the file (0 = all)", true, "0"},
-                                       {"--reference", "score with the reference forward pass (fp32/fp64 oracle, slow)", false},
-                                       kv_dtype_option()});
-  Args args(argc, argv, spec, "tinfer ppl -m MODEL -f TEXT [--ctx N] [--max-tokens N] [--kv-dtype f32|f16]");
-  check(args.has("--file"), "missing -f TEXT");
+std::string read_text(const Args& args) {
   std::ifstream in(args.str("--file"), std::ios::binary);
   check(bool(in), "cannot read '" + args.str("--file") + "'");
   std::stringstream ss;
   ss << in.rdbuf();
   std::string text = ss.str();
-  long long max_bytes = args.integer("--max-bytes"), max_tokens = args.integer("--max-tokens");
-  check(max_bytes >= 0 && max_tokens >= 0, "--max-bytes and --max-tokens must be >= 0");
+  const long long max_bytes = args.integer("--max-bytes");
   if (max_bytes > 0 && text.size() > size_t(max_bytes)) text.resize(max_bytes);
+  return text;
+}
+
+// The comparison report: human lines, then the machine-readable last line (key=value or JSON).
+void print_comparison(const QualitySummary& s, const std::string& base_label, const std::string& this_label,
+                      int64_t ctx, int64_t stride, bool json) {
+  std::printf("base           %s\n", base_label.c_str());
+  std::printf("this           %s\n", this_label.c_str());
+  std::printf("PPL base       %.4f ± %.4f\n", s.ppl_base, s.ppl_base_se);
+  std::printf("PPL this       %.4f ± %.4f\n", s.ppl_this, s.ppl_this_se);
+  std::printf("ΔPPL           %+.5f ± %.5f   (ln(PPL ratio) %+.6f ± %.6f)\n", s.dppl, s.dppl_se, s.ln_ratio,
+              s.ln_ratio_se);
+  std::printf("KLD            mean %.4g ± %.2g, median %.4g, P90 %.4g, P99 %.4g, max %.4g nats\n", s.kl_mean, s.kl_se,
+              s.kl_median, s.kl_p90, s.kl_p99, s.kl_max);
+  std::printf("same top token %.3f ± %.3f %%\n", 100 * s.top1, 100 * s.top1_se);
+  std::printf("Δp of target   mean %+.6f, RMS %.6f, max |Δp| %.6f\n", s.dp_mean, s.dp_rms, s.dp_max_abs);
+  if (json) {
+    nlohmann::json j = {{"nll", s.nll_this},
+                        {"ppl", s.ppl_this},
+                        {"tokens", s.n},
+                        {"ctx", ctx},
+                        {"stride", stride},
+                        {"nll_base", s.nll_base},
+                        {"ppl_base", s.ppl_base},
+                        {"ppl_base_se", s.ppl_base_se},
+                        {"ppl_se", s.ppl_this_se},
+                        {"dppl", s.dppl},
+                        {"dppl_se", s.dppl_se},
+                        {"ln_ratio", s.ln_ratio},
+                        {"ln_ratio_se", s.ln_ratio_se},
+                        {"kld_mean", s.kl_mean},
+                        {"kld_se", s.kl_se},
+                        {"kld_median", s.kl_median},
+                        {"kld_p90", s.kl_p90},
+                        {"kld_p99", s.kl_p99},
+                        {"kld_max", s.kl_max},
+                        {"top1", s.top1},
+                        {"top1_se", s.top1_se},
+                        {"dp_mean", s.dp_mean},
+                        {"dp_rms", s.dp_rms},
+                        {"dp_max_abs", s.dp_max_abs}};
+    std::printf("%s\n", j.dump().c_str());
+  } else {
+    std::printf(
+        "nll=%.4f ppl=%.4f tokens=%lld ppl_base=%.4f dppl=%.5f dppl_se=%.5f kld_mean=%.6g kld_median=%.6g "
+        "kld_p99=%.6g kld_max=%.6g top1=%.4f\n",
+        s.nll_this, s.ppl_this, (long long)s.n, s.ppl_base, s.dppl, s.dppl_se, s.kl_mean, s.kl_median, s.kl_p99,
+        s.kl_max, s.top1);
+  }
+}
+}  // namespace
+
+int cmd_ppl(int argc, char** argv) {
+  auto spec = concat(model_options(),
+                     {{"-f,--file", "text file to score (with --kld-base: optional, must encode to the base's tokens)"},
+                      {"--max-tokens", "score at most this many target tokens (0 = all)", true, "0"},
+                      {"--max-bytes", "read at most this many bytes of the file (0 = all)", true, "0"},
+                      {"--stride", "score each window's last N targets, windows every N tokens (default ctx-1)"},
+                      {"--reference", "score with the reference forward pass (fp32/fp64 oracle, slow)", false},
+                      {"--save-logits", "save this run as a base for --kld-base (tokens, vocabulary, log-probs)"},
+                      {"--kld-base", "compare against a --save-logits file: KL divergence, ΔPPL, top-1 agreement"},
+                      {"--dump-logits", "(testing) write every scored position's fp32 logits as a .npy file"},
+                      {"--json", "print one JSON object on the last line", false},
+                      kv_dtype_option()});
+  Args args(argc, argv, spec,
+            "tinfer ppl -m MODEL -f TEXT [--ctx N] [--stride S] [--max-tokens N] [--kv-dtype f32|f16] [--reference]\n"
+            "       [--save-logits FILE | --kld-base FILE] [--json]");
+  const long long max_bytes = args.integer("--max-bytes"), max_tokens = args.integer("--max-tokens");
+  check(max_bytes >= 0 && max_tokens >= 0, "--max-bytes and --max-tokens must be >= 0");
+  std::optional<LogitsReader> base;
+  if (args.has("--kld-base")) base.emplace(args.str("--kld-base"));  // a bad file fails before the model loads
+  check(base || args.has("--file"), "missing -f TEXT");
 
   Loaded l = load_model(args);
   const Tokenizer& tok = l.model->tokenizer();
+  const int64_t n_vocab = l.model->config().n_vocab;
+  const VocabFingerprint vocab = VocabFingerprint::of(tok);
   std::vector<int32_t> seq;
-  if (tok.bos() >= 0) seq.push_back(tok.bos());
-  for (int32_t t : tok.encode(text, false)) seq.push_back(t);
-  if (max_tokens > 0 && int64_t(seq.size()) > max_tokens + 1) seq.resize(max_tokens + 1);
-  check(seq.size() >= 2, "the text encodes to fewer than one target token");
+  if (args.has("--file")) {
+    if (tok.bos() >= 0) seq.push_back(tok.bos());
+    for (int32_t t : tok.encode(read_text(args), false)) seq.push_back(t);
+    if (max_tokens > 0 && int64_t(seq.size()) > max_tokens + 1) seq.resize(max_tokens + 1);
+    check(seq.size() >= 2, "the text encodes to fewer than one target token");
+  }
 
-  const int64_t ctx = context_length(args, *l.model), n_vocab = l.model->config().n_vocab;
-  check(ctx >= 2, "--ctx must be at least 2");
+  int64_t ctx = 0, stride = 0;
+  if (base) {
+    const LogitsFileInfo& b = base->info();
+    check_comparable(b, vocab, n_vocab);
+    if (seq.empty())
+      seq = b.tokens;  // no -f: score the base's tokens
+    else
+      check_same_tokens(b.tokens, seq);
+    ctx = b.ctx;
+    stride = b.stride;
+    check(!args.has("--ctx") || args.integer("--ctx") == ctx,
+          "the base run used --ctx " + std::to_string(ctx) + "; a comparison scores the same windows");
+    check(!args.has("--stride") || args.integer("--stride") == stride,
+          "the base run used --stride " + std::to_string(stride) + "; a comparison scores the same windows");
+    check(ctx <= l.model->config().ctx_len, "the base run's --ctx " + std::to_string(ctx) +
+                                                " exceeds this model's context length " +
+                                                std::to_string(l.model->config().ctx_len));
+  } else {
+    ctx = context_length(args, *l.model);
+    check(ctx >= 2, "--ctx must be at least 2");
+    stride = args.has("--stride") ? args.integer("--stride") : ctx - 1;
+  }
+  const std::vector<ScoreWindow> windows = score_windows(int64_t(seq.size()), ctx, stride);
+  uint64_t n_records = 0;
+  for (const auto& w : windows) n_records += uint64_t(w.end - w.first_target);
+  check(!base || base->info().n_records == n_records, "the base logits file holds " +
+                                                          std::to_string(base ? base->info().n_records : 0) +
+                                                          " positions, its windows score " + std::to_string(n_records));
+
+  const bool use_ref = args.flag("--reference");
+  const std::string label = std::filesystem::path(args.str("--model")).filename().string() +
+                            (use_ref ? " reference" : " fast, kv " + args.str("--kv-dtype"));
+  std::optional<LogitsWriter> save;
+  if (args.has("--save-logits"))
+    save.emplace(args.str("--save-logits"),
+                 LogitsFileInfo{vocab, uint32_t(n_vocab), uint32_t(ctx), uint32_t(stride), seq, n_records, label});
+  std::optional<NpyWriter> dump;
+  if (args.has("--dump-logits")) dump.emplace(args.str("--dump-logits"), n_records, uint64_t(n_vocab));
+
   Session session(*l.backend, ctx, kv_dtype(args));
   std::unique_ptr<ReferenceForward> ref;
-  if (args.flag("--reference")) ref = std::make_unique<ReferenceForward>(*l.model);
+  if (use_ref) ref = std::make_unique<ReferenceForward>(*l.model);
   std::vector<float> logits;
+  std::vector<double> logp(n_vocab);
+  LogitsRecord rec;
+  QualityAccumulator acc;
   double total = 0;
   int64_t scored = 0;
   double t0 = now_s();
-  for (size_t start = 0; start + 1 < seq.size(); start += ctx - 1) {
-    size_t end = std::min(seq.size(), start + size_t(ctx));
-    std::vector<int32_t> window(seq.begin() + start, seq.begin() + end);
+  for (const ScoreWindow& w : windows) {
+    std::vector<int32_t> window(seq.begin() + w.begin, seq.begin() + w.end);
+    const int64_t first_row = w.first_target - 1 - w.begin;  // the row predicting first_target
     if (ref) {
+      std::vector<int64_t> want;
+      for (int64_t r = first_row; r + 1 < int64_t(window.size()); ++r) want.push_back(r);
       logits.clear();
-      for (const auto& row : ref->logits(window)) logits.insert(logits.end(), row.begin(), row.end());
+      for (const auto& row : ref->logits(window, want)) logits.insert(logits.end(), row.begin(), row.end());
     } else {
       session.reset();
       session.feed_all_logits(window, logits);
+      logits.erase(logits.begin(), logits.begin() + first_row * n_vocab);
     }
-    for (size_t i = 0; i + 1 < window.size(); ++i, ++scored) total += nll_of(&logits[i * n_vocab], n_vocab, window[i + 1]);
+    for (int64_t t = w.first_target; t < w.end; ++t, ++scored) {
+      const float* row = &logits[(t - w.first_target) * n_vocab];
+      const int32_t top = log_softmax(row, n_vocab, logp.data());
+      const double nll = -logp[seq[t]];
+      total += nll;
+      if (dump) dump->row(row, uint64_t(n_vocab));
+      if (save) save->write(uint32_t(t), top, nll, logp.data());
+      if (base) {
+        base->next(uint32_t(t), rec);
+        acc.add(rec.nll, nll, kl_divergence(rec.logp.data(), logp.data(), n_vocab), rec.argmax == top);
+      }
+    }
   }
   double secs = now_s() - t0;
-  double mean = total / double(scored);
-  std::fprintf(stderr, "scored %lld tokens in %.2f s (%.1f tok/s), windows of %lld tokens, %s path\n", (long long)scored,
-               secs, scored / secs, (long long)ctx, ref ? "reference" : "fast");
-  std::printf("nll=%.4f ppl=%.4f tokens=%lld\n", mean, std::exp(mean), (long long)scored);
+  if (save) save->finish();
+  if (dump) dump->close();
+  const double mean = total / double(scored);
+  std::fprintf(stderr, "scored %lld tokens in %.2f s (%.1f tok/s), windows of %lld tokens every %lld, %s path\n",
+               (long long)scored, secs, scored / secs, (long long)ctx, (long long)stride, ref ? "reference" : "fast");
+  if (!base) {
+    if (args.flag("--json"))
+      std::printf(
+          "%s\n",
+          nlohmann::json{{"nll", mean}, {"ppl", std::exp(mean)}, {"tokens", scored}, {"ctx", ctx}, {"stride", stride}}
+              .dump()
+              .c_str());
+    else
+      std::printf("nll=%.4f ppl=%.4f tokens=%lld\n", mean, std::exp(mean), (long long)scored);
+    return 0;
+  }
+
+  print_comparison(acc.summarize(), base->info().label, label, ctx, stride, args.flag("--json"));
   return 0;
 }
 
