@@ -57,10 +57,10 @@ TEST(QualityStats, LogSoftmaxAndKl) {
 
 TEST(QualityStats, PercentileInterpolatesLikeNumpy) {
   std::vector<double> v = {1, 2, 3, 4};
-  EXPECT_DOUBLE_EQ(percentile(v, 50), 2.5);   // np.percentile([1,2,3,4], 50)
-  EXPECT_DOUBLE_EQ(percentile(v, 99), 3.97);  // np.percentile([1,2,3,4], 99)
-  EXPECT_DOUBLE_EQ(percentile(v, 100), 4);
-  EXPECT_DOUBLE_EQ(percentile({7}, 99), 7);
+  EXPECT_DOUBLE_EQ(percentile_sorted(v, 50), 2.5);   // np.percentile_sorted([1,2,3,4], 50)
+  EXPECT_DOUBLE_EQ(percentile_sorted(v, 99), 3.97);  // np.percentile_sorted([1,2,3,4], 99)
+  EXPECT_DOUBLE_EQ(percentile_sorted(v, 100), 4);
+  EXPECT_DOUBLE_EQ(percentile_sorted({7}, 99), 7);
 }
 
 // Hand-computed: nll_base {1, 2}, nll_this {1.5, 2.1}: means 1.5 and 1.8, var/n 0.25 and 0.09 and cov/n 0.15.

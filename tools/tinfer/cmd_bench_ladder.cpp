@@ -3,7 +3,6 @@
 // model's next-token distributions against rung 0 (perplexity, KL divergence, top-1 agreement). Prints a
 // Markdown table; --json one object on the last line (scripts/plot_ladder.py draws it).
 #include <algorithm>
-#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -19,51 +18,40 @@
 #include "ladder_rungs.h"
 #include "model/model.h"
 #include "model/tokenizer/tokenizer.h"
+#include "quality_stats.h"
 
 namespace tinfer::cli {
 
 namespace {
 
-// Next-token log-probabilities of `tokens` under one KV element type: [n-1][n_vocab] (row i predicts i+1).
-std::vector<float> logprobs(Backend& be, const std::vector<int32_t>& tokens, KvDtype dtype) {
+// Next-token log-probabilities of `tokens` under one KV element type: [n-1][n_vocab] in double (row i predicts
+// token i+1), and each row's argmax.
+struct LogProbs {
+  std::vector<double> lp;
+  std::vector<int32_t> argmax;
+};
+
+LogProbs logprobs(Backend& be, const std::vector<int32_t>& tokens, KvDtype dtype) {
   Session s(be, int64_t(tokens.size()), dtype);
   std::vector<float> logits;
   s.feed_all_logits(tokens, logits);
   const size_t v = size_t(be.config().n_vocab), rows = tokens.size() - 1;
-  logits.resize(rows * v);
-  for (size_t r = 0; r < rows; ++r) {
-    float* row = &logits[r * v];
-    const double mx = *std::max_element(row, row + v);
-    double sum = 0;
-    for (size_t i = 0; i < v; ++i) sum += std::exp(double(row[i]) - mx);
-    const double lse = mx + std::log(sum);
-    for (size_t i = 0; i < v; ++i) row[i] = float(double(row[i]) - lse);
-  }
-  return logits;
+  LogProbs out;
+  out.lp.resize(rows * v);
+  for (size_t r = 0; r < rows; ++r) out.argmax.push_back(log_softmax(&logits[r * v], int64_t(v), &out.lp[r * v]));
+  return out;
 }
 
-struct Quality {
-  double ppl = 0, kld_mean = 0, kld_max = 0, top1 = 0;
-};
-
-// Perplexity of `lp`, and KL(base || lp) and top-1 agreement against `base`, over the same tokens.
-Quality score(const std::vector<float>& base, const std::vector<float>& lp, const std::vector<int32_t>& tokens,
-              size_t v) {
-  Quality q;
-  const size_t rows = tokens.size() - 1;
-  double nll = 0;
-  for (size_t r = 0; r < rows; ++r) {
-    const float* b = &base[r * v];
-    const float* p = &lp[r * v];
-    nll -= p[tokens[r + 1]];
-    double kl = 0;
-    for (size_t i = 0; i < v; ++i) kl += std::exp(double(b[i])) * (double(b[i]) - double(p[i]));
-    q.kld_mean += kl / double(rows);
-    q.kld_max = std::max(q.kld_max, kl);
-    q.top1 += (std::max_element(b, b + v) - b == std::max_element(p, p + v) - p) ? 1.0 / double(rows) : 0.0;
+// This rung's distributions against rung 0's on the same tokens (tinfer ppl --kld-base's statistics).
+QualitySummary score(const LogProbs& base, const LogProbs& lp, const std::vector<int32_t>& tokens, size_t v) {
+  QualityAccumulator acc;
+  for (size_t r = 0; r + 1 < tokens.size(); ++r) {
+    const double* b = &base.lp[r * v];
+    const double* p = &lp.lp[r * v];
+    const int32_t t = tokens[r + 1];
+    acc.add(-b[t], -p[t], kl_divergence(b, p, int64_t(v)), base.argmax[r] == lp.argmax[r]);
   }
-  q.ppl = std::exp(nll / double(rows));
-  return q;
+  return acc.summarize();
 }
 
 std::vector<int32_t> quality_tokens(const Model& m, const std::string& path, int n) {
@@ -128,7 +116,7 @@ int cmd_bench_ladder(int argc, char** argv) {
   const size_t v = size_t(qmodel->config().n_vocab);
 
   nlohmann::json rungs = nlohmann::json::array();
-  std::vector<float> base_lp;
+  LogProbs base_lp;
   EngineConfig cfg = base;
   double base_tok_s = 0;
   std::printf("| rung | technique | claimed | total tok/s | gen tok/s | P99 TTFT s | P99 TPOT ms | peak KV MiB | "
@@ -152,14 +140,13 @@ int cmd_bench_ladder(int argc, char** argv) {
     const double tok_s = double(r.prompt_tokens + r.gen_tokens) / r.wall_s;
     if (k == 0) base_tok_s = tok_s;
 
-    const std::vector<float> lp = logprobs(*qbackend, qtok, applied.kv_dtype);
+    LogProbs lp = logprobs(*qbackend, qtok, applied.kv_dtype);
     if (k == 0) base_lp = lp;
-    const Quality q = score(base_lp, lp, qtok, v);
-    const double base_ppl = score(base_lp, base_lp, qtok, v).ppl;
+    const QualitySummary q = score(base_lp, lp, qtok, v);
     std::printf("| %zu | %s | %s | %.1f (%.2fx) | %.1f | %.2f | %.1f | %.1f | %d | %.4f (%+.4f) | %.2e / %.2e | %.1f%% |\n",
                 k, kLadder[k].name, kLadder[k].claim, tok_s, tok_s / base_tok_s, double(r.gen_tokens) / r.wall_s,
-                percentile(r.ttft, 99), 1e3 * percentile(r.tpot, 99), peak_kv_mib, r.stats.running_peak, q.ppl,
-                q.ppl - base_ppl, q.kld_mean, q.kld_max, 100 * q.top1);
+                percentile(r.ttft, 99), 1e3 * percentile(r.tpot, 99), peak_kv_mib, r.stats.running_peak, q.ppl_this,
+                q.dppl, q.kl_mean, q.kl_max, 100 * q.top1);
     std::fflush(stdout);
     rungs.push_back({{"rung", k},
                      {"technique", kLadder[k].name},
@@ -179,10 +166,11 @@ int cmd_bench_ladder(int argc, char** argv) {
                      {"padding_tokens", r.stats.padding_tokens},
                      {"prefix_hit_rate", r.stats.prefix_hit_rate},
                      {"kv_capacity_tokens", r.stats.kv_capacity_tokens},
-                     {"ppl", q.ppl},
-                     {"dppl", q.ppl - base_ppl},
-                     {"kld_mean", q.kld_mean},
-                     {"kld_max", q.kld_max},
+                     {"ppl", q.ppl_this},
+                     {"dppl", q.dppl},
+                     {"dppl_se", q.dppl_se},
+                     {"kld_mean", q.kl_mean},
+                     {"kld_max", q.kl_max},
                      {"top1", q.top1}});
   }
   std::printf("workload: %d requests, prompts %d tokens (%d shared), outputs %s (cap %d); quality: %s on %d tokens "

@@ -41,7 +41,7 @@ double kl_divergence(const double* lp, const double* lq, int64_t n) {
   return std::max(kl, 0.0);  // rounding can leave -1e-17 for identical rows
 }
 
-double percentile(const std::vector<double>& sorted, double q) {
+double percentile_sorted(const std::vector<double>& sorted, double q) {
   check(!sorted.empty(), "percentile of an empty set");
   const double r = q / 100.0 * double(sorted.size() - 1);
   const size_t lo = size_t(std::floor(r)), hi = std::min(lo + 1, sorted.size() - 1);
@@ -95,9 +95,9 @@ QualitySummary QualityAccumulator::summarize() const {
   std::sort(kl.begin(), kl.end());
   s.kl_mean = mean_of(kl_);
   s.kl_se = std::sqrt(cov_of(kl_, s.kl_mean, kl_, s.kl_mean) / n);
-  s.kl_median = percentile(kl, 50);
-  s.kl_p90 = percentile(kl, 90);
-  s.kl_p99 = percentile(kl, 99);
+  s.kl_median = percentile_sorted(kl, 50);
+  s.kl_p90 = percentile_sorted(kl, 90);
+  s.kl_p99 = percentile_sorted(kl, 99);
   s.kl_max = kl.back();
 
   s.top1 = double(same_top_) / n;

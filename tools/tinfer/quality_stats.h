@@ -25,7 +25,7 @@ double kl_divergence(const double* lp, const double* lq, int64_t n);
 
 // Percentile q in [0, 100] of ascending `sorted` values, linear interpolation between closest ranks
 // (NumPy's default method).
-double percentile(const std::vector<double>& sorted, double q);
+double percentile_sorted(const std::vector<double>& sorted, double q);
 
 struct QualitySummary {
   int64_t n = 0;
