@@ -37,6 +37,7 @@ double matmul_macs(const ModelConfig& c) {
 
 int cmd_bench(int argc, char** argv) {
   if (argc > 0 && std::string(argv[0]) == "throughput") return cmd_bench_throughput(argc - 1, argv + 1);
+  if (argc > 0 && std::string(argv[0]) == "serve") return cmd_bench_serve(argc - 1, argv + 1);
   auto spec = concat(model_options(), {{"--prompt", "prompt tokens", true, "512"},
                                        {"--gen", "generated tokens", true, "128"},
                                        kv_dtype_option(),
