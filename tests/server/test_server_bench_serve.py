@@ -1,6 +1,6 @@
 """`tinfer bench serve` end to end: against `tinfer serve` on stories260K its request and token counts equal
 what the server's /metrics counted (completions with token-id prompts, chat with a prompt file and long-tail
-lengths, open loop); against small fake servers (500s, a stream cut mid-way, a server that never answers,
+lengths, open loop; --api-key-env against a server with a key); against small fake servers (500s, a stream cut mid-way, a server that never answers,
 a close-delimited stream) it reports errors by kind with counts and exits within its deadline."""
 import json
 import os
@@ -77,6 +77,25 @@ def test_open_loop(srv):
     rep = expect_match_metrics(srv, "--request-rate", "200", "--concurrency", "4", "--requests", "10",
                                "--input-len", "8", "--output-len", "6", "--seed", "7")
     assert rep["results"][0]["request_rate"] == 200, rep
+
+
+def test_api_key():
+    os.environ["TINFER_API_KEY"] = "bench-serve-secret"
+    try:
+        srv = Server(TINFER, MODEL, "-t", "1")
+    finally:
+        del os.environ["TINFER_API_KEY"]
+    try:
+        os.environ["BENCH_SERVE_KEY"] = "bench-serve-secret"
+        rc, rep, _, out = bench(srv.base_url, "--api-key-env", "BENCH_SERVE_KEY", "--concurrency", "2",
+                                "--requests", "4", "--input-len", "8", "--output-len", "4")
+        assert rc == 0 and rep["results"][0]["completed"] == 4 and rep["model"] == "stories260K", out
+        rc, rep, _, out = bench(srv.base_url, "--model", "stories260K", "--concurrency", "2", "--requests", "4",
+                                "--input-len", "8", "--output-len", "4")
+        assert rc == 1 and rep["results"][0]["errors"] == {"http 401": 4}, out
+    finally:
+        del os.environ["BENCH_SERVE_KEY"]
+        srv.stop()
 
 
 class Fake(socketserver.ThreadingTCPServer):
@@ -226,6 +245,7 @@ def main():
         ("fake_never_answers", test_fake_never_answers),
         ("fake_close_delimited_ok", test_fake_close_delimited_ok),
         ("help_and_bad_flags", test_help_and_bad_flags),
+        ("api_key", test_api_key),
     ])
     return report(failures, t0)
 

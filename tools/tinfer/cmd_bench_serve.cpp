@@ -191,8 +191,9 @@ json summarize(const Options& o, const LevelRun& run, int concurrency) {
             {"output_tok_s", double(gen) / wall},
             {"output_chunk_s", double(chunks) / wall},
             {"total_tok_s", double(gen + prompt) / wall}};
-  std::printf("concurrency %d%s: %lld/%zu requests ok in %.2f s = %.2f req/s\n", concurrency,
-              o.rate > 0 ? (" (rate " + std::to_string(o.rate) + " req/s)").c_str() : "", (long long)ok,
+  char rate[64] = "";
+  if (o.rate > 0) std::snprintf(rate, sizeof rate, " (Poisson arrivals at %g req/s)", o.rate);
+  std::printf("concurrency %d%s: %lld/%zu requests ok in %.2f s = %.2f req/s\n", concurrency, rate, (long long)ok,
               run.results.size(), run.wall_s, double(ok) / wall);
   std::printf("  tokens                 %lld generated (usage%s), %lld chunks, %lld prompt: %.1f gen tok/s, %.1f chunk/s, "
               "%.1f total tok/s\n",

@@ -125,6 +125,17 @@ HttpResponse::HttpResponse(const HttpUrl& url, const std::string& method, const 
                            const std::string& body, const std::map<std::string, std::string>& headers,
                            double deadline)
     : fd_(connect_to(url, deadline)) {
+  try {
+    send_request_and_read_head(url, method, path, body, headers, deadline);
+  } catch (...) {
+    ::close(fd_);  // the destructor does not run for a constructor that throws
+    throw;
+  }
+}
+
+void HttpResponse::send_request_and_read_head(const HttpUrl& url, const std::string& method, const std::string& path,
+                                              const std::string& body,
+                                              const std::map<std::string, std::string>& headers, double deadline) {
   std::string req = method + " " + path + " HTTP/1.1\r\nHost: " + url.host + ":" + std::to_string(url.port) +
                     "\r\nConnection: close\r\nAccept: */*\r\n";
   for (const auto& [k, v] : headers) req += k + ": " + v + "\r\n";

@@ -42,7 +42,11 @@ RequestResult run_request(const ServeTarget& t, const std::string& body) {
     HttpResponse res(t.url, "POST", t.path, body, t.headers, deadline);
     if (res.status() != 200) {
       r.error = "http " + std::to_string(res.status());
-      r.detail = res.read_body(deadline, 300);
+      try {
+        r.detail = res.read_body(deadline, 300);
+      } catch (const HttpFailure& f) {  // the status is the error; a broken error body is only its detail
+        r.detail = f.what();
+      }
       r.end = now_s();
       return r;
     }
