@@ -195,10 +195,12 @@ json summarize(const Options& o, const LevelRun& run, int concurrency) {
   if (o.rate > 0) std::snprintf(rate, sizeof rate, " (Poisson arrivals at %g req/s)", o.rate);
   std::printf("concurrency %d%s: %lld/%zu requests ok in %.2f s = %.2f req/s\n", concurrency, rate, (long long)ok,
               run.results.size(), run.wall_s, double(ok) / wall);
-  std::printf("  tokens                 %lld generated (usage%s), %lld chunks, %lld prompt: %.1f gen tok/s, %.1f chunk/s, "
+  std::string source = "usage";
+  if (usage_missing) source = "usage; " + std::to_string(usage_missing) + " requests without one counted by chunks";
+  std::printf("  tokens                 %lld generated (%s), %lld chunks, %lld prompt: %.1f gen tok/s, %.1f chunk/s, "
               "%.1f total tok/s\n",
-              (long long)gen, usage_missing ? ", some by chunk count" : "", (long long)chunks, (long long)prompt,
-              double(gen) / wall, double(chunks) / wall, double(gen + prompt) / wall);
+              (long long)gen, source.c_str(), (long long)chunks, (long long)prompt, double(gen) / wall,
+              double(chunks) / wall, double(gen + prompt) / wall);
   latency(j, "TTFT", "ttft", ttft);
   latency(j, "TPOT", "tpot", tpot);
   latency(j, "inter-token latency", "itl", itl);
