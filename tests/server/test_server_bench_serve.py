@@ -47,7 +47,7 @@ def expect_match_metrics(srv, *extra):
     assert t["output_tokens"] == delta["generation_tokens_total"], (t, delta)
     assert t["prompt_tokens"] == delta["prompt_tokens_total"], (t, delta)
     assert 0 < t["output_chunks"] <= t["output_tokens"], t
-    assert all(r["usage_missing"] == 0 for r in rep["results"]), rep
+    assert all(r["usage_missing"] == 0 and r["short_outputs"] == 0 for r in rep["results"]), rep
     for r in rep["results"]:
         assert r["errors"] == {} and r["ttft_p50_s"] > 0 and r["e2e_p99_s"] >= r["e2e_p50_s"] > 0, r
         assert r["output_tok_s"] > 0 and r["request_throughput"] > 0, r
@@ -206,6 +206,7 @@ def test_fake_close_delimited_ok():
     r = rep["results"][0]
     assert r["completed"] == 4 and r["output_tokens"] == 12 and r["output_chunks"] == 12, r
     assert r["prompt_tokens"] == 20 and r["usage_missing"] == 0, r
+    assert r["short_outputs"] == 4, r  # 3 tokens each where 128 were asked for
 
 
 def test_help_and_bad_flags():

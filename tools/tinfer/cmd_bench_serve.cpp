@@ -70,9 +70,14 @@ const char* const kWords[] = {"the", "of", "and", "to", "in", "is", "was", "that
                               "this", "which", "one", "all", "there", "time", "day", "way", "man", "good",
                               "new", "old", "big", "small", "long", "first", "last", "little", "great", "red"};
 
+struct Level {
+  std::vector<std::string> bodies;
+  std::vector<int> max_tokens;  // [request]
+};
+
 // Request bodies for one concurrency level: `level` varies the seed (random prompts) or the starting entry
 // (prompt file) so no level replays another's prompts into a prefix cache.
-std::vector<std::string> make_bodies(const Options& o, const std::vector<std::string>& texts, int level) {
+Level make_level(const Options& o, const std::vector<std::string>& texts, int level) {
   WorkloadSpec spec = o.spec;
   spec.seed = o.spec.seed + uint64_t(level) * 1000003u;
   const std::vector<int> out_lens = draw_output_lens(spec);
@@ -80,7 +85,8 @@ std::vector<std::string> make_bodies(const Options& o, const std::vector<std::st
   std::uniform_int_distribution<int32_t> id(std::min(32, o.vocab - 1), o.vocab - 1);
   std::uniform_int_distribution<size_t> word(0, std::size(kWords) - 1);
   const bool chat = o.endpoint == "chat";
-  std::vector<std::string> bodies;
+  Level l;
+  l.max_tokens = out_lens;
   for (int i = 0; i < spec.requests; ++i) {
     json prompt;
     if (!texts.empty()) {
@@ -99,9 +105,9 @@ std::vector<std::string> make_bodies(const Options& o, const std::vector<std::st
     if (chat) b["messages"] = json::array({{{"role", "user"}, {"content", prompt}}});
     else b["prompt"] = prompt;
     if (o.ignore_eos) b["ignore_eos"] = true;
-    bodies.push_back(b.dump());
+    l.bodies.push_back(b.dump());
   }
-  return bodies;
+  return l;
 }
 
 struct LevelRun {
@@ -147,12 +153,13 @@ void latency(json& j, const char* label, const std::string& key, const std::vect
   j[key + "_p99_s"] = p99;
 }
 
-json summarize(const Options& o, const LevelRun& run, int concurrency) {
+json summarize(const Options& o, const Level& level, const LevelRun& run, int concurrency) {
   std::vector<double> ttft, tpot, itl, e2e;
-  int64_t gen = 0, chunks = 0, prompt = 0, ok = 0, good = 0, usage_missing = 0;
+  int64_t gen = 0, chunks = 0, prompt = 0, ok = 0, good = 0, usage_missing = 0, short_outputs = 0;
   std::map<std::string, int> errors;
   std::map<std::string, std::string> first_detail;
-  for (const RequestResult& r : run.results) {
+  for (size_t i = 0; i < run.results.size(); ++i) {
+    const RequestResult& r = run.results[i];
     if (!r.ok) {
       ++errors[r.error];
       first_detail.emplace(r.error, r.detail);
@@ -162,6 +169,7 @@ json summarize(const Options& o, const LevelRun& run, int concurrency) {
     const int64_t n_chunks = int64_t(r.chunk_times.size());
     const int64_t tokens = r.completion_tokens >= 0 ? r.completion_tokens : n_chunks;
     if (r.completion_tokens < 0) ++usage_missing;
+    if (tokens < level.max_tokens[i]) ++short_outputs;
     gen += tokens;
     chunks += n_chunks;
     prompt += std::max<int64_t>(r.prompt_tokens, 0);
@@ -188,6 +196,7 @@ json summarize(const Options& o, const LevelRun& run, int concurrency) {
             {"output_tokens", gen},
             {"output_chunks", chunks},
             {"usage_missing", usage_missing},
+            {"short_outputs", short_outputs},
             {"output_tok_s", double(gen) / wall},
             {"output_chunk_s", double(chunks) / wall},
             {"total_tok_s", double(gen + prompt) / wall}};
@@ -201,6 +210,9 @@ json summarize(const Options& o, const LevelRun& run, int concurrency) {
               "%.1f total tok/s\n",
               (long long)gen, source.c_str(), (long long)chunks, (long long)prompt, double(gen) / wall,
               double(chunks) / wall, double(gen + prompt) / wall);
+  if (short_outputs)
+    std::printf("  short outputs          %lld requests ended before max_tokens%s\n", (long long)short_outputs,
+                o.ignore_eos ? " although ignore_eos was sent (ignored, or the server cut them)" : "");
   latency(j, "TTFT", "ttft", ttft);
   latency(j, "TPOT", "tpot", tpot);
   latency(j, "inter-token latency", "itl", itl);
@@ -318,9 +330,9 @@ int cmd_bench_serve(int argc, char** argv) {
               o.spec.output_dist == "fixed" ? (std::to_string(o.spec.output_len) + " tokens").c_str() : "longtail");
   int failed = 0;
   for (size_t level = 0; level < o.concurrency.size(); ++level) {
-    const auto bodies = make_bodies(o, texts, int(level));
-    const LevelRun run = run_level(target, bodies, o.concurrency[level], o.rate, o.spec.seed + level);
-    json j = summarize(o, run, o.concurrency[level]);
+    const Level l = make_level(o, texts, int(level));
+    const LevelRun run = run_level(target, l.bodies, o.concurrency[level], o.rate, o.spec.seed + level);
+    json j = summarize(o, l, run, o.concurrency[level]);
     failed += j["failed"].get<int>();
     report["results"].push_back(std::move(j));
     std::fflush(stdout);
