@@ -9,13 +9,12 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "args.h"
 #include "bench_workload.h"
@@ -45,7 +44,8 @@ std::vector<int> parse_list(const std::string& s) {
   for (std::string item; std::getline(ss, item, ',');) {
     char* end = nullptr;
     const long v = std::strtol(item.c_str(), &end, 10);
-    check(!item.empty() && *end == 0 && v >= 1 && v <= 1024, "--concurrency expects integers in 1..1024, got '" + s + "'");
+    check(!item.empty() && *end == 0 && v >= 1 && v <= 1024,
+          "--concurrency expects integers in 1..1024, got '" + s + "'");
     out.push_back(int(v));
   }
   check(!out.empty(), "--concurrency is empty");
@@ -65,10 +65,11 @@ std::vector<std::string> prompt_texts(const std::string& path) {
 }
 
 // Words that are one token in common BPE vocabularies: chat prompts of about --input-len tokens.
-const char* const kWords[] = {"the", "of", "and", "to", "in", "is", "was", "that", "for", "on", "with", "as",
-                              "at", "by", "he", "she", "it", "we", "they", "you", "from", "or", "an", "be",
-                              "this", "which", "one", "all", "there", "time", "day", "way", "man", "good",
-                              "new", "old", "big", "small", "long", "first", "last", "little", "great", "red"};
+const char* const kWords[] = {"the",  "of",    "and",  "to",    "in",   "is",     "was",   "that",  "for",
+                              "on",   "with",  "as",   "at",    "by",   "he",     "she",   "it",    "we",
+                              "they", "you",   "from", "or",    "an",   "be",     "this",  "which", "one",
+                              "all",  "there", "time", "day",   "way",  "man",    "good",  "new",   "old",
+                              "big",  "small", "long", "first", "last", "little", "great", "red"};
 
 struct Level {
   std::vector<std::string> bodies;
@@ -102,8 +103,10 @@ Level make_level(const Options& o, const std::vector<std::string>& texts, int le
     }
     json b = {{"max_tokens", out_lens[size_t(i)]}, {"stream", true}, {"stream_options", {{"include_usage", true}}}};
     if (!o.model.empty()) b["model"] = o.model;
-    if (chat) b["messages"] = json::array({{{"role", "user"}, {"content", prompt}}});
-    else b["prompt"] = prompt;
+    if (chat)
+      b["messages"] = json::array({{{"role", "user"}, {"content", prompt}}});
+    else
+      b["prompt"] = prompt;
     if (o.ignore_eos) b["ignore_eos"] = true;
     l.bodies.push_back(b.dump());
   }
@@ -206,10 +209,11 @@ json summarize(const Options& o, const Level& level, const LevelRun& run, int co
               run.results.size(), run.wall_s, double(ok) / wall);
   std::string source = "usage";
   if (usage_missing) source = "usage; " + std::to_string(usage_missing) + " requests without one counted by chunks";
-  std::printf("  tokens                 %lld generated (%s), %lld chunks, %lld prompt: %.1f gen tok/s, %.1f chunk/s, "
-              "%.1f total tok/s\n",
-              (long long)gen, source.c_str(), (long long)chunks, (long long)prompt, double(gen) / wall,
-              double(chunks) / wall, double(gen + prompt) / wall);
+  std::printf(
+      "  tokens                 %lld generated (%s), %lld chunks, %lld prompt: %.1f gen tok/s, %.1f chunk/s, "
+      "%.1f total tok/s\n",
+      (long long)gen, source.c_str(), (long long)chunks, (long long)prompt, double(gen) / wall, double(chunks) / wall,
+      double(gen + prompt) / wall);
   if (short_outputs)
     std::printf("  short outputs          %lld requests ended before max_tokens%s\n", (long long)short_outputs,
                 o.ignore_eos ? " although ignore_eos was sent (ignored, or the server cut them)" : "");
@@ -223,13 +227,15 @@ json summarize(const Options& o, const Level& level, const LevelRun& run, int co
   if (o.slo_ttft > 0 || o.slo_tpot > 0) {
     j["good_requests"] = good;
     j["goodput_req_s"] = double(good) / wall;
-    std::printf("  goodput                %lld requests within the SLO = %.2f req/s\n", (long long)good, double(good) / wall);
+    std::printf("  goodput                %lld requests within the SLO = %.2f req/s\n", (long long)good,
+                double(good) / wall);
   } else {
     j["good_requests"] = nullptr;
     j["goodput_req_s"] = nullptr;
   }
   for (const auto& [kind, count] : errors)
-    std::printf("  errors                 %s x%d (first: %s)\n", kind.c_str(), count, first_detail[kind].substr(0, 160).c_str());
+    std::printf("  errors                 %s x%d (first: %s)\n", kind.c_str(), count,
+                first_detail[kind].substr(0, 160).c_str());
   return j;
 }
 
@@ -324,10 +330,11 @@ int cmd_bench_serve(int argc, char** argv) {
                  {"slo_ttft_s", o.slo_ttft > 0 ? json(o.slo_ttft) : json(nullptr)},
                  {"slo_tpot_s", o.slo_tpot > 0 ? json(o.slo_tpot) : json(nullptr)},
                  {"results", json::array()}};
-  std::printf("bench serve: %s%s, model '%s', %d requests per level, %s prompts, output %s\n",
-              args.str("--url").c_str(), target.path.c_str(), o.model.c_str(), o.spec.requests,
-              texts.empty() ? (std::to_string(o.spec.input_len) + "-token random").c_str() : args.str("--prompts").c_str(),
-              o.spec.output_dist == "fixed" ? (std::to_string(o.spec.output_len) + " tokens").c_str() : "longtail");
+  std::printf(
+      "bench serve: %s%s, model '%s', %d requests per level, %s prompts, output %s\n", args.str("--url").c_str(),
+      target.path.c_str(), o.model.c_str(), o.spec.requests,
+      texts.empty() ? (std::to_string(o.spec.input_len) + "-token random").c_str() : args.str("--prompts").c_str(),
+      o.spec.output_dist == "fixed" ? (std::to_string(o.spec.output_len) + " tokens").c_str() : "longtail");
   int failed = 0;
   for (size_t level = 0; level < o.concurrency.size(); ++level) {
     const Level l = make_level(o, texts, int(level));

@@ -35,7 +35,8 @@ void wait_for(int fd, short events, double deadline, const char* what) {
     if (ms == 0) throw HttpFailure(HttpFailure::kTimeout, std::string("timed out ") + what);
     const int r = ::poll(&p, 1, ms);
     if (r > 0) return;
-    if (r < 0 && errno != EINTR) throw HttpFailure(HttpFailure::kConnection, std::string("poll: ") + std::strerror(errno));
+    if (r < 0 && errno != EINTR)
+      throw HttpFailure(HttpFailure::kConnection, std::string("poll: ") + std::strerror(errno));
   }
 }
 
@@ -122,8 +123,7 @@ HttpUrl parse_http_url(const std::string& url) {
 }
 
 HttpResponse::HttpResponse(const HttpUrl& url, const std::string& method, const std::string& path,
-                           const std::string& body, const std::map<std::string, std::string>& headers,
-                           double deadline)
+                           const std::string& body, const std::map<std::string, std::string>& headers, double deadline)
     : fd_(connect_to(url, deadline)) {
   try {
     send_request_and_read_head(url, method, path, body, headers, deadline);
@@ -178,8 +178,10 @@ bool HttpResponse::fill(double deadline) {
       return true;
     }
     if (n == 0) return false;
-    if (errno == EAGAIN || errno == EWOULDBLOCK) wait_for(fd_, POLLIN, deadline, "waiting for the response");
-    else if (errno != EINTR) throw HttpFailure(HttpFailure::kConnection, std::string("recv: ") + std::strerror(errno));
+    if (errno == EAGAIN || errno == EWOULDBLOCK)
+      wait_for(fd_, POLLIN, deadline, "waiting for the response");
+    else if (errno != EINTR)
+      throw HttpFailure(HttpFailure::kConnection, std::string("recv: ") + std::strerror(errno));
   }
 }
 

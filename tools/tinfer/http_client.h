@@ -44,8 +44,8 @@ class HttpResponse {
   void send_request_and_read_head(const HttpUrl& url, const std::string& method, const std::string& path,
                                   const std::string& body, const std::map<std::string, std::string>& headers,
                                   double deadline);
-  bool fill(double deadline);                 // false at EOF
-  std::string read_line(double deadline);     // one CRLF/LF line of the raw stream, without the terminator
+  bool fill(double deadline);                          // false at EOF
+  std::string read_line(double deadline);              // one CRLF/LF line of the raw stream, without the terminator
   bool body_bytes(std::string& out, double deadline);  // appends some decoded body bytes; false at its end
 
   int fd_ = -1;

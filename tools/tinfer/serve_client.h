@@ -22,7 +22,7 @@ struct RequestResult {
   std::string error;   // when !ok: "http NNN", "connection", "timeout" or "stream error"
   std::string detail;  // the first bytes of an error body or the failure's message
   double start = 0, end = 0;
-  std::vector<double> chunk_times;  // arrival of every chunk carrying output text
+  std::vector<double> chunk_times;                     // arrival of every chunk carrying output text
   int64_t prompt_tokens = -1, completion_tokens = -1;  // from the usage chunk; -1 when none came
 };
 
