@@ -5,6 +5,7 @@
 // percentiles, end-to-end latency, goodput under an SLO and errors by kind. --json: one object, last line.
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -119,6 +120,7 @@ struct LevelRun {
 };
 
 // C workers take the requests in order; with a rate, request i is not sent before its Poisson arrival time.
+// Latencies start when a request is sent: with every worker busy, time queued in the client is not counted.
 LevelRun run_level(const ServeTarget& target, const std::vector<std::string>& bodies, int concurrency, double rate,
                    uint64_t seed) {
   const size_t n = bodies.size();
