@@ -42,10 +42,35 @@ std::vector<std::string> read_prompt_file(const std::string& path) {
   return entries;
 }
 
-Workload make_workload(const WorkloadSpec& s, const Tokenizer& tok, int n_vocab) {
+namespace {
+
+// lognormal: median e^mu = 64; sigma 1 puts P90 near 230 and P99 near 650 (then capped).
+std::lognormal_distribution<double> long_tail() { return std::lognormal_distribution<double>(std::log(64.0), 1.0); }
+
+int output_len(const WorkloadSpec& s, std::lognormal_distribution<double>& tail, std::mt19937_64& rng) {
+  return s.output_dist == "fixed" ? std::min(s.output_len, s.max_tokens)
+                                  : std::clamp(int(std::lround(tail(rng))), 1, s.max_tokens);
+}
+
+void check_lengths(const WorkloadSpec& s) {
   check(s.requests >= 1, "--requests must be >= 1");
   check(s.output_dist == "fixed" || s.output_dist == "longtail", "--output-dist must be fixed or longtail");
   check(s.max_tokens >= 1 && s.output_len >= 1 && s.input_len >= 1, "lengths must be >= 1");
+}
+
+}  // namespace
+
+std::vector<int> draw_output_lens(const WorkloadSpec& s) {
+  check_lengths(s);
+  std::mt19937_64 rng(s.seed);
+  auto tail = long_tail();
+  std::vector<int> out;
+  for (int i = 0; i < s.requests; ++i) out.push_back(output_len(s, tail, rng));
+  return out;
+}
+
+Workload make_workload(const WorkloadSpec& s, const Tokenizer& tok, int n_vocab) {
+  check_lengths(s);
   std::mt19937_64 rng(s.seed);
   // Token ids 3.. avoid <unk>/<s>/</s> in llama vocabularies.
   std::uniform_int_distribution<int32_t> id(3, n_vocab - 1);
@@ -53,13 +78,11 @@ Workload make_workload(const WorkloadSpec& s, const Tokenizer& tok, int n_vocab)
   for (auto& t : prefix) t = id(rng);
   std::vector<std::string> entries;
   if (!s.prompts_file.empty()) entries = read_prompt_file(s.prompts_file);
-  // lognormal: median e^mu = 64; sigma 1 puts P90 near 230 and P99 near 650 (then capped).
-  std::lognormal_distribution<double> tail(std::log(64.0), 1.0);
+  auto tail = long_tail();
 
   Workload w;
   for (int i = 0; i < s.requests; ++i) {
-    const int out = s.output_dist == "fixed" ? std::min(s.output_len, s.max_tokens)
-                                             : std::clamp(int(std::lround(tail(rng))), 1, s.max_tokens);
+    const int out = output_len(s, tail, rng);
     std::vector<int32_t> body;
     if (entries.empty()) {
       for (int j = 0; j < s.input_len; ++j) body.push_back(id(rng));

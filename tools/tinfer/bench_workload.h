@@ -33,6 +33,9 @@ struct Workload {
 // Entries of a file separated by lines holding only `%`; empty entries dropped. Error if none.
 std::vector<std::string> read_prompt_file(const std::string& path);
 Workload make_workload(const WorkloadSpec& spec, const Tokenizer& tok, int n_vocab);
+// The output lengths alone (spec.requests of them, fixed or longtail as make_workload draws them, seeded by
+// spec.seed), for clients that make their own prompts (`tinfer bench serve`).
+std::vector<int> draw_output_lens(const WorkloadSpec& spec);
 
 // p-th percentile (0..100, nearest rank) of v; 0 for an empty v.
 double percentile(std::vector<double> v, double p);

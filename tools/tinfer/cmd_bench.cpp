@@ -39,6 +39,7 @@ double matmul_macs(const ModelConfig& c) {
 int cmd_bench(int argc, char** argv) {
   if (argc > 0 && std::string(argv[0]) == "throughput") return cmd_bench_throughput(argc - 1, argv + 1);
   if (argc > 0 && std::string(argv[0]) == "ladder") return cmd_bench_ladder(argc - 1, argv + 1);
+  if (argc > 0 && std::string(argv[0]) == "serve") return cmd_bench_serve(argc - 1, argv + 1);
   auto spec = concat(model_options(), {{"--prompt", "prompt tokens", true, "512"},
                                        {"--gen", "generated tokens", true, "128"},
                                        kv_dtype_option(),
@@ -48,7 +49,7 @@ int cmd_bench(int argc, char** argv) {
                                        {"--trace", "write a Chrome trace-event JSON of every timed operation (Perfetto)"}});
   Args args(argc, argv, spec,
             "tinfer bench -m MODEL [--prompt 512] [--gen 128] [--repeat 5] [--kv-dtype f32|f16] [--profile] "
-            "[--trace FILE] [--json]   (serving: tinfer bench throughput|ladder --help)");
+            "[--trace FILE] [--json]   (serving: tinfer bench throughput|ladder|serve --help)");
   const long long n_prompt = args.integer("--prompt"), n_gen = args.integer("--gen"), repeat = args.integer("--repeat");
   check(n_prompt >= 1 && n_gen >= 2 && repeat >= 1, "--prompt >= 1, --gen >= 2 and --repeat >= 1 are required");
   Loaded l = load_model(args);

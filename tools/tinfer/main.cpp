@@ -21,7 +21,7 @@ const Entry kCommands[] = {
     {"info", tinfer::cli::cmd_info, "architecture, hyper-parameters, tensors, KV bytes per token"},
     {"ppl", tinfer::cli::cmd_ppl, "teacher-forced perplexity of a text file"},
     {"synth", tinfer::cli::cmd_synth, "write a random-weight model with a real architecture's shapes"},
-    {"bench", tinfer::cli::cmd_bench, "prefill/decode speed against the machine's roofline"},
+    {"bench", tinfer::cli::cmd_bench, "prefill/decode speed vs roofline; bench throughput (engine), bench serve (HTTP load)"},
     {"serve", tinfer::cli::cmd_serve, "OpenAI-compatible HTTP server (completions, chat, streaming, metrics)"},
     {"tokenize", tinfer::cli::cmd_tokenize, "print the tokens of a text"},
 };
