@@ -33,11 +33,27 @@ def totals(rep):
     return {k: sum(r[k] for r in rep["results"]) for k in keys}
 
 
+def settled_metrics(srv, limit_s=5):
+    """/metrics once the engine is idle and its counters have stopped moving: engine counters are published at
+    the end of a step, after the step's events were delivered, so a client can finish a request and read
+    /metrics before that step's tokens are counted."""
+    deadline = time.time() + limit_s
+    prev = srv.metrics()
+    while True:
+        time.sleep(0.05)
+        cur = srv.metrics()
+        idle = cur["tinfer:num_requests_running"] == 0 and cur["tinfer:num_requests_waiting"] == 0
+        if idle and cur["tinfer:generation_tokens_total"] == prev["tinfer:generation_tokens_total"]:
+            return cur
+        assert time.time() < deadline, "server counters did not settle"
+        prev = cur
+
+
 def expect_match_metrics(srv, *extra):
     """Runs bench serve against srv; its counts must equal the deltas of the server's counters."""
-    before = srv.metrics()
+    before = settled_metrics(srv)
     rc, rep, _, out = bench(srv.base_url, *extra)
-    after = srv.metrics()
+    after = settled_metrics(srv)
     assert rc == 0 and rep, out
     t = totals(rep)
     delta = {k: after["tinfer:" + k] - before["tinfer:" + k]
