@@ -151,7 +151,6 @@ void CpuForward::forward(const ForwardBatch& batch, KvStorage& kv, float* logits
   const ModelConfig& c = config();
   const int64_t n = int64_t(batch.tokens.size());
   if (n == 0) return;
-  check(kv.block_size() <= 256, "KV block size above 256 is unsupported");
   for (int32_t p : batch.positions)  // once here, so the per-token workers never see a bad position
     check(p >= 0 && p < rope_.n_positions(), "position " + std::to_string(p) + " outside this forward's context [0, " +
                                                  std::to_string(rope_.n_positions()) + ")");

@@ -125,9 +125,7 @@ int cmd_bench_ladder(int argc, char** argv) {
     kLadder[k].apply(cfg);
     EngineConfig run = cfg;
     if (!run.chunked_prefill) run.max_batched_tokens = std::max(run.max_batched_tokens, run.max_model_len);
-    auto engine = Engine::create(run);
-    if (!run.chunked_prefill && run.max_model_len == 0)  // the model's context: known only now
-      check(run.max_batched_tokens >= engine->max_model_len(), "without chunked prefill, give --ctx (max_model_len)");
+    auto engine = Engine::create(run);  // (without chunked prefill and --ctx, the scheduler's check names both)
     ws.max_model_len = engine->max_model_len();
     const Workload w = make_workload(ws, engine->tokenizer(), int(engine->model().config().n_vocab));
     SamplingParams sp;

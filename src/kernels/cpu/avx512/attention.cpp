@@ -129,52 +129,16 @@ inline void block_heads(const AttnItem& it, const T* kt, const T* v0, int64_t vs
   }
 }
 
-template <class T>
-void attend_avx512(const AttnItem& it) {
-  const int64_t G = it.group, hd = it.hd;
-  float m[kAttnMaxGroup], l[kAttnMaxGroup];
-  std::fill(it.o, it.o + G * hd, 0.f);
-  std::fill(m, m + G, -INFINITY);
-  std::fill(l, l + G, 0.f);
-  const int64_t vstride = it.v_stride<T>();  // elements
-  for (int64_t b = 0; b < it.n_blocks; ++b) {
-    const int64_t len = b + 1 == it.n_blocks ? it.len_last : 16;
-    const T* kt = it.k_tile<T>(b);  // [hd][16]
-    const T* v0 = it.v0<T>(b);      // slot j at v0 + j * vstride
-    // Decode reads each KV block once, from L3 or DRAM (a step's weights stream through the caches), at
-    // addresses the hardware prefetchers cannot predict (block tables). The first head group fetches the
-    // next block a line or two per iteration: issued all at once, 128 prefetches overflowed the miss
-    // queues and most were dropped (no gain measured).
-    const bool more = b + 1 < it.n_blocks;
-    const T* nk = more ? it.k_tile<T>(b + 1) : nullptr;
-    const T* nv0 = more ? it.v0<T>(b + 1) : nullptr;
-    int64_t h = 0;
-    for (; h + 4 <= G; h += 4, nk = nv0 = nullptr) block_heads<T, 4>(it, kt, v0, vstride, len, h, m, l, nk, nv0);
-    switch (G - h) {
-      case 3: block_heads<T, 3>(it, kt, v0, vstride, len, h, m, l, nk, nv0); break;
-      case 2: block_heads<T, 2>(it, kt, v0, vstride, len, h, m, l, nk, nv0); break;
-      case 1: block_heads<T, 1>(it, kt, v0, vstride, len, h, m, l, nk, nv0); break;
-      default: break;
-    }
+struct Heads {
+  template <class T, int GN>
+  static void run(const AttnItem& it, const T* kt, const T* v0, int64_t vstride, int64_t len, int64_t h0, float* m,
+                  float* l, const T* next_k, const T* next_v0) {
+    block_heads<T, GN>(it, kt, v0, vstride, len, h0, m, l, next_k, next_v0);
   }
-  for (int64_t h = 0; h < G; ++h) {
-    const __m512 inv = _mm512_set1_ps(1.f / l[h]);
-    for (int64_t v = 0; v < hd / 16; ++v)
-      _mm512_storeu_ps(it.o + h * hd + 16 * v, _mm512_mul_ps(_mm512_loadu_ps(it.o + h * hd + 16 * v), inv));
-  }
-}
-
-void paged_attention_avx512(const AttentionArgs& a, int64_t item0, int64_t item1) {
-  if (a.kv.block_size != 16 || a.head_dim % 16 != 0) return generic_paged_attention(a, item0, item1);
-  const bool f16 = a.kv.dtype == KvDtype::f16;
-  for (int64_t item = item0; item < item1; ++item) {
-    const AttnItem it = attn_item(a, item);
-    f16 ? attend_avx512<uint16_t>(it) : attend_avx512<float>(it);
-  }
-}
+};
 
 }  // namespace
 
-AttentionFn avx512_paged_attention() { return paged_attention_avx512; }
+AttentionFn avx512_paged_attention() { return attention_items16<Heads, 16>; }
 
 }  // namespace tinfer
