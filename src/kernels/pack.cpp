@@ -17,6 +17,7 @@ bool supported(DType t) {
   switch (t) {
     case DType::F32: case DType::F16: case DType::BF16: case DType::Q8_0:
     case DType::Q4_0: case DType::Q4_1: case DType::Q4_K: case DType::Q6_K: return true;
+    default: return false;
   }
   return false;
 }

@@ -19,6 +19,24 @@ struct TypeTraits {
   void (*to_float)(const void* src, float* dst, int64_t n);
   // Reference quantize (bit-exact with ggml's *_ref quantizers): n floats to blocks.
   void (*from_float)(const float* src, void* dst, int64_t n);
+
+  // --- The code grid, for `tinfer quantize` (GPTQ / AWQ / importance-weighted RTN). Quantized types only;
+  // the float types leave these empty (code_min == code_max == 0, null functions). ---
+  // Element i of a block holds an integer code q in [code_min, code_max] (the raw stored integer, e.g.
+  // 0..15 for Q4_0) and dequantizes to scale[i] * q + offset[i], scale/offset fixed by the block's scales.
+  int code_min = 0;
+  int code_max = 0;
+  // Importance-weighted quantize: the scale search minimises sum_i importance[i] * (x_i - deq_i)^2
+  // (importance: n values >= 0, e.g. per-column activation energy; nullptr = plain squared error).
+  // The output is an ordinary block of the type; not bit-exact with ggml (from_float is the bit-exact one).
+  void (*from_float_weighted)(const float* src, void* dst, int64_t n, const float* importance) = nullptr;
+  // The grid of n elements (whole blocks): per element its scale and offset (to_float(x)[i] ==
+  // scale[i] * code[i] + offset[i] up to float rounding).
+  void (*grid)(const void* blocks, float* scale, float* offset, int64_t n) = nullptr;
+  // The codes of n elements (whole blocks), each in [code_min, code_max].
+  void (*get_codes)(const void* blocks, int32_t* q, int64_t n) = nullptr;
+  // Rewrites the codes of n elements (whole blocks), keeping every block's scales and mins.
+  void (*set_codes)(void* blocks, const int32_t* q, int64_t n) = nullptr;
 };
 
 // The row for `t`, or nullptr if the type is not supported.

@@ -1,0 +1,42 @@
+// Calibration statistics of the inputs of the linear layers, collected by running the float model on
+// calibration text. Linear layers that read the same input share one InputStats:
+//   q/k/v read the attention RMSNorm output, gate/up the FFN RMSNorm output, o the attention output,
+//   down the SiLU(gate) * up product.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace tinfer {
+
+class Model;
+
+struct InputStats {
+  int64_t cols = 0;      // input features
+  int64_t n_tokens = 0;  // calibration tokens seen
+  std::vector<double> xtx;      // [cols][cols]: sum over tokens of x x^T (the GPTQ Hessian, unnormalised)
+  std::vector<double> sum_abs;  // [cols]: sum |x|  (AWQ: mean |x| per input channel)
+  std::vector<double> sum_sq;   // [cols]: sum x^2  (importance-weighted RTN: per-column activation energy)
+  std::vector<float> max_abs;   // [cols]: max |x| (SmoothQuant)
+  std::vector<float> sample;    // [sample_rows][cols]: a fixed subsample of the inputs (AWQ / SmoothQuant losses)
+  int64_t sample_rows = 0;
+};
+
+// Tensor name ("blk.L.attn_q.weight", ...) -> the statistics of its input (shared between the tensors
+// that read the same input).
+using CalibStats = std::map<std::string, std::shared_ptr<InputStats>>;
+
+struct CalibOptions {
+  int64_t max_tokens = 4096;   // calibration tokens (windows of ctx tokens)
+  int64_t ctx = 512;           // window length
+  int64_t sample_rows = 512;   // rows kept per input for the scale searches
+  int threads = 0;             // 0 = hardware concurrency
+};
+
+// Runs `model` in float over `tokens` (windows of opts.ctx) and gathers the statistics of every linear
+// layer's input. Throws Error if there are fewer than 2 tokens.
+CalibStats collect_calib_stats(const Model& model, const std::vector<int32_t>& tokens, const CalibOptions& opts);
+
+}  // namespace tinfer
