@@ -7,18 +7,6 @@
 
 namespace tinfer {
 
-int64_t FloatTensor::rows() const {
-  int64_t r = 1;
-  for (size_t i = 1; i < shape.size(); ++i) r *= shape[i];
-  return r;
-}
-FloatModel load_float_model(const Model&) { fail("load_float_model: not implemented yet"); }
-std::string layer_tensor(int64_t layer, const char* what) {
-  return "blk." + std::to_string(layer) + "." + what + ".weight";
-}
-CalibStats collect_calib_stats(const Model&, const std::vector<int32_t>&, const CalibOptions&) {
-  fail("collect_calib_stats: not implemented yet");
-}
 std::vector<uint8_t> quantize_rtn(DType, const float*, int64_t, int64_t, const float*) {
   fail("quantize_rtn: not implemented yet");
 }
