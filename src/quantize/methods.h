@@ -13,18 +13,30 @@
 namespace tinfer {
 
 // Round-to-nearest with the type's scale search. importance (cols values, or nullptr): per-column
-// weights of the squared error in the scale search (the importance-weighted RTN baseline; pass the
-// activation energy sum_sq / n_tokens).
-std::vector<uint8_t> quantize_rtn(DType type, const float* w, int64_t rows, int64_t cols, const float* importance);
+// weights of the squared error in the scale search (the importance-weighted RTN baseline; pass
+// activation_importance(stats)). Without importance: the type's from_float per row (bit-exact with ggml);
+// with it: from_float_weighted per row, then every code moved to the nearest point of the stored grid.
+// Float targets (F32/F16/BF16) are converted. threads: 0 = hardware concurrency.
+std::vector<uint8_t> quantize_rtn(DType type, const float* w, int64_t rows, int64_t cols, const float* importance,
+                                  int threads = 0);
+
+// Per-column activation energy sum_sq / n_tokens (cols values): the importance of importance-weighted RTN,
+// and the one GPTQ fits its block scales with (so GPTQ without cross-column updates == this RTN).
+std::vector<float> activation_importance(const InputStats& x);
 
 struct GptqOptions {
   double damp = 0.01;      // lambda = damp * mean(diag(H)) added to the diagonal
   int64_t block = 128;     // columns per lazy-update block
   bool act_order = false;  // quantize columns in order of decreasing diag(H) (within the type's grid)
+  int threads = 0;         // 0 = hardware concurrency
 };
 // GPTQ: columns quantized one at a time onto the grid, each block's scales fitted to the
-// error-updated weights when the column enters a new (super-)block; the rounding error is spread
-// over the not-yet-quantized columns with the inverse Hessian (Cholesky), lazily per block.
+// error-updated weights when the column enters a new (super-)block (from_float_weighted with
+// activation_importance(x)); the rounding error is spread over the not-yet-quantized columns with the
+// inverse Hessian (Cholesky), lazily per `block` columns (rounded up to a multiple of the type block).
+// Inputs never seen (diag(H) == 0) get zero weights; a Hessian that stays singular gets 10x damping (up to
+// 8 times). With act_order all block scales are fitted up front on the original weights (static groups).
+// Float targets are converted.
 std::vector<uint8_t> quantize_gptq(DType type, const float* w, int64_t rows, int64_t cols, const InputStats& x,
                                    const GptqOptions& opts);
 

@@ -7,12 +7,6 @@
 
 namespace tinfer {
 
-std::vector<uint8_t> quantize_rtn(DType, const float*, int64_t, int64_t, const float*) {
-  fail("quantize_rtn: not implemented yet");
-}
-std::vector<uint8_t> quantize_gptq(DType, const float*, int64_t, int64_t, const InputStats&, const GptqOptions&) {
-  fail("quantize_gptq: not implemented yet");
-}
 std::vector<ScaleFold> awq_apply(FloatModel&, CalibStats&, DType) { fail("awq_apply: not implemented yet"); }
 std::vector<ScaleFold> smoothquant_apply(FloatModel&, CalibStats&, DType) {
   fail("smoothquant_apply: not implemented yet");
