@@ -4,10 +4,16 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <chrono>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 #include <random>
 
+#include "common/test_env.h"
 #include "core/fp16.h"
+#include "model/model.h"
 #include "core/thread_pool.h"
 #include "quant/blocks.h"
 #include "quantize/grid_quant.h"
@@ -261,6 +267,60 @@ TEST(Gptq, FloatTargetsConvert) {
 TEST(Gptq, RejectsMismatchedStats) {
   const Layer& L = layer();
   EXPECT_THROW(quantize_gptq(DType::Q8_0, L.w.data(), L.rows * 2, L.cols / 2, L.stats, GptqOptions{}), std::exception);
+}
+
+// The pipeline on the default model, timed: TINFER_QUANTIZE_BENCH=<calibration tokens> [TINFER_BENCH_TYPE=q4_0].
+TEST(Pipeline, SmolLM2Timing) {
+  const char* env = std::getenv("TINFER_QUANTIZE_BENCH");
+  if (!env) GTEST_SKIP() << "set TINFER_QUANTIZE_BENCH=<tokens> to time the pipeline on the default model";
+  const std::string model_path = test::default_model(), text = test::shared_file("corpus/wikitext-2-test.raw");
+  TINFER_REQUIRE_FILE(model_path, "default model");
+  TINFER_REQUIRE_FILE(text, "wikitext-2-test.raw");
+  const char* tn = std::getenv("TINFER_BENCH_TYPE");
+  const TypeTraits* found = find_type(std::string(tn ? tn : "q4_0"));
+  ASSERT_NE(found, nullptr);
+  const TypeTraits* tt = traits_with_grid(found->type);
+  ASSERT_NE(tt, nullptr) << "no grid for " << found->name;
+  auto model = Model::load(model_path);
+  std::ifstream f(text, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  const std::vector<int32_t> tokens = model->tokenizer().encode(ss.str().substr(600000, 400000), false);
+  using clk = std::chrono::steady_clock;
+  auto secs = [](clk::time_point a) { return std::chrono::duration<double>(clk::now() - a).count(); };
+  auto t0 = clk::now();
+  CalibOptions co;
+  co.max_tokens = std::atoll(env);
+  CalibStats stats = collect_calib_stats(*model, tokens, co);
+  std::printf("calibration: %lld tokens %.1f s\n", (long long)stats.begin()->second->n_tokens, secs(t0));
+  t0 = clk::now();
+  FloatModel fm = load_float_model(*model);
+  std::printf("load_float_model %.1f s\n", secs(t0));
+  t0 = clk::now();
+  ScaleSearchOptions so;
+  so.max_sample_rows = 256;
+  const auto rep = awq_apply(fm, stats, found->type, so);
+  double plain = 0, scaled = 0;
+  for (const auto& r : rep) plain += r.err_plain, scaled += r.err_scaled;
+  std::printf("awq (%s, 256 rows): %.1f s, summed relative error %.4f -> %.4f\n", found->name, secs(t0), plain, scaled);
+  ThreadPool pool(0);
+  double t_rtn = 0, t_gptq = 0, e_rtn = 0, e_gptq = 0;
+  for (int64_t l = 0; l < fm.config.n_layers; ++l)
+    for (const char* what : {"attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down"}) {
+      const std::string name = layer_tensor(l, what);
+      const FloatTensor& w = fm.tensors.at(name);
+      const InputStats& x = *stats.at(name);
+      auto a = clk::now();
+      const auto q_rtn = quantize_detail::rtn(*tt, w.data.data(), w.rows(), w.cols(), nullptr, pool);
+      t_rtn += secs(a);
+      a = clk::now();
+      const auto q_gptq = quantize_detail::gptq(*tt, w.data.data(), w.rows(), w.cols(), x, GptqOptions{}, pool);
+      t_gptq += secs(a);
+      e_rtn += output_error(w.data, dequant(*tt, q_rtn, w.rows(), w.cols()), w.rows(), w.cols(), x.sample, 64);
+      e_gptq += output_error(w.data, dequant(*tt, q_gptq, w.rows(), w.cols()), w.rows(), w.cols(), x.sample, 64);
+    }
+  std::printf("rtn %.1f s, gptq %.1f s; summed relative output error on 64 sample rows: rtn %.4f gptq %.4f\n", t_rtn,
+              t_gptq, e_rtn, e_gptq);
 }
 
 }  // namespace
