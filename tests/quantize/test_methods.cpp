@@ -12,100 +12,18 @@
 #include <random>
 
 #include "common/test_env.h"
-#include "core/fp16.h"
 #include "model/model.h"
 #include "core/thread_pool.h"
-#include "quant/blocks.h"
 #include "quantize/grid_quant.h"
 #include "quantize/methods.h"
 
 namespace tinfer {
 namespace {
 
-// --- Code-grid shims for Q8_0 / Q4_0, used only while the type table has no grid for them (the types
-// branch adds the real ones; then these are not used). ---
-template <typename Blk, int kZero, int kMin, int kMax>
-struct ShimGrid {
-  static int32_t code(const Blk& b, int j) {
-    if constexpr (sizeof(Blk) == sizeof(BlockQ8_0)) return reinterpret_cast<const BlockQ8_0&>(b).qs[j];
-    const auto& q = reinterpret_cast<const BlockQ4_0&>(b);
-    return j < 16 ? (q.qs[j] & 15) : (q.qs[j - 16] >> 4);
-  }
-  static void set(Blk& b, int j, int32_t v) {
-    if constexpr (sizeof(Blk) == sizeof(BlockQ8_0)) {
-      reinterpret_cast<BlockQ8_0&>(b).qs[j] = int8_t(v);
-    } else {
-      auto& q = reinterpret_cast<BlockQ4_0&>(b);
-      if (j < 16) q.qs[j] = uint8_t((q.qs[j] & 0xF0) | v);
-      else q.qs[j - 16] = uint8_t((q.qs[j - 16] & 0x0F) | (v << 4));
-    }
-  }
-  static void grid(const void* src, float* s, float* o, int64_t n) {
-    const Blk* b = static_cast<const Blk*>(src);
-    for (int64_t i = 0; i < n; ++i) {
-      const float d = fp16_to_f32(b[i / 32].d);
-      s[i] = d, o[i] = -float(kZero) * d;
-    }
-  }
-  static void get_codes(const void* src, int32_t* q, int64_t n) {
-    const Blk* b = static_cast<const Blk*>(src);
-    for (int64_t i = 0; i < n; ++i) q[i] = code(b[i / 32], int(i % 32));
-  }
-  static void set_codes(void* dst, const int32_t* q, int64_t n) {
-    Blk* b = static_cast<Blk*>(dst);
-    for (int64_t i = 0; i < n; ++i) set(b[i / 32], int(i % 32), q[i]);
-  }
-  // Weighted search over scales around amax / half-range.
-  static void from_float_weighted(const float* x, void* dst, int64_t n, const float* imp) {
-    Blk* b = static_cast<Blk*>(dst);
-    for (int64_t k = 0; k < n / 32; ++k) {
-      const float* xb = x + k * 32;
-      float amax = 0, mx = 0;
-      for (int j = 0; j < 32; ++j)
-        if (std::fabs(xb[j]) > amax) amax = std::fabs(xb[j]), mx = xb[j];
-      const float d0 = kZero == 8 ? mx / -8 : amax / 127;
-      float best_d = d0;
-      double best = INFINITY;
-      for (int t = -8; t <= 8; ++t) {
-        const float d = fp16_to_f32(f32_to_fp16(d0 * (1 + 0.03f * float(t))));
-        double e = 0;
-        for (int j = 0; j < 32; ++j) {
-          const int32_t q = quantize_detail::snap_code(xb[j], d, -float(kZero) * d, kZero, kMin, kMax);
-          const double r = xb[j] - (d * float(q - kZero));
-          e += (imp ? imp[k * 32 + j] : 1.0f) * r * r;
-        }
-        if (e < best) best = e, best_d = d;
-      }
-      b[k].d = f32_to_fp16(best_d);
-      for (int j = 0; j < 32; ++j) set(b[k], j, quantize_detail::snap_code(xb[j], best_d, -float(kZero) * best_d, kZero, kMin, kMax));
-    }
-  }
-};
-
-// The type's row, with the shim grid filled in where the table has none yet; nullptr when neither exists.
+// The type's row when it has a code grid, else nullptr.
 const TypeTraits* traits_with_grid(DType t) {
-  static TypeTraits rows[2];
-  const TypeTraits* found = find_type(t);
-  if (!found) return nullptr;
-  const TypeTraits& real = *found;
-  if (real.grid) return &real;
-  if (t == DType::Q8_0) {
-    using G = ShimGrid<BlockQ8_0, 0, -128, 127>;
-    rows[0] = real;
-    rows[0].code_min = -128, rows[0].code_max = 127;
-    rows[0].from_float_weighted = G::from_float_weighted, rows[0].grid = G::grid;
-    rows[0].get_codes = G::get_codes, rows[0].set_codes = G::set_codes;
-    return &rows[0];
-  }
-  if (t == DType::Q4_0) {
-    using G = ShimGrid<BlockQ4_0, 8, 0, 15>;
-    rows[1] = real;
-    rows[1].code_min = 0, rows[1].code_max = 15;
-    rows[1].from_float_weighted = G::from_float_weighted, rows[1].grid = G::grid;
-    rows[1].get_codes = G::get_codes, rows[1].set_codes = G::set_codes;
-    return &rows[1];
-  }
-  return nullptr;
+  const TypeTraits* row = find_type(t);
+  return row && row->grid ? row : nullptr;
 }
 
 std::vector<float> dequant(const TypeTraits& tt, const std::vector<uint8_t>& q, int64_t rows, int64_t cols) {
