@@ -93,6 +93,8 @@ std::vector<ScaleFold> awq_apply(FloatModel& m, CalibStats& stats, DType type, c
     if (f.alpha > 0) {
       apply_fold(m, g, best_s);
       f.folded = true;
+    } else {
+      f.note = "no alpha beat the unscaled layer";
     }
     report.push_back(f);
   }

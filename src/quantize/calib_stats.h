@@ -35,8 +35,13 @@ struct CalibOptions {
   int threads = 0;             // 0 = hardware concurrency
 };
 
-// Runs `model` in float over `tokens` (windows of opts.ctx) and gathers the statistics of every linear
-// layer's input. Throws Error if there are fewer than 2 tokens.
+// Runs `model` in float over the first opts.max_tokens of `tokens` and gathers the statistics of every
+// linear layer's input. Each window of opts.ctx tokens (capped at the model's context) is one sequence from
+// position 0 (the caller puts a BOS where it wants one). The model is run by CpuForward (a linear-input
+// observer); a model with quantized layer matrices is first dequantized into an F32 image, so the
+// activations are those of the dequantized float model. X^T X sums float products per chunk of tokens in
+// double; the sample keeps sample_rows tokens spread evenly over the calibration tokens.
+// Throws Error if there are fewer than 2 tokens.
 CalibStats collect_calib_stats(const Model& model, const std::vector<int32_t>& tokens, const CalibOptions& opts);
 
 }  // namespace tinfer

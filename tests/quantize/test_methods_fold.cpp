@@ -107,12 +107,11 @@ void expect_same_stats(const CalibStats& a, const CalibStats& b) {
 }
 
 void check_method(const Model& model, const std::vector<int32_t>& calib, const std::vector<int32_t>& eval, bool awq,
-                  DType type, size_t expect_folds_at_most) {
+                  DType type, size_t expect_folds_at_most, ScaleSearchOptions so = {}) {
   FloatModel fm = load_float_model(model);
   const CalibOptions co = small_calib();
   CalibStats stats = collect_calib_stats(model, calib, co);
   const auto before = float_logits(fm, model, eval);
-  ScaleSearchOptions so;
   so.threads = 2;
   const std::vector<ScaleFold> rep = awq ? awq_apply(fm, stats, type, so) : smoothquant_apply(fm, stats, type, so);
   ASSERT_EQ(rep.size(), size_t(4 * model.config().n_layers));
@@ -158,6 +157,23 @@ TEST(SmoothQuant, Stories260K) {
 TEST(SmoothQuant, MultiHead) {
   auto model = mha_synth();
   check_method(*model, synth_tokens(256, 3), synth_tokens(20, 4), false, DType::Q8_0, 8);
+}
+
+TEST(Awq, WeightedSearchQ4K) {
+  SynthSpec s;
+  s.dim = 256, s.n_layers = 1, s.n_heads = 4, s.n_kv_heads = 4, s.ffn_dim = 256, s.n_vocab = 300, s.seed = 6;
+  s.weight_std = 0.1f;
+  auto model = Model::from_gguf_bytes(synthesize_model_bytes(s));
+  ScaleSearchOptions so;
+  so.weighted = true, so.n_grid = 8;
+  check_method(*model, synth_tokens(256, 3), synth_tokens(12, 4), true, DType::Q4_K, 4, so);
+}
+
+TEST(SmoothQuant, PerToken) {
+  auto model = mha_synth();
+  ScaleSearchOptions so;
+  so.per_token = true;
+  check_method(*model, synth_tokens(256, 3), synth_tokens(20, 4), false, DType::Q8_0, 8, so);
 }
 
 TEST(Awq, ReportsSkippedGroups) {
