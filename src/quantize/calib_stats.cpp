@@ -13,13 +13,14 @@
 #include "model/gguf.h"
 #include "quant/type_table.h"
 #include "quantize/float_model.h"
+#include "quantize/grid_quant.h"
 #include "quantize/simd.h"
 
 namespace tinfer {
 
 namespace {
 
-bool is_float_type(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
+using quantize_detail::is_float_type;
 
 bool is_layer_matrix(const GgufTensor& t) { return t.shape.size() == 2 && t.name.rfind("blk.", 0) == 0; }
 
@@ -28,7 +29,8 @@ bool is_layer_matrix(const GgufTensor& t) { return t.shape.size() == 2 && t.name
 // the embedding lookup dequantizes rows exactly, and no logits are computed.
 std::unique_ptr<Model> float_image(const Model& model) {
   bool quantized = false;
-  for (const GgufTensor& t : model.gguf().tensors()) quantized = quantized || (is_layer_matrix(t) && !is_float_type(t.type));
+  for (const GgufTensor& t : model.gguf().tensors())
+    quantized = quantized || (is_layer_matrix(t) && !is_float_type(t.type));
   if (!quantized) return nullptr;
   GgufWriter w;
   copy_metadata(model.gguf(), w);
@@ -57,12 +59,15 @@ std::shared_ptr<InputStats> make_stats(int64_t cols, int64_t sample_rows) {
 }
 
 // Adds x [n][cols] (global token indices first..first+n-1) to `s`. `sampled` lists the sampled global
-// token indices, ascending. X^T X: products in float over chunks of at most kChunk tokens (quantize/simd.h), accumulated in double; upper triangle only (mirrored at the end).
+// token indices, ascending. X^T X: products in float over chunks of at most kChunk tokens (quantize/simd.h),
+// accumulated in double; upper triangle only (mirrored at the end).
 class Accumulator {
  public:
-  explicit Accumulator(ThreadPool& pool) : pool_(pool) {}
+  Accumulator(ThreadPool& pool, double first_token_weight) : pool_(pool), first_scale_(float(std::sqrt(first_token_weight))) {}
 
-  void add(InputStats& s, const float* x, int64_t n, int64_t cols, int64_t first, const std::vector<int64_t>& sampled) {
+  // window_start: row 0 of x is a window's first token.
+  void add(InputStats& s, const float* x, int64_t n, int64_t cols, int64_t first, bool window_start,
+           const std::vector<int64_t>& sampled) {
     check(cols == s.cols, "calibration: input width changed");
     for (int64_t i = 0; i < n; ++i) {
       const float* row = x + i * cols;
@@ -78,7 +83,8 @@ class Accumulator {
       s.sample.insert(s.sample.end(), x + (*it - first) * cols, x + (*it - first + 1) * cols);
     s.sample_rows = int64_t(s.sample.size()) / cols;
     s.n_tokens += n;
-    for (int64_t t0 = 0; t0 < n; t0 += kChunk) add_xtx(s, x + t0 * cols, std::min(kChunk, n - t0), cols);
+    for (int64_t t0 = 0; t0 < n; t0 += kChunk)
+      add_xtx(s, x + t0 * cols, std::min(kChunk, n - t0), cols, window_start && t0 == 0);
   }
 
   static void mirror(InputStats& s) {
@@ -90,10 +96,13 @@ class Accumulator {
  private:
   static constexpr int64_t kChunk = 256;
 
-  void add_xtx(InputStats& s, const float* x, int64_t n, int64_t cols) {
+  void add_xtx(InputStats& s, const float* x, int64_t n, int64_t cols, bool weigh_row0) {
     const int64_t pw = quantize_detail::panel_width();
     panels_.resize(size_t((cols + pw - 1) / pw * pw * n));
     quantize_detail::pack_panels(x, n, cols, panels_.data());
+    if (weigh_row0 && first_scale_ != 1.f)  // row 0 scaled by sqrt(weight): its products count `weight` times
+      for (int64_t q = 0; q < (cols + pw - 1) / pw; ++q)
+        for (int64_t k = 0; k < pw; ++k) panels_[size_t(q * n * pw + k)] *= first_scale_;
     // Blocks of 8 rows in pairs from both ends of the triangle (each pair costs about the same).
     const int64_t nb = (cols + 7) / 8;
     auto rows = [&](int64_t blk) {
@@ -108,6 +117,7 @@ class Accumulator {
   }
 
   ThreadPool& pool_;
+  float first_scale_;
   std::vector<float> panels_;
 };
 
@@ -115,7 +125,8 @@ class Accumulator {
 
 CalibStats collect_calib_stats(const Model& model, const std::vector<int32_t>& tokens, const CalibOptions& opts) {
   check(tokens.size() >= 2, "calibration needs at least 2 tokens, got " + std::to_string(tokens.size()));
-  check(opts.ctx >= 1 && opts.max_tokens >= 1 && opts.sample_rows >= 0, "calibration: bad options");
+  check(opts.ctx >= 1 && opts.max_tokens >= 1 && opts.sample_rows >= 0 && opts.first_token_weight > 0,
+        "calibration: bad options");
   const ModelConfig& c = model.config();
   const int64_t total = std::min<int64_t>(int64_t(tokens.size()), opts.max_tokens);
   const int64_t ctx = std::min(opts.ctx, c.ctx_len);
@@ -145,10 +156,11 @@ CalibStats collect_calib_stats(const Model& model, const std::vector<int32_t>& t
   std::vector<int64_t> sampled(static_cast<size_t>(S));
   for (int64_t k = 0; k < S; ++k) sampled[size_t(k)] = std::min(total - 1, (2 * k + 1) * total / (2 * S));
 
-  Accumulator acc(pool);
-  int64_t first = 0;  // global index of the window's first token
+  Accumulator acc(pool, opts.first_token_weight);
+  int64_t first = 0;  // global index of the step's first token
+  bool window_start = false;
   fwd.set_linear_observer([&](int64_t layer, LinearInput which, const float* x, int64_t n, int64_t cols) {
-    acc.add(*per[size_t(layer)][size_t(which)], x, n, cols, first, sampled);
+    acc.add(*per[size_t(layer)][size_t(which)], x, n, cols, first, window_start, sampled);
   });
   // Each window is one sequence from position 0, run in prefill chunks of kStep tokens (the chunk's
   // activations stay in L2 while the F32 weights stream by).
@@ -158,7 +170,7 @@ CalibStats collect_calib_stats(const Model& model, const std::vector<int32_t>& t
     const int64_t wn = std::min(ctx, total - w0);
     for (int64_t p0 = 0; p0 < wn; p0 += kStep) {
       const int64_t n = std::min(kStep, wn - p0);
-      first = w0 + p0;
+      first = w0 + p0, window_start = p0 == 0;
       batch.clear();
       batch.tokens.assign(tokens.begin() + first, tokens.begin() + first + n);
       batch.seq.assign(size_t(n), 0);

@@ -5,14 +5,11 @@
 #include "core/error.h"
 #include "model/model.h"
 #include "quant/type_table.h"
+#include "quantize/grid_quant.h"
 
 namespace tinfer {
 
-namespace {
-
-bool is_float_type(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
-
-}  // namespace
+using quantize_detail::is_float_type;
 
 int64_t FloatTensor::rows() const {
   int64_t r = 1;

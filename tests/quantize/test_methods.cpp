@@ -8,10 +8,14 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
+#include <map>
 #include <sstream>
 #include <random>
 
 #include "common/test_env.h"
+#include "model/cpu_forward.h"
+#include "model/gguf.h"
 #include "model/model.h"
 #include "core/thread_pool.h"
 #include "quantize/grid_quant.h"
@@ -269,6 +273,152 @@ TEST(Pipeline, SmolLM2Timing) {
     }
   std::printf("%d tensors: rtn %.1f s, gptq %.1f s; summed relative output error on 64 sample rows: rtn %.4f gptq %.4f\n",
               n_done, t_rtn, t_gptq, e_rtn, e_gptq);
+}
+
+// Perplexity of the default model with its layer matrices quantized by each method (others F32), on a
+// wikitext slice disjoint from the calibration slice: TINFER_QUANTIZE_PPL=<calibration tokens>
+// [TINFER_BENCH_TYPE=q4_0].
+double g_early_ppl = 0;  // perplexity over the first 16 positions of each window (set by perplexity())
+
+double perplexity(const std::vector<uint8_t>& image, const std::vector<int32_t>& toks, int64_t ctx) {
+  double nll_early = 0;
+  int64_t n_early = 0;
+  auto m = Model::from_gguf_bytes(image);
+  ThreadPool pool(0);
+  CpuForward fwd(*m, pool, ctx);
+  auto kv = fwd.allocate_kv(ctx / 16 + 1, 16, KvDtype::f32);
+  const int64_t V = m->config().n_vocab;
+  double nll = 0;
+  int64_t count = 0;
+  for (size_t w0 = 0; w0 + 1 < toks.size(); w0 += size_t(ctx)) {
+    const int64_t n = std::min<int64_t>(ctx, int64_t(toks.size() - w0));
+    ForwardBatch b;
+    b.tokens.assign(toks.begin() + w0, toks.begin() + w0 + n);
+    for (int64_t i = 0; i < n; ++i) b.positions.push_back(int32_t(i)), b.seq.push_back(0), b.logit_rows.push_back(int32_t(i));
+    b.block_tables.emplace_back();
+    for (int64_t k = 0; k <= n / 16; ++k) b.block_tables[0].push_back(int32_t(k));
+    std::vector<float> logits(size_t(n * V));
+    fwd.forward(b, *kv, logits.data());
+    for (int64_t i = 0; i + 1 < n; ++i) {
+      const float* l = &logits[i * V];
+      const float mx = *std::max_element(l, l + V);
+      double z = 0;
+      for (int64_t v = 0; v < V; ++v) z += std::exp(double(l[v] - mx));
+      const double e = std::log(z) + mx - l[b.tokens[i + 1]];
+      nll += e;
+      ++count;
+      if (i < 16) nll_early += e, ++n_early;
+    }
+  }
+  g_early_ppl = std::exp(nll_early / double(n_early));
+  return std::exp((nll - nll_early) / double(count - n_early));
+}
+
+TEST(Pipeline, SmolLM2Perplexity) {
+  const char* env = std::getenv("TINFER_QUANTIZE_PPL");
+  if (!env) GTEST_SKIP() << "set TINFER_QUANTIZE_PPL=<calibration tokens> to compare methods by perplexity";
+  const std::string model_path = test::default_model(), text = test::shared_file("corpus/wikitext-2-test.raw");
+  TINFER_REQUIRE_FILE(model_path, "default model");
+  TINFER_REQUIRE_FILE(text, "wikitext-2-test.raw");
+  const char* tn = std::getenv("TINFER_BENCH_TYPE");
+  const TypeTraits* tt = find_type(std::string(tn ? tn : "q4_0"));
+  ASSERT_NE(tt, nullptr);
+  auto model = Model::load(model_path);
+  std::ifstream f(text, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  const std::string all = ss.str();
+  const std::vector<int32_t> calib = model->tokenizer().encode(all.substr(600000, 400000), false);
+  std::vector<int32_t> eval = model->tokenizer().encode(all.substr(0, 20000), false);
+  eval.resize(std::min<size_t>(eval.size(), 2048));
+  CalibOptions co;
+  co.max_tokens = std::atoll(env);
+  if (std::getenv("TINFER_BENCH_CTX")) co.ctx = std::atoll(std::getenv("TINFER_BENCH_CTX"));
+  if (std::getenv("TINFER_BENCH_SINK")) co.first_token_weight = std::atof(std::getenv("TINFER_BENCH_SINK"));
+  using clk = std::chrono::steady_clock;
+  auto secs = [](clk::time_point a) { return std::chrono::duration<double>(clk::now() - a).count(); };
+
+  auto image = [&](const FloatModel& fm, const std::function<std::vector<uint8_t>(const std::string&, const FloatTensor&)>& q) {
+    GgufWriter w;
+    copy_metadata(model->gguf(), w);
+    for (const GgufTensor& t : model->gguf().tensors()) {
+      const FloatTensor& ft = fm.tensors.at(t.name);
+      const char* only = std::getenv("TINFER_BENCH_ONLY");  // quantize only tensors whose name contains it
+      if (q && t.name.rfind("blk.", 0) == 0 && ft.shape.size() == 2 && ft.cols() % tt->block_size == 0 &&
+          (!only || t.name.find(only) != std::string::npos)) {
+        const std::vector<uint8_t> bytes = q(t.name, ft);
+        w.add_tensor(t.name, tt->type, ft.shape, bytes.data(), bytes.size());
+      } else {
+        w.add_tensor(t.name, DType::F32, ft.shape, ft.data.data(), ft.data.size() * 4);
+      }
+    }
+    return w.to_bytes();
+  };
+  auto t0 = clk::now();
+  CalibStats stats = collect_calib_stats(*model, calib, co);
+  std::printf("calibration %lld tokens: %.1f s\n", (long long)co.max_tokens, secs(t0));
+  CalibOptions ho = co;  // held-out inputs: the evaluation text's own activations, for layer errors
+  ho.max_tokens = 1024, ho.sample_rows = 256;
+  const CalibStats held = collect_calib_stats(*model, eval, ho);
+  const FloatModel base = load_float_model(*model);
+  const char* me = std::getenv("TINFER_BENCH_METHODS");
+  const std::string methods = me ? me : "rtn,iw,gptq,gptq-act,awq";
+  auto want = [&](const char* m) { return ("," + methods + ",").find("," + std::string(m) + ",") != std::string::npos; };
+  const double damp = std::getenv("TINFER_BENCH_DAMP") ? std::atof(std::getenv("TINFER_BENCH_DAMP")) : 0.01;
+  std::printf("%s, %zu eval tokens, damp %.3f\n", tt->name, eval.size(), damp);
+  const double ppl_float = perplexity(image(base, nullptr), eval, 512);
+  std::printf("  float            ppl %.4f (first 16 positions %.3f)\n", ppl_float, g_early_ppl);
+  auto report = [&](const char* name, const FloatModel& fm, const CalibStats& st, int method) {
+    t0 = clk::now();
+    double layer_err = 0;
+    const auto bytes = image(fm, [&](const std::string& n, const FloatTensor& t) {
+      const InputStats& x = *st.at(n);
+      std::vector<uint8_t> q;
+      if (method == 0) {
+        q = quantize_rtn(tt->type, t.data.data(), t.rows(), t.cols(), nullptr);
+      } else if (method == 1) {
+        const std::vector<float> imp = activation_importance(x);
+        q = quantize_rtn(tt->type, t.data.data(), t.rows(), t.cols(), imp.data());
+      } else {
+        GptqOptions o;
+        o.act_order = method == 3, o.damp = damp;
+        q = quantize_gptq(tt->type, t.data.data(), t.rows(), t.cols(), x, o);
+      }
+      if (&fm == &base) {  // held-out layer error (folded models would need folded held-out inputs)
+        const InputStats& h = *held.at(n);
+        const double e = output_error(t.data, dequant(*tt, q, t.rows(), t.cols()), t.rows(), t.cols(), h.sample,
+                                      std::min<int64_t>(h.sample_rows, 64));
+        layer_err += e;
+        if (std::getenv("TINFER_BENCH_VERBOSE")) std::printf("    %-28s %.4e\n", n.c_str(), e);
+      }
+      return q;
+    });
+    const double q_s = secs(t0);
+    const double ppl = perplexity(bytes, eval, 512);
+    std::printf("  %-16s ppl %.4f (first 16 positions %.3f)  held-out layer error sum %.4f  (quantize %.1f s)\n", name, ppl,
+                g_early_ppl, layer_err, q_s);
+    std::fflush(stdout);
+  };
+  if (want("rtn")) report("rtn", base, stats, 0);
+  if (want("iw")) report("iw-rtn", base, stats, 1);
+  if (want("gptq")) report("gptq", base, stats, 2);
+  if (want("gptq-act")) report("gptq act-order", base, stats, 3);
+  if (!want("awq")) return;
+  FloatModel awq = base;
+  CalibStats awq_stats;  // a deep copy: the fold rescales the statistics
+  std::map<const InputStats*, std::shared_ptr<InputStats>> copies;
+  for (const auto& [n, p] : stats) {
+    auto& c = copies[p.get()];
+    if (!c) c = std::make_shared<InputStats>(*p);
+    awq_stats[n] = c;
+  }
+  t0 = clk::now();
+  awq_apply(awq, awq_stats, tt->type);
+  std::printf("  awq search %.1f s\n", secs(t0));
+  std::printf("  awq (float)      ppl %.4f\n", perplexity(image(awq, nullptr), eval, 512));
+  report("awq + rtn", awq, awq_stats, 0);
+  report("awq + iw-rtn", awq, awq_stats, 1);
+  report("awq + gptq", awq, awq_stats, 2);
 }
 
 }  // namespace

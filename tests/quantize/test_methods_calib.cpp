@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <random>
 #include <sstream>
 
 #include "common/test_env.h"
@@ -12,6 +13,7 @@
 #include "model/model.h"
 #include "quantize/calib_stats.h"
 #include "quantize/float_model.h"
+#include "quantize/simd.h"
 
 namespace tinfer {
 namespace {
@@ -113,6 +115,72 @@ TEST(CalibStats, Stories260K) {
   EXPECT_NEAR(s.xtx[7 * n + 3], tot[2], 1e-5 * std::sqrt(s.xtx[7 * n + 7] * s.xtx[3 * n + 3]));
   EXPECT_NEAR(s.sum_abs[9], tot_abs[0], 1e-9 * tot_abs[0]);
   EXPECT_EQ(s.max_abs[11], tot_mx);
+}
+
+// The X^T X kernel against a double loop, for widths around its tiles and panel sizes.
+TEST(CalibStats, XtxKernelMatchesDouble) {
+  std::mt19937 rng(4);
+  std::normal_distribution<float> nd;
+  for (int64_t cols : {8, 17, 64, 172, 576, 1536}) {
+    for (int64_t n : {1, 7, 128}) {
+      std::vector<float> x(static_cast<size_t>(n * cols));
+      for (float& v : x) v = nd(rng);
+      const int64_t pw = quantize_detail::panel_width();
+      std::vector<float> p(static_cast<size_t>((cols + pw - 1) / pw * pw * n));
+      quantize_detail::pack_panels(x.data(), n, cols, p.data());
+      std::vector<double> out(static_cast<size_t>(cols * cols), 0.0);
+      for (int64_t i0 = 0; i0 < cols; i0 += 8) quantize_detail::xtx_rows(p.data(), n, cols, i0, std::min(cols, i0 + 8), out.data());
+      for (int64_t i = 0; i < cols; ++i)
+        for (int64_t j = 0; j < cols; ++j) {
+          if (j < i) {
+            ASSERT_EQ(out[i * cols + j], 0.0) << cols << " " << n << " " << i << " " << j;
+            continue;
+          }
+          double ref = 0;
+          for (int64_t t = 0; t < n; ++t) ref += double(x[t * cols + i]) * x[t * cols + j];
+          ASSERT_NEAR(out[i * cols + j], ref, 1e-4 * std::sqrt(double(n)) + 1e-5) << cols << " " << n << " " << i << " " << j;
+        }
+    }
+  }
+}
+
+// first_token_weight: X^T X gains (w - 1) x0 x0^T per window (x0: the window's first token); the rest is unchanged.
+TEST(CalibStats, FirstTokenWeight) {
+  const std::string model_path = test::shared_file("models/stories260K.gguf");
+  const std::string text_path = test::shared_file("corpus/tinystories-valid-head.txt");
+  TINFER_REQUIRE_FILE(model_path, "stories260K.gguf");
+  TINFER_REQUIRE_FILE(text_path, "tinystories-valid-head.txt");
+  auto model = Model::load(model_path);
+  std::vector<int32_t> tokens = model->tokenizer().encode(read_text(text_path, 700000, 3000), true);
+  CalibOptions opts;
+  opts.max_tokens = 200, opts.ctx = 64, opts.sample_rows = 8, opts.threads = 2;
+  const CalibStats a = collect_calib_stats(*model, tokens, opts);
+  opts.first_token_weight = 4;
+  const CalibStats b = collect_calib_stats(*model, tokens, opts);
+  // The first tokens' ffn_down inputs of layer 2, window by window.
+  CpuForward fwd(*model, BackendOptions{1, nullptr, 64});
+  auto kv = fwd.allocate_kv(4, 16, KvDtype::f32);
+  std::vector<float> x0;
+  fwd.set_linear_observer([&](int64_t layer, LinearInput which, const float* x, int64_t, int64_t cols) {
+    if (layer == 2 && which == LinearInput::kFfnMid) x0.insert(x0.end(), x, x + cols);
+  });
+  for (int64_t w0 = 0; w0 < 200; w0 += 64) {
+    ForwardBatch fb;
+    fb.tokens = {tokens[size_t(w0)]}, fb.positions = {0}, fb.seq = {0}, fb.block_tables = {{0}};
+    fwd.forward(fb, *kv, nullptr);
+  }
+  const InputStats& sa = *a.at("blk.2.ffn_down.weight");
+  const InputStats& sb = *b.at("blk.2.ffn_down.weight");
+  const int64_t n = sa.cols;
+  ASSERT_EQ(x0.size(), size_t(4 * n));
+  EXPECT_EQ(sb.n_tokens, 200);
+  for (auto [i, j] : {std::pair<int64_t, int64_t>{0, 0}, {5, 9}, {100, 3}, {171, 171}}) {
+    double extra = 0;
+    for (int w = 0; w < 4; ++w) extra += 3.0 * x0[w * n + i] * x0[w * n + j];
+    EXPECT_NEAR(sb.xtx[i * n + j] - sa.xtx[i * n + j], extra, 1e-4 * std::sqrt(sb.xtx[i * n + i] * sb.xtx[j * n + j]));
+    EXPECT_EQ(sb.xtx[i * n + j], sb.xtx[j * n + i]);
+  }
+  for (int64_t c = 0; c < n; ++c) EXPECT_EQ(sa.sum_sq[c], sb.sum_sq[c]);
 }
 
 TEST(CalibStats, RejectsOneToken) {
