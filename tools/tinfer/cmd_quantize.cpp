@@ -1,0 +1,386 @@
+// tinfer quantize IN OUT --type TYPE: a GGUF (F32/F16/BF16, or already quantized: re-quantized with a
+// warning) to a standard GGUF of the target type, with the recipe's mixed types (src/quantize/recipe.cpp
+// documents the table), --tensor-type overrides, a method (rtn, importance-weighted rtn with --calib,
+// gptq, awq, awq+gptq, smoothquant) and a progress bar on stderr. The report on stdout: tensors per
+// type, size, bits per weight, method, calibration, time; with --eval FILE, the source and the quantized
+// model scored on the same windows (ΔPPL, KLD, top-1: tinfer ppl's statistics). --json: one JSON object.
+// Errors: exit 1 with one line naming the problem, and no output file (nor a temporary) left behind.
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <thread>
+
+#include "commands.h"
+#include "common.h"
+#include "core/error.h"
+#include "core/timer.h"
+#include "model/backend.h"
+#include "model/model.h"
+#include "model/tokenizer/tokenizer.h"
+#include "ppl_scoring.h"
+#include "quant/type_table.h"
+#include "quality_stats.h"
+#include "quantize/quantize_model.h"
+
+#ifndef TINFER_SHARED_DEFAULT
+#define TINFER_SHARED_DEFAULT "../shared"
+#endif
+
+namespace tinfer::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// The default calibration text: wikitext-2-test.raw from the first line starting at or after this byte.
+// The docs evaluate on its first ~1000 tokens (a few KB) and on the first 4000 bytes of
+// tinystories-valid-head.txt, so this slice is disjoint from every evaluation slice of the project.
+constexpr const char* kDefaultCalibFile = "corpus/wikitext-2-test.raw";
+constexpr long long kDefaultCalibOffset = 600000;
+
+// $TINFER_SHARED, else ../shared beside the working directory, else beside the source tree.
+std::string find_shared_file(const std::string& rel, std::string* tried) {
+  std::vector<std::string> dirs;
+  if (const char* env = std::getenv("TINFER_SHARED"); env && *env) dirs.push_back(env);
+  dirs.push_back("../shared");
+  dirs.push_back(TINFER_SHARED_DEFAULT);
+  for (const std::string& d : dirs) {
+    const std::string p = d + "/" + rel;
+    if (tried) *tried += (tried->empty() ? "" : ", ") + p;
+    std::error_code ec;
+    if (fs::is_regular_file(p, ec)) return p;
+  }
+  return {};
+}
+
+struct CalibText {
+  std::string label;  // for the report
+  std::string path;
+  long long offset = 0;
+};
+
+// Reads enough of the calibration text for max_tokens tokens (BOS + encoded text, cut to max_tokens).
+std::vector<int32_t> calibration_tokens(const Tokenizer& tok, const CalibText& c, int64_t max_tokens) {
+  std::ifstream in(c.path, std::ios::binary);
+  check(bool(in), "cannot read calibration file '" + c.path + "'");
+  in.seekg(0, std::ios::end);
+  const long long size = in.tellg();
+  long long begin = std::min(c.offset, size);
+  if (c.offset > 0) {  // start at a line boundary
+    in.seekg(begin);
+    std::string skip;
+    std::getline(in, skip);
+    begin = in ? (long long)in.tellg() : size;
+  }
+  std::vector<int32_t> ids;
+  for (long long want = std::max<long long>(4096, max_tokens * 8);; want *= 2) {
+    const long long n = std::min(want, size - begin);
+    std::string text(size_t(n), '\0');
+    in.clear();
+    in.seekg(begin);
+    in.read(text.data(), n);
+    ids.clear();
+    if (tok.bos() >= 0) ids.push_back(tok.bos());
+    for (int32_t t : tok.encode(text, false)) ids.push_back(t);
+    if (int64_t(ids.size()) >= max_tokens || begin + n >= size) break;
+  }
+  if (int64_t(ids.size()) > max_tokens) ids.resize(size_t(max_tokens));
+  check(ids.size() >= 2, "the calibration text " + c.label + " encodes to fewer than 2 tokens");
+  return ids;
+}
+
+void check_output_path(const std::string& in, const std::string& out) {
+  std::error_code ec;
+  check(!out.empty(), "missing OUT");
+  const fs::path o(out);
+  check(!fs::is_directory(o, ec), "the output path '" + out + "' is a directory");
+  if (fs::exists(o, ec)) check(!fs::equivalent(o, in, ec), "the output path '" + out + "' is the input file");
+  check(fs::weakly_canonical(o, ec) != fs::weakly_canonical(in, ec),
+        "the output path '" + out + "' is the input file");
+  const fs::path dir = o.parent_path().empty() ? fs::path(".") : o.parent_path();
+  check(fs::is_directory(dir, ec), "cannot write '" + out + "': directory '" + dir.string() + "' does not exist");
+  check(access(dir.c_str(), W_OK) == 0, "cannot write '" + out + "': directory '" + dir.string() + "' is not writable");
+}
+
+// TINFER_QUANTIZE_TEST_HOOK (tests only): "fail-after:N" throws after N tensors are written;
+// "sleep-after:N:MS" sleeps MS milliseconds after N tensors (a window to interrupt the process in).
+std::function<void(int64_t)> test_hook() {
+  const char* h = std::getenv("TINFER_QUANTIZE_TEST_HOOK");
+  if (!h || !*h) return {};
+  const std::string s = h;
+  long long n = 0, ms = 0;
+  if (std::sscanf(s.c_str(), "fail-after:%lld", &n) == 1)
+    return [n](int64_t done) {
+      if (done == n) fail("test hook: failing after " + std::to_string(n) + " tensors");
+    };
+  if (std::sscanf(s.c_str(), "sleep-after:%lld:%lld", &n, &ms) == 2)
+    return [n, ms](int64_t done) {
+      if (done == n) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+    };
+  fail("TINFER_QUANTIZE_TEST_HOOK: unknown value '" + s + "'");
+}
+
+struct EvalResult {
+  QualitySummary summary;
+  int64_t ctx = 0, stride = 0;
+  double seconds = 0;
+};
+
+// The source and the quantized model over the same windows of the same tokens: every scored position's
+// log-probabilities of both, compared as tinfer ppl --kld-base compares a run against its base.
+EvalResult evaluate(const Model& source, const Model& quant, const std::string& text, int64_t max_tokens, int64_t ctx,
+                    int threads) {
+  EvalResult r;
+  const double t0 = now_s();
+  std::vector<int32_t> seq = scoring_sequence(source.tokenizer(), text, max_tokens);
+  check(quant.config().n_vocab == source.config().n_vocab, "the quantized model's vocabulary differs from the source's");
+  r.ctx = std::min<int64_t>({ctx, source.config().ctx_len, int64_t(seq.size())});
+  check(r.ctx >= 2, "--ctx must be at least 2");
+  r.stride = r.ctx - 1;
+  ThreadPool pool(threads);
+  auto base_backend = create_backend("cpu", source, BackendOptions{.pool = &pool});
+  auto quant_backend = create_backend("cpu", quant, BackendOptions{.pool = &pool});
+  WindowLogits base(*base_backend, r.ctx, KvDtype::f32), mine(*quant_backend, r.ctx, KvDtype::f32);
+  const int64_t n_vocab = source.config().n_vocab;
+  std::vector<float> base_logits;
+  std::vector<double> lp_base(static_cast<size_t>(n_vocab)), lp_quant(static_cast<size_t>(n_vocab));
+  QualityAccumulator acc;
+  for (const ScoreWindow& w : score_windows(int64_t(seq.size()), r.ctx, r.stride)) {
+    base_logits = base.score(seq, w);
+    const std::vector<float>& q = mine.score(seq, w);
+    for (int64_t t = w.first_target; t < w.end; ++t) {
+      const size_t row = size_t(t - w.first_target) * size_t(n_vocab);
+      const int32_t top_b = log_softmax(&base_logits[row], n_vocab, lp_base.data());
+      const int32_t top_q = log_softmax(&q[row], n_vocab, lp_quant.data());
+      acc.add(-lp_base[size_t(seq[t])], -lp_quant[size_t(seq[t])],
+              kl_divergence(lp_base.data(), lp_quant.data(), n_vocab), top_b == top_q);
+    }
+  }
+  r.summary = acc.summarize();
+  r.seconds = now_s() - t0;
+  return r;
+}
+
+std::string shape_text(const std::vector<int64_t>& s) {
+  std::string out;
+  for (int64_t d : s) out += (out.empty() ? "" : "x") + std::to_string(d);
+  return out;
+}
+
+const char* origin_name(TypeOrigin o) {
+  switch (o) {
+    case TypeOrigin::recipe: return "recipe";
+    case TypeOrigin::override: return "override";
+    case TypeOrigin::fallback: return "fallback";
+    case TypeOrigin::vector: return "1-d";
+  }
+  return "?";
+}
+
+}  // namespace
+
+int cmd_quantize(int argc, char** argv) {
+  std::string types;
+  for (DType t : quantize_target_types()) types += (types.empty() ? "" : "|") + std::string(target_type_name(t));
+  const std::string default_calib = std::string(kDefaultCalibFile) + " from byte " +
+                                    std::to_string(kDefaultCalibOffset) + " on (under $TINFER_SHARED or ../shared)";
+  Args args(argc, argv,
+            {{"--type", "target type: " + types + " (q4_k = the Q4_K_M-style mix; see the recipe below)"},
+             {"--method", "rtn | gptq | awq | awq+gptq | smoothquant (q8_0 only)", true, "rtn"},
+             {"--calib", "calibration text file (rtn: importance-weighted rounding; default for the other methods: " +
+                             default_calib + ")"},
+             {"--calib-tokens", "calibration tokens", true, "4096"},
+             {"--tensor-type",
+              "PATTERN=TYPE, repeatable, later wins: tensors whose name matches the glob (or contains the "
+              "substring) get TYPE, e.g. attn_v=q8_0 'blk.0.*=f16'",
+              true, "", true},
+             {"-t,--threads", "threads (0 = all cores)", true, "0"},
+             {"--eval", "score the source and the quantized model on this text: ΔPPL, KLD, top-1"},
+             {"--eval-tokens", "tokens scored by --eval", true, "1000"},
+             {"-c,--ctx", "--eval window length", true, "512"},
+             {"--dry-run", "print every tensor's planned type and the size; write nothing", false},
+             {"--json", "print the report as one JSON object", false}},
+            "tinfer quantize IN OUT --type TYPE [--method M] [--calib FILE] [--calib-tokens N]\n"
+            "       [--tensor-type PATTERN=TYPE ...] [--threads N] [--eval FILE [--eval-tokens N] [--ctx N]] [--json]\n"
+            "Recipe (below 8 bits): output head and embedding q6_k; attn_v and the first/last 1/8 of ffn_down one\n"
+            "step up (q4_k: q6_k); 1-D tensors f32; rows a type's block does not divide fall back\n"
+            "(q2_k/q3_k->q4_0, q4_k->q5_0, q5_k->q5_1, q6_k->q8_0, 32-blocks->f16).",
+            2);
+  check(args.positionals().size() == 2, "expected IN and OUT (tinfer quantize IN OUT --type TYPE)\n" + args.help());
+  const std::string in_path = args.positionals()[0], out_path = args.positionals()[1];
+  check(args.has("--type"), "missing --type (one of " + types + ")");
+
+  QuantizeOptions opts;
+  opts.target = parse_target_type(args.str("--type"));
+  check(parse_quant_method(args.str("--method"), &opts.method),
+        "unknown --method '" + args.str("--method") + "' (expected rtn, gptq, awq, awq+gptq or smoothquant)");
+  for (const std::string& o : args.all("--tensor-type")) opts.overrides.push_back(parse_override(o));
+  const long long threads = args.integer("--threads"), calib_tokens = args.integer("--calib-tokens");
+  check(threads >= 0 && threads <= 1024, "--threads must be in [0, 1024]");
+  check(calib_tokens >= 2, "--calib-tokens must be at least 2");
+  opts.threads = int(threads);
+  opts.calib.max_tokens = calib_tokens;
+  const bool dry_run = args.flag("--dry-run"), json = args.flag("--json");
+  if (!dry_run) check_output_path(in_path, out_path);
+
+  // Calibration text: --calib, or the default slice when the method needs one. Checked before loading.
+  std::optional<CalibText> calib;
+  if (args.has("--calib")) {
+    const std::string p = args.str("--calib");
+    std::error_code ec;
+    check(fs::is_regular_file(p, ec) && access(p.c_str(), R_OK) == 0, "cannot read calibration file '" + p + "'");
+    check(fs::file_size(p, ec) > 0, "calibration file '" + p + "' is empty");
+    calib = CalibText{p, p, 0};
+  } else if (method_needs_calibration(opts.method)) {
+    std::string tried;
+    const std::string p = find_shared_file(kDefaultCalibFile, &tried);
+    check(!p.empty(), "--method " + args.str("--method") + " needs calibration text: give --calib FILE (the default, " +
+                          std::string(kDefaultCalibFile) + ", was not found: tried " + tried + ")");
+    calib = CalibText{p + " from byte " + std::to_string(kDefaultCalibOffset), p, kDefaultCalibOffset};
+  }
+  std::string eval_text;
+  const long long eval_tokens = args.integer("--eval-tokens"), eval_ctx = args.integer("--ctx");
+  if (args.has("--eval")) {
+    check(eval_tokens >= 1, "--eval-tokens must be at least 1");
+    check(eval_ctx >= 2, "--ctx must be at least 2");
+    eval_text = read_text_file(args.str("--eval"));
+    check(!eval_text.empty(), "evaluation file '" + args.str("--eval") + "' is empty");
+  }
+
+  std::unique_ptr<Model> source = Model::load(in_path);
+  if (calib) {
+    opts.calib.ctx = std::min<int64_t>(opts.calib.ctx, source->config().ctx_len);
+    opts.calib_tokens = calibration_tokens(source->tokenizer(), *calib, calib_tokens);
+  }
+
+  nlohmann::json j;
+  j["input"] = in_path;
+  j["output"] = out_path;
+  j["type"] = target_type_name(opts.target);
+  j["file_type"] = llama_file_type(opts.target);
+  j["file_type_name"] = llama_file_type_name(opts.target);
+  std::error_code ec;
+  const uint64_t source_bytes = fs::file_size(in_path, ec);
+  j["source_bytes"] = source_bytes;
+
+  if (dry_run) {
+    std::vector<std::string> warnings;
+    const auto plan = plan_tensor_types(source->gguf(), opts.target, opts.overrides, &warnings);
+    for (const auto& w : warnings) std::fprintf(stderr, "quantize: warning: %s\n", w.c_str());
+    uint64_t bytes = 0;
+    int64_t elems = 0;
+    for (const TensorChoice& c : plan) {
+      const uint64_t b = row_bytes(c.type, c.shape[0]) * uint64_t(c.rows());
+      bytes += b;
+      elems += c.elements();
+      if (!json)
+        std::printf("%-28s %-12s %-5s -> %-5s %-8s %s\n", c.name.c_str(), shape_text(c.shape).c_str(),
+                    type_traits(c.source_type).name, type_traits(c.type).name, origin_name(c.origin), c.note.c_str());
+      j["tensors"].push_back({{"name", c.name}, {"shape", c.shape}, {"source_type", type_traits(c.source_type).name},
+                              {"type", type_traits(c.type).name}, {"origin", origin_name(c.origin)}, {"bytes", b}});
+    }
+    j["data_bytes"] = bytes;
+    j["bpw_all"] = elems ? 8.0 * double(bytes) / double(elems) : 0.0;
+    if (json)
+      std::printf("%s\n", j.dump().c_str());
+    else
+      std::printf("tensor data    %.2f MB, %.3f bits per weight (all tensors)\n", bytes / 1e6, j["bpw_all"].get<double>());
+    return 0;
+  }
+
+  opts.after_tensor = test_hook();
+  const QuantizeResult res = quantize_model(*source, out_path, opts);
+
+  std::optional<EvalResult> ev;
+  if (!eval_text.empty()) {
+    std::unique_ptr<Model> quant = Model::load(out_path);
+    ev = evaluate(*source, *quant, eval_text, eval_tokens, eval_ctx, int(threads));
+  }
+
+  // The report.
+  std::map<std::string, int> per_type;
+  int n_fallback = 0, n_override = 0, n_copied = 0;
+  for (const TensorResult& t : res.tensors) {
+    ++per_type[type_traits(t.type).name];
+    n_fallback += t.origin == TypeOrigin::fallback;
+    n_override += t.origin == TypeOrigin::override;
+    n_copied += t.copied;
+  }
+  const double bpw_weights = res.bits_per_weight(true), bpw_all = res.bits_per_weight(false);
+  const double bpw_file = 8.0 * double(res.file_bytes) / double(std::max<int64_t>(1, res.elements(false)));
+  const std::string calib_label =
+      calib ? calib->label + ", " + std::to_string(res.calib_tokens) + " tokens" : std::string("none");
+
+  j["method"] = res.method;
+  j["calibration"] = calib ? nlohmann::json{{"text", calib->label}, {"tokens", res.calib_tokens}} : nlohmann::json();
+  j["requantized"] = res.requantized;
+  j["warnings"] = res.warnings;
+  j["tensors_by_type"] = per_type;
+  j["n_tensors"] = res.tensors.size();
+  j["n_fallback"] = n_fallback;
+  j["n_override"] = n_override;
+  j["n_copied"] = n_copied;
+  j["file_bytes"] = res.file_bytes;
+  j["data_bytes"] = res.data_bytes(false);
+  j["weight_bytes"] = res.data_bytes(true);
+  j["elements"] = res.elements(false);
+  j["weight_elements"] = res.elements(true);
+  j["bpw_weights"] = bpw_weights;
+  j["bpw_all"] = bpw_all;
+  j["bpw_file"] = bpw_file;
+  j["seconds"] = {{"total", res.total_s}, {"calibration", res.calib_s}, {"quantization", res.quantize_s}};
+  j["folds"] = nlohmann::json::array();
+  for (const ScaleFold& f : res.folds)
+    j["folds"].push_back({{"group", f.group}, {"alpha", f.alpha}, {"err_plain", f.err_plain}, {"err_scaled", f.err_scaled}});
+  j["tensors"] = nlohmann::json::array();
+  for (const TensorResult& t : res.tensors)
+    j["tensors"].push_back({{"name", t.name},
+                            {"shape", t.shape},
+                            {"source_type", type_traits(t.source_type).name},
+                            {"type", type_traits(t.type).name},
+                            {"origin", origin_name(t.origin)},
+                            {"how", t.how},
+                            {"bytes", t.bytes}});
+  if (ev) {
+    j["eval"] = quality_json(ev->summary, ev->ctx, ev->stride);
+    j["eval"]["file"] = args.str("--eval");
+    j["eval"]["seconds"] = ev->seconds;
+  }
+  if (json) {
+    std::printf("%s\n", j.dump().c_str());
+    return 0;
+  }
+  std::string counts;
+  for (const auto& [n, k] : per_type) counts += (counts.empty() ? "" : ", ") + n + " " + std::to_string(k);
+  std::printf("quantized      %s -> %s\n", in_path.c_str(), out_path.c_str());
+  std::printf("type           %s (general.file_type %u = %s)%s\n", target_type_name(opts.target),
+              llama_file_type(opts.target), llama_file_type_name(opts.target),
+              res.requantized ? ", re-quantized from a quantized source" : "");
+  std::printf("method         %s; calibration: %s\n", res.method.c_str(), calib_label.c_str());
+  std::printf("tensors        %zu: %s (%d fallback, %d override, %d copied)\n", res.tensors.size(), counts.c_str(),
+              n_fallback, n_override, n_copied);
+  std::printf("size           %.2f MB -> %.2f MB (%.2fx smaller)\n", source_bytes / 1e6, res.file_bytes / 1e6,
+              res.file_bytes ? double(source_bytes) / double(res.file_bytes) : 0.0);
+  std::printf("bits/weight    %.3f (matrices), %.3f (all tensors), %.3f (whole file)\n", bpw_weights, bpw_all,
+              bpw_file);
+  std::printf("time           %.2f s (calibration %.2f s, quantization %.2f s)\n", res.total_s, res.calib_s,
+              res.quantize_s);
+  for (const ScaleFold& f : res.folds)
+    std::printf("fold           %s: alpha %.2f, output error %.4g -> %.4g\n", f.group.c_str(), f.alpha, f.err_plain,
+                f.err_scaled);
+  if (ev) {
+    std::printf("eval           %s, %lld tokens, windows of %lld (source vs quantized, fast path, %.1f s)\n",
+                args.str("--eval").c_str(), (long long)ev->summary.n, (long long)ev->ctx, ev->seconds);
+    print_quality_lines(ev->summary, "quant");
+  }
+  return 0;
+}
+
+}  // namespace tinfer::cli
