@@ -213,7 +213,7 @@ DType fallback_type(DType t, int64_t row_len) {
 
 std::vector<TensorChoice> plan_tensor_types(const GgufFile& file, DType target,
                                             const std::vector<TensorOverride>& overrides,
-                                            std::vector<std::string>* warnings) {
+                                            std::vector<std::string>* warnings, bool allow_unbuilt_types) {
   int64_t n_layers = 0;
   bool tied = true;
   for (const GgufTensor& t : file.tensors()) {
@@ -257,7 +257,7 @@ std::vector<TensorChoice> plan_tensor_types(const GgufFile& file, DType target,
                std::to_string(row_len) + " elements are not a multiple of " + type_name(c.recipe_type) +
                "'s block of " + std::to_string(block_size(c.recipe_type));
     }
-    check(find_type(c.type) != nullptr, std::string("type ") + type_name(c.type) + " (for tensor '" + t.name +
+    check(allow_unbuilt_types || find_type(c.type) != nullptr, std::string("type ") + type_name(c.type) + " (for tensor '" + t.name +
                                             "') is not available in this build");
     plan.push_back(std::move(c));
   }

@@ -63,6 +63,7 @@ DType fallback_type(DType t, int64_t row_len);
 // this build cannot write. `warnings` gets one line per override that matched no tensor.
 std::vector<TensorChoice> plan_tensor_types(const GgufFile& file, DType target,
                                             const std::vector<TensorOverride>& overrides,
-                                            std::vector<std::string>* warnings = nullptr);
+                                            std::vector<std::string>* warnings = nullptr,
+                                            bool allow_unbuilt_types = false);  // skip the "not in this build" check
 
 }  // namespace tinfer

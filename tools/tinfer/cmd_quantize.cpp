@@ -198,10 +198,11 @@ int cmd_quantize(int argc, char** argv) {
                              default_calib + ")"},
              {"--calib-tokens", "calibration tokens", true, "4096"},
              {"--tensor-type",
-              "PATTERN=TYPE, repeatable, later wins: tensors whose name matches the glob (or contains the "
-              "substring) get TYPE, e.g. attn_v=q8_0 'blk.0.*=f16'",
+              "PATTERN=TYPE, repeatable, later wins: matrices whose name matches the glob (or contains the "
+              "substring) get TYPE, e.g. attn_v=q8_0 'blk.0.*=f16' output.weight=q8_0",
               true, "", true},
              {"-t,--threads", "threads (0 = all cores)", true, "0"},
+             {"--tokenizer", "tokenizer for a llama2.c .bin input (default: tok<vocab>.bin beside it)"},
              {"--eval", "score the source and the quantized model on this text: ΔPPL, KLD, top-1"},
              {"--eval-tokens", "tokens scored by --eval", true, "1000"},
              {"-c,--ctx", "--eval window length", true, "512"},
@@ -254,7 +255,9 @@ int cmd_quantize(int argc, char** argv) {
     check(!eval_text.empty(), "evaluation file '" + args.str("--eval") + "' is empty");
   }
 
-  std::unique_ptr<Model> source = Model::load(in_path);
+  ModelLoadOptions load_opts;
+  load_opts.tokenizer_path = args.str("--tokenizer");
+  std::unique_ptr<Model> source = Model::load(in_path, load_opts);
   if (calib) {
     opts.calib.ctx = std::min<int64_t>(opts.calib.ctx, source->config().ctx_len);
     opts.calib_tokens = calibration_tokens(source->tokenizer(), *calib, calib_tokens);
@@ -366,8 +369,9 @@ int cmd_quantize(int argc, char** argv) {
   std::printf("method         %s; calibration: %s\n", res.method.c_str(), calib_label.c_str());
   std::printf("tensors        %zu: %s (%d fallback, %d override, %d copied)\n", res.tensors.size(), counts.c_str(),
               n_fallback, n_override, n_copied);
-  std::printf("size           %.2f MB -> %.2f MB (%.2fx smaller)\n", source_bytes / 1e6, res.file_bytes / 1e6,
-              res.file_bytes ? double(source_bytes) / double(res.file_bytes) : 0.0);
+  const double ratio = res.file_bytes ? double(source_bytes) / double(res.file_bytes) : 0.0;
+  std::printf("size           %.2f MB -> %.2f MB (%.2fx %s)\n", source_bytes / 1e6, res.file_bytes / 1e6,
+              ratio >= 1 ? ratio : 1 / ratio, ratio >= 1 ? "smaller" : "larger");
   std::printf("bits/weight    %.3f (matrices), %.3f (all tensors), %.3f (whole file)\n", bpw_weights, bpw_all,
               bpw_file);
   std::printf("time           %.2f s (calibration %.2f s, quantization %.2f s)\n", res.total_s, res.calib_s,
