@@ -189,6 +189,7 @@ void CpuForward::forward(const ForwardBatch& batch, KvStorage& kv, float* logits
       OpTimer t(prof, Op::kNorm);
       per_token([&](int64_t i) { rmsnorm(&x_[i * dim], L.attn_norm.data(), &xb_[i * dim], dim, c.rms_eps); });
     }
+    if (observer_) observer_(l, LinearInput::kAttnIn, xb_.data(), n, dim);
     L.wqkv.run(xb_.data(), n, qkv_.data(), tmp_, pool_, prof, Op::kMatmulQkv);  // [n][q | k | v]
     {
       OpTimer t(prof, Op::kRopeKv);
@@ -209,6 +210,7 @@ void CpuForward::forward(const ForwardBatch& batch, KvStorage& kv, float* logits
       paged_attention(att, pool_);
     }
     // att_ rows have stride q_dim(); wo reads [n][q_dim] and writes [n][dim] into xb_.
+    if (observer_) observer_(l, LinearInput::kAttnOut, att_.data(), n, c.q_dim());
     matmul(L.wo, att_.data(), n, xb_.data(), pool_, prof, Op::kMatmulOut);
     {
       OpTimer t(prof, Op::kNorm);  // (the residual add is fused into this pass)
@@ -217,6 +219,7 @@ void CpuForward::forward(const ForwardBatch& batch, KvStorage& kv, float* logits
         rmsnorm(&x_[i * dim], L.ffn_norm.data(), &xb_[i * dim], dim, c.rms_eps);
       });
     }
+    if (observer_) observer_(l, LinearInput::kFfnIn, xb_.data(), n, dim);
     L.w_gateup.run(xb_.data(), n, gu_.data(), tmp_, pool_, prof, Op::kMatmulGateUp);  // [n][gate | up]
     {
       // SwiGLU, compacted to [n][ffn] for the down GEMM.
@@ -227,6 +230,7 @@ void CpuForward::forward(const ForwardBatch& batch, KvStorage& kv, float* logits
         std::memcpy(&ffn_in_[i * ffn], g, ffn * sizeof(float));
       });
     }
+    if (observer_) observer_(l, LinearInput::kFfnMid, ffn_in_.data(), n, ffn);
     matmul(L.w_down, ffn_in_.data(), n, xb_.data(), pool_, prof, Op::kMatmulDown);
     OpTimer t(prof, Op::kResidual);
     per_token([&](int64_t i) { add_inplace(&x_[i * dim], &xb_[i * dim], dim); });

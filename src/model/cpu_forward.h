@@ -3,6 +3,7 @@
 // gate/up projections, paged flash-style attention, scratch reused across steps.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -16,6 +17,13 @@
 namespace tinfer {
 
 class ThreadPool;
+
+// Which input of a decoder block's linear layers an observer sees: the attention RMSNorm output (q/k/v),
+// the attention output (o), the FFN RMSNorm output (gate/up), SiLU(gate) * up (down).
+enum class LinearInput { kAttnIn, kAttnOut, kFfnIn, kFfnMid };
+// x: n rows of `cols` floats (contiguous), the input of every token of the step to those layers.
+using LinearObserver =
+    std::function<void(int64_t layer, LinearInput which, const float* x, int64_t n, int64_t cols)>;
 
 // The CPU backend: KvStorage is its KvCache.
 class CpuForward final : public Backend {
@@ -42,6 +50,9 @@ class CpuForward final : public Backend {
   void forward(const ForwardBatch& batch, KvCache& kv, float* logits) override;
   void forward(const ForwardBatch& batch, KvStorage& kv, float* logits);
   OpProfile& profile() override { return profile_; }
+  // Calibration hook: called on the forward's thread with each linear input, between parallel regions
+  // (the pool is idle, so the observer may run work on pool()). Empty (the default) costs one test per input.
+  void set_linear_observer(LinearObserver obs) { observer_ = std::move(obs); }
 
  private:
   // Row-stacked projections sharing one input (QKV; gate+up): one GEMM when the parts share a
@@ -69,6 +80,7 @@ class CpuForward final : public Backend {
   ThreadPool& pool_;
   RopeTable rope_;
   OpProfile profile_;  // every forward adds to it (always on; see core/op_profile.h)
+  LinearObserver observer_;
   std::vector<Layer> layers_;
   std::vector<float> output_norm_;
   PackedMatrix output_;

@@ -12,6 +12,8 @@
 namespace tinfer {
 
 class Model;
+class GgufFile;
+class GgufWriter;
 
 struct FloatTensor {
   std::vector<int64_t> shape;  // GGUF order: shape[0] = row length (input features)
@@ -32,5 +34,11 @@ FloatModel load_float_model(const Model& model);
 
 // Names of the linear layers of block `layer` (GGUF names, e.g. "blk.3.attn_q.weight").
 std::string layer_tensor(int64_t layer, const char* what);  // what: "attn_q", "attn_norm", "ffn_down", ...
+
+// Copies every metadata key of `from` (architecture, tokenizer, ...) into `w`.
+void copy_metadata(const GgufFile& from, GgufWriter& w);
+// An in-memory GGUF image of `m`, every tensor F32, with the metadata of `metadata` (the source model's
+// file): Model::from_gguf_bytes(image) runs the float model (calibration of a quantized source, tests).
+std::vector<uint8_t> float_model_gguf(const FloatModel& m, const GgufFile& metadata);
 
 }  // namespace tinfer

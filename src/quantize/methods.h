@@ -13,18 +13,30 @@
 namespace tinfer {
 
 // Round-to-nearest with the type's scale search. importance (cols values, or nullptr): per-column
-// weights of the squared error in the scale search (the importance-weighted RTN baseline; pass the
-// activation energy sum_sq / n_tokens).
-std::vector<uint8_t> quantize_rtn(DType type, const float* w, int64_t rows, int64_t cols, const float* importance);
+// weights of the squared error in the scale search (the importance-weighted RTN baseline; pass
+// activation_importance(stats)). Without importance: the type's from_float per row (bit-exact with ggml);
+// with it: from_float_weighted per row, then every code moved to the nearest point of the stored grid.
+// Float targets (F32/F16/BF16) are converted. threads: 0 = hardware concurrency.
+std::vector<uint8_t> quantize_rtn(DType type, const float* w, int64_t rows, int64_t cols, const float* importance,
+                                  int threads = 0);
+
+// Per-column activation energy sum_sq / n_tokens (cols values): the importance of importance-weighted RTN,
+// and the one GPTQ fits its block scales with (so GPTQ without cross-column updates == this RTN).
+std::vector<float> activation_importance(const InputStats& x);
 
 struct GptqOptions {
   double damp = 0.01;      // lambda = damp * mean(diag(H)) added to the diagonal
   int64_t block = 128;     // columns per lazy-update block
   bool act_order = false;  // quantize columns in order of decreasing diag(H) (within the type's grid)
+  int threads = 0;         // 0 = hardware concurrency
 };
 // GPTQ: columns quantized one at a time onto the grid, each block's scales fitted to the
-// error-updated weights when the column enters a new (super-)block; the rounding error is spread
-// over the not-yet-quantized columns with the inverse Hessian (Cholesky), lazily per block.
+// error-updated weights when the column enters a new (super-)block (from_float_weighted with
+// activation_importance(x)); the rounding error is spread over the not-yet-quantized columns with the
+// inverse Hessian (Cholesky), lazily per `block` columns (rounded up to a multiple of the type block).
+// Inputs never seen (diag(H) == 0) get zero weights; a Hessian that stays singular gets 10x damping (up to
+// 8 times). With act_order all block scales are fitted up front on the original weights (static groups).
+// Float targets are converted.
 std::vector<uint8_t> quantize_gptq(DType type, const float* w, int64_t rows, int64_t cols, const InputStats& x,
                                    const GptqOptions& opts);
 
@@ -34,16 +46,37 @@ struct ScaleFold {
   double alpha = 0;      // the chosen exponent
   double err_plain = 0;  // output error of quantizing without scales (relative, on the sample)
   double err_scaled = 0; // with the chosen scales
+  bool folded = false;   // scales were folded into the model (false: skipped, or no alpha beat no scales)
+  std::string note;      // why a group was skipped ("grouped-query attention: ...", "rows of 172 ...")
 };
 
-// AWQ: per input channel s = mean|x|^alpha (alpha on a grid over [0, 1]) chosen per group to minimise
-// the output error of the quantized layer(s) on the calibration sample, folded exactly into the
-// preceding op: attn_norm -> q,k,v; ffn_norm -> gate,up; v -> o (when shapes allow); up -> down.
-// Updates `m` and `stats` (the folded inputs' statistics are rescaled) in place.
-std::vector<ScaleFold> awq_apply(FloatModel& m, CalibStats& stats, DType type);
+struct ScaleSearchOptions {
+  int n_grid = 20;              // alpha on n_grid evenly spaced points of [0, 1], both ends included
+  int64_t max_sample_rows = 0;  // rows of the calibration sample the losses use; 0 = all of them
+  bool weighted = false;        // AWQ: the search quantizes with importance-weighted RTN (else plain RTN)
+  bool per_token = false;       // SmoothQuant: simulate per-token int8 activations (else per 32-block, as
+                                // the CPU kernels quantize them)
+  int threads = 0;              // 0 = hardware concurrency
+};
 
-// SmoothQuant (W8A8): s = max|x|^alpha / max|w|^(1-alpha) per input channel, alpha calibrated per group
-// against the int8 activation quantization the runtime performs; folded like AWQ.
-std::vector<ScaleFold> smoothquant_apply(FloatModel& m, CalibStats& stats, DType type);
+// The groups both methods fold into, per layer: attn_norm -> q,k,v; v -> o (only when n_kv_heads ==
+// n_heads: with grouped-query attention v's rows do not map one to one onto o's columns; reported as
+// skipped); ffn_norm -> gate,up; up -> down. Folding s: the preceding norm weight (or the preceding matrix's
+// row c) is divided by s[c], column c of every consuming matrix multiplied by s[c], so the float model's
+// outputs are unchanged up to rounding; the shared input statistics become those of x / s (sum_abs, sum_sq,
+// max_abs, sample, xtx), so a later GPTQ sees the transformed inputs.
+
+// AWQ: per input channel s = mean|x|^alpha (normalised by sqrt(max(s) min(s))), alpha on the grid,
+// chosen per group to minimise || W X - Q(W diag(s)) diag(s)^-1 X ||^2 on the calibration sample (the
+// group's matrices evaluated jointly, quantized with `type`), folded when alpha > 0.
+// Updates `m` and `stats` in place. Needs stats with sample rows.
+std::vector<ScaleFold> awq_apply(FloatModel& m, CalibStats& stats, DType type, const ScaleSearchOptions& opts = {});
+
+// SmoothQuant (W8A8): s = max|x|^alpha / max|w|^(1-alpha) per input channel, alpha on the grid chosen per
+// group to minimise || W X - Q(W diag(s)) Qa(diag(s)^-1 X) ||^2 on the sample, Qa the runtime's dynamic
+// int8 activation quantization (per 32-block, or per token), weights in `type` (Q8_0 for W8A8); folded like
+// AWQ when the best alpha beats no scales.
+std::vector<ScaleFold> smoothquant_apply(FloatModel& m, CalibStats& stats, DType type,
+                                         const ScaleSearchOptions& opts = {});
 
 }  // namespace tinfer

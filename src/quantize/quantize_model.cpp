@@ -41,7 +41,7 @@ std::string method_label(QuantMethod m, bool calibrated) {
 
 // The output's metadata: every key of the source, except llama.cpp's importance-matrix notes (they
 // describe the source's own quantization), then the file type and quantization version.
-void copy_metadata(const GgufFile& src, GgufWriter& w, DType target, const std::string& method) {
+void write_metadata(const GgufFile& src, GgufWriter& w, DType target, const std::string& method) {
   for (const auto& [k, v] : src.metadata())
     if (k.rfind("quantize.imatrix.", 0) != 0) w.set(k, v);
   w.set_u32("general.file_type", llama_file_type(target));
@@ -168,7 +168,7 @@ QuantizeResult quantize_model(const Model& source, const std::string& out_path, 
 
   // The layout: metadata and every tensor's type and shape, so the header is written first.
   GgufWriter layout;
-  copy_metadata(src, layout, opts.target, res.method);
+  write_metadata(src, layout, opts.target, res.method);
   for (const TensorChoice& c : plan) layout.declare_tensor(c.name, c.type, c.shape);
   GgufOutputFile out(out_path, layout);  // creates OUT.tmp-PID now: a bad path fails before any work
 
@@ -189,8 +189,10 @@ QuantizeResult quantize_model(const Model& source, const std::string& out_path, 
       opts.method == QuantMethod::smoothquant) {
     const double t0 = now_s();
     fm.emplace(load_float_model(source));
-    res.folds = opts.method == QuantMethod::smoothquant ? smoothquant_apply(*fm, stats, opts.target)
-                                                        : awq_apply(*fm, stats, opts.target);
+    ScaleSearchOptions so;
+    so.threads = pool.size();
+    res.folds = opts.method == QuantMethod::smoothquant ? smoothquant_apply(*fm, stats, opts.target, so)
+                                                        : awq_apply(*fm, stats, opts.target, so);
     res.calib_s += now_s() - t0;
   }
   const bool use_gptq = opts.method == QuantMethod::gptq || opts.method == QuantMethod::awq_gptq;
@@ -221,7 +223,6 @@ QuantizeResult quantize_model(const Model& source, const std::string& out_path, 
       const TypeTraits& tt = type_traits(c.type);
       auto it = stats.find(c.name);
       const InputStats* x = it != stats.end() && it->second && it->second->cols == cols ? it->second.get() : nullptr;
-      std::vector<float> importance;
       if (is_float_type(c.type) || !x || (!use_gptq && !use_importance)) {
         // Plain round-to-nearest: the type table's reference quantizer (bit-exact with ggml's).
         r.how = is_float_type(c.type) ? "convert" : "rtn";
@@ -230,23 +231,16 @@ QuantizeResult quantize_model(const Model& source, const std::string& out_path, 
         });
       } else if (use_gptq) {
         r.how = "gptq";
-        // Rows are independent given the Hessian: each thread runs GPTQ on its own block of rows.
-        parallel_rows(pool, rows, [&](int64_t r0, int64_t r1) {
-          std::vector<uint8_t> q = quantize_gptq(c.type, w + r0 * cols, r1 - r0, cols, *x, opts.gptq);
-          check(q.size() == rb * size_t(r1 - r0), "quantize_gptq returned the wrong size for '" + c.name + "'");
-          std::copy(q.begin(), q.end(), qbuf.begin() + rb * size_t(r0));
-        });
+        GptqOptions go = opts.gptq;
+        go.threads = pool.size();  // quantize_gptq splits the rows over its own workers
+        qbuf = quantize_gptq(c.type, w, rows, cols, *x, go);
       } else {
         r.how = "rtn+importance";
-        importance.resize(size_t(cols));
-        const double n = double(std::max<int64_t>(1, x->n_tokens));
-        for (int64_t j = 0; j < cols; ++j) importance[size_t(j)] = float(x->sum_sq[size_t(j)] / n);
-        parallel_rows(pool, rows, [&](int64_t r0, int64_t r1) {
-          std::vector<uint8_t> q = quantize_rtn(c.type, w + r0 * cols, r1 - r0, cols, importance.data());
-          check(q.size() == rb * size_t(r1 - r0), "quantize_rtn returned the wrong size for '" + c.name + "'");
-          std::copy(q.begin(), q.end(), qbuf.begin() + rb * size_t(r0));
-        });
+        const std::vector<float> importance = activation_importance(*x);
+        qbuf = quantize_rtn(c.type, w, rows, cols, importance.data(), pool.size());
       }
+      check(qbuf.size() == rb * size_t(rows), "quantizing '" + c.name + "' gave " + std::to_string(qbuf.size()) +
+                                                  " bytes, expected " + std::to_string(rb * size_t(rows)));
       out.append(qbuf.data(), qbuf.size());
       r.bytes = qbuf.size();
       if (fm) fm->tensors.erase(c.name);  // done with it: memory falls as the file grows

@@ -341,7 +341,12 @@ int cmd_quantize(int argc, char** argv) {
   j["seconds"] = {{"total", res.total_s}, {"calibration", res.calib_s}, {"quantization", res.quantize_s}};
   j["folds"] = nlohmann::json::array();
   for (const ScaleFold& f : res.folds)
-    j["folds"].push_back({{"group", f.group}, {"alpha", f.alpha}, {"err_plain", f.err_plain}, {"err_scaled", f.err_scaled}});
+    j["folds"].push_back({{"group", f.group},
+                          {"alpha", f.alpha},
+                          {"err_plain", f.err_plain},
+                          {"err_scaled", f.err_scaled},
+                          {"folded", f.folded},
+                          {"note", f.note}});
   j["tensors"] = nlohmann::json::array();
   for (const TensorResult& t : res.tensors)
     j["tensors"].push_back({{"name", t.name},
@@ -376,9 +381,17 @@ int cmd_quantize(int argc, char** argv) {
               bpw_file);
   std::printf("time           %.2f s (calibration %.2f s, quantization %.2f s)\n", res.total_s, res.calib_s,
               res.quantize_s);
-  for (const ScaleFold& f : res.folds)
-    std::printf("fold           %s: alpha %.2f, output error %.4g -> %.4g\n", f.group.c_str(), f.alpha, f.err_plain,
-                f.err_scaled);
+  int n_folded = 0;
+  for (const ScaleFold& f : res.folds) n_folded += f.folded;
+  if (!res.folds.empty())
+    std::printf("scale folds    %d of %zu groups folded\n", n_folded, res.folds.size());
+  for (const ScaleFold& f : res.folds) {
+    if (f.folded)
+      std::printf("  %-28s alpha %.2f, output error %.4g -> %.4g\n", f.group.c_str(), f.alpha, f.err_plain,
+                  f.err_scaled);
+    else
+      std::printf("  %-28s not folded%s%s\n", f.group.c_str(), f.note.empty() ? "" : ": ", f.note.c_str());
+  }
   if (ev) {
     std::printf("eval           %s, %lld tokens, windows of %lld (source vs quantized, fast path, %.1f s)\n",
                 args.str("--eval").c_str(), (long long)ev->summary.n, (long long)ev->ctx, ev->seconds);

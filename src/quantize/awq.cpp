@@ -1,0 +1,102 @@
+// AWQ: activation-aware per-channel scales. Per group: s(alpha) = mean|x|^alpha normalised, the group's
+// stacked matrices quantized as W diag(s) and read back as Q(W diag(s)) diag(s)^-1; the loss is the output
+// error on the calibration sample, || X (W - W_hat)^T ||^2, relative to || X W^T ||^2.
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.h"
+#include "core/thread_pool.h"
+#include "quant/type_table.h"
+#include "quantize/grid_quant.h"
+#include "quantize/scale_fold.h"
+
+namespace tinfer {
+
+using namespace quantize_detail;
+
+namespace {
+
+double sum_squares(const std::vector<float>& y) {
+  double e = 0;
+  for (float v : y) e += double(v) * v;
+  return e;
+}
+
+}  // namespace
+
+std::vector<ScaleFold> awq_apply(FloatModel& m, CalibStats& stats, DType type, const ScaleSearchOptions& opts) {
+  const TypeTraits& tt = type_traits(type);
+  check(opts.n_grid >= 2, "awq: the alpha grid needs at least 2 points");
+  if (opts.weighted)
+    check(tt.from_float_weighted && tt.grid, std::string("awq: type ") + tt.name + " has no importance-weighted quantizer");
+  ThreadPool pool(opts.threads);
+  std::vector<ScaleFold> report;
+  for (const FoldGroup& g : fold_groups(m, stats)) {
+    ScaleFold f;
+    f.group = g.label;
+    const int64_t cols = g.stats->cols;
+    if (g.skip.empty() && cols % tt.block_size != 0)
+      f.note = "rows of " + std::to_string(cols) + " are not a whole number of " + tt.name + " blocks";
+    else
+      f.note = g.skip;
+    if (!f.note.empty()) {
+      report.push_back(f);
+      continue;
+    }
+    int64_t rows = 0, n = 0;
+    const std::vector<float> w = stacked_weights(m, g, rows);
+    const std::vector<float> x = loss_sample(*g.stats, opts.max_sample_rows, n);
+    std::vector<float> y(static_cast<size_t>(n * rows));
+    float_gemm(w.data(), rows, cols, x.data(), n, y.data(), pool);
+    const double ref = std::max(sum_squares(y), 1e-30);
+
+    const InputStats& st = *g.stats;
+    std::vector<double> mean_abs(static_cast<size_t>(cols));
+    double top = 0;
+    for (int64_t c = 0; c < cols; ++c) top = std::max(top, mean_abs[c] = st.sum_abs[c] / double(st.n_tokens));
+    for (double& v : mean_abs) v = std::max(v, 1e-6 * top + 1e-30);
+    std::vector<float> imp;
+    if (opts.weighted) imp = activation_importance(st);
+
+    std::vector<float> ws(w.size()), e(w.size()), deq(w.size()), imp_s(imp.size());
+    std::vector<double> s(static_cast<size_t>(cols)), best_s;
+    auto loss = [&](double alpha) {
+      double smax = 0, smin = INFINITY;
+      for (int64_t c = 0; c < cols; ++c) {
+        s[c] = std::pow(mean_abs[c], alpha);
+        smax = std::max(smax, s[c]), smin = std::min(smin, s[c]);
+      }
+      const double norm = std::sqrt(smax * smin);
+      for (double& v : s) v /= norm;
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t c = 0; c < cols; ++c) ws[r * cols + c] = float(w[r * cols + c] * s[c]);
+      for (size_t c = 0; c < imp.size(); ++c) imp_s[c] = float(imp[c] / (s[c] * s[c]));  // energy of x / s
+      const std::vector<uint8_t> q = rtn(tt, ws.data(), rows, cols, opts.weighted ? imp_s.data() : nullptr, pool);
+      const size_t rb = row_bytes(type, cols);
+      pool.parallel_for(rows, 1, [&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r) {
+          tt.to_float(q.data() + rb * size_t(r), &deq[r * cols], cols);
+          for (int64_t c = 0; c < cols; ++c) e[r * cols + c] = float(w[r * cols + c] - deq[r * cols + c] / s[c]);
+        }
+      });
+      float_gemm(e.data(), rows, cols, x.data(), n, y.data(), pool);
+      return sum_squares(y) / ref;
+    };
+    double best = INFINITY;
+    for (int k = 0; k < opts.n_grid; ++k) {
+      const double alpha = double(k) / double(opts.n_grid - 1);
+      const double err = loss(alpha);
+      if (k == 0) f.err_plain = err;
+      if (err < best) best = err, f.alpha = alpha, best_s = s;
+    }
+    f.err_scaled = best;
+    if (f.alpha > 0) {
+      apply_fold(m, g, best_s);
+      f.folded = true;
+    }
+    report.push_back(f);
+  }
+  return report;
+}
+
+}  // namespace tinfer

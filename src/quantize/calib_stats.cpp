@@ -1,0 +1,179 @@
+// Calibration statistics: the float model run by CpuForward over the calibration tokens, a linear-input
+// observer accumulating per shared input X^T X, sum |x|, sum x^2, max |x| and a fixed row subsample.
+#include "quantize/calib_stats.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+
+#include "core/error.h"
+#include "core/thread_pool.h"
+#include "kernels/kernels.h"
+#include "model/cpu_forward.h"
+#include "model/model.h"
+#include "model/gguf.h"
+#include "quant/type_table.h"
+#include "quantize/float_model.h"
+
+namespace tinfer {
+
+namespace {
+
+bool is_float_type(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
+
+bool is_layer_matrix(const GgufTensor& t) { return t.shape.size() == 2 && t.name.rfind("blk.", 0) == 0; }
+
+// The model CpuForward runs for calibration: nullptr when `model` already computes its linear layers in
+// float, else an image whose layer matrices are dequantized to F32. The other tensors keep their type:
+// the embedding lookup dequantizes rows exactly, and no logits are computed.
+std::unique_ptr<Model> float_image(const Model& model) {
+  bool quantized = false;
+  for (const GgufTensor& t : model.gguf().tensors()) quantized = quantized || (is_layer_matrix(t) && !is_float_type(t.type));
+  if (!quantized) return nullptr;
+  GgufWriter w;
+  copy_metadata(model.gguf(), w);
+  std::vector<float> buf;
+  for (const GgufTensor& t : model.gguf().tensors()) {
+    if (!is_layer_matrix(t) || is_float_type(t.type)) {
+      w.add_tensor(t.name, t.type, t.shape, t.data, t.bytes);
+      continue;
+    }
+    buf.resize(size_t(t.elements()));
+    type_traits(t.type).to_float(t.data, buf.data(), t.elements());
+    w.add_tensor(t.name, DType::F32, t.shape, buf.data(), buf.size() * sizeof(float));
+  }
+  return Model::from_gguf_bytes(w.to_bytes());
+}
+
+std::shared_ptr<InputStats> make_stats(int64_t cols, int64_t sample_rows) {
+  auto s = std::make_shared<InputStats>();
+  s->cols = cols;
+  s->xtx.assign(size_t(cols * cols), 0.0);
+  s->sum_abs.assign(size_t(cols), 0.0);
+  s->sum_sq.assign(size_t(cols), 0.0);
+  s->max_abs.assign(size_t(cols), 0.f);
+  s->sample.reserve(size_t(sample_rows * cols));
+  return s;
+}
+
+// Adds x [n][cols] (global token indices first..first+n-1) to `s`. `sampled` lists the sampled global
+// token indices, ascending. X^T X: products in float over chunks of at most kChunk tokens (ISA dot
+// products on the transposed chunk), accumulated in double; upper triangle only (mirrored at the end).
+class Accumulator {
+ public:
+  explicit Accumulator(ThreadPool& pool) : pool_(pool) {}
+
+  void add(InputStats& s, const float* x, int64_t n, int64_t cols, int64_t first, const std::vector<int64_t>& sampled) {
+    check(cols == s.cols, "calibration: input width changed");
+    for (int64_t i = 0; i < n; ++i) {
+      const float* row = x + i * cols;
+      for (int64_t c = 0; c < cols; ++c) {
+        const double v = row[c];
+        s.sum_abs[c] += std::fabs(v);
+        s.sum_sq[c] += v * v;
+        s.max_abs[c] = std::max(s.max_abs[c], std::fabs(row[c]));
+      }
+    }
+    auto it = std::lower_bound(sampled.begin(), sampled.end(), first);
+    for (; it != sampled.end() && *it < first + n; ++it)
+      s.sample.insert(s.sample.end(), x + (*it - first) * cols, x + (*it - first + 1) * cols);
+    s.sample_rows = int64_t(s.sample.size()) / cols;
+    s.n_tokens += n;
+    for (int64_t t0 = 0; t0 < n; t0 += kChunk) add_xtx(s, x + t0 * cols, std::min(kChunk, n - t0), cols);
+  }
+
+  static void mirror(InputStats& s) {
+    const int64_t c = s.cols;
+    for (int64_t i = 0; i < c; ++i)
+      for (int64_t j = 0; j < i; ++j) s.xtx[i * c + j] = s.xtx[j * c + i];
+  }
+
+ private:
+  static constexpr int64_t kChunk = 256;
+
+  void add_xtx(InputStats& s, const float* x, int64_t n, int64_t cols) {
+    xt_.resize(size_t(cols * n));
+    for (int64_t t = 0; t < n; ++t)
+      for (int64_t c = 0; c < cols; ++c) xt_[c * n + t] = x[t * cols + c];
+    // Rows i and cols-1-i together cost cols+1 dots: pairs balance the triangle over the threads.
+    const int64_t pairs = (cols + 1) / 2;
+    auto row = [&](int64_t i) {
+      const float* xi = &xt_[i * n];
+      double* out = &s.xtx[i * cols];
+      for (int64_t j = i; j < cols; ++j) out[j] += double(dot_f32(xi, &xt_[j * n], n));
+    };
+    pool_.parallel_for(pairs, 1, [&](int64_t p0, int64_t p1) {
+      for (int64_t p = p0; p < p1; ++p) {
+        row(p);
+        if (cols - 1 - p != p) row(cols - 1 - p);
+      }
+    });
+  }
+
+  ThreadPool& pool_;
+  std::vector<float> xt_;
+};
+
+}  // namespace
+
+CalibStats collect_calib_stats(const Model& model, const std::vector<int32_t>& tokens, const CalibOptions& opts) {
+  check(tokens.size() >= 2, "calibration needs at least 2 tokens, got " + std::to_string(tokens.size()));
+  check(opts.ctx >= 1 && opts.max_tokens >= 1 && opts.sample_rows >= 0, "calibration: bad options");
+  const ModelConfig& c = model.config();
+  const int64_t total = std::min<int64_t>(int64_t(tokens.size()), opts.max_tokens);
+  const int64_t ctx = std::min(opts.ctx, c.ctx_len);
+
+  std::unique_ptr<Model> image = float_image(model);
+  const Model& fm = image ? *image : model;
+
+  ThreadPool pool(opts.threads);
+  CpuForward fwd(fm, pool, ctx);
+  constexpr int64_t kBlock = 16;
+  auto kv = fwd.allocate_kv((ctx + kBlock - 1) / kBlock, kBlock, KvDtype::f32);
+
+  // Per layer: attn in, attn out, ffn in, ffn mid.
+  const int64_t S = std::min(opts.sample_rows, total);
+  std::vector<std::array<std::shared_ptr<InputStats>, 4>> per(size_t(c.n_layers));
+  CalibStats stats;
+  for (int64_t l = 0; l < c.n_layers; ++l) {
+    auto& p = per[size_t(l)];
+    p[0] = make_stats(c.dim, S), p[1] = make_stats(c.q_dim(), S), p[2] = make_stats(c.dim, S);
+    p[3] = make_stats(c.ffn_dim, S);
+    for (const char* w : {"attn_q", "attn_k", "attn_v"}) stats[layer_tensor(l, w)] = p[0];
+    stats[layer_tensor(l, "attn_output")] = p[1];
+    for (const char* w : {"ffn_gate", "ffn_up"}) stats[layer_tensor(l, w)] = p[2];
+    stats[layer_tensor(l, "ffn_down")] = p[3];
+  }
+  // The sampled rows: S token indices spread evenly over the calibration tokens.
+  std::vector<int64_t> sampled(static_cast<size_t>(S));
+  for (int64_t k = 0; k < S; ++k) sampled[size_t(k)] = std::min(total - 1, (2 * k + 1) * total / (2 * S));
+
+  Accumulator acc(pool);
+  int64_t first = 0;  // global index of the window's first token
+  fwd.set_linear_observer([&](int64_t layer, LinearInput which, const float* x, int64_t n, int64_t cols) {
+    acc.add(*per[size_t(layer)][size_t(which)], x, n, cols, first, sampled);
+  });
+  // Each window is one sequence from position 0, run in prefill chunks of kStep tokens (the chunk's
+  // activations stay in L2 while the F32 weights stream by).
+  constexpr int64_t kStep = 128;
+  ForwardBatch batch;
+  for (int64_t w0 = 0; w0 < total; w0 += ctx) {
+    const int64_t wn = std::min(ctx, total - w0);
+    for (int64_t p0 = 0; p0 < wn; p0 += kStep) {
+      const int64_t n = std::min(kStep, wn - p0);
+      first = w0 + p0;
+      batch.clear();
+      batch.tokens.assign(tokens.begin() + first, tokens.begin() + first + n);
+      batch.seq.assign(size_t(n), 0);
+      for (int64_t i = 0; i < n; ++i) batch.positions.push_back(int32_t(p0 + i));
+      batch.block_tables.emplace_back();
+      for (int64_t b = 0; b < (p0 + n + kBlock - 1) / kBlock; ++b) batch.block_tables[0].push_back(int32_t(b));
+      fwd.forward(batch, *kv, nullptr);
+    }
+  }
+  for (auto& p : per)
+    for (auto& s : p) Accumulator::mirror(*s);
+  return stats;
+}
+
+}  // namespace tinfer

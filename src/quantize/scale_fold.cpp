@@ -1,0 +1,111 @@
+// Fold groups and the exact fold shared by AWQ and SmoothQuant.
+#include "quantize/scale_fold.h"
+
+#include "core/error.h"
+#include "core/thread_pool.h"
+#include "kernels/kernels.h"
+
+namespace tinfer::quantize_detail {
+
+namespace {
+
+std::shared_ptr<InputStats> stats_for(const CalibStats& stats, const std::string& name) {
+  auto it = stats.find(name);
+  check(it != stats.end() && it->second, "scale search: no calibration statistics for '" + name + "'");
+  return it->second;
+}
+
+const FloatTensor& tensor(const FloatModel& m, const std::string& name) {
+  auto it = m.tensors.find(name);
+  check(it != m.tensors.end(), "scale search: the model has no tensor '" + name + "'");
+  return it->second;
+}
+
+}  // namespace
+
+std::vector<FoldGroup> fold_groups(const FloatModel& m, const CalibStats& stats) {
+  const ModelConfig& c = m.config;
+  std::vector<FoldGroup> groups;
+  for (int64_t l = 0; l < c.n_layers; ++l) {
+    const std::string b = "blk." + std::to_string(l);
+    auto t = [&](const char* what) { return layer_tensor(l, what); };
+    groups.push_back({b + " attn_norm -> q,k,v", t("attn_norm"), {t("attn_q"), t("attn_k"), t("attn_v")},
+                      stats_for(stats, t("attn_q")), ""});
+    FoldGroup vo{b + " v -> o", t("attn_v"), {t("attn_output")}, stats_for(stats, t("attn_output")), ""};
+    if (c.n_kv_heads != c.n_heads)
+      vo.skip = "grouped-query attention (" + std::to_string(c.n_kv_heads) + " kv heads for " +
+                std::to_string(c.n_heads) + " heads): v's rows are shared by several heads' columns of o";
+    groups.push_back(vo);
+    groups.push_back({b + " ffn_norm -> gate,up", t("ffn_norm"), {t("ffn_gate"), t("ffn_up")},
+                      stats_for(stats, t("ffn_gate")), ""});
+    groups.push_back({b + " up -> down", t("ffn_up"), {t("ffn_down")}, stats_for(stats, t("ffn_down")), ""});
+  }
+  for (FoldGroup& g : groups) {
+    if (!g.skip.empty()) continue;
+    const FloatTensor& prev = tensor(m, g.prev);
+    const int64_t width = prev.shape.size() == 1 ? prev.cols() : prev.rows();
+    for (const std::string& name : g.consumers) {
+      const FloatTensor& w = tensor(m, name);
+      check(w.shape.size() == 2 && w.cols() == width && w.cols() == g.stats->cols,
+            "scale search: '" + name + "' does not read the " + std::to_string(width) + " outputs of '" + g.prev + "'");
+    }
+  }
+  return groups;
+}
+
+void apply_fold(FloatModel& m, const FoldGroup& g, const std::vector<double>& s) {
+  InputStats& x = *g.stats;
+  const int64_t n = x.cols;
+  check(int64_t(s.size()) == n, "apply_fold: wrong number of scales");
+  FloatTensor& prev = m.tensors.at(g.prev);
+  if (prev.shape.size() == 1) {
+    for (int64_t c = 0; c < n; ++c) prev.data[c] = float(prev.data[c] / s[c]);
+  } else {  // the matrix's output c feeds input channel c
+    const int64_t cols = prev.cols();
+    for (int64_t c = 0; c < n; ++c)
+      for (int64_t k = 0; k < cols; ++k) prev.data[c * cols + k] = float(prev.data[c * cols + k] / s[c]);
+  }
+  for (const std::string& name : g.consumers) {
+    FloatTensor& w = m.tensors.at(name);
+    for (int64_t r = 0; r < w.rows(); ++r)
+      for (int64_t c = 0; c < n; ++c) w.data[r * n + c] = float(w.data[r * n + c] * s[c]);
+  }
+  for (int64_t c = 0; c < n; ++c) {
+    x.sum_abs[c] /= s[c];
+    x.sum_sq[c] /= s[c] * s[c];
+    x.max_abs[c] = float(x.max_abs[c] / s[c]);
+  }
+  for (int64_t r = 0; r < x.sample_rows; ++r)
+    for (int64_t c = 0; c < n; ++c) x.sample[r * n + c] = float(x.sample[r * n + c] / s[c]);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < n; ++j) x.xtx[i * n + j] /= s[i] * s[j];
+}
+
+std::vector<float> stacked_weights(const FloatModel& m, const FoldGroup& g, int64_t& rows) {
+  std::vector<float> w;
+  rows = 0;
+  for (const std::string& name : g.consumers) {
+    const FloatTensor& t = m.tensors.at(name);
+    w.insert(w.end(), t.data.begin(), t.data.end());
+    rows += t.rows();
+  }
+  return w;
+}
+
+void float_gemm(const float* w, int64_t rows, int64_t cols, const float* x, int64_t n, float* y, ThreadPool& pool) {
+  const PackedMatrix p = pack_matrix(DType::F32, w, rows, cols);
+  matmul(p, x, n, y, pool);
+}
+
+std::vector<float> loss_sample(const InputStats& s, int64_t max_rows, int64_t& n) {
+  check(s.sample_rows > 0, "scale search: the calibration statistics keep no sample rows");
+  n = max_rows > 0 ? std::min(max_rows, s.sample_rows) : s.sample_rows;
+  std::vector<float> x(static_cast<size_t>(n * s.cols));
+  for (int64_t k = 0; k < n; ++k) {  // evenly spread over the kept rows
+    const int64_t r = (2 * k + 1) * s.sample_rows / (2 * n);
+    std::copy(s.sample.begin() + r * s.cols, s.sample.begin() + (r + 1) * s.cols, x.begin() + k * s.cols);
+  }
+  return x;
+}
+
+}  // namespace tinfer::quantize_detail

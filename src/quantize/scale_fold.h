@@ -1,0 +1,43 @@
+// Internal: the groups AWQ and SmoothQuant fold per-channel scales into, the exact fold, and the float
+// GEMM their losses use.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "quantize/calib_stats.h"
+#include "quantize/float_model.h"
+#include "quantize/methods.h"
+
+namespace tinfer {
+
+class ThreadPool;
+
+namespace quantize_detail {
+
+struct FoldGroup {
+  std::string label;                   // "blk.3 attn_norm -> q,k,v"
+  std::string prev;                    // receives 1/s: a norm weight (1-D) or a matrix's rows
+  std::vector<std::string> consumers;  // receive s on their columns; all read the same input
+  std::shared_ptr<InputStats> stats;   // that input
+  std::string skip;                    // non-empty: the group cannot be folded (why)
+};
+
+// The groups of every layer in order (attn_norm -> q,k,v; v -> o; ffn_norm -> gate,up; up -> down).
+std::vector<FoldGroup> fold_groups(const FloatModel& m, const CalibStats& stats);
+
+// Folds s (one value per input channel of the group) into the model and rescales the input statistics.
+void apply_fold(FloatModel& m, const FoldGroup& g, const std::vector<double>& s);
+
+// The consumers' rows stacked: [rows][cols].
+std::vector<float> stacked_weights(const FloatModel& m, const FoldGroup& g, int64_t& rows);
+
+// y = x w^T: x [n][cols], w [rows][cols] (fp32 GEMM), y [n][rows].
+void float_gemm(const float* w, int64_t rows, int64_t cols, const float* x, int64_t n, float* y, ThreadPool& pool);
+
+// The group's sample rows the losses use (at most max_rows; 0 = all), as [n][cols].
+std::vector<float> loss_sample(const InputStats& s, int64_t max_rows, int64_t& n);
+
+}  // namespace quantize_detail
+}  // namespace tinfer

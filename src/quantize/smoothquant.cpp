@@ -1,0 +1,107 @@
+// SmoothQuant: activation outliers migrated into the weights for W8A8. Per group: s(alpha) =
+// max|x|^alpha / max|w|^(1-alpha); the loss is the output error of the runtime's arithmetic, dynamic int8
+// activations (per 32-block as the CPU kernels quantize them, or per token) times the quantized weights,
+// against the float layer, relative to || X W^T ||^2.
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.h"
+#include "core/thread_pool.h"
+#include "quant/type_table.h"
+#include "quantize/grid_quant.h"
+#include "quantize/scale_fold.h"
+
+namespace tinfer {
+
+using namespace quantize_detail;
+
+namespace {
+
+// In place: each row of x [n][cols] replaced by its int8 reading, d = amax / 127 and q = round(x / d) per
+// block of `block` values (kernels/ref: quantize_act_row).
+void fake_quant_act(float* x, int64_t n, int64_t cols, int64_t block) {
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t b0 = 0; b0 < cols; b0 += block) {
+      float* v = x + i * cols + b0;
+      const int64_t len = std::min(block, cols - b0);
+      float amax = 0;
+      for (int64_t k = 0; k < len; ++k) amax = std::max(amax, std::fabs(v[k]));
+      const float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+      for (int64_t k = 0; k < len; ++k) v[k] = d * std::nearbyint(v[k] * id);
+    }
+}
+
+}  // namespace
+
+std::vector<ScaleFold> smoothquant_apply(FloatModel& m, CalibStats& stats, DType type, const ScaleSearchOptions& opts) {
+  const TypeTraits& tt = type_traits(type);
+  check(opts.n_grid >= 2, "smoothquant: the alpha grid needs at least 2 points");
+  ThreadPool pool(opts.threads);
+  const int64_t act_block = 32;
+  std::vector<ScaleFold> report;
+  for (const FoldGroup& g : fold_groups(m, stats)) {
+    ScaleFold f;
+    f.group = g.label;
+    const int64_t cols = g.stats->cols;
+    f.note = g.skip;
+    if (f.note.empty() && cols % tt.block_size != 0)
+      f.note = "rows of " + std::to_string(cols) + " are not a whole number of " + tt.name + " blocks";
+    if (f.note.empty() && !opts.per_token && cols % act_block != 0)
+      f.note = "rows of " + std::to_string(cols) + " are not a whole number of 32-blocks of int8 activations";
+    if (!f.note.empty()) {
+      report.push_back(f);
+      continue;
+    }
+    int64_t rows = 0, n = 0;
+    const std::vector<float> w = stacked_weights(m, g, rows);
+    const std::vector<float> x = loss_sample(*g.stats, opts.max_sample_rows, n);
+    std::vector<float> y_ref(static_cast<size_t>(n * rows)), y(y_ref.size());
+    float_gemm(w.data(), rows, cols, x.data(), n, y_ref.data(), pool);
+    double ref = 0;
+    for (float v : y_ref) ref += double(v) * v;
+    ref = std::max(ref, 1e-30);
+
+    std::vector<double> max_w(static_cast<size_t>(cols), 0.0), max_x(static_cast<size_t>(cols));
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < cols; ++c) max_w[c] = std::max(max_w[c], double(std::fabs(w[r * cols + c])));
+    for (int64_t c = 0; c < cols; ++c) max_x[c] = std::max(double(g.stats->max_abs[c]), 1e-5);
+    for (double& v : max_w) v = std::max(v, 1e-5);
+
+    std::vector<float> ws(w.size()), deq(w.size()), xs(x.size());
+    std::vector<double> s(static_cast<size_t>(cols)), best_s;
+    auto loss = [&](const std::vector<double>& sc) {
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t c = 0; c < cols; ++c) ws[r * cols + c] = float(w[r * cols + c] * sc[c]);
+      const std::vector<uint8_t> q = rtn(tt, ws.data(), rows, cols, nullptr, pool);
+      const size_t rb = row_bytes(type, cols);
+      for (int64_t r = 0; r < rows; ++r) tt.to_float(q.data() + rb * size_t(r), &deq[r * cols], cols);
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t c = 0; c < cols; ++c) xs[i * cols + c] = float(x[i * cols + c] / sc[c]);
+      fake_quant_act(xs.data(), n, cols, opts.per_token ? cols : act_block);
+      float_gemm(deq.data(), rows, cols, xs.data(), n, y.data(), pool);
+      double e = 0;
+      for (size_t k = 0; k < y.size(); ++k) e += double(y[k] - y_ref[k]) * (y[k] - y_ref[k]);
+      return e / ref;
+    };
+    std::fill(s.begin(), s.end(), 1.0);
+    f.err_plain = loss(s);
+    double best = f.err_plain;
+    for (int k = 0; k < opts.n_grid; ++k) {
+      const double alpha = double(k) / double(opts.n_grid - 1);
+      for (int64_t c = 0; c < cols; ++c) s[c] = std::pow(max_x[c], alpha) / std::pow(max_w[c], 1 - alpha);
+      const double err = loss(s);
+      if (err < best) best = err, f.alpha = alpha, best_s = s;
+    }
+    f.err_scaled = best;
+    if (!best_s.empty()) {
+      apply_fold(m, g, best_s);
+      f.folded = true;
+    } else {
+      f.note = "no alpha beat the unscaled layer";
+    }
+    report.push_back(f);
+  }
+  return report;
+}
+
+}  // namespace tinfer

@@ -1,0 +1,175 @@
+// AWQ and SmoothQuant folds: exact in float (logits unchanged before rounding), statistics rescaled to
+// exactly what a new calibration of the folded model measures, searches never worse than no scales.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "common/test_env.h"
+#include "model/model.h"
+#include "model/reference_forward.h"
+#include "model/synth.h"
+#include "quantize/calib_stats.h"
+#include "quantize/float_model.h"
+#include "quantize/methods.h"
+#include "quantize/scale_fold.h"
+
+namespace tinfer {
+namespace {
+
+std::vector<std::vector<float>> float_logits(const FloatModel& fm, const Model& meta, const std::vector<int32_t>& toks) {
+  auto m = Model::from_gguf_bytes(float_model_gguf(fm, meta.gguf()));
+  return ReferenceForward(*m).logits(toks);
+}
+
+// Max |a - b| over max |a|.
+double rel_diff(const std::vector<std::vector<float>>& a, const std::vector<std::vector<float>>& b) {
+  double d = 0, top = 0;
+  for (size_t i = 0; i < a.size(); ++i)
+    for (size_t j = 0; j < a[i].size(); ++j) {
+      d = std::max(d, double(std::fabs(a[i][j] - b[i][j])));
+      top = std::max(top, double(std::fabs(a[i][j])));
+    }
+  return d / top;
+}
+
+std::unique_ptr<Model> mha_synth() {
+  SynthSpec s;
+  s.dim = 64, s.n_layers = 2, s.n_heads = 4, s.n_kv_heads = 4, s.ffn_dim = 128, s.n_vocab = 300, s.seed = 5;
+  s.weight_std = 0.1f;
+  return Model::from_gguf_bytes(synthesize_model_bytes(s));
+}
+
+std::unique_ptr<Model> stories() {
+  const std::string p = test::shared_file("models/stories260K.gguf");
+  return p.empty() ? nullptr : Model::load(p);
+}
+
+std::vector<int32_t> stories_tokens(const Model& m, size_t offset, size_t bytes) {
+  std::ifstream f(test::shared_file("corpus/tinystories-valid-head.txt"), std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return m.tokenizer().encode(ss.str().substr(offset, bytes), true);
+}
+
+std::vector<int32_t> synth_tokens(int64_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<int32_t> t(static_cast<size_t>(n));
+  for (auto& v : t) v = int32_t(3 + rng() % 290);
+  return t;
+}
+
+CalibOptions small_calib() {
+  CalibOptions o;
+  o.max_tokens = 256, o.ctx = 64, o.sample_rows = 64, o.threads = 2;
+  return o;
+}
+
+// Every fold with random scales, including v -> o (multi-head model): logits unchanged.
+TEST(ScaleFold, RandomScalesKeepTheFloatModel) {
+  auto model = mha_synth();
+  FloatModel fm = load_float_model(*model);
+  EXPECT_FALSE(fm.requantized);
+  const std::vector<int32_t> toks = synth_tokens(24, 1);
+  const auto before = float_logits(fm, *model, toks);
+  CalibStats stats = collect_calib_stats(*model, synth_tokens(200, 2), small_calib());
+  std::mt19937 rng(9);
+  std::lognormal_distribution<double> ln(0.0, 1.0);
+  const auto groups = quantize_detail::fold_groups(fm, stats);
+  ASSERT_EQ(groups.size(), 8u);
+  for (const auto& g : groups) {
+    ASSERT_TRUE(g.skip.empty()) << g.label;
+    std::vector<double> s(static_cast<size_t>(g.stats->cols));
+    for (double& v : s) v = ln(rng);
+    quantize_detail::apply_fold(fm, g, s);
+  }
+  EXPECT_LT(rel_diff(before, float_logits(fm, *model, toks)), 2e-5);
+}
+
+// The folded model recalibrated measures what the rescaled statistics say.
+void expect_same_stats(const CalibStats& a, const CalibStats& b) {
+  for (const auto& [name, sa] : a) {
+    SCOPED_TRACE(name);
+    const InputStats& x = *sa;
+    const InputStats& y = *b.at(name);
+    const int64_t n = x.cols;
+    for (int64_t i = 0; i < n; ++i) {
+      ASSERT_NEAR(x.sum_abs[i], y.sum_abs[i], 1e-4 * y.sum_abs[i] + 1e-9);
+      ASSERT_NEAR(x.sum_sq[i], y.sum_sq[i], 1e-4 * y.sum_sq[i] + 1e-12);
+      ASSERT_NEAR(x.max_abs[i], y.max_abs[i], 1e-4 * y.max_abs[i] + 1e-9);
+      for (int64_t j = 0; j < n; ++j)
+        ASSERT_NEAR(x.xtx[i * n + j], y.xtx[i * n + j], 1e-4 * std::sqrt(y.xtx[i * n + i] * y.xtx[j * n + j]) + 1e-12);
+    }
+    for (size_t k = 0; k < x.sample.size(); ++k) ASSERT_NEAR(x.sample[k], y.sample[k], 1e-4 * y.max_abs[k % n] + 1e-7);
+  }
+}
+
+void check_method(const Model& model, const std::vector<int32_t>& calib, const std::vector<int32_t>& eval, bool awq,
+                  DType type, size_t expect_folds_at_most) {
+  FloatModel fm = load_float_model(model);
+  const CalibOptions co = small_calib();
+  CalibStats stats = collect_calib_stats(model, calib, co);
+  const auto before = float_logits(fm, model, eval);
+  ScaleSearchOptions so;
+  so.threads = 2;
+  const std::vector<ScaleFold> rep = awq ? awq_apply(fm, stats, type, so) : smoothquant_apply(fm, stats, type, so);
+  ASSERT_EQ(rep.size(), size_t(4 * model.config().n_layers));
+  size_t folded = 0;
+  for (const ScaleFold& f : rep) {
+    std::printf("  %-28s alpha %.3f  err %.4e -> %.4e %s%s\n", f.group.c_str(), f.alpha, f.err_plain, f.err_scaled,
+                f.folded ? "folded" : "", f.note.c_str());
+    EXPECT_LE(f.err_scaled, f.err_plain) << f.group;
+    if (f.folded) {
+      ++folded;
+      EXPECT_TRUE(f.note.empty()) << f.group;
+    } else if (f.err_plain == 0) {
+      EXPECT_FALSE(f.note.empty()) << f.group;  // skipped groups say why
+    }
+  }
+  EXPECT_GT(folded, 0u);
+  EXPECT_LE(folded, expect_folds_at_most);
+  EXPECT_LT(rel_diff(before, float_logits(fm, model, eval)), 2e-5);
+  auto folded_model = Model::from_gguf_bytes(float_model_gguf(fm, model.gguf()));
+  expect_same_stats(stats, collect_calib_stats(*folded_model, calib, co));
+}
+
+TEST(Awq, Stories260K) {
+  auto model = stories();
+  TINFER_REQUIRE_FILE(model ? std::string("x") : std::string(), "stories260K.gguf");
+  // GQA (8 heads / 4 kv heads): v -> o skipped; down reads 172 values (not whole Q4_0 blocks): skipped.
+  check_method(*model, stories_tokens(*model, 600000, 3000), stories_tokens(*model, 100, 200), true, DType::Q4_0,
+               2 * 5);
+}
+
+TEST(Awq, MultiHeadFoldsVIntoO) {
+  auto model = mha_synth();
+  check_method(*model, synth_tokens(256, 3), synth_tokens(20, 4), true, DType::Q4_0, 8);
+}
+
+TEST(SmoothQuant, Stories260K) {
+  auto model = stories();
+  TINFER_REQUIRE_FILE(model ? std::string("x") : std::string(), "stories260K.gguf");
+  check_method(*model, stories_tokens(*model, 600000, 3000), stories_tokens(*model, 100, 200), false, DType::Q8_0,
+               2 * 5);
+}
+
+TEST(SmoothQuant, MultiHead) {
+  auto model = mha_synth();
+  check_method(*model, synth_tokens(256, 3), synth_tokens(20, 4), false, DType::Q8_0, 8);
+}
+
+TEST(Awq, ReportsSkippedGroups) {
+  auto model = stories();
+  TINFER_REQUIRE_FILE(model ? std::string("x") : std::string(), "stories260K.gguf");
+  FloatModel fm = load_float_model(*model);
+  CalibStats stats = collect_calib_stats(*model, stories_tokens(*model, 600000, 2000), small_calib());
+  const auto rep = awq_apply(fm, stats, DType::Q4_0, ScaleSearchOptions{4, 32, false, false, 2});
+  EXPECT_NE(rep[1].note.find("grouped-query"), std::string::npos) << rep[1].note;
+  EXPECT_NE(rep[3].note.find("172"), std::string::npos) << rep[3].note;
+  EXPECT_FALSE(rep[1].folded);
+}
+
+}  // namespace
+}  // namespace tinfer
