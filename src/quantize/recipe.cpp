@@ -168,7 +168,16 @@ TensorOverride parse_override(const std::string& arg) {
 
 bool pattern_matches(const std::string& pattern, const std::string& name) {
   if (pattern.find_first_of("*?[") != std::string::npos) return fnmatch(pattern.c_str(), name.c_str(), 0) == 0;
-  return name.find(pattern) != std::string::npos;
+  if (pattern.empty()) return false;
+  // A run of whole dot-separated parts: "attn_v" and "blk.1" match "blk.1.attn_v.weight"; "output.weight"
+  // does not match "blk.1.attn_output.weight", nor "blk.1" "blk.10.attn_v.weight".
+  for (size_t at = name.find(pattern); at != std::string::npos; at = name.find(pattern, at + 1)) {
+    const size_t end = at + pattern.size();
+    const bool starts = at == 0 || name[at - 1] == '.' || pattern.front() == '.';
+    const bool ends = end == name.size() || name[end] == '.' || pattern.back() == '.';
+    if (starts && ends) return true;
+  }
+  return false;
 }
 
 uint32_t llama_file_type(DType target) {

@@ -16,7 +16,8 @@ namespace tinfer {
 class GgufFile;
 
 struct TensorOverride {
-  std::string pattern;  // glob (has * ? or [) matched against the whole name, else a substring of it
+  std::string pattern;  // glob (has * ? or [) matched against the whole name, else whole dot-separated
+                        // parts of it: "attn_v", "blk.1", "output.weight" (not "attn_output.weight")
   DType type;
   std::string text;     // as given: "attn_v=q8_0"
 };

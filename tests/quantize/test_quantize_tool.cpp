@@ -154,6 +154,14 @@ TEST(QuantizeRecipe, NamesPatternsAndFileTypes) {
   EXPECT_TRUE(pattern_matches("blk.1.*", "blk.1.ffn_up.weight"));
   EXPECT_FALSE(pattern_matches("blk.1.*", "blk.10.ffn_up.weight"));
   EXPECT_FALSE(pattern_matches("blk.?.attn_v", "blk.3.attn_v.weight"));  // a glob matches the whole name
+  // Without glob characters: whole dot-separated parts.
+  EXPECT_TRUE(pattern_matches("output.weight", "output.weight"));
+  EXPECT_FALSE(pattern_matches("output.weight", "blk.1.attn_output.weight"));
+  EXPECT_FALSE(pattern_matches("output", "output_norm.weight"));
+  EXPECT_TRUE(pattern_matches("blk.1", "blk.1.ffn_up.weight"));
+  EXPECT_FALSE(pattern_matches("blk.1", "blk.10.ffn_up.weight"));
+  EXPECT_TRUE(pattern_matches("blk.1.", "blk.1.ffn_up.weight"));
+  EXPECT_FALSE(pattern_matches("attn", "blk.1.attn_q.weight"));
   EXPECT_EQ(llama_file_type(D::Q8_0), 7u);
   EXPECT_EQ(llama_file_type(D::Q4_0), 2u);
   EXPECT_EQ(llama_file_type(D::Q4_1), 3u);

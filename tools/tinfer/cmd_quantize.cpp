@@ -198,8 +198,8 @@ int cmd_quantize(int argc, char** argv) {
                              default_calib + ")"},
              {"--calib-tokens", "calibration tokens", true, "4096"},
              {"--tensor-type",
-              "PATTERN=TYPE, repeatable, later wins: matrices whose name matches the glob (or contains the "
-              "substring) get TYPE, e.g. attn_v=q8_0 'blk.0.*=f16' output.weight=q8_0",
+              "PATTERN=TYPE, repeatable, later wins: matrices whose name matches the glob, or contains PATTERN "
+              "as whole dot-separated parts, get TYPE: attn_v=q8_0 'blk.0.*=f16' output.weight=q8_0 blk.3=q8_0",
               true, "", true},
              {"-t,--threads", "threads (0 = all cores)", true, "0"},
              {"--tokenizer", "tokenizer for a llama2.c .bin input (default: tok<vocab>.bin beside it)"},
@@ -381,16 +381,24 @@ int cmd_quantize(int argc, char** argv) {
               bpw_file);
   std::printf("time           %.2f s (calibration %.2f s, quantization %.2f s)\n", res.total_s, res.calib_s,
               res.quantize_s);
-  int n_folded = 0;
-  for (const ScaleFold& f : res.folds) n_folded += f.folded;
-  if (!res.folds.empty())
-    std::printf("scale folds    %d of %zu groups folded\n", n_folded, res.folds.size());
-  for (const ScaleFold& f : res.folds) {
-    if (f.folded)
-      std::printf("  %-28s alpha %.2f, output error %.4g -> %.4g\n", f.group.c_str(), f.alpha, f.err_plain,
-                  f.err_scaled);
-    else
-      std::printf("  %-28s not folded%s%s\n", f.group.c_str(), f.note.empty() ? "" : ": ", f.note.c_str());
+  if (!res.folds.empty()) {  // a summary; every group's alpha and errors are in the JSON report
+    int n_folded = 0;
+    double a_lo = 1e9, a_hi = -1e9, e_plain = 0, e_scaled = 0;
+    std::map<std::string, int> skipped;  // reason -> groups
+    for (const ScaleFold& f : res.folds) {
+      if (!f.folded) {
+        ++skipped[f.note.empty() ? "no alpha beat plain rounding" : f.note];
+        continue;
+      }
+      ++n_folded;
+      a_lo = std::min(a_lo, f.alpha), a_hi = std::max(a_hi, f.alpha);
+      e_plain += f.err_plain, e_scaled += f.err_scaled;
+    }
+    std::printf("scale folds    %d of %zu groups folded", n_folded, res.folds.size());
+    if (n_folded)
+      std::printf(" (alpha %.2f..%.2f; sample output error %.4g -> %.4g summed)", a_lo, a_hi, e_plain, e_scaled);
+    std::printf("\n");
+    for (const auto& [why, n] : skipped) std::printf("  not folded: %d x %s\n", n, why.c_str());
   }
   if (ev) {
     std::printf("eval           %s, %lld tokens, windows of %lld (source vs quantized, fast path, %.1f s)\n",
