@@ -111,8 +111,8 @@ void GgufOutputFile::append(const void* data, size_t bytes) {
 
 void GgufOutputFile::commit() {
   check(next_ == sizes_.size(), "GgufOutputFile: " + std::to_string(sizes_.size() - next_) + " tensors not written");
-  check(written_ == total_, "GgufOutputFile: wrote " + std::to_string(written_) + " bytes, expected " +
-                                std::to_string(total_));
+  check(written_ == total_,
+        "GgufOutputFile: wrote " + std::to_string(written_) + " bytes, expected " + std::to_string(total_));
   if (::fsync(fd_) != 0) fail("fsync of '" + tmp_ + "' failed: " + errno_text());
   if (::close(fd_) != 0) {
     fd_ = -1;

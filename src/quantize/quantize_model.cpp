@@ -1,11 +1,11 @@
 // quantize_model: plan, calibrate, fold, quantize tensor by tensor, stream to the output GGUF.
 #include "quantize/quantize_model.h"
 
-#include <filesystem>
 #include <exception>
+#include <filesystem>
 #include <map>
-#include <mutex>
 #include <memory>
+#include <mutex>
 #include <optional>
 
 #include "core/error.h"
@@ -30,11 +30,16 @@ void log_line(const QuantizeOptions& o, const std::string& s) {
 
 std::string method_label(QuantMethod m, bool calibrated) {
   switch (m) {
-    case QuantMethod::rtn: return calibrated ? "rtn (importance-weighted)" : "rtn";
-    case QuantMethod::gptq: return "gptq";
-    case QuantMethod::awq: return "awq + rtn";
-    case QuantMethod::awq_gptq: return "awq + gptq";
-    case QuantMethod::smoothquant: return "smoothquant + rtn";
+    case QuantMethod::rtn:
+      return calibrated ? "rtn (importance-weighted)" : "rtn";
+    case QuantMethod::gptq:
+      return "gptq";
+    case QuantMethod::awq:
+      return "awq + rtn";
+    case QuantMethod::awq_gptq:
+      return "awq + gptq";
+    case QuantMethod::smoothquant:
+      return "smoothquant + rtn";
   }
   return "?";
 }
@@ -101,11 +106,16 @@ bool parse_quant_method(const std::string& name, QuantMethod* out) {
 
 const char* quant_method_name(QuantMethod m) {
   switch (m) {
-    case QuantMethod::rtn: return "rtn";
-    case QuantMethod::gptq: return "gptq";
-    case QuantMethod::awq: return "awq";
-    case QuantMethod::awq_gptq: return "awq+gptq";
-    case QuantMethod::smoothquant: return "smoothquant";
+    case QuantMethod::rtn:
+      return "rtn";
+    case QuantMethod::gptq:
+      return "gptq";
+    case QuantMethod::awq:
+      return "awq";
+    case QuantMethod::awq_gptq:
+      return "awq+gptq";
+    case QuantMethod::smoothquant:
+      return "smoothquant";
   }
   return "?";
 }

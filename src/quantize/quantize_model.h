@@ -34,16 +34,16 @@ struct QuantizeOptions {
   std::vector<int32_t> calib_tokens;
   CalibOptions calib;  // max_tokens, ctx, sample rows (threads: taken from `threads`)
   GptqOptions gptq;
-  int threads = 0;       // 0 = hardware concurrency
-  FILE* log = stderr;    // warnings, fallback notes, the progress bar; nullptr = silent
-  int progress_tty = -1; // -1: redraw in place iff `log` is a terminal
+  int threads = 0;        // 0 = hardware concurrency
+  FILE* log = stderr;     // warnings, fallback notes, the progress bar; nullptr = silent
+  int progress_tty = -1;  // -1: redraw in place iff `log` is a terminal
   std::function<void(int64_t tensors_done)> after_tensor;  // called after each tensor is written (tests)
 };
 
 struct TensorResult : TensorChoice {
-  uint64_t bytes = 0;       // data bytes as written (unpadded)
-  bool copied = false;      // source bytes copied unchanged (same type, weights not transformed)
-  std::string how;          // "rtn", "rtn+importance", "gptq", "convert", "copy"
+  uint64_t bytes = 0;   // data bytes as written (unpadded)
+  bool copied = false;  // source bytes copied unchanged (same type, weights not transformed)
+  std::string how;      // "rtn", "rtn+importance", "gptq", "convert", "copy"
 };
 
 struct QuantizeResult {

@@ -45,6 +45,7 @@ struct RecipeRow {
 };
 
 using D = DType;
+// clang-format off
 constexpr RecipeRow kRecipe[] = {
     // target   head     embd     attn_v   attn_output ffn_down edge, other
     {D::Q2_K, D::Q6_K, D::Q6_K, D::Q4_K, D::Q3_K, D::Q4_K, D::Q3_K},
@@ -75,6 +76,7 @@ constexpr TargetName kTargets[] = {
     {D::F16, "f16", 1, "MOSTLY_F16"},        {D::BF16, "bf16", 32, "MOSTLY_BF16"},
     {D::F32, "f32", 0, "ALL_F32"},
 };
+// clang-format on
 
 const TargetName* find_target(DType t) {
   for (const TargetName& n : kTargets)
@@ -93,9 +95,18 @@ const char* type_name(DType t) { return target_type_name(t); }
 // Elements per block of the GGUF types (ggml's facts; the type table has them too once a type is built in).
 int64_t block_size(DType t) {
   switch (t) {
-    case D::F32: case D::F16: case D::BF16: return 1;
-    case D::Q2_K: case D::Q3_K: case D::Q4_K: case D::Q5_K: case D::Q6_K: return 256;
-    default: return 32;
+    case D::F32:
+    case D::F16:
+    case D::BF16:
+      return 1;
+    case D::Q2_K:
+    case D::Q3_K:
+    case D::Q4_K:
+    case D::Q5_K:
+    case D::Q6_K:
+      return 256;
+    default:
+      return 32;
   }
 }
 
@@ -211,11 +222,22 @@ DType fallback_type(DType t, int64_t row_len) {
   for (;;) {
     if (row_len % block_size(t) == 0) return t;
     switch (t) {
-      case D::Q2_K: case D::Q3_K: t = D::Q4_0; break;
-      case D::Q4_K: t = D::Q5_0; break;
-      case D::Q5_K: t = D::Q5_1; break;
-      case D::Q6_K: t = D::Q8_0; break;
-      default: t = D::F16; break;  // every float type holds any row length
+      case D::Q2_K:
+      case D::Q3_K:
+        t = D::Q4_0;
+        break;
+      case D::Q4_K:
+        t = D::Q5_0;
+        break;
+      case D::Q5_K:
+        t = D::Q5_1;
+        break;
+      case D::Q6_K:
+        t = D::Q8_0;
+        break;
+      default:
+        t = D::F16;
+        break;  // every float type holds any row length
     }
   }
 }
@@ -254,10 +276,10 @@ std::vector<TensorChoice> plan_tensor_types(const GgufFile& file, DType target,
       c.recipe_type = ov->type;
       c.origin = TypeOrigin::override;
       c.note = "--tensor-type " + ov->text;
-      check(row_len % block_size(ov->type) == 0,
-            "--tensor-type " + ov->text + ": tensor '" + t.name + "' has rows of " + std::to_string(row_len) +
-                " elements, not a multiple of " + type_name(ov->type) + "'s block of " +
-                std::to_string(block_size(ov->type)));
+      check(row_len % block_size(ov->type) == 0, "--tensor-type " + ov->text + ": tensor '" + t.name +
+                                                     "' has rows of " + std::to_string(row_len) +
+                                                     " elements, not a multiple of " + type_name(ov->type) +
+                                                     "'s block of " + std::to_string(block_size(ov->type)));
     }
     c.type = fallback_type(c.recipe_type, row_len);
     if (c.type != c.recipe_type) {
@@ -266,8 +288,8 @@ std::vector<TensorChoice> plan_tensor_types(const GgufFile& file, DType target,
                std::to_string(row_len) + " elements are not a multiple of " + type_name(c.recipe_type) +
                "'s block of " + std::to_string(block_size(c.recipe_type));
     }
-    check(allow_unbuilt_types || find_type(c.type) != nullptr, std::string("type ") + type_name(c.type) + " (for tensor '" + t.name +
-                                            "') is not available in this build");
+    check(allow_unbuilt_types || find_type(c.type) != nullptr,
+          std::string("type ") + type_name(c.type) + " (for tensor '" + t.name + "') is not available in this build");
     plan.push_back(std::move(c));
   }
   if (warnings)

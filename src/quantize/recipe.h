@@ -19,7 +19,7 @@ struct TensorOverride {
   std::string pattern;  // glob (has * ? or [) matched against the whole name, else whole dot-separated
                         // parts of it: "attn_v", "blk.1", "output.weight" (not "attn_output.weight")
   DType type;
-  std::string text;     // as given: "attn_v=q8_0"
+  std::string text;  // as given: "attn_v=q8_0"
 };
 
 // How a tensor's type was chosen.

@@ -195,10 +195,10 @@ TEST(QuantizeRecipe, PlanOnStories260K) {
   }
   // Later overrides win; an override that matches nothing is a warning.
   std::vector<std::string> warnings;
-  const auto p2 = plan_tensor_types(model->gguf(), D::Q8_0,
-                                    {parse_override("attn_v=f16"), parse_override("blk.1.*=f32"),
-                                     parse_override("nothing_like_this=q8_0")},
-                                    &warnings);
+  const auto p2 = plan_tensor_types(
+      model->gguf(), D::Q8_0,
+      {parse_override("attn_v=f16"), parse_override("blk.1.*=f32"), parse_override("nothing_like_this=q8_0")},
+      &warnings);
   for (const TensorChoice& c : p2) {
     if (c.name == "blk.0.attn_v.weight") {
       EXPECT_EQ(c.type, D::F16);
@@ -324,7 +324,8 @@ TEST(QuantizeProgress, OneLinePerTenthWhenNotATerminal) {
   EXPECT_NE(all.find("100/100 tensors"), std::string::npos) << all;
   EXPECT_NE(all.find("1.0/1.0 MB"), std::string::npos) << all;
   EXPECT_NE(all.find("ETA"), std::string::npos) << all;
-  EXPECT_EQ(Progress::format(3, 10, 2500000, 10000000, 1.0, 2.5), "3/10 tensors  2.5/10.0 MB  1.0 s elapsed  ETA 2.5 s");
+  EXPECT_EQ(Progress::format(3, 10, 2500000, 10000000, 1.0, 2.5),
+            "3/10 tensors  2.5/10.0 MB  1.0 s elapsed  ETA 2.5 s");
 }
 
 // ---- end to end ----

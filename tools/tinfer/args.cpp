@@ -35,7 +35,8 @@ Args::Args(int argc, char** argv, const std::vector<OptionSpec>& spec, const std
       positionals_.push_back(a);
       continue;
     }
-    if (key.empty() && max_positionals > 0 && !a.empty() && a[0] != '-') fail("unexpected argument '" + a + "'\n" + help());
+    if (key.empty() && max_positionals > 0 && !a.empty() && a[0] != '-')
+      fail("unexpected argument '" + a + "'\n" + help());
     if (key.empty()) fail("unknown option '" + a + "'\n" + help());
     const OptionSpec* o = nullptr;
     for (const auto& s : spec_)

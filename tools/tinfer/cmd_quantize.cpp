@@ -25,8 +25,8 @@
 #include "model/model.h"
 #include "model/tokenizer/tokenizer.h"
 #include "ppl_scoring.h"
-#include "quant/type_table.h"
 #include "quality_stats.h"
+#include "quant/type_table.h"
 #include "quantize/quantize_model.h"
 
 #ifndef TINFER_SHARED_DEFAULT
@@ -102,8 +102,7 @@ void check_output_path(const std::string& in, const std::string& out) {
   const fs::path o(out);
   check(!fs::is_directory(o, ec), "the output path '" + out + "' is a directory");
   if (fs::exists(o, ec)) check(!fs::equivalent(o, in, ec), "the output path '" + out + "' is the input file");
-  check(fs::weakly_canonical(o, ec) != fs::weakly_canonical(in, ec),
-        "the output path '" + out + "' is the input file");
+  check(fs::weakly_canonical(o, ec) != fs::weakly_canonical(in, ec), "the output path '" + out + "' is the input file");
   const fs::path dir = o.parent_path().empty() ? fs::path(".") : o.parent_path();
   check(fs::is_directory(dir, ec), "cannot write '" + out + "': directory '" + dir.string() + "' does not exist");
   check(access(dir.c_str(), W_OK) == 0, "cannot write '" + out + "': directory '" + dir.string() + "' is not writable");
@@ -140,7 +139,8 @@ EvalResult evaluate(const Model& source, const Model& quant, const std::string& 
   EvalResult r;
   const double t0 = now_s();
   std::vector<int32_t> seq = scoring_sequence(source.tokenizer(), text, max_tokens);
-  check(quant.config().n_vocab == source.config().n_vocab, "the quantized model's vocabulary differs from the source's");
+  check(quant.config().n_vocab == source.config().n_vocab,
+        "the quantized model's vocabulary differs from the source's");
   r.ctx = std::min<int64_t>({ctx, source.config().ctx_len, int64_t(seq.size())});
   check(r.ctx >= 2, "--ctx must be at least 2");
   r.stride = r.ctx - 1;
@@ -176,10 +176,14 @@ std::string shape_text(const std::vector<int64_t>& s) {
 
 const char* origin_name(TypeOrigin o) {
   switch (o) {
-    case TypeOrigin::recipe: return "recipe";
-    case TypeOrigin::override: return "override";
-    case TypeOrigin::fallback: return "fallback";
-    case TypeOrigin::vector: return "1-d";
+    case TypeOrigin::recipe:
+      return "recipe";
+    case TypeOrigin::override:
+      return "override";
+    case TypeOrigin::fallback:
+      return "fallback";
+    case TypeOrigin::vector:
+      return "1-d";
   }
   return "?";
 }
@@ -286,15 +290,20 @@ int cmd_quantize(int argc, char** argv) {
       if (!json)
         std::printf("%-28s %-12s %-5s -> %-5s %-8s %s\n", c.name.c_str(), shape_text(c.shape).c_str(),
                     type_traits(c.source_type).name, type_traits(c.type).name, origin_name(c.origin), c.note.c_str());
-      j["tensors"].push_back({{"name", c.name}, {"shape", c.shape}, {"source_type", type_traits(c.source_type).name},
-                              {"type", type_traits(c.type).name}, {"origin", origin_name(c.origin)}, {"bytes", b}});
+      j["tensors"].push_back({{"name", c.name},
+                              {"shape", c.shape},
+                              {"source_type", type_traits(c.source_type).name},
+                              {"type", type_traits(c.type).name},
+                              {"origin", origin_name(c.origin)},
+                              {"bytes", b}});
     }
     j["data_bytes"] = bytes;
     j["bpw_all"] = elems ? 8.0 * double(bytes) / double(elems) : 0.0;
     if (json)
       std::printf("%s\n", j.dump().c_str());
     else
-      std::printf("tensor data    %.2f MB, %.3f bits per weight (all tensors)\n", bytes / 1e6, j["bpw_all"].get<double>());
+      std::printf("tensor data    %.2f MB, %.3f bits per weight (all tensors)\n", bytes / 1e6,
+                  j["bpw_all"].get<double>());
     return 0;
   }
 
@@ -303,8 +312,12 @@ int cmd_quantize(int argc, char** argv) {
 
   std::optional<EvalResult> ev;
   if (!eval_text.empty()) {
-    std::unique_ptr<Model> quant = Model::load(out_path);
-    ev = evaluate(*source, *quant, eval_text, eval_tokens, eval_ctx, int(threads));
+    try {
+      std::unique_ptr<Model> quant = Model::load(out_path);
+      ev = evaluate(*source, *quant, eval_text, eval_tokens, eval_ctx, int(threads));
+    } catch (const Error& e) {
+      fail("wrote '" + out_path + "', but --eval failed: " + e.what());
+    }
   }
 
   // The report.

@@ -63,14 +63,30 @@ void print_quality_lines(const QualitySummary& s, const std::string& this_name) 
 }
 
 nlohmann::json quality_json(const QualitySummary& s, int64_t ctx, int64_t stride) {
-  return {{"nll", s.nll_this},       {"ppl", s.ppl_this},       {"tokens", s.n},
-          {"ctx", ctx},              {"stride", stride},        {"nll_base", s.nll_base},
-          {"ppl_base", s.ppl_base},  {"ppl_base_se", s.ppl_base_se}, {"ppl_se", s.ppl_this_se},
-          {"dppl", s.dppl},          {"dppl_se", s.dppl_se},    {"ln_ratio", s.ln_ratio},
-          {"ln_ratio_se", s.ln_ratio_se}, {"kld_mean", s.kl_mean}, {"kld_se", s.kl_se},
-          {"kld_median", s.kl_median}, {"kld_p90", s.kl_p90},   {"kld_p99", s.kl_p99},
-          {"kld_max", s.kl_max},     {"top1", s.top1},          {"top1_se", s.top1_se},
-          {"dp_mean", s.dp_mean},    {"dp_rms", s.dp_rms},      {"dp_max_abs", s.dp_max_abs}};
+  return {{"nll", s.nll_this},
+          {"ppl", s.ppl_this},
+          {"tokens", s.n},
+          {"ctx", ctx},
+          {"stride", stride},
+          {"nll_base", s.nll_base},
+          {"ppl_base", s.ppl_base},
+          {"ppl_base_se", s.ppl_base_se},
+          {"ppl_se", s.ppl_this_se},
+          {"dppl", s.dppl},
+          {"dppl_se", s.dppl_se},
+          {"ln_ratio", s.ln_ratio},
+          {"ln_ratio_se", s.ln_ratio_se},
+          {"kld_mean", s.kl_mean},
+          {"kld_se", s.kl_se},
+          {"kld_median", s.kl_median},
+          {"kld_p90", s.kl_p90},
+          {"kld_p99", s.kl_p99},
+          {"kld_max", s.kl_max},
+          {"top1", s.top1},
+          {"top1_se", s.top1_se},
+          {"dp_mean", s.dp_mean},
+          {"dp_rms", s.dp_rms},
+          {"dp_max_abs", s.dp_max_abs}};
 }
 
 }  // namespace tinfer::cli
