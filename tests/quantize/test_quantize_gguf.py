@@ -211,6 +211,22 @@ for target in ["q8_0", "q6_k", "q5_k", "q5_1", "q5_0", "q4_k", "q4_1", "q4_0", "
     prog = [line for line in r.stderr.splitlines() if "tensors" in line and "ETA" in line]
     check(2 <= len(prog) <= 12 and "48/48 tensors" in prog[-1], f"{target}: progress lines {prog}")
 
+# ---- F16 / BF16 sources (the f16 / bf16 files written above): quantized as they are, not a re-quantization ----
+for src_type in ("f16", "bf16"):
+    src_path = tmp(f"s_{src_type}.gguf")
+    if not os.path.exists(src_path):
+        continue
+    r = quantize(src_path, tmp(f"from_{src_type}.gguf"), "--type", "q8_0", "--json")
+    rep = last_json(r)
+    check(not rep["requantized"] and "re-quantization" not in r.stderr, f"{src_type} source flagged as a re-quantization")
+    for t in GGUFReader(tmp(f"from_{src_type}.gguf")).tensors:
+        want = expected_type("q8_0", t.name, [int(x) for x in t.shape], N_LAYERS, TIED)
+        check(type_name(t) == want, f"from {src_type}: {t.name} is {type_name(t)}, expected {want}")
+        x = np.asarray(SRC_T[t.name].data, dtype=np.float32).reshape(-1)
+        y = quants.dequantize(t.data, t.tensor_type).astype(np.float32).reshape(-1)
+        rel = float(np.sqrt(np.mean((y - x) ** 2)) / max(1e-12, np.sqrt(np.mean(x ** 2))))
+        check(rel <= MAX_REL_ERR["q8_0"] + MAX_REL_ERR[src_type], f"from {src_type}: {t.name} error {rel:.4g}")
+
 # ---- overrides: later patterns win; a glob on the whole name, a substring otherwise ----
 r = quantize(MODEL, tmp("ov.gguf"), "--type", "q8_0", "--tensor-type", "attn_v=f16", "--tensor-type", "blk.1.*=f32",
              "--tensor-type", "output.weight=bf16", "--json")
