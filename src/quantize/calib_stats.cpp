@@ -8,12 +8,12 @@
 
 #include "core/error.h"
 #include "core/thread_pool.h"
-#include "kernels/kernels.h"
 #include "model/cpu_forward.h"
 #include "model/model.h"
 #include "model/gguf.h"
 #include "quant/type_table.h"
 #include "quantize/float_model.h"
+#include "quantize/simd.h"
 
 namespace tinfer {
 
@@ -57,8 +57,7 @@ std::shared_ptr<InputStats> make_stats(int64_t cols, int64_t sample_rows) {
 }
 
 // Adds x [n][cols] (global token indices first..first+n-1) to `s`. `sampled` lists the sampled global
-// token indices, ascending. X^T X: products in float over chunks of at most kChunk tokens (ISA dot
-// products on the transposed chunk), accumulated in double; upper triangle only (mirrored at the end).
+// token indices, ascending. X^T X: products in float over chunks of at most kChunk tokens (quantize/simd.h), accumulated in double; upper triangle only (mirrored at the end).
 class Accumulator {
  public:
   explicit Accumulator(ThreadPool& pool) : pool_(pool) {}
@@ -92,26 +91,24 @@ class Accumulator {
   static constexpr int64_t kChunk = 256;
 
   void add_xtx(InputStats& s, const float* x, int64_t n, int64_t cols) {
-    xt_.resize(size_t(cols * n));
-    for (int64_t t = 0; t < n; ++t)
-      for (int64_t c = 0; c < cols; ++c) xt_[c * n + t] = x[t * cols + c];
-    // Rows i and cols-1-i together cost cols+1 dots: pairs balance the triangle over the threads.
-    const int64_t pairs = (cols + 1) / 2;
-    auto row = [&](int64_t i) {
-      const float* xi = &xt_[i * n];
-      double* out = &s.xtx[i * cols];
-      for (int64_t j = i; j < cols; ++j) out[j] += double(dot_f32(xi, &xt_[j * n], n));
+    const int64_t pw = quantize_detail::panel_width();
+    panels_.resize(size_t((cols + pw - 1) / pw * pw * n));
+    quantize_detail::pack_panels(x, n, cols, panels_.data());
+    // Blocks of 8 rows in pairs from both ends of the triangle (each pair costs about the same).
+    const int64_t nb = (cols + 7) / 8;
+    auto rows = [&](int64_t blk) {
+      quantize_detail::xtx_rows(panels_.data(), n, cols, blk * 8, std::min(cols, blk * 8 + 8), s.xtx.data());
     };
-    pool_.parallel_for(pairs, 1, [&](int64_t p0, int64_t p1) {
-      for (int64_t p = p0; p < p1; ++p) {
-        row(p);
-        if (cols - 1 - p != p) row(cols - 1 - p);
+    pool_.run([&](int t, int nt) {
+      for (int64_t p = t; p < (nb + 1) / 2; p += nt) {
+        rows(p);
+        if (nb - 1 - p != p) rows(nb - 1 - p);
       }
     });
   }
 
   ThreadPool& pool_;
-  std::vector<float> xt_;
+  std::vector<float> panels_;
 };
 
 }  // namespace

@@ -6,21 +6,11 @@
 #include <cmath>
 
 #include "core/thread_pool.h"
+#include "quantize/simd.h"
 
 namespace tinfer::quantize_detail {
 
-double dot(const double* a, const double* b, int64_t n) {
-  double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-  int64_t k = 0;
-  for (; k + 4 <= n; k += 4) {
-    s0 += a[k] * b[k];
-    s1 += a[k + 1] * b[k + 1];
-    s2 += a[k + 2] * b[k + 2];
-    s3 += a[k + 3] * b[k + 3];
-  }
-  for (; k < n; ++k) s0 += a[k] * b[k];
-  return (s0 + s1) + (s2 + s3);
-}
+double dot(const double* a, const double* b, int64_t n) { return dot_f64(a, b, n); }
 
 namespace {
 

@@ -52,7 +52,7 @@ struct ScaleFold {
 
 struct ScaleSearchOptions {
   int n_grid = 20;              // alpha on n_grid evenly spaced points of [0, 1], both ends included
-  int64_t max_sample_rows = 0;  // rows of the calibration sample the losses use; 0 = all of them
+  int64_t max_sample_rows = 256;  // rows of the calibration sample the losses use; 0 = all of them
   bool weighted = false;        // AWQ: the search quantizes with importance-weighted RTN (else plain RTN)
   bool per_token = false;       // SmoothQuant: simulate per-token int8 activations (else per 32-block, as
                                 // the CPU kernels quantize them)

@@ -4,102 +4,26 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <chrono>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 #include <random>
 
-#include "core/fp16.h"
+#include "common/test_env.h"
+#include "model/model.h"
 #include "core/thread_pool.h"
-#include "quant/blocks.h"
 #include "quantize/grid_quant.h"
 #include "quantize/methods.h"
 
 namespace tinfer {
 namespace {
 
-// --- Code-grid shims for Q8_0 / Q4_0, used only while the type table has no grid for them (the types
-// branch adds the real ones; then these are not used). ---
-template <typename Blk, int kZero, int kMin, int kMax>
-struct ShimGrid {
-  static int32_t code(const Blk& b, int j) {
-    if constexpr (sizeof(Blk) == sizeof(BlockQ8_0)) return reinterpret_cast<const BlockQ8_0&>(b).qs[j];
-    const auto& q = reinterpret_cast<const BlockQ4_0&>(b);
-    return j < 16 ? (q.qs[j] & 15) : (q.qs[j - 16] >> 4);
-  }
-  static void set(Blk& b, int j, int32_t v) {
-    if constexpr (sizeof(Blk) == sizeof(BlockQ8_0)) {
-      reinterpret_cast<BlockQ8_0&>(b).qs[j] = int8_t(v);
-    } else {
-      auto& q = reinterpret_cast<BlockQ4_0&>(b);
-      if (j < 16) q.qs[j] = uint8_t((q.qs[j] & 0xF0) | v);
-      else q.qs[j - 16] = uint8_t((q.qs[j - 16] & 0x0F) | (v << 4));
-    }
-  }
-  static void grid(const void* src, float* s, float* o, int64_t n) {
-    const Blk* b = static_cast<const Blk*>(src);
-    for (int64_t i = 0; i < n; ++i) {
-      const float d = fp16_to_f32(b[i / 32].d);
-      s[i] = d, o[i] = -float(kZero) * d;
-    }
-  }
-  static void get_codes(const void* src, int32_t* q, int64_t n) {
-    const Blk* b = static_cast<const Blk*>(src);
-    for (int64_t i = 0; i < n; ++i) q[i] = code(b[i / 32], int(i % 32));
-  }
-  static void set_codes(void* dst, const int32_t* q, int64_t n) {
-    Blk* b = static_cast<Blk*>(dst);
-    for (int64_t i = 0; i < n; ++i) set(b[i / 32], int(i % 32), q[i]);
-  }
-  // Weighted search over scales around amax / half-range.
-  static void from_float_weighted(const float* x, void* dst, int64_t n, const float* imp) {
-    Blk* b = static_cast<Blk*>(dst);
-    for (int64_t k = 0; k < n / 32; ++k) {
-      const float* xb = x + k * 32;
-      float amax = 0, mx = 0;
-      for (int j = 0; j < 32; ++j)
-        if (std::fabs(xb[j]) > amax) amax = std::fabs(xb[j]), mx = xb[j];
-      const float d0 = kZero == 8 ? mx / -8 : amax / 127;
-      float best_d = d0;
-      double best = INFINITY;
-      for (int t = -8; t <= 8; ++t) {
-        const float d = fp16_to_f32(f32_to_fp16(d0 * (1 + 0.03f * float(t))));
-        double e = 0;
-        for (int j = 0; j < 32; ++j) {
-          const int32_t q = quantize_detail::snap_code(xb[j], d, -float(kZero) * d, kZero, kMin, kMax);
-          const double r = xb[j] - (d * float(q - kZero));
-          e += (imp ? imp[k * 32 + j] : 1.0f) * r * r;
-        }
-        if (e < best) best = e, best_d = d;
-      }
-      b[k].d = f32_to_fp16(best_d);
-      for (int j = 0; j < 32; ++j) set(b[k], j, quantize_detail::snap_code(xb[j], best_d, -float(kZero) * best_d, kZero, kMin, kMax));
-    }
-  }
-};
-
-// The type's row, with the shim grid filled in where the table has none yet; nullptr when neither exists.
+// The type's row when it has a code grid, else nullptr.
 const TypeTraits* traits_with_grid(DType t) {
-  static TypeTraits rows[2];
-  const TypeTraits* found = find_type(t);
-  if (!found) return nullptr;
-  const TypeTraits& real = *found;
-  if (real.grid) return &real;
-  if (t == DType::Q8_0) {
-    using G = ShimGrid<BlockQ8_0, 0, -128, 127>;
-    rows[0] = real;
-    rows[0].code_min = -128, rows[0].code_max = 127;
-    rows[0].from_float_weighted = G::from_float_weighted, rows[0].grid = G::grid;
-    rows[0].get_codes = G::get_codes, rows[0].set_codes = G::set_codes;
-    return &rows[0];
-  }
-  if (t == DType::Q4_0) {
-    using G = ShimGrid<BlockQ4_0, 8, 0, 15>;
-    rows[1] = real;
-    rows[1].code_min = 0, rows[1].code_max = 15;
-    rows[1].from_float_weighted = G::from_float_weighted, rows[1].grid = G::grid;
-    rows[1].get_codes = G::get_codes, rows[1].set_codes = G::set_codes;
-    return &rows[1];
-  }
-  return nullptr;
+  const TypeTraits* row = find_type(t);
+  return row && row->grid ? row : nullptr;
 }
 
 std::vector<float> dequant(const TypeTraits& tt, const std::vector<uint8_t>& q, int64_t rows, int64_t cols) {
@@ -261,6 +185,60 @@ TEST(Gptq, FloatTargetsConvert) {
 TEST(Gptq, RejectsMismatchedStats) {
   const Layer& L = layer();
   EXPECT_THROW(quantize_gptq(DType::Q8_0, L.w.data(), L.rows * 2, L.cols / 2, L.stats, GptqOptions{}), std::exception);
+}
+
+// The pipeline on the default model, timed: TINFER_QUANTIZE_BENCH=<calibration tokens> [TINFER_BENCH_TYPE=q4_0].
+TEST(Pipeline, SmolLM2Timing) {
+  const char* env = std::getenv("TINFER_QUANTIZE_BENCH");
+  if (!env) GTEST_SKIP() << "set TINFER_QUANTIZE_BENCH=<tokens> to time the pipeline on the default model";
+  const std::string model_path = test::default_model(), text = test::shared_file("corpus/wikitext-2-test.raw");
+  TINFER_REQUIRE_FILE(model_path, "default model");
+  TINFER_REQUIRE_FILE(text, "wikitext-2-test.raw");
+  const char* tn = std::getenv("TINFER_BENCH_TYPE");
+  const TypeTraits* found = find_type(std::string(tn ? tn : "q4_0"));
+  ASSERT_NE(found, nullptr);
+  const TypeTraits* tt = traits_with_grid(found->type);
+  ASSERT_NE(tt, nullptr) << "no grid for " << found->name;
+  auto model = Model::load(model_path);
+  std::ifstream f(text, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  const std::vector<int32_t> tokens = model->tokenizer().encode(ss.str().substr(600000, 400000), false);
+  using clk = std::chrono::steady_clock;
+  auto secs = [](clk::time_point a) { return std::chrono::duration<double>(clk::now() - a).count(); };
+  auto t0 = clk::now();
+  CalibOptions co;
+  co.max_tokens = std::atoll(env);
+  CalibStats stats = collect_calib_stats(*model, tokens, co);
+  std::printf("calibration: %lld tokens %.1f s\n", (long long)stats.begin()->second->n_tokens, secs(t0));
+  t0 = clk::now();
+  FloatModel fm = load_float_model(*model);
+  std::printf("load_float_model %.1f s\n", secs(t0));
+  t0 = clk::now();
+  ScaleSearchOptions so;
+  so.max_sample_rows = 256;
+  const auto rep = awq_apply(fm, stats, found->type, so);
+  double plain = 0, scaled = 0;
+  for (const auto& r : rep) plain += r.err_plain, scaled += r.err_scaled;
+  std::printf("awq (%s, 256 rows): %.1f s, summed relative error %.4f -> %.4f\n", found->name, secs(t0), plain, scaled);
+  ThreadPool pool(0);
+  double t_rtn = 0, t_gptq = 0, e_rtn = 0, e_gptq = 0;
+  for (int64_t l = 0; l < fm.config.n_layers; ++l)
+    for (const char* what : {"attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down"}) {
+      const std::string name = layer_tensor(l, what);
+      const FloatTensor& w = fm.tensors.at(name);
+      const InputStats& x = *stats.at(name);
+      auto a = clk::now();
+      const auto q_rtn = quantize_detail::rtn(*tt, w.data.data(), w.rows(), w.cols(), nullptr, pool);
+      t_rtn += secs(a);
+      a = clk::now();
+      const auto q_gptq = quantize_detail::gptq(*tt, w.data.data(), w.rows(), w.cols(), x, GptqOptions{}, pool);
+      t_gptq += secs(a);
+      e_rtn += output_error(w.data, dequant(*tt, q_rtn, w.rows(), w.cols()), w.rows(), w.cols(), x.sample, 64);
+      e_gptq += output_error(w.data, dequant(*tt, q_gptq, w.rows(), w.cols()), w.rows(), w.cols(), x.sample, 64);
+    }
+  std::printf("rtn %.1f s, gptq %.1f s; summed relative output error on 64 sample rows: rtn %.4f gptq %.4f\n", t_rtn,
+              t_gptq, e_rtn, e_gptq);
 }
 
 }  // namespace
