@@ -208,8 +208,11 @@ QuantizeResult quantize_model(const Model& source, const std::string& out_path, 
   const bool use_gptq = opts.method == QuantMethod::gptq || opts.method == QuantMethod::awq_gptq;
   const bool use_importance = opts.method == QuantMethod::rtn && calibrated;
 
+  // The progress bar's measure of work: elements to quantize; a copied tensor costs next to nothing.
+  auto copies = [&](const TensorChoice& c) { return !fm && c.source_type == c.type; };
+  auto work_of = [&](const TensorChoice& c) { return double(c.elements()) * (copies(c) ? 0.01 : 1.0); };
   double total_work = 0;
-  for (const TensorChoice& c : plan) total_work += double(c.elements());
+  for (const TensorChoice& c : plan) total_work += work_of(c);
   Progress progress(opts.log, int64_t(plan.size()), out.total_bytes(), total_work, opts.progress_tty);
   const double t_quant = now_s();
   double work = 0;
@@ -222,7 +225,7 @@ QuantizeResult quantize_model(const Model& source, const std::string& out_path, 
     static_cast<TensorChoice&>(r) = c;
     const int64_t cols = c.shape[0], rows = c.rows();
     const size_t rb = row_bytes(c.type, cols);
-    if (!fm && c.source_type == c.type) {  // already in that type and not transformed: keep the bytes
+    if (copies(c)) {  // already in that type and not transformed: keep the bytes
       r.copied = true;
       r.how = "copy";
       out.append(st.data, st.bytes);
@@ -256,7 +259,7 @@ QuantizeResult quantize_model(const Model& source, const std::string& out_path, 
       if (fm) fm->tensors.erase(c.name);  // done with it: memory falls as the file grows
     }
     res.tensors.push_back(std::move(r));
-    work += double(c.elements());
+    work += work_of(c);
     progress.update(int64_t(i + 1), out.bytes_written(), work);
     if (opts.after_tensor) opts.after_tensor(int64_t(i + 1));
   }
