@@ -1,44 +1,128 @@
-// The ISA-independent packed layout of the 32-block quantized types (Q8_0, Q4_0, Q4_1).
-// Rows are grouped in tiles of 16 (the last tile zero-padded). A tile of nb blocks is a sequence of
-// block groups, each one 64-byte scale line followed by the quants of its blocks:
-//   Q8_0, Q4_0: 2 blocks per group: [16 fp16 d of block 2i, 16 of block 2i+1][quants 2i][quants 2i+1]
-//   Q4_1:       1 block per group:  [16 fp16 d, 16 fp16 m][quants]
-// (an odd block count leaves the last group's second block zero). Quants per block are 8 "k-quads"
-// of 64 bytes: quad j = [r0 k4j..4j+3, r1 ..., r15 ...]. Q8_0 stores q ^ 0x80 (= q + 128 as u8, so
-// vpdpbusd takes weights as the unsigned operand; the +128 is removed with -128 * sum(activation q)).
-// Q4_0/Q4_1 keep 4 bits: 4 chunks of 64 bytes per block, chunk c = quad c in the low nibbles and
-// quad c+4 (elements 16+4c..) in the high nibbles.
+// The ISA-independent packed layout of the quantized weight types: one Geometry value describes a
+// format completely (the rows of the table are in packed_format.h), and every kernel, pack and unpack
+// computes its offsets from it.
+//
+// Rows are grouped in tiles of 16 (the last tile zero-padded). A tile is cut into "tile blocks": 16 rows x
+// one GGUF block (32 elements for Q8_0/Q4_0/Q4_1/Q5_0/Q5_1, a 256-element super-block for the K-quants).
+// `group` tile blocks form a group: one scale region (their scales, padded to whole 64-byte lines) followed
+// by their quants; a tile is its groups one after the other (a partial last group holds only its blocks'
+// quants). So a tile is one sequential stream, scales just ahead of the quants they scale.
+//
+// Quants ("codes": the stored unsigned integer of each weight, code + corr = its signed value) come in
+// sub-blocks of 32 elements x 16 rows, 64 * bits bytes each, made of 64-byte planes whose byte 4r+u holds
+// row r's element u of a "k-quad" (4 consecutive elements: quad j = elements 4j..4j+3):
+//   bits 8: 8 planes, plane j = quad j's codes (one AVX-512 vpdpbusd: 16 rows x 4 k).
+//   bits 4: 4 nibble planes, plane c = quad c in the low nibbles and quad c+4 in the high nibbles.
+//   bits 5: the 4 nibble planes + 1 plane of fifth bits: bit j of byte 4r+u = bit 4 of quad j's code.
+//   bits 6: the 4 nibble planes + 2 planes of bits 4-5: plane h, bits 2i..2i+1 = quad 4h+i's.
+//   bits 2: 2 planes: plane h, bits 2i..2i+1 = quad 4h+i's code.
+//   bits 3: the 2 two-bit planes + 1 plane of third bits: bit j = bit 2 of quad j's code.
+// Quads 0-3 are elements 0-15 of the sub-block and quads 4-7 elements 16-31, so an int8 dot over quads
+// 0-3 and one over quads 4-7 are the two 16-element halves the 16-element sub-block scales need.
+// Scales: fp16 d (and m / dmin) as 16 halves per field; sub-block scales as bytes [sub-block][16 rows].
+//
 // Why scales sit between the quants: a decode step streams each tile once, and one sequential stream
 // is what the hardware prefetchers follow best. With all of a tile's scales in a region ahead of its
 // quants (the previous layout) the Q4_0/Q8_0 GEMV reached 0.86-0.92 of a plain read loop on Zen 4;
 // interleaved, 1.00-1.04 in both of the host's memory modes (scratch micro-benchmark, 1 GiB, 2 threads).
 #pragma once
 #include <cstdint>
-
-#include "quant/dtype.h"
+#include <type_traits>
 
 namespace tinfer::packed {
 
 constexpr int kTileRows = 16;
-constexpr int64_t kScaleLine = 64;
+constexpr int64_t kLine = 64;
+constexpr int kSub = 32;  // elements per code sub-block (= per activation block)
 
-constexpr bool is_tiled(DType t) { return t == DType::Q8_0 || t == DType::Q4_0 || t == DType::Q4_1; }
+// How a tile block's scales turn into per-row multipliers (the arithmetic family of a format).
+enum class Scales : uint8_t {
+  d,         // x = d * (code + corr)                                  (Q8_0, Q4_0, Q5_0)
+  d_m,       // x = d * code + m                                       (Q4_1, Q5_1)
+  k_sc_mn,   // per 32: x = d * sc * code - dmin * mn, sc/mn u8         (Q4_K, Q5_K)
+  k_sc16,    // per 16: x = d * sc * (code + corr), sc s8               (Q6_K; Q3_K stores sc - 32)
+  k_scmn16,  // per 16: x = d * (b & 15) * code - dmin * (b >> 4), b u8 (Q2_K)
+};
+
+struct Geometry {
+  int block = 32;      // elements per tile block
+  int bits = 8;        // bits per code: 8, 6, 5, 4, 3 or 2
+  int corr = 0;        // a code's signed value is code + corr (Q8_0 -128, Q4_0 -8, Q6_K -32, ...)
+  Scales scales = Scales::d;
+  int group = 1;       // tile blocks per scale region
+  int scale_bytes = 0; // scale bytes of one tile block
+  // Byte offsets of the scale fields inside one tile block's scales (-1: absent):
+  int d_at = -1;   // 16 fp16 d (the super-block d for K-quants)
+  int m_at = -1;   // 16 fp16 m (Q4_1, Q5_1) or dmin (K-quants)
+  int sc_at = -1;  // sub-block scales, bytes [sub-block][16 rows]
+  int mn_at = -1;  // sub-block mins, bytes [sub-block][16 rows] (Q4_K, Q5_K)
+
+  constexpr bool sub16() const { return scales == Scales::k_sc16 || scales == Scales::k_scmn16; }
+  constexpr int subs() const { return block / kSub; }
+  constexpr int64_t sub_bytes() const { return 64 * bits; }
+  constexpr int64_t quant_bytes() const { return subs() * sub_bytes(); }
+  constexpr int64_t scale_region() const { return (group * scale_bytes + kLine - 1) / kLine * kLine; }
+  constexpr int64_t group_bytes() const { return scale_region() + group * quant_bytes(); }
+  constexpr int64_t tile_bytes(int64_t nb) const {
+    const int64_t rem = nb % group;
+    return nb / group * group_bytes() + (rem ? scale_region() + rem * quant_bytes() : 0);
+  }
+  // Offsets inside a tile of block b's scales and quants.
+  constexpr int64_t scale_offset(int64_t b) const { return b / group * group_bytes() + b % group * scale_bytes; }
+  constexpr int64_t quant_offset(int64_t b) const {
+    return b / group * group_bytes() + scale_region() + b % group * quant_bytes();
+  }
+};
+
 constexpr int64_t n_tiles(int64_t rows) { return (rows + kTileRows - 1) / kTileRows; }
-// Bytes of the per-block scales of one tile block (16 d, plus 16 m for Q4_1).
-constexpr int64_t block_scale_bytes(DType t) { return t == DType::Q4_1 ? 64 : 32; }
-// Bytes of the per-block quants of one tile block.
-constexpr int64_t block_quant_bytes(DType t) { return t == DType::Q8_0 ? 512 : 256; }
-constexpr int64_t blocks_per_group(DType t) { return kScaleLine / block_scale_bytes(t); }
-constexpr int64_t group_bytes(DType t) { return kScaleLine + blocks_per_group(t) * block_quant_bytes(t); }
-constexpr int64_t tile_bytes(DType t, int64_t nb) {
-  return (nb + blocks_per_group(t) - 1) / blocks_per_group(t) * group_bytes(t);
+
+// The code of row r, element k (< 32) of a sub-block (sub: its first byte), and the write of it.
+// These state the plane layout above once; the SIMD kernels decode whole planes the same way.
+template <int bits>
+inline int get_code(const uint8_t* sub, int r, int k) {
+  const int j = k / 4, pos = r * 4 + k % 4;
+  if constexpr (bits == 8) {
+    return sub[j * 64 + pos];
+  } else if constexpr (bits >= 4) {
+    const uint8_t nib = sub[(j % 4) * 64 + pos];
+    int c = j < 4 ? (nib & 15) : (nib >> 4);
+    if constexpr (bits == 5) c |= ((sub[256 + pos] >> j) & 1) << 4;
+    if constexpr (bits == 6) c |= ((sub[256 + (j / 4) * 64 + pos] >> (2 * (j % 4))) & 3) << 4;
+    return c;
+  } else {
+    int c = (sub[(j / 4) * 64 + pos] >> (2 * (j % 4))) & 3;
+    if constexpr (bits == 3) c |= ((sub[128 + pos] >> j) & 1) << 2;
+    return c;
+  }
 }
-// Offsets inside a tile of block b's scales and quants.
-constexpr int64_t scale_offset(DType t, int64_t b) {
-  return b / blocks_per_group(t) * group_bytes(t) + b % blocks_per_group(t) * block_scale_bytes(t);
+
+// (ORs bit planes in: the sub-block starts zeroed.)
+template <int bits>
+inline void put_code(uint8_t* sub, int r, int k, int code) {
+  const int j = k / 4, pos = r * 4 + k % 4;
+  if constexpr (bits == 8) {
+    sub[j * 64 + pos] = uint8_t(code);
+  } else if constexpr (bits >= 4) {
+    sub[(j % 4) * 64 + pos] |= uint8_t(j < 4 ? (code & 15) : (code & 15) << 4);
+    if constexpr (bits == 5) sub[256 + pos] |= uint8_t(((code >> 4) & 1) << j);
+    if constexpr (bits == 6) sub[256 + (j / 4) * 64 + pos] |= uint8_t(((code >> 4) & 3) << (2 * (j % 4)));
+  } else {
+    sub[(j / 4) * 64 + pos] |= uint8_t((code & 3) << (2 * (j % 4)));
+    if constexpr (bits == 3) sub[128 + pos] |= uint8_t(((code >> 2) & 1) << j);
+  }
 }
-constexpr int64_t quant_offset(DType t, int64_t b) {
-  return b / blocks_per_group(t) * group_bytes(t) + kScaleLine + b % blocks_per_group(t) * block_quant_bytes(t);
+
+// Calls f(std::integral_constant<int, bits>{}) for a run-time code width.
+template <class F>
+inline void with_bits(int bits, F&& f) {
+  switch (bits) {
+    case 8: return f(std::integral_constant<int, 8>{});
+    case 6: return f(std::integral_constant<int, 6>{});
+    case 5: return f(std::integral_constant<int, 5>{});
+    case 4: return f(std::integral_constant<int, 4>{});
+    case 3: return f(std::integral_constant<int, 3>{});
+    default: return f(std::integral_constant<int, 2>{});
+  }
 }
 
 }  // namespace tinfer::packed

@@ -10,8 +10,9 @@ namespace tinfer::ref {
 // y[i][r] = sum_c x[i][c] * W[r][c], W = type table to_float of the GGUF rows w ([rows][row_bytes]).
 void matmul(DType type, const void* w, int64_t rows, int64_t cols, const float* x, int64_t m, float* y);
 
-// Activations quantized per 32-block as the fast path does: d = amax / 127, q = nearbyint(x / d).
-void quantize_act_row(const float* x, int64_t cols, int8_t* q, float* d, int32_t* sum, float* ds);
+// Activations quantized per 32-block as the fast path does: d = amax / 127, q = nearbyint(x / d);
+// s16[2b], s16[2b+1] = the sums of q over each 16-element half of block b.
+void quantize_act_row(const float* x, int64_t cols, int8_t* q, float* d, int16_t* s16);
 
 // The int8 path's oracle: like matmul, but each activation block is replaced by d * q (its quantized
 // value), so the only difference to the fast kernels is fp32 vs double rounding.

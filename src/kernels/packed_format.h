@@ -1,0 +1,73 @@
+// The packed formats: one row per quantized weight type that the int8 GEMMs consume. A row is the
+// type, its Geometry (packed_layout.h: block, code bits, code offset, arithmetic family, scale fields)
+// and the two functions that move one GGUF block in and out of it. pack_matrix / unpack_row walk these
+// rows; every kernel table holds one GEMM per row (KernelTable::gemm, indexed by Fmt), instantiated from
+// the row's Geometry. Adding a type = one row here + its decode/dequant in packed_format.cpp, plus a
+// per-ISA micro-kernel branch only if its arithmetic family (Scales) or code width is new.
+#pragma once
+#include <cstdint>
+
+#include "kernels/packed_layout.h"
+#include "quant/dtype.h"
+
+namespace tinfer::packed {
+
+enum class Fmt : uint8_t { q8_0, q4_0, q4_1 };
+
+// One GGUF block of one row, in packed terms: its codes (element order) and its scale fields as the
+// tile block stores them (fp16 bits for d/m, bytes for the sub-block scales and mins).
+struct BlockFields {
+  uint8_t code[256];
+  uint8_t sc[16];
+  uint8_t mn[8];
+  uint16_t d;
+  uint16_t m;
+};
+
+using DecodeFn = void (*)(const void* block, BlockFields& f);
+using DequantFn = void (*)(const BlockFields& f, float* out);  // bit-exact with the type table's to_float
+
+struct PackedFormat {
+  Fmt fmt;
+  DType type;
+  Geometry g;
+  DecodeFn decode;
+  DequantFn dequant;
+};
+
+namespace detail {
+void decode_q8_0(const void*, BlockFields&);
+void dequant_q8_0(const BlockFields&, float*);
+void decode_q4_0(const void*, BlockFields&);
+void dequant_q4_0(const BlockFields&, float*);
+void decode_q4_1(const void*, BlockFields&);
+void dequant_q4_1(const BlockFields&, float*);
+}  // namespace detail
+
+// Geometry fields: block, bits, corr, scales, group, scale_bytes, d_at, m_at, sc_at, mn_at.
+inline constexpr PackedFormat kFormats[] = {
+    // 2 blocks per 64-byte scale line: [16 d of block 2i | 16 d of block 2i+1][quants 2i][quants 2i+1]
+    {Fmt::q8_0, DType::Q8_0, {32, 8, -128, Scales::d, 2, 32, 0}, detail::decode_q8_0, detail::dequant_q8_0},
+    {Fmt::q4_0, DType::Q4_0, {32, 4, -8, Scales::d, 2, 32, 0}, detail::decode_q4_0, detail::dequant_q4_0},
+    // 1 block per line: [16 d | 16 m][quants]
+    {Fmt::q4_1, DType::Q4_1, {32, 4, 0, Scales::d_m, 1, 64, 0, 32}, detail::decode_q4_1, detail::dequant_q4_1},
+};
+inline constexpr int kNumFormats = int(sizeof(kFormats) / sizeof(kFormats[0]));
+
+constexpr const PackedFormat& format(Fmt f) { return kFormats[int(f)]; }
+// The row packing `t`, or nullptr when `t` is not a packed (tiled) type.
+constexpr const PackedFormat* find_format(DType t) {
+  for (const PackedFormat& f : kFormats)
+    if (f.type == t) return &f;
+  return nullptr;
+}
+
+// Rows are in Fmt order (the kernel tables index by it).
+constexpr bool rows_in_order() {
+  for (int i = 0; i < kNumFormats; ++i)
+    if (int(kFormats[i].fmt) != i) return false;
+  return true;
+}
+static_assert(rows_in_order());
+
+}  // namespace tinfer::packed
