@@ -61,7 +61,7 @@ struct KernelTable {
   void (*quantize_act_row)(const float* x, int64_t cols, int8_t* q, float* d, int16_t* s16);
   // One GEMM per packed format (packed_format.h), indexed by packed::Fmt.
   std::array<GemmFn, packed::kNumFormats> gemm;
-  // Fast dequantization of one plain-layout row (F16, BF16, Q4_K, Q6_K); false = use the type table.
+  // Fast dequantization of one plain-layout row (F16, BF16); false = use the type table.
   bool (*dequant_row)(DType type, const void* src, float* dst, int64_t n);
   // Element-wise ops (semantics in kernels.h).
   void (*rmsnorm)(const float* x, const float* w, float* out, int64_t n, float eps);

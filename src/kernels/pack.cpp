@@ -12,9 +12,7 @@ namespace tinfer {
 namespace {
 
 // Types kept as plain GGUF rows (matmul dequantizes them row by row).
-bool row_layout(DType t) {
-  return t == DType::F32 || t == DType::F16 || t == DType::BF16 || t == DType::Q4_K || t == DType::Q6_K;
-}
+bool row_layout(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
 
 int n_sc(const packed::Geometry& g) { return g.sc_at < 0 ? 0 : g.block / (g.sub16() ? 16 : 32); }
 int n_mn(const packed::Geometry& g) { return g.mn_at < 0 ? 0 : g.block / 32; }

@@ -51,4 +51,55 @@ void dequant_q4_1(const BlockFields& f, float* y) {
   for (int k = 0; k < kQK; ++k) y[k] = float(f.code[k]) * d + m;
 }
 
+// Q4_K: 8 sub-blocks of 32, x = d * sc * q - dmin * mn, 6-bit (sc, mn) packed in 12 bytes; qs byte
+// 32j + l holds element 64j + l (low nibble) and 64j + 32 + l (high).
+void decode_q4_k(const void* p, BlockFields& f) {
+  const auto& b = *static_cast<const BlockQ4_K*>(p);
+  f.d = b.d;
+  f.m = b.dmin;
+  for (int j = 0; j < 8; ++j) {
+    if (j < 4) {
+      f.sc[j] = b.scales[j] & 63;
+      f.mn[j] = b.scales[j + 4] & 63;
+    } else {
+      f.sc[j] = uint8_t((b.scales[j + 4] & 0xf) | ((b.scales[j - 4] >> 6) << 4));
+      f.mn[j] = uint8_t((b.scales[j + 4] >> 4) | ((b.scales[j] >> 6) << 4));
+    }
+  }
+  for (int j = 0; j < 4; ++j)
+    for (int l = 0; l < 32; ++l) {
+      f.code[64 * j + l] = b.qs[32 * j + l] & 15;
+      f.code[64 * j + 32 + l] = b.qs[32 * j + l] >> 4;
+    }
+}
+void dequant_q4_k(const BlockFields& f, float* y) {
+  const float d = fp16_to_f32(f.d), dmin = fp16_to_f32(f.m);
+  for (int s = 0; s < 8; ++s) {
+    const float d1 = d * f.sc[s], m1 = dmin * f.mn[s];
+    for (int l = 0; l < 32; ++l) y[32 * s + l] = d1 * f.code[32 * s + l] - m1;
+  }
+}
+
+// Q6_K: 16 sub-blocks of 16, x = d * sc * (q - 32), q = 4 low bits (ql) | 2 high bits (qh) << 4.
+void decode_q6_k(const void* p, BlockFields& f) {
+  const auto& b = *static_cast<const BlockQ6_K*>(p);
+  f.d = b.d;
+  for (int i = 0; i < 16; ++i) f.sc[i] = uint8_t(b.scales[i]);
+  for (int h = 0; h < 2; ++h) {  // 128 elements each
+    const uint8_t* ql = b.ql + 64 * h;
+    const uint8_t* qh = b.qh + 32 * h;
+    uint8_t* c = f.code + 128 * h;
+    for (int l = 0; l < 32; ++l) {
+      c[l] = uint8_t((ql[l] & 15) | ((qh[l] & 3) << 4));
+      c[l + 32] = uint8_t((ql[l + 32] & 15) | (((qh[l] >> 2) & 3) << 4));
+      c[l + 64] = uint8_t((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4));
+      c[l + 96] = uint8_t((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4));
+    }
+  }
+}
+void dequant_q6_k(const BlockFields& f, float* y) {
+  const float d = fp16_to_f32(f.d);
+  for (int e = 0; e < 256; ++e) y[e] = d * int8_t(f.sc[e / 16]) * (f.code[e] - 32);
+}
+
 }  // namespace tinfer::packed::detail

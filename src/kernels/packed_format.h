@@ -12,7 +12,7 @@
 
 namespace tinfer::packed {
 
-enum class Fmt : uint8_t { q8_0, q4_0, q4_1 };
+enum class Fmt : uint8_t { q8_0, q4_0, q4_1, q4_k, q6_k };
 
 // One GGUF block of one row, in packed terms: its codes (element order) and its scale fields as the
 // tile block stores them (fp16 bits for d/m, bytes for the sub-block scales and mins).
@@ -42,6 +42,10 @@ void decode_q4_0(const void*, BlockFields&);
 void dequant_q4_0(const BlockFields&, float*);
 void decode_q4_1(const void*, BlockFields&);
 void dequant_q4_1(const BlockFields&, float*);
+void decode_q4_k(const void*, BlockFields&);
+void dequant_q4_k(const BlockFields&, float*);
+void decode_q6_k(const void*, BlockFields&);
+void dequant_q6_k(const BlockFields&, float*);
 }  // namespace detail
 
 // Geometry fields: block, bits, corr, scales, group, scale_bytes, d_at, m_at, sc_at, mn_at.
@@ -51,6 +55,13 @@ inline constexpr PackedFormat kFormats[] = {
     {Fmt::q4_0, DType::Q4_0, {32, 4, -8, Scales::d, 2, 32, 0}, detail::decode_q4_0, detail::dequant_q4_0},
     // 1 block per line: [16 d | 16 m][quants]
     {Fmt::q4_1, DType::Q4_1, {32, 4, 0, Scales::d_m, 1, 64, 0, 32}, detail::decode_q4_1, detail::dequant_q4_1},
+    // K-quants, one 256-element super-block per tile block; 6-bit sub-block scales/mins kept as bytes.
+    // [16 d | 16 dmin | sc[8][16] | mn[8][16]] (5 lines) [8 sub-blocks of nibble codes]: 148 B / 256 (GGUF 144)
+    {Fmt::q4_k, DType::Q4_K, {256, 4, 0, Scales::k_sc_mn, 1, 320, 0, 32, 64, 192}, detail::decode_q4_k,
+     detail::dequant_q4_k},
+    // 2 super-blocks per scale region: [sc[16][16] s8 | 16 d] x 2 (9 lines) [6-bit codes] x 2: 210 B / 256 (= GGUF)
+    {Fmt::q6_k, DType::Q6_K, {256, 6, -32, Scales::k_sc16, 2, 288, 256, -1, 0}, detail::decode_q6_k,
+     detail::dequant_q6_k},
 };
 inline constexpr int kNumFormats = int(sizeof(kFormats) / sizeof(kFormats[0]));
 

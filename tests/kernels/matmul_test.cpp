@@ -1,5 +1,6 @@
 // matmul on every ISA and type vs the reference kernels, on ragged shapes (rows not a multiple of
-// the 16-row tile, odd block counts, odd activation row counts).
+// the 16-row tile, odd block counts, odd activation row counts) with the reference quantizers' weights.
+// (packed_format_test.cpp covers every packed format with random blocks on more shapes.)
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -9,6 +10,7 @@
 #include "kernels/kernel_table.h"
 #include "kernels/kernel_test_util.h"
 #include "kernels/kernels.h"
+#include "kernels/packed_format.h"
 #include "kernels/ref/ref_kernels.h"
 
 namespace tinfer {
@@ -18,12 +20,7 @@ namespace {
 // (step amax/127 per block): for Gaussian data the expected NMSE is ~3e-5, but a shape with a single
 // output is one sample of that noise (1.5e-4 seen), so 5e-4; a wrong scale or offset gives >1e-2, and
 // the exact int8 path is checked far tighter below. The others run fp32 dots (fp32-vs-double only): 1e-9.
-double nmse_tolerance(DType t) {
-  switch (t) {
-    case DType::Q8_0: case DType::Q4_0: case DType::Q4_1: return 5e-4;
-    default: return 1e-9;
-  }
-}
+double nmse_tolerance(DType t) { return packed::find_format(t) ? 5e-4 : 1e-9; }
 // Bound on max error / rms vs the reference that quantizes activations the same way: the int dots
 // are exact, so only fp32 accumulation over the blocks (plus one rounding of d_w * d_a) remains.
 constexpr double kQActTolerance = 1e-5;
@@ -38,7 +35,7 @@ TEST_P(MatmulTest, MatchesReferenceOnEveryIsa) {
   const DType type = GetParam();
   const auto& tt = type_traits(type);
   const int64_t bs = tt.block_size == 1 ? 32 : tt.block_size;  // float types: any width; use 32-steps
-  const bool tiled = type == DType::Q8_0 || type == DType::Q4_0 || type == DType::Q4_1;
+  const bool tiled = packed::find_format(type) != nullptr;
   std::vector<Shape> shapes = {{1, 1, 1}, {17, 3, 1}, {17, 3, 2}, {17, 3, 3}, {31, 5, 5},
                                {33, 3, 7}, {16, 7, 16}, {45, 33, 33}, {5, 9, 70},
                                // several L1 slices of blocks (8 for Q8_0, 16 for Q4) with a ragged last
