@@ -48,7 +48,9 @@ PackedMatrix pack_matrix(DType type, const void* src, int64_t rows, int64_t cols
   const packed::PackedFormat* pf = packed::find_format(type);
   check(pf || row_layout(type), "pack_matrix: unsupported type id " + std::to_string(uint32_t(type)));
   check(rows > 0 && cols > 0, "pack_matrix: empty matrix");
-  const size_t rb = row_bytes(type, cols);  // throws when cols is not a multiple of the block
+  check(cols % (pf ? pf->g.block : 1) == 0, "pack_matrix: " + std::to_string(cols) +
+                                               " columns are not a multiple of the block size");
+  const size_t rb = pf ? size_t(cols / pf->g.block * pf->gguf_bytes) : row_bytes(type, cols);
   PackedMatrix w;
   w.type = type;
   w.rows = rows;
@@ -61,7 +63,7 @@ PackedMatrix pack_matrix(DType type, const void* src, int64_t rows, int64_t cols
   }
   const packed::Geometry& g = pf->g;
   const int64_t nb = cols / g.block, tb = g.tile_bytes(nb);
-  const size_t block_bytes = type_traits(type).block_bytes;
+  const size_t block_bytes = size_t(pf->gguf_bytes);
   w.data = Buffer(size_t(packed::n_tiles(rows) * tb), true);  // zero-filled: padded rows and codes OR'ed in
   packed::with_bits(g.bits, [&](auto bits) {
     packed::BlockFields f{};

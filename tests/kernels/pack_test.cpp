@@ -39,7 +39,7 @@ INSTANTIATE_TEST_SUITE_P(AllTypes, PackTest,
 
 TEST(PackErrors, RejectsUnsupportedTypesAndRaggedRows) {
   std::vector<uint8_t> buf(4096);
-  EXPECT_THROW(pack_matrix(DType(6), buf.data(), 1, 32), Error);  // Q5_0: not supported here
+  EXPECT_THROW(pack_matrix(DType(9), buf.data(), 1, 32), Error);  // Q8_1: not a weight type
   EXPECT_THROW(pack_matrix(DType::Q8_0, buf.data(), 1, 40), Error);  // not a multiple of 32
   EXPECT_THROW(pack_matrix(DType::Q8_0, buf.data(), 0, 32), Error);
 }

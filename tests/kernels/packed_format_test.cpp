@@ -37,12 +37,15 @@ void fix_scales(uint8_t* p, size_t n, std::mt19937& rng, float mag, uint16_t Blo
   }
 }
 
-std::vector<uint8_t> random_blocks(DType t, int64_t rows, int64_t cols, uint32_t seed) {
-  const auto& tt = type_traits(t);
-  std::vector<uint8_t> w(row_bytes(t, cols) * size_t(rows));
+// GGUF bytes of a row of a packed format (its row's block size, so the tests do not need the type table).
+size_t gguf_row_bytes(const packed::PackedFormat& f, int64_t cols) { return size_t(cols / f.g.block * f.gguf_bytes); }
+
+std::vector<uint8_t> random_blocks(const packed::PackedFormat& f, int64_t rows, int64_t cols, uint32_t seed) {
+  const DType t = f.type;
+  std::vector<uint8_t> w(gguf_row_bytes(f, cols) * size_t(rows));
   std::mt19937 rng(seed);
   for (auto& b : w) b = uint8_t(rng());
-  const size_t n = w.size() / tt.block_bytes;
+  const size_t n = w.size() / size_t(f.gguf_bytes);
   // Magnitudes keep the weights O(0.01..1): the K-quants multiply d by sub-block scales up to 63/127.
   switch (t) {
     case DType::Q8_0: fix_scales<BlockQ8_0>(w.data(), n, rng, 1e-3f, &BlockQ8_0::d, nullptr); break;
@@ -55,50 +58,68 @@ std::vector<uint8_t> random_blocks(DType t, int64_t rows, int64_t cols, uint32_t
     case DType::Q4_K: fix_scales<BlockQ4_K>(w.data(), n, rng, 1e-3f, &BlockQ4_K::d, &BlockQ4_K::dmin); break;
     case DType::Q5_K: fix_scales<BlockQ5_K>(w.data(), n, rng, 1e-3f, &BlockQ5_K::d, &BlockQ5_K::dmin); break;
     case DType::Q6_K: fix_scales<BlockQ6_K>(w.data(), n, rng, 1e-4f, &BlockQ6_K::d, nullptr); break;
-    default: ADD_FAILURE() << "no random block generator for " << tt.name;
+    default: ADD_FAILURE() << "no random block generator for type " << int(t);
   }
   return w;
 }
 
-// The formats whose reference dequantizer exists in the type table (all of them once the quant library
-// has every row).
-std::vector<const packed::PackedFormat*> testable_formats() {
-  std::vector<const packed::PackedFormat*> out;
-  for (const packed::PackedFormat& f : packed::kFormats)
-    if (find_type(f.type) && type_traits(f.type).to_float) out.push_back(&f);
+// The reference dequantizer of a format's type: the type table's to_float (null while the quant library
+// has no row for the type).
+using ToFloat = void (*)(const void*, float*, int64_t);
+ToFloat reference_to_float(const packed::PackedFormat& f) {
+  const TypeTraits* tt = find_type(f.type);
+  return tt ? tt->to_float : nullptr;
+}
+std::string name(const packed::PackedFormat& f) {
+  const TypeTraits* tt = find_type(f.type);
+  return tt ? tt->name : "type " + std::to_string(int(f.type));
+}
+
+// rows x cols oracle weights: the reference to_float of the GGUF rows, or (without one) unpack_row.
+std::vector<float> oracle_weights(const packed::PackedFormat& f, const std::vector<uint8_t>& w, const PackedMatrix& pw) {
+  std::vector<float> out(size_t(pw.rows * pw.cols));
+  const ToFloat to_float = reference_to_float(f);
+  for (int64_t r = 0; r < pw.rows; ++r) {
+    if (to_float) to_float(w.data() + gguf_row_bytes(f, pw.cols) * size_t(r), out.data() + r * pw.cols, pw.cols);
+    else unpack_row(pw, r, out.data() + r * pw.cols);
+  }
   return out;
 }
 
 TEST(PackedFormats, RowsDescribeTheirTypes) {
   for (const packed::PackedFormat& f : packed::kFormats) {
-    SCOPED_TRACE(int(f.fmt));
+    SCOPED_TRACE(name(f));  // packed bytes per weight within 6% of GGUF (byte scales cost a little)
     EXPECT_EQ(packed::find_format(f.type), &f);
     EXPECT_EQ(f.g.block % packed::kSub, 0);
     EXPECT_EQ(f.g.scale_region() % packed::kLine, 0);
     EXPECT_GE(f.g.d_at, 0);
     if (const TypeTraits* tt = find_type(f.type)) {
       EXPECT_EQ(tt->block_size, f.g.block);
-      // Packed bytes per weight within 6% of the GGUF type's own (scales unpacked to bytes cost a little).
-      const double packed_bytes = double(f.g.group_bytes()) / (f.g.group * packed::kTileRows);
-      EXPECT_LE(packed_bytes, 1.06 * double(tt->block_bytes)) << tt->name;
-      EXPECT_GE(packed_bytes, double(tt->block_bytes)) << tt->name;
+      EXPECT_EQ(tt->block_bytes, size_t(f.gguf_bytes));
     }
+    const double packed_bytes = double(f.g.group_bytes()) / (f.g.group * packed::kTileRows);
+    EXPECT_LE(packed_bytes, 1.06 * f.gguf_bytes);
+    EXPECT_GE(packed_bytes, f.gguf_bytes);
   }
 }
 
 TEST(PackedFormats, UnpackRowEqualsToFloatExactly) {
-  for (const packed::PackedFormat* f : testable_formats()) {
-    const auto& tt = type_traits(f->type);
+  for (const packed::PackedFormat& f : packed::kFormats) {
+    const ToFloat to_float = reference_to_float(f);
+    if (!to_float) {
+      ADD_FAILURE() << name(f) << ": no reference dequantizer in the type table";
+      continue;
+    }
     for (int64_t nb : {1, 2, 3, 5}) {
-      const int64_t rows = 37, cols = nb * tt.block_size;
-      SCOPED_TRACE(testing::Message() << tt.name << " cols=" << cols);
-      const auto w = random_blocks(f->type, rows, cols, uint32_t(7 * nb));
-      const PackedMatrix pw = pack_matrix(f->type, w.data(), rows, cols);
-      EXPECT_EQ(pw.data.size(), size_t(packed::n_tiles(rows) * f->g.tile_bytes(nb)));
+      const int64_t rows = 37, cols = nb * f.g.block;
+      SCOPED_TRACE(testing::Message() << name(f) << " cols=" << cols);
+      const auto w = random_blocks(f, rows, cols, uint32_t(7 * nb));
+      const PackedMatrix pw = pack_matrix(f.type, w.data(), rows, cols);
+      EXPECT_EQ(pw.data.size(), size_t(packed::n_tiles(rows) * f.g.tile_bytes(nb)));
       std::vector<float> got(static_cast<size_t>(cols)), want(got.size());
       for (int64_t r = 0; r < rows; ++r) {
         unpack_row(pw, r, got.data());
-        tt.to_float(w.data() + row_bytes(f->type, cols) * size_t(r), want.data(), cols);
+        to_float(w.data() + gguf_row_bytes(f, cols) * size_t(r), want.data(), cols);
         for (int64_t c = 0; c < cols; ++c)
           ASSERT_EQ(f32_to_bits(got[size_t(c)]), f32_to_bits(want[size_t(c)]))
               << "r=" << r << " c=" << c << " got " << got[size_t(c)] << " want " << want[size_t(c)];
@@ -127,18 +148,19 @@ TEST(PackedFormats, GemmMatchesReferenceOnEveryIsa) {
   for (int64_t m : {1, 7, 33}) shapes.push_back({45, 2, m});
   for (int64_t m : {1, 10}) shapes.push_back({33, 9, m});
   ThreadPool pool(2);
-  for (const packed::PackedFormat* f : testable_formats()) {
-    const auto& tt = type_traits(f->type);
+  for (const packed::PackedFormat& f : packed::kFormats) {
     for (const Shape& s : shapes) {
-      const int64_t cols = s.blocks * tt.block_size;
-      const auto w = random_blocks(f->type, s.rows, cols, uint32_t(s.rows * 131 + cols));
+      const int64_t cols = s.blocks * f.g.block;
+      const auto w = random_blocks(f, s.rows, cols, uint32_t(s.rows * 131 + cols));
       const auto x = test::random_floats(size_t(s.m * cols), uint32_t(s.m * 7 + cols));
+      const PackedMatrix pw = pack_matrix(f.type, w.data(), s.rows, cols);
+      // The references take GGUF rows; the dequantized weights are F32 rows.
+      const std::vector<float> wf = oracle_weights(f, w, pw);
       std::vector<float> want(static_cast<size_t>(s.m * s.rows)), want_q(want.size());
-      ref::matmul(f->type, w.data(), s.rows, cols, x.data(), s.m, want.data());
-      ref::matmul_qact(f->type, w.data(), s.rows, cols, x.data(), s.m, want_q.data());
-      const PackedMatrix pw = pack_matrix(f->type, w.data(), s.rows, cols);
+      ref::matmul(DType::F32, wf.data(), s.rows, cols, x.data(), s.m, want.data());
+      ref::matmul_qact(DType::F32, wf.data(), s.rows, cols, x.data(), s.m, want_q.data());
       for (Isa isa : supported_isas()) {
-        SCOPED_TRACE(testing::Message() << tt.name << " isa=" << isa_name(isa) << " rows=" << s.rows
+        SCOPED_TRACE(testing::Message() << name(f) << " isa=" << isa_name(isa) << " rows=" << s.rows
                                         << " cols=" << cols << " m=" << s.m);
         std::vector<float> got(want.size(), -1e30f);
         matmul(pw, x.data(), s.m, got.data(), pool, kernel_table(isa));
