@@ -4,6 +4,7 @@
 #include <array>
 #include <cstdint>
 
+#include "core/act_quant.h"
 #include "core/isa.h"
 #include "kernels/attention.h"
 #include "kernels/packed_format.h"
@@ -11,7 +12,8 @@
 
 namespace tinfer {
 
-// Activations quantized per 32-block: q = round(x / d), d = amax / 127, so q is in [-127, 127].
+// Activations quantized per 32-block: q = round(x / d), d = amax / 127, so q is in [-127, 127] (amax of
+// the block, or of the whole row with ActQuant::token: then every block of a row has the same d).
 // Stored as a panel that the GEMMs walk with one pointer: rows in groups of kActGroup (the last group
 // zero-padded); per group and block, gr rows of q[32] int8, then d[gr] f32, ds[gr] f32, off[gr] i32,
 // s16[gr][2] i16 (block_bytes(gr) = 48 * gr). gr = kActGroup, except a single row group (m < kActGroup)
@@ -57,8 +59,8 @@ using GemmFn = void (*)(const GemmArgs& g, int64_t t0, int64_t t1, int64_t i0, i
 struct KernelTable {
   Isa isa;
   // Quantizes one activation row (cols % 32 == 0) into q[cols], d[cols/32] and the sums of each
-  // 16-element half, s16[2 * (cols/32)].
-  void (*quantize_act_row)(const float* x, int64_t cols, int8_t* q, float* d, int16_t* s16);
+  // 16-element half, s16[2 * (cols/32)]. ActQuant::token: d = amax(row) / 127 for every block.
+  void (*quantize_act_row)(const float* x, int64_t cols, ActQuant mode, int8_t* q, float* d, int16_t* s16);
   // One GEMM per packed format (packed_format.h), indexed by packed::Fmt.
   std::array<GemmFn, packed::kNumFormats> gemm;
   // Fast dequantization of one plain-layout row (F16, BF16); false = use the type table.

@@ -23,7 +23,8 @@ struct ActScratch {
 };
 
 // Quantizes x [m][cols] into the activation panel; corr is the packed codes' offset (Geometry::corr).
-QActs quantize_acts(const KernelTable& kt, const float* x, int64_t m, int64_t cols, int32_t corr, ThreadPool& pool) {
+QActs quantize_acts(const KernelTable& kt, const float* x, int64_t m, int64_t cols, int32_t corr, ActQuant mode,
+                    ThreadPool& pool) {
   thread_local ActScratch s;
   const int64_t nb = cols / 32, groups = (m + kActGroup - 1) / kActGroup;
   const int gr = int(std::min<int64_t>(m, kActGroup));
@@ -44,7 +45,7 @@ QActs quantize_acts(const KernelTable& kt, const float* x, int64_t m, int64_t co
       const int r = int(i % kActGroup);
       if (r >= gr) break;  // (only a single short group stores fewer rows)
       const bool live = i < m;  // padded rows of the last group are zeros
-      if (live) kt.quantize_act_row(x + i * cols, cols, q.data(), d.data(), s16.data());
+      if (live) kt.quantize_act_row(x + i * cols, cols, mode, q.data(), d.data(), s16.data());
       for (int64_t b = 0; b < nb; ++b) {
         // Written through QActs' own accessors (the panel is this function's scratch), so the layout
         // is stated once.
@@ -76,14 +77,14 @@ QActs quantize_acts(const KernelTable& kt, const float* x, int64_t m, int64_t co
 }
 
 void matmul_tiled(const PackedMatrix& w, const packed::PackedFormat& pf, const float* x, int64_t m, float* y,
-                  ThreadPool& pool, const KernelTable& kt, OpProfile* prof, Op role) {
+                  ThreadPool& pool, const KernelTable& kt, OpProfile* prof, Op role, ActQuant act) {
   GemmArgs g;
   g.w = w.data.data();
   g.tile_bytes = pf.g.tile_bytes(w.cols / pf.g.block);
   g.rows = w.rows;
   {
     OpTimer t(prof, Op::kActQuant, double(m * w.cols) * 4, double(m * w.cols) * 2);
-    g.a = quantize_acts(kt, x, m, w.cols, pf.g.corr, pool);
+    g.a = quantize_acts(kt, x, m, w.cols, pf.g.corr, act, pool);
   }
   OpTimer t(prof, role, double(w.data.size()), 2.0 * double(m) * double(w.rows) * double(w.cols));
   g.y = y;
@@ -134,16 +135,17 @@ void matmul_rows(const PackedMatrix& w, const float* x, int64_t m, float* y, Thr
 }  // namespace
 
 void matmul(const PackedMatrix& w, const float* x, int64_t m, float* y, ThreadPool& pool, const KernelTable& kt,
-            OpProfile* prof, Op role) {
+            OpProfile* prof, Op role, ActQuant act) {
   if (m <= 0) return;
   if (const packed::PackedFormat* pf = packed::find_format(w.type))
-    return matmul_tiled(w, *pf, x, m, y, pool, kt, prof, role);
+    return matmul_tiled(w, *pf, x, m, y, pool, kt, prof, role, act);
   OpTimer t(prof, role, double(w.data.size()), 2.0 * double(m) * double(w.rows) * double(w.cols));
   matmul_rows(w, x, m, y, pool, kt);
 }
 
-void matmul(const PackedMatrix& w, const float* x, int64_t m, float* y, ThreadPool& pool, OpProfile* prof, Op role) {
-  matmul(w, x, m, y, pool, active_kernels(), prof, role);
+void matmul(const PackedMatrix& w, const float* x, int64_t m, float* y, ThreadPool& pool, OpProfile* prof, Op role,
+            ActQuant act) {
+  matmul(w, x, m, y, pool, active_kernels(), prof, role, act);
 }
 
 void matmul(const PackedMatrix& w, const float* x, int64_t m, float* y, ThreadPool& pool) {

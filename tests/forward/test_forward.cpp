@@ -87,6 +87,35 @@ TEST(Forward, FastMatchesReferenceForEveryShapeAndType) {
   }
 }
 
+// BackendOptions::act_quant = token (one int8 scale per token for every GEMM): still close to the
+// reference, and not the per-block result (the option reaches every GEMM of the step).
+TEST(Forward, PerTokenActivationQuantization) {
+  ThreadPool pool(2);
+  for (const Shape& s : kShapes) {
+    for (DType type : {DType::Q8_0, DType::Q4_K, DType::Q6_K}) {
+      SCOPED_TRACE(std::string(s.name) + " type " + std::to_string(int(type)));
+      auto model = make_model(s, type, 7);
+      ReferenceForward ref(*model);
+      auto token_fwd = create_backend("cpu", *model, BackendOptions{.pool = &pool, .act_quant = ActQuant::token});
+      CpuForward block_fwd(*model, pool);
+      Session token_session(*token_fwd, 64), block_session(block_fwd, 64);
+      auto tokens = some_tokens(11, int(s.vocab), 5);
+      std::vector<float> tok, blk;
+      token_session.feed_all_logits(tokens, tok, 4);
+      block_session.feed_all_logits(tokens, blk, 4);
+      auto want = ref.logits(tokens);
+      double diff = 0;
+      for (size_t i = 0; i < tokens.size(); ++i) {
+        std::vector<float> row(tok.begin() + i * s.vocab, tok.begin() + (i + 1) * s.vocab);
+        std::vector<float> brow(blk.begin() + i * s.vocab, blk.begin() + (i + 1) * s.vocab);
+        EXPECT_LT(nmse(row, want[i]), 4e-3) << "position " << i;
+        diff = std::max(diff, nmse(row, brow));
+      }
+      EXPECT_GT(diff, 1e-9);
+    }
+  }
+}
+
 TEST(Forward, DecodeTokenByTokenEqualsPrefill) {
   ThreadPool pool(2);
   auto model = make_model(kShapes[0], DType::Q8_0, 11);

@@ -113,24 +113,32 @@ TEST(MatmulTest, DecodeSplitComputesEveryTileOnce) {
 TEST(ActQuantTest, EveryIsaMatchesReferenceBitExactly) {
   const int64_t cols = 32 * 9;
   auto x = test::random_floats(size_t(cols), 11, 3.0f);
-  for (int k = 64; k < 96; ++k) x[size_t(k)] = 0.0f;  // an all-zero block: d = 0, q = 0
+  for (int k = 64; k < 96; ++k) x[size_t(k)] = 0.0f;  // an all-zero block: d = 0 per block, q = 0
   x[5] = 127.0f / 2;                                  // ties: exact .5 multiples round to even
-  std::vector<int8_t> q0(static_cast<size_t>(cols)), q1(static_cast<size_t>(cols));
-  std::vector<float> d0(9), d1(9);
-  std::vector<int16_t> s0(18), s1(18);
-  ref::quantize_act_row(x.data(), cols, q0.data(), d0.data(), s0.data());
-  for (int b = 0; b < 9; ++b) {  // the half sums are the sums of q
-    int lo = 0, hi = 0;
-    for (int k = 0; k < 16; ++k) lo += q0[size_t(32 * b + k)], hi += q0[size_t(32 * b + 16 + k)];
-    ASSERT_EQ(s0[size_t(2 * b)], lo);
-    ASSERT_EQ(s0[size_t(2 * b + 1)], hi);
-  }
-  for (Isa isa : supported_isas()) {
-    SCOPED_TRACE(isa_name(isa));
-    kernel_table(isa).quantize_act_row(x.data(), cols, q1.data(), d1.data(), s1.data());
-    EXPECT_EQ(q0, q1);
-    EXPECT_EQ(d0, d1);
-    EXPECT_EQ(s0, s1);
+  x[200] = 127.0f;                                    // the row's amax: per token, x[5] is a tie too
+  for (ActQuant mode : {ActQuant::block32, ActQuant::token}) {
+    SCOPED_TRACE(act_quant_name(mode));
+    std::vector<int8_t> q0(static_cast<size_t>(cols)), q1(static_cast<size_t>(cols));
+    std::vector<float> d0(9), d1(9);
+    std::vector<int16_t> s0(18), s1(18);
+    ref::quantize_act_row(x.data(), cols, mode, q0.data(), d0.data(), s0.data());
+    for (int b = 0; b < 9; ++b) {  // the half sums are the sums of q
+      int lo = 0, hi = 0;
+      for (int k = 0; k < 16; ++k) lo += q0[size_t(32 * b + k)], hi += q0[size_t(32 * b + 16 + k)];
+      ASSERT_EQ(s0[size_t(2 * b)], lo);
+      ASSERT_EQ(s0[size_t(2 * b + 1)], hi);
+      if (mode == ActQuant::token) {
+        ASSERT_EQ(d0[size_t(b)], 1.0f);  // amax 127 over the row
+      }
+    }
+    EXPECT_EQ(q0[5], mode == ActQuant::token ? 64 : 127);  // 63.5 rounds to even
+    for (Isa isa : supported_isas()) {
+      SCOPED_TRACE(isa_name(isa));
+      kernel_table(isa).quantize_act_row(x.data(), cols, mode, q1.data(), d1.data(), s1.data());
+      EXPECT_EQ(q0, q1);
+      EXPECT_EQ(d0, d1);
+      EXPECT_EQ(s0, s1);
+    }
   }
 }
 

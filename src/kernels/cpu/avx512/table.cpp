@@ -17,11 +17,19 @@ AttentionFn avx512_paged_attention();
 namespace {
 
 // Same contract and rounding as v_quantize_act_row (cvtps rounds to nearest even, like nearbyint).
-void quantize_act_row(const float* x, int64_t cols, int8_t* q, float* d, int16_t* s16) {
+void quantize_act_row(const float* x, int64_t cols, ActQuant mode, int8_t* q, float* d, int16_t* s16) {
   const __m512 sign = _mm512_castsi512_ps(_mm512_set1_epi32(0x7fffffff));
+  float row_amax = 0;
+  if (mode == ActQuant::token) {
+    __m512 m = _mm512_setzero_ps();
+    for (int64_t k = 0; k < cols; k += 16) m = _mm512_max_ps(m, _mm512_and_ps(_mm512_loadu_ps(x + k), sign));
+    row_amax = _mm512_reduce_max_ps(m);
+  }
   for (int64_t b = 0; b < cols / 32; ++b) {
     const __m512 x0 = _mm512_loadu_ps(x + b * 32), x1 = _mm512_loadu_ps(x + b * 32 + 16);
-    const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_and_ps(x0, sign), _mm512_and_ps(x1, sign)));
+    const float amax = mode == ActQuant::token
+                           ? row_amax
+                           : _mm512_reduce_max_ps(_mm512_max_ps(_mm512_and_ps(x0, sign), _mm512_and_ps(x1, sign)));
     const float db = amax / 127.0f, id = db != 0.0f ? 1.0f / db : 0.0f;
     const __m512i q0 = _mm512_cvtps_epi32(_mm512_mul_ps(x0, _mm512_set1_ps(id)));
     const __m512i q1 = _mm512_cvtps_epi32(_mm512_mul_ps(x1, _mm512_set1_ps(id)));
