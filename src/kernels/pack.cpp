@@ -23,7 +23,7 @@ void put_block(const packed::Geometry& g, const packed::BlockFields& f, int r, i
   uint8_t* sc = tile + g.scale_offset(b);
   if (g.d_at >= 0) std::memcpy(sc + g.d_at + 2 * r, &f.d, 2);
   if (g.m_at >= 0) std::memcpy(sc + g.m_at + 2 * r, &f.m, 2);
-  for (int s = 0; s < n_sc(g); ++s) sc[g.sc_at + 16 * s + r] = f.sc[s];
+  for (int s = 0; s < n_sc(g); ++s) sc[g.sc_at + g.sc_index(s, r)] = f.sc[s];
   for (int s = 0; s < n_mn(g); ++s) sc[g.mn_at + 16 * s + r] = f.mn[s];
   uint8_t* q = tile + g.quant_offset(b);
   for (int k = 0; k < g.block; ++k)
@@ -35,7 +35,7 @@ void get_block(const packed::Geometry& g, const uint8_t* tile, int r, int64_t b,
   const uint8_t* sc = tile + g.scale_offset(b);
   if (g.d_at >= 0) std::memcpy(&f.d, sc + g.d_at + 2 * r, 2);
   if (g.m_at >= 0) std::memcpy(&f.m, sc + g.m_at + 2 * r, 2);
-  for (int s = 0; s < n_sc(g); ++s) f.sc[s] = sc[g.sc_at + 16 * s + r];
+  for (int s = 0; s < n_sc(g); ++s) f.sc[s] = sc[g.sc_at + g.sc_index(s, r)];
   for (int s = 0; s < n_mn(g); ++s) f.mn[s] = sc[g.mn_at + 16 * s + r];
   const uint8_t* q = tile + g.quant_offset(b);
   for (int k = 0; k < g.block; ++k)

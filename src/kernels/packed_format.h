@@ -72,10 +72,10 @@ inline constexpr PackedFormat kFormats[] = {
     {Fmt::q5_0, DType::Q5_0, sizeof(BlockQ5_0), {32, 5, -16, Scales::d, 2, 32, 0}, detail::decode_q5_0, detail::dequant_q5_0},
     {Fmt::q5_1, DType::Q5_1, sizeof(BlockQ5_1), {32, 5, 0, Scales::d_m, 1, 64, 0, 32}, detail::decode_q5_1, detail::dequant_q5_1},
     // K-quants: one 256-element super-block per tile block; 6-bit sub-block scales/mins kept as bytes.
-    // [16 d | 16 dmin | b[16][16] = sc | mn << 4 (as GGUF)] (5 lines) [2-bit codes]: 84 B / 256 (= GGUF)
+    // [16 d | 16 dmin | b[8][16][2] = sc | mn << 4 (as GGUF)] (5 lines) [2-bit codes]: 84 B / 256 (= GGUF)
     {Fmt::q2_k, DType::Q2_K, sizeof(BlockQ2_K), {256, 2, 0, Scales::k_scmn16, 1, 320, 0, 32, 64}, detail::decode_q2_k,
      detail::dequant_q2_k},
-    // 2 per scale region: [sc - 32 [16][16] s8 | 16 d] x 2 (9 lines) [3-bit codes] x 2: 114 B / 256 (GGUF 110)
+    // 2 per scale region: [sc - 32 [8][16][2] s8 | 16 d] x 2 (9 lines) [3-bit codes] x 2: 114 B / 256 (GGUF 110)
     {Fmt::q3_k, DType::Q3_K, sizeof(BlockQ3_K), {256, 3, -4, Scales::k_sc16, 2, 288, 256, -1, 0}, detail::decode_q3_k,
      detail::dequant_q3_k},
     // [16 d | 16 dmin | sc[8][16] | mn[8][16]] (5 lines) [nibble codes]: 148 B / 256 (GGUF 144)
@@ -84,7 +84,7 @@ inline constexpr PackedFormat kFormats[] = {
     // as Q4_K with 5-bit codes: 180 B / 256 (GGUF 176)
     {Fmt::q5_k, DType::Q5_K, sizeof(BlockQ5_K), {256, 5, 0, Scales::k_sc_mn, 1, 320, 0, 32, 64, 192}, detail::decode_q5_k,
      detail::dequant_q5_k},
-    // 2 per scale region: [sc[16][16] s8 | 16 d] x 2 (9 lines) [6-bit codes] x 2: 210 B / 256 (= GGUF)
+    // 2 per scale region: [sc[8][16][2] s8 | 16 d] x 2 (9 lines) [6-bit codes] x 2: 210 B / 256 (= GGUF)
     {Fmt::q6_k, DType::Q6_K, sizeof(BlockQ6_K), {256, 6, -32, Scales::k_sc16, 2, 288, 256, -1, 0}, detail::decode_q6_k,
      detail::dequant_q6_k},
 };

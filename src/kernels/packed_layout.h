@@ -19,7 +19,9 @@
 //   bits 3: the 2 two-bit planes + 1 plane of third bits: bit j = bit 2 of quad j's code.
 // Quads 0-3 are elements 0-15 of the sub-block and quads 4-7 elements 16-31, so an int8 dot over quads
 // 0-3 and one over quads 4-7 are the two 16-element halves the 16-element sub-block scales need.
-// Scales: fp16 d (and m / dmin) as 16 halves per field; sub-block scales as bytes [sub-block][16 rows].
+// Scales: fp16 d (and m / dmin) as 16 halves per field; sub-block scales as bytes, [sub-block][16 rows] for
+// 32-element sub-blocks and [32-element sub-block][16 rows][2 halves] for 16-element ones (a row's two
+// scales of one activation block side by side: one 16-bit lane pair, for vpmaddwd).
 //
 // Why scales sit between the quants: a decode step streams each tile once, and one sequential stream
 // is what the hardware prefetchers follow best. With all of a tile's scales in a region ahead of its
@@ -54,10 +56,12 @@ struct Geometry {
   // Byte offsets of the scale fields inside one tile block's scales (-1: absent):
   int d_at = -1;   // 16 fp16 d (the super-block d for K-quants)
   int m_at = -1;   // 16 fp16 m (Q4_1, Q5_1) or dmin (K-quants)
-  int sc_at = -1;  // sub-block scales, bytes [sub-block][16 rows]
+  int sc_at = -1;  // sub-block scales (bytes, at sc_at + sc_index(i, r))
   int mn_at = -1;  // sub-block mins, bytes [sub-block][16 rows] (Q4_K, Q5_K)
 
   constexpr bool sub16() const { return scales == Scales::k_sc16 || scales == Scales::k_scmn16; }
+  // Offset (from sc_at) of row r's scale of sub-block i (16 or 32 elements).
+  constexpr int sc_index(int i, int r) const { return sub16() ? 32 * (i / 2) + 2 * r + i % 2 : 16 * i + r; }
   constexpr int subs() const { return block / kSub; }
   constexpr int64_t sub_bytes() const { return 64 * bits; }
   constexpr int64_t quant_bytes() const { return subs() * sub_bytes(); }

@@ -87,9 +87,6 @@ inline void unpack_half(const uint8_t* q, __m256i w[4]) {
 
 inline __m256 ph(const uint8_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
 inline __m256i u8x8(const uint8_t* p) { return _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))); }
-inline __m256 s8_ps(const uint8_t* p) {
-  return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
-}
 
 struct SubScale {
   __m256 s[2], m[2];
@@ -117,15 +114,20 @@ struct BlockScales {
     } else if constexpr (G.scales == Scales::k_sc_mn) {
       r.s[0] = _mm256_mul_ps(d, _mm256_cvtepi32_ps(u8x8(p + G.sc_at + 16 * s)));
       r.m[0] = _mm256_mul_ps(m, _mm256_cvtepi32_ps(u8x8(p + G.mn_at + 16 * s)));
-    } else if constexpr (G.scales == Scales::k_sc16) {
-      r.s[0] = _mm256_mul_ps(d, s8_ps(p + G.sc_at + 32 * s));
-      r.s[1] = _mm256_mul_ps(d, s8_ps(p + G.sc_at + 32 * s + 16));
     } else {
-      const __m256i lo4 = _mm256_set1_epi32(15);
-      for (int h = 0; h < 2; ++h) {
-        const __m256i b = u8x8(p + G.sc_at + 32 * s + 16 * h);
-        r.s[h] = _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_and_si256(b, lo4)));
-        r.m[h] = _mm256_mul_ps(m, _mm256_cvtepi32_ps(_mm256_srli_epi32(b, 4)));
+      // 16-element halves: the 8 rows' (lo, hi) scale byte pairs, widened to 16-bit lane pairs.
+      const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(sc + G.sc_at + 32 * s + 16 * half));
+      if constexpr (G.scales == Scales::k_sc16) {
+        const __m256i pr = _mm256_cvtepi8_epi16(raw);
+        r.s[0] = _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_srai_epi32(_mm256_slli_epi32(pr, 16), 16)));
+        r.s[1] = _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_srai_epi32(pr, 16)));
+      } else {
+        const __m256i pr = _mm256_cvtepu8_epi16(raw), lo4 = _mm256_set1_epi32(15);
+        const __m256i b[2] = {_mm256_and_si256(pr, _mm256_set1_epi32(0xff)), _mm256_srli_epi32(pr, 16)};
+        for (int h = 0; h < 2; ++h) {
+          r.s[h] = _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_and_si256(b[h], lo4)));
+          r.m[h] = _mm256_mul_ps(m, _mm256_cvtepi32_ps(_mm256_srli_epi32(b[h], 4)));
+        }
       }
     }
     return r;

@@ -96,9 +96,6 @@ inline void unpack_half(const uint8_t* q, __m512i w[4]) {
 
 inline __m512 ph(const uint8_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
 inline __m512i u8x16(const uint8_t* p) { return _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
-inline __m512 s8_ps(const uint8_t* p) {
-  return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
-}
 
 // Per-row multipliers of one sub-block: value = s * (int dot) + m * (activation sum terms); for 16-element
 // sub-blocks, lo/hi are the two halves (quads 0-3, 4-7).
@@ -127,18 +124,26 @@ struct BlockScales {
       r.s[0] = _mm512_mul_ps(d, _mm512_cvtepi32_ps(u8x16(sc + G.sc_at + 16 * s)));
       r.m[0] = _mm512_mul_ps(m, _mm512_cvtepi32_ps(u8x16(sc + G.mn_at + 16 * s)));
     } else if constexpr (G.scales == Scales::k_sc16) {
-      r.s[0] = _mm512_mul_ps(d, s8_ps(sc + G.sc_at + 32 * s));
-      r.s[1] = _mm512_mul_ps(d, s8_ps(sc + G.sc_at + 32 * s + 16));
+      const __m512i pr = pairs(s);
+      r.s[0] = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_srai_epi32(_mm512_slli_epi32(pr, 16), 16)));
+      r.s[1] = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_srai_epi32(pr, 16)));
     } else {
-      const __m512i lo4 = _mm512_set1_epi32(15);
+      const __m512i pr = pairs(s), lo4 = _mm512_set1_epi32(15);
+      const __m512i b[2] = {_mm512_and_si512(pr, _mm512_set1_epi32(0xff)), _mm512_srli_epi32(pr, 16)};
 #pragma GCC unroll 2
       for (int h = 0; h < 2; ++h) {
-        const __m512i b = u8x16(sc + G.sc_at + 32 * s + 16 * h);
-        r.s[h] = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_and_si512(b, lo4)));
-        r.m[h] = _mm512_mul_ps(m, _mm512_cvtepi32_ps(_mm512_srli_epi32(b, 4)));
+        r.s[h] = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_and_si512(b[h], lo4)));
+        r.m[h] = _mm512_mul_ps(m, _mm512_cvtepi32_ps(_mm512_srli_epi32(b[h], 4)));
       }
     }
     return r;
+  }
+  // 16-element scales of sub-block s: the rows' (lo, hi) byte pairs as 16-bit lane pairs (sign-extended for
+  // k_sc16, zero-extended for k_scmn16).
+  __m512i pairs(int s) const {
+    const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(sc + G.sc_at + 32 * s));
+    if constexpr (G.scales == Scales::k_sc16) return _mm512_cvtepi8_epi16(raw);
+    else return _mm512_cvtepu8_epi16(raw);
   }
 };
 
@@ -237,11 +242,63 @@ inline void sub_rows(const uint8_t* q, const QActs& a, const uint8_t* blk, int r
   }
 }
 
+// Decode (one row) with 16-element scales: the per-sub-block work is what limits these low-bit formats,
+// so it is done in integers. The two halves' int dots are applied their scales by one vpmaddwd when they
+// fit 16 bits (codes <= 3 bits: |dot| <= 16 * 4 * 127), else by two vpmulld; the float work is one
+// convert + FMA per sub-block into a per-tile-block sum, scaled by d once per tile block. Q2_K's min
+// term is one more vpmaddwd: its (mn_lo, mn_hi) pairs times the activation block's (S_lo, S_hi).
+template <Geometry G>
+inline void gemv_sub16(const uint8_t* tile, const QActs& a, int64_t g, int r0, int64_t b0, int64_t b1,
+                       float* acc_io) {
+  __m512 facc = _mm512_loadu_ps(acc_io);
+  for (int64_t b = b0; b < b1; ++b) {
+    const uint8_t* qb = tile + G.quant_offset(b);
+    const BlockScales<G> bs(tile + G.scale_offset(b));
+    __m512 acc_s = _mm512_setzero_ps(), acc_m = _mm512_setzero_ps();
+    for (int s = 0; s < G.subs(); ++s) {
+      const uint8_t* q = qb + s * G.sub_bytes();
+      const uint8_t* blk = a.block(g, b * G.subs() + s);
+      const int8_t* x = a.q(blk, r0);
+      __m512i lo = chain_init<G>(a, blk, r0, 0), hi = chain_init<G>(a, blk, r0, 1), w[4];
+      unpack_half<G.bits, 0>(q, w);
+#pragma GCC unroll 4
+      for (int i = 0; i < 4; ++i) lo = dp(lo, w[i], x + 4 * i);
+      unpack_half<G.bits, 1>(q, w);
+#pragma GCC unroll 4
+      for (int i = 0; i < 4; ++i) hi = dp(hi, w[i], x + 16 + 4 * i);
+      const __m512 da = _mm512_set1_ps(*a.d(blk, r0));
+      const __m512i pr = bs.pairs(s);
+      __m512i isc;
+      if constexpr (G.bits <= 3) {
+        const __m512i dots = _mm512_mask_blend_epi16(__mmask32(0xAAAAAAAA), lo, _mm512_slli_epi32(hi, 16));
+        if constexpr (G.scales == Scales::k_scmn16) {
+          isc = _mm512_madd_epi16(dots, _mm512_and_si512(pr, _mm512_set1_epi16(15)));
+          int32_t s16;
+          std::memcpy(&s16, a.s16(blk, r0), 4);
+          const __m512i imn = _mm512_madd_epi16(_mm512_srli_epi16(pr, 4), _mm512_set1_epi32(s16));
+          acc_m = _mm512_fmadd_ps(_mm512_cvtepi32_ps(imn), da, acc_m);
+        } else {
+          isc = _mm512_madd_epi16(dots, pr);
+        }
+      } else {
+        static_assert(G.scales == Scales::k_sc16);
+        isc = _mm512_add_epi32(_mm512_mullo_epi32(lo, _mm512_srai_epi32(_mm512_slli_epi32(pr, 16), 16)),
+                               _mm512_mullo_epi32(hi, _mm512_srai_epi32(pr, 16)));
+      }
+      acc_s = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isc), da, acc_s);
+    }
+    facc = _mm512_fmadd_ps(acc_s, bs.d, facc);
+    if constexpr (G.scales == Scales::k_scmn16) facc = _mm512_fmadd_ps(acc_m, bs.m, facc);
+  }
+  _mm512_storeu_ps(acc_io, facc);
+}
+
 // Rows r0..r0+MR of activation group g, for tile blocks [b0, b1) of one tile: acc[row][0..16) += the
 // blocks' contributions. acc holds MR rows of 16 floats and persists across block ranges.
 template <Geometry G, int MR>
 inline void tile_rows(const uint8_t* tile, const QActs& a, int64_t g, int r0, int64_t b0, int64_t b1, float* acc_io,
                       bool prefetch) {
+  if constexpr (MR == 1 && G.sub16()) return gemv_sub16<G>(tile, a, g, r0, b0, b1, acc_io);
   __m512 facc[MR];
 #pragma GCC unroll 16
   for (int r = 0; r < MR; ++r) facc[r] = _mm512_loadu_ps(acc_io + 16 * r);

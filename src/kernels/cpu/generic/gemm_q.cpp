@@ -36,13 +36,13 @@ SubScale sub_scale(const uint8_t* sc, int r, int s) {
   } else if constexpr (G.scales == Scales::d_m) {
     o.s[0] = d, o.m[0] = m;
   } else if constexpr (G.scales == Scales::k_sc_mn) {
-    o.s[0] = d * float(sc[G.sc_at + 16 * s + r]);
+    o.s[0] = d * float(sc[G.sc_at + G.sc_index(s, r)]);
     o.m[0] = -m * float(sc[G.mn_at + 16 * s + r]);
   } else if constexpr (G.scales == Scales::k_sc16) {
-    for (int h2 = 0; h2 < 2; ++h2) o.s[h2] = d * float(int8_t(sc[G.sc_at + 16 * (2 * s + h2) + r]));
+    for (int h2 = 0; h2 < 2; ++h2) o.s[h2] = d * float(int8_t(sc[G.sc_at + G.sc_index(2 * s + h2, r)]));
   } else {
     for (int h2 = 0; h2 < 2; ++h2) {
-      const uint8_t b = sc[G.sc_at + 16 * (2 * s + h2) + r];
+      const uint8_t b = sc[G.sc_at + G.sc_index(2 * s + h2, r)];
       o.s[h2] = d * float(b & 15);
       o.m[h2] = -m * float(b >> 4);
     }
