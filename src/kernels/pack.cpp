@@ -26,8 +26,7 @@ void put_block(const packed::Geometry& g, const packed::BlockFields& f, int r, i
   for (int s = 0; s < n_sc(g); ++s) sc[g.sc_at + g.sc_index(s, r)] = f.sc[s];
   for (int s = 0; s < n_mn(g); ++s) sc[g.mn_at + 16 * s + r] = f.mn[s];
   uint8_t* q = tile + g.quant_offset(b);
-  for (int k = 0; k < g.block; ++k)
-    packed::put_code<bits>(q + (k / packed::kSub) * g.sub_bytes(), r, k % packed::kSub, f.code[k]);
+  for (int s = 0; s < g.subs(); ++s) packed::put_codes<bits>(q + s * g.sub_bytes(), r, f.code + packed::kSub * s);
 }
 
 template <int bits>
@@ -64,7 +63,7 @@ PackedMatrix pack_matrix(DType type, const void* src, int64_t rows, int64_t cols
   const packed::Geometry& g = pf->g;
   const int64_t nb = cols / g.block, tb = g.tile_bytes(nb);
   const size_t block_bytes = size_t(pf->gguf_bytes);
-  w.data = Buffer(size_t(packed::n_tiles(rows) * tb), true);  // zero-filled: padded rows and codes OR'ed in
+  w.data = Buffer(size_t(packed::n_tiles(rows) * tb), true);  // zero-filled: the padded rows of the last tile
   packed::with_bits(g.bits, [&](auto bits) {
     packed::BlockFields f{};
     for (int64_t r = 0; r < rows; ++r) {

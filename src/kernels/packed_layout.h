@@ -100,19 +100,41 @@ inline int get_code(const uint8_t* sub, int r, int k) {
   }
 }
 
-// (ORs bit planes in: the sub-block starts zeroed.)
+// Writes row r's 32 codes of a sub-block: each plane byte 4r+u gathers the codes of row r, element u of
+// every quad, so it is computed whole and stored once.
 template <int bits>
-inline void put_code(uint8_t* sub, int r, int k, int code) {
-  const int j = k / 4, pos = r * 4 + k % 4;
-  if constexpr (bits == 8) {
-    sub[j * 64 + pos] = uint8_t(code);
-  } else if constexpr (bits >= 4) {
-    sub[(j % 4) * 64 + pos] |= uint8_t(j < 4 ? (code & 15) : (code & 15) << 4);
-    if constexpr (bits == 5) sub[256 + pos] |= uint8_t(((code >> 4) & 1) << j);
-    if constexpr (bits == 6) sub[256 + (j / 4) * 64 + pos] |= uint8_t(((code >> 4) & 3) << (2 * (j % 4)));
-  } else {
-    sub[(j / 4) * 64 + pos] |= uint8_t((code & 3) << (2 * (j % 4)));
-    if constexpr (bits == 3) sub[128 + pos] |= uint8_t(((code >> 2) & 1) << j);
+inline void put_codes(uint8_t* sub, int r, const uint8_t* code) {
+  for (int u = 0; u < 4; ++u) {
+    const int pos = r * 4 + u;
+    auto c = [&](int j) { return unsigned(code[4 * j + u]); };
+    if constexpr (bits == 8) {
+      for (int j = 0; j < 8; ++j) sub[j * 64 + pos] = uint8_t(c(j));
+    } else if constexpr (bits >= 4) {
+      for (int j = 0; j < 4; ++j) sub[j * 64 + pos] = uint8_t((c(j) & 15) | (c(j + 4) & 15) << 4);
+      if constexpr (bits == 5) {
+        unsigned hb = 0;
+        for (int j = 0; j < 8; ++j) hb |= ((c(j) >> 4) & 1) << j;
+        sub[256 + pos] = uint8_t(hb);
+      }
+      if constexpr (bits == 6) {
+        for (int h = 0; h < 2; ++h) {
+          unsigned hb = 0;
+          for (int i = 0; i < 4; ++i) hb |= ((c(4 * h + i) >> 4) & 3) << (2 * i);
+          sub[256 + 64 * h + pos] = uint8_t(hb);
+        }
+      }
+    } else {
+      for (int h = 0; h < 2; ++h) {
+        unsigned p = 0;
+        for (int i = 0; i < 4; ++i) p |= (c(4 * h + i) & 3) << (2 * i);
+        sub[64 * h + pos] = uint8_t(p);
+      }
+      if constexpr (bits == 3) {
+        unsigned hb = 0;
+        for (int j = 0; j < 8; ++j) hb |= ((c(j) >> 2) & 1) << j;
+        sub[128 + pos] = uint8_t(hb);
+      }
+    }
   }
 }
 
