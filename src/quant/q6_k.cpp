@@ -1,13 +1,15 @@
-// Q6_K reference (de)quantizer: super-blocks of 256 = 16 sub-blocks of 16, x = d * sc * (q - 32)
-// with int8 sc per sub-block. Bit-exact with ggml's quantize_row_q6_K_ref / dequantize_row_q6_K.
+// Q6_K: super-blocks of 256 = 16 sub-blocks of 16, x = d * sc * (q - 32) with int8 sc per sub-block and
+// 6-bit codes (4 low bits in ql, 2 high bits in qh). Reference pair bit-exact with ggml's
+// quantize_row_q6_K_ref / dequantize_row_q6_K; plus the code grid and weighted search.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 
 #include "core/fp16.h"
 #include "quant/blocks.h"
+#include "quant/code_grid.h"
 #include "quant/k_quant_search.h"
-#include "quant/ref_quants.h"
+#include "quant/weighted_search.h"
 
 namespace tinfer::quant_ref {
 
@@ -16,6 +18,47 @@ namespace {
 constexpr int kSub = 16;             // elements per sub-block
 constexpr int kNSub = kQK_K / kSub;  // 16 sub-blocks
 constexpr float kGroupMaxEps = 1e-15f;
+
+// Codes (0..63) against the scales as stored; a zero scale keeps the search's codes.
+void requantize(const float* x, const BlockQ6_K& y, int8_t* L) {
+  for (int j = 0; j < kNSub; ++j) {
+    const float d = fp16_to_f32(y.d) * y.scales[j];
+    if (d == 0.0f) continue;
+    for (int ii = 0; ii < kSub; ++ii) {
+      const int l = nearest_int(x[kSub * j + ii] / d);
+      L[kSub * j + ii] = int8_t(std::max(-32, std::min(31, l)) + 32);
+    }
+  }
+}
+
+// Per 128 elements: ql[0..31] = q[l] | q[l+64] << 4, ql[32..63] = q[l+32] | q[l+96] << 4 (low
+// 4 bits); qh[l] holds the top 2 bits of q[l], q[l+32], q[l+64], q[l+96] at bits 0, 2, 4, 6.
+void pack(const int8_t* L, BlockQ6_K& y) {
+  uint8_t* ql = y.ql;
+  uint8_t* qh = y.qh;
+  for (int j = 0; j < kQK_K; j += 128, ql += 64, qh += 32) {
+    for (int l = 0; l < 32; ++l) {
+      const uint8_t q1 = L[j + l] & 0xF, q2 = L[j + l + 32] & 0xF;
+      const uint8_t q3 = L[j + l + 64] & 0xF, q4 = L[j + l + 96] & 0xF;
+      ql[l] = uint8_t(q1 | (q3 << 4));
+      ql[l + 32] = uint8_t(q2 | (q4 << 4));
+      qh[l] = uint8_t(((L[j + l] >> 4) & 3) | (((L[j + l + 32] >> 4) & 3) << 2) | (((L[j + l + 64] >> 4) & 3) << 4) |
+                      (((L[j + l + 96] >> 4) & 3) << 6));
+    }
+  }
+}
+void unpack(const BlockQ6_K& y, int8_t* L) {
+  const uint8_t* ql = y.ql;
+  const uint8_t* qh = y.qh;
+  for (int j = 0; j < kQK_K; j += 128, ql += 64, qh += 32) {
+    for (int l = 0; l < 32; ++l) {
+      L[j + l] = int8_t((ql[l] & 0xF) | ((qh[l] & 3) << 4));
+      L[j + l + 32] = int8_t((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4));
+      L[j + l + 64] = int8_t((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4));
+      L[j + l + 96] = int8_t((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4));
+    }
+  }
+}
 
 void quantize_block(const float* x, BlockQ6_K& y) {
   int8_t L[kQK_K];  // quants offset by 32, in [0, 63]
@@ -40,29 +83,50 @@ void quantize_block(const float* x, BlockQ6_K& y) {
   y.d = f32_to_fp16(1 / iscale);
   for (int ib = 0; ib < kNSub; ++ib) y.scales[ib] = int8_t(std::min(127, nearest_int(iscale * scales[ib])));
 
-  // Re-quantize against the stored scales; a zero scale keeps the search's quants.
-  for (int j = 0; j < kNSub; ++j) {
-    const float d = fp16_to_f32(y.d) * y.scales[j];
-    if (d == 0.0f) continue;
-    for (int ii = 0; ii < kSub; ++ii) {
-      const int l = nearest_int(x[kSub * j + ii] / d);
-      L[kSub * j + ii] = int8_t(std::max(-32, std::min(31, l)) + 32);
-    }
-  }
+  requantize(x, y, L);
+  pack(L, y);
+}
 
-  // Per 128 elements: ql[0..31] = q[l] | q[l+64] << 4, ql[32..63] = q[l+32] | q[l+96] << 4 (low
-  // 4 bits); qh[l] holds the top 2 bits of q[l], q[l+32], q[l+64], q[l+96] at bits 0, 2, 4, 6.
-  uint8_t* ql = y.ql;
-  uint8_t* qh = y.qh;
-  for (int j = 0; j < kQK_K; j += 128, ql += 64, qh += 32) {
-    for (int l = 0; l < 32; ++l) {
-      const uint8_t q1 = L[j + l] & 0xF, q2 = L[j + l + 32] & 0xF;
-      const uint8_t q3 = L[j + l + 64] & 0xF, q4 = L[j + l + 96] & 0xF;
-      ql[l] = uint8_t(q1 | (q3 << 4));
-      ql[l + 32] = uint8_t(q2 | (q4 << 4));
-      qh[l] = uint8_t((L[j + l] >> 4) | ((L[j + l + 32] >> 4) << 2) | ((L[j + l + 64] >> 4) << 4) |
-                      ((L[j + l + 96] >> 4) << 6));
+// Weighted: symmetric fit per sub-block on codes -32..31, then the int8 scales (-128..127) fitted with
+// the error their rounding causes (e^2 * sum w L^2), re-rounded to the stored fp16 d, codes re-rounded.
+void search(const float* x, const float* w, BlockQ6_K& y) {
+  int8_t L[kQK_K];
+  float scales[kNSub], w_scale[kNSub];
+  int32_t Lj[kSub];
+  for (int j = 0; j < kNSub; ++j) {
+    const float* ws = w + kSub * j;
+    scales[j] = weighted_scale_fit(kSub, -32, 31, x + kSub * j, ws, Lj);
+    double wl2 = 0;
+    for (int i = 0; i < kSub; ++i) {
+      L[kSub * j + i] = int8_t(Lj[i] + 32);
+      wl2 += double(ws[i]) * Lj[i] * Lj[i];
     }
+    w_scale[j] = float(wl2);
+  }
+  int32_t q[kNSub];
+  y.d = f32_to_fp16(weighted_scale_fit(kNSub, -128, 127, scales, w_scale, q));
+  round_to_grid(kNSub, -128, 127, scales, fp16_to_f32(y.d), 0.0f, q);
+  for (int j = 0; j < kNSub; ++j) y.scales[j] = int8_t(q[j]);
+  requantize(x, y, L);
+  pack(L, y);
+}
+
+void codes(const BlockQ6_K& b, int32_t* q) {
+  int8_t L[kQK_K];
+  unpack(b, L);
+  for (int e = 0; e < kQK_K; ++e) q[e] = L[e];
+}
+void put_codes(BlockQ6_K& b, const int32_t* q) {
+  int8_t L[kQK_K];
+  for (int e = 0; e < kQK_K; ++e) L[e] = int8_t(q[e]);
+  pack(L, b);
+}
+void grid_block(const BlockQ6_K& b, float* scale, float* offset) {
+  const float d = fp16_to_f32(b.d);
+  for (int j = 0; j < kNSub; ++j) {
+    const float dl = d * b.scales[j];
+    std::fill(scale + kSub * j, scale + kSub * (j + 1), dl);
+    std::fill(offset + kSub * j, offset + kSub * (j + 1), -32 * dl);
   }
 }
 
@@ -70,25 +134,13 @@ void quantize_block(const float* x, BlockQ6_K& y) {
 
 void q6_k_to_float(const void* src, float* dst, int64_t n) {
   const auto* b = static_cast<const BlockQ6_K*>(src);
+  int8_t L[kQK_K];
   for (int64_t i = 0; i < n / kQK_K; ++i) {
     const float d = fp16_to_f32(b[i].d);
-    const uint8_t* ql = b[i].ql;
-    const uint8_t* qh = b[i].qh;
-    const int8_t* sc = b[i].scales;
+    unpack(b[i], L);
     float* y = dst + i * kQK_K;
-    for (int j = 0; j < kQK_K; j += 128, y += 128, ql += 64, qh += 32, sc += 8) {
-      for (int l = 0; l < 32; ++l) {
-        const int is = l / 16;
-        const int q1 = ((ql[l] & 0xF) | (((qh[l] >> 0) & 3) << 4)) - 32;
-        const int q2 = ((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4)) - 32;
-        const int q3 = ((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32;
-        const int q4 = ((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32;
-        y[l] = d * sc[is] * q1;
-        y[l + 32] = d * sc[is + 2] * q2;
-        y[l + 64] = d * sc[is + 4] * q3;
-        y[l + 96] = d * sc[is + 6] * q4;
-      }
-    }
+    for (int j = 0; j < kNSub; ++j)
+      for (int l = 0; l < kSub; ++l) y[kSub * j + l] = d * b[i].scales[j] * (L[kSub * j + l] - 32);
   }
 }
 
@@ -96,5 +148,7 @@ void q6_k_from_float(const float* src, void* dst, int64_t n) {
   auto* b = static_cast<BlockQ6_K*>(dst);
   for (int64_t i = 0; i < n / kQK_K; ++i) quantize_block(src + i * kQK_K, b[i]);
 }
+
+TINFER_DEFINE_CODE_GRID(q6_k, BlockQ6_K, kQK_K, q6_k_codes, codes, put_codes, grid_block, search)
 
 }  // namespace tinfer::quant_ref

@@ -13,16 +13,30 @@ namespace {
 
 namespace r = quant_ref;
 
-constexpr std::array<TypeTraits, 8> kTypes = {{
+// A quantized type's row: facts, reference pair, code range and code-grid functions, all named after it.
+#define TINFER_QUANT_ROW(TYPE, name, block_size, Block)                                                              \
+  TypeTraits {                                                                                                       \
+    DType::TYPE, #name, block_size, sizeof(Block), r::name##_to_float, r::name##_from_float, r::name##_codes.min,    \
+        r::name##_codes.max, r::name##_from_float_weighted, r::name##_grid, r::name##_get_codes, r::name##_set_codes \
+  }
+
+constexpr std::array<TypeTraits, 13> kTypes = {{
     {DType::F32, "f32", 1, 4, r::f32_to_float, r::f32_from_float},
     {DType::F16, "f16", 1, 2, r::f16_to_float, r::f16_from_float},
     {DType::BF16, "bf16", 1, 2, r::bf16_to_float, r::bf16_from_float},
-    {DType::Q8_0, "q8_0", kQK, sizeof(BlockQ8_0), r::q8_0_to_float, r::q8_0_from_float},
-    {DType::Q4_0, "q4_0", kQK, sizeof(BlockQ4_0), r::q4_0_to_float, r::q4_0_from_float},
-    {DType::Q4_1, "q4_1", kQK, sizeof(BlockQ4_1), r::q4_1_to_float, r::q4_1_from_float},
-    {DType::Q4_K, "q4_k", kQK_K, sizeof(BlockQ4_K), r::q4_k_to_float, r::q4_k_from_float},
-    {DType::Q6_K, "q6_k", kQK_K, sizeof(BlockQ6_K), r::q6_k_to_float, r::q6_k_from_float},
+    TINFER_QUANT_ROW(Q8_0, q8_0, kQK, BlockQ8_0),
+    TINFER_QUANT_ROW(Q4_0, q4_0, kQK, BlockQ4_0),
+    TINFER_QUANT_ROW(Q4_1, q4_1, kQK, BlockQ4_1),
+    TINFER_QUANT_ROW(Q5_0, q5_0, kQK, BlockQ5_0),
+    TINFER_QUANT_ROW(Q5_1, q5_1, kQK, BlockQ5_1),
+    TINFER_QUANT_ROW(Q2_K, q2_k, kQK_K, BlockQ2_K),
+    TINFER_QUANT_ROW(Q3_K, q3_k, kQK_K, BlockQ3_K),
+    TINFER_QUANT_ROW(Q4_K, q4_k, kQK_K, BlockQ4_K),
+    TINFER_QUANT_ROW(Q5_K, q5_k, kQK_K, BlockQ5_K),
+    TINFER_QUANT_ROW(Q6_K, q6_k, kQK_K, BlockQ6_K),
 }};
+
+#undef TINFER_QUANT_ROW
 
 }  // namespace
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # Generates the golden (de)quantization fixtures in data/ with gguf-py (pip package `gguf`), an
-# implementation of the GGUF block formats independent of ours. gguf-py cannot quantize Q4_K/Q6_K:
-# those two quantize fixtures come from the scalar float32 numpy port below (a cross-check of the C++). Run once at development time:
+# implementation of the GGUF block formats independent of ours. gguf-py cannot quantize the K-quants:
+# those quantize fixtures come from the scalar float32 numpy ports below (a cross-check of the C++). Run once at development time:
 #   /tmp/venv/bin/python tests/quant/gen_golden.py      (needs numpy + gguf; tests never run Python)
 # File formats (little endian):
 #   <type>.quant.bin    u32 n | f32 x[n]           | u8 blocks[row_bytes(n)]   expected quantize(x)
@@ -20,10 +20,12 @@ TYPES = {  # name -> (gguf type, block size, block bytes)
     "f32": (T.F32, 1, 4), "f16": (T.F16, 1, 2), "bf16": (T.BF16, 1, 2),
     "q8_0": (T.Q8_0, 32, 34), "q4_0": (T.Q4_0, 32, 18), "q4_1": (T.Q4_1, 32, 20),
     "q4_k": (T.Q4_K, 256, 144), "q6_k": (T.Q6_K, 256, 210),
+    # Appended (each type's rng seed is its position here: earlier fixtures stay byte-identical).
+    "q5_0": (T.Q5_0, 32, 22), "q5_1": (T.Q5_1, 32, 24),
+    "q2_k": (T.Q2_K, 256, 84), "q3_k": (T.Q3_K, 256, 110), "q5_k": (T.Q5_K, 256, 176),
 }
-# gguf-py has only dequantizers for the K-quants; their quantize fixtures come from the numpy port
-# of ggml's quantize_row_q{4,6}_K_ref below (our own second implementation, written from ggml's C).
-NO_QUANTIZER = {"q4_k", "q6_k"}
+# gguf-py has only dequantizers for the K-quants; their quantize fixtures come from the numpy ports
+# of ggml's quantize_row_q{2,3,4,5,6}_K_ref below (our own second implementation, written from ggml's C).
 
 f32 = np.float32
 
@@ -37,8 +39,11 @@ def f16_round(v):  # fp32 -> fp16 (RNE) -> fp32, and the fp16 bits
     return f32(h), int(np.array(h).view(np.uint16))
 
 
-def make_qkx2_quants(nmax, x, w, rmin, rdelta, nstep):
-    """Scalar float32 port of make_qkx2_quants (use_mad = false). Returns (L, scale, the_min)."""
+def make_qkx2_quants(nmax, x, w, rmin, rdelta, nstep, use_mad=False):
+    """Scalar float32 port of make_qkx2_quants. Returns (L, scale, the_min)."""
+    def err(diff):
+        return abs(diff) if use_mad else f32(diff * diff)
+
     n = len(x)
     mn, mx, sum_w = x[0], x[0], w[0]
     sum_x = f32(sum_w * x[0])
@@ -57,7 +62,7 @@ def make_qkx2_quants(nmax, x, w, rmin, rdelta, nstep):
     best = f32(0)
     for i in range(n):
         diff = f32(f32(f32(scale * f32(L[i])) + mn) - x[i])
-        best = f32(best + f32(w[i] * f32(diff * diff)))
+        best = f32(best + f32(w[i] * err(diff)))
     for step in range(nstep + 1):
         iscale = f32(f32(f32(rmin + f32(rdelta * f32(step))) + f32(nmax)) / f32(mx - mn))
         sum_l = sum_l2 = sum_xl = f32(0)
@@ -78,13 +83,14 @@ def make_qkx2_quants(nmax, x, w, rmin, rdelta, nstep):
             cur = f32(0)
             for i in range(n):
                 diff = f32(f32(f32(this_scale * f32(Laux[i])) + this_min) - x[i])
-                cur = f32(cur + f32(w[i] * f32(diff * diff)))
+                cur = f32(cur + f32(w[i] * err(diff)))
             if cur < best:
                 L, best, scale, mn = Laux, cur, this_scale, this_min
     return L, scale, f32(-mn)
 
 
-def quantize_q4_k_block(x):
+def quantize_q45_k_scales(x, nmax, rmin, rdelta, nstep):
+    """The half of quantize_row_q{4,5}_K_ref the two share: returns (d_bits, dmin_bits, packed scales, L)."""
     L, scales, mins = [], [], []
     for j in range(8):
         xs = [f32(v) for v in x[32 * j:32 * j + 32]]
@@ -93,7 +99,7 @@ def quantize_q4_k_block(x):
             sum_x2 = f32(sum_x2 + f32(v * v))
         av_x = np.sqrt(f32(sum_x2 / f32(32)))
         w = [f32(av_x + abs(v)) for v in xs]
-        Lj, sc, mn = make_qkx2_quants(15, xs, w, f32(-1.0), f32(0.1), 20)
+        Lj, sc, mn = make_qkx2_quants(nmax, xs, w, f32(rmin), f32(rdelta), nstep)
         L += Lj
         scales.append(sc)
         mins.append(mn)
@@ -124,9 +130,135 @@ def quantize_q4_k_block(x):
             continue
         dm = f32(dmin * f32(m))
         for i in range(32):
-            L[32 * j + i] = max(0, min(15, nearest_int(f32(f32(f32(x[32 * j + i]) + dm) / dj))))
-    qs = [L[j + l] | (L[j + l + 32] << 4) for j in range(0, 256, 64) for l in range(32)]
-    return struct.pack("<HH", d_bits, dmin_bits) + bytes(packed) + bytes(qs)
+            L[32 * j + i] = max(0, min(nmax, nearest_int(f32(f32(f32(x[32 * j + i]) + dm) / dj))))
+    return d_bits, dmin_bits, packed, L
+
+
+def nibbles_k(L):  # Q4_K/Q5_K qs: per 64 elements, byte l = element l | element l+32 << 4 (low 4 bits)
+    return bytes((L[j + l] & 15) | ((L[j + l + 32] & 15) << 4) for j in range(0, 256, 64) for l in range(32))
+
+
+def high_bits_k(L, bit):  # Q3_K hmask / Q5_K qh: bit e//32 of byte e%32 = bit `bit` of element e
+    hm = [0] * 32
+    for e in range(256):
+        hm[e % 32] |= ((L[e] >> bit) & 1) << (e // 32)
+    return bytes(hm)
+
+
+def crumbs_k(L):  # Q2_K/Q3_K qs: per 128 elements, byte l = elements l, l+32, l+64, l+96 at bits 0,2,4,6
+    return bytes((L[j + l] & 3) | ((L[j + l + 32] & 3) << 2) | ((L[j + l + 64] & 3) << 4) | ((L[j + l + 96] & 3) << 6)
+                 for j in range(0, 256, 128) for l in range(32))
+
+
+def quantize_q4_k_block(x):
+    d_bits, dmin_bits, packed, L = quantize_q45_k_scales(x, 15, -1.0, 0.1, 20)
+    return struct.pack("<HH", d_bits, dmin_bits) + bytes(packed) + nibbles_k(L)
+
+
+def quantize_q5_k_block(x):
+    d_bits, dmin_bits, packed, L = quantize_q45_k_scales(x, 31, -0.5, 0.1, 15)
+    return struct.pack("<HH", d_bits, dmin_bits) + bytes(packed) + high_bits_k(L, 4) + nibbles_k(L)
+
+
+def quantize_q2_k_block(x):
+    x = [f32(v) for v in x]
+    L, scales, mins = [], [], []
+    for j in range(16):
+        xs = x[16 * j:16 * j + 16]
+        Lj, sc, mn = make_qkx2_quants(3, xs, [abs(v) for v in xs], f32(-0.5), f32(0.1), 15, use_mad=True)
+        L += Lj
+        scales.append(sc)
+        mins.append(mn)
+    max_scale = max([f32(0)] + [v for v in scales if v > 0])
+    max_min = max([f32(0)] + [v for v in mins if v > 0])
+    sc = [0] * 16
+    if max_scale > 0:
+        iscale = f32(f32(15) / max_scale)
+        sc = [nearest_int(f32(iscale * v)) & 0xFF for v in scales]
+        d, d_bits = f16_round(f32(max_scale / f32(15)))
+    else:
+        d, d_bits = f16_round(f32(0))
+    if max_min > 0:
+        iscale = f32(f32(15) / max_min)
+        sc = [(sc[j] | (nearest_int(f32(iscale * mins[j])) << 4)) & 0xFF for j in range(16)]
+        dmin, dmin_bits = f16_round(f32(max_min / f32(15)))
+    else:
+        dmin, dmin_bits = f16_round(f32(0))
+    for j in range(16):
+        dj = f32(d * f32(sc[j] & 0xF))
+        if dj == 0:
+            continue
+        dm = f32(dmin * f32(sc[j] >> 4))
+        for i in range(16):
+            L[16 * j + i] = max(0, min(3, nearest_int(f32(f32(x[16 * j + i] + dm) / dj))))
+    return bytes(sc) + crumbs_k(L) + struct.pack("<HH", d_bits, dmin_bits)
+
+
+def make_q3_quants(nmax, x):
+    """Scalar float32 port of make_q3_quants(do_rmse = true). Returns (L offset by nmax, scale)."""
+    amax, mx = f32(0), f32(0)
+    for v in x:
+        if abs(v) > amax:
+            amax, mx = abs(v), v
+    if amax < f32(1e-15):
+        return [0] * len(x), f32(0)
+    iscale = f32(f32(-nmax) / mx)
+    L = [max(-nmax, min(nmax - 1, nearest_int(f32(iscale * v)))) for v in x]
+    sumlx = suml2 = f32(0)
+    for v, l in zip(x, L):
+        w = f32(v * v)
+        sumlx = f32(sumlx + f32(f32(w * v) * f32(l)))
+        suml2 = f32(suml2 + f32(f32(w * f32(l)) * f32(l)))
+    for _ in range(5):
+        n_changed = 0
+        for i, v in enumerate(x):
+            w = f32(v * v)
+            slx = f32(sumlx - f32(f32(w * v) * f32(L[i])))
+            if slx > 0:
+                sl2 = f32(suml2 - f32(f32(w * f32(L[i])) * f32(L[i])))
+                new_l = max(-nmax, min(nmax - 1, nearest_int(f32(f32(v * sl2) / slx))))
+                if new_l != L[i]:
+                    slx = f32(slx + f32(f32(w * v) * f32(new_l)))
+                    sl2 = f32(sl2 + f32(f32(w * f32(new_l)) * f32(new_l)))
+                    if sl2 > 0 and f32(f32(slx * slx) * suml2) > f32(f32(sumlx * sumlx) * sl2):
+                        L[i], sumlx, suml2 = new_l, slx, sl2
+                        n_changed += 1
+        if not n_changed:
+            break
+    return [l + nmax for l in L], (f32(sumlx / suml2) if suml2 > 0 else f32(0))
+
+
+def quantize_q3_k_block(x):
+    x = [f32(v) for v in x]
+    L, scales = [], []
+    max_scale = amax = f32(0)
+    for j in range(16):
+        Lj, sc = make_q3_quants(4, x[16 * j:16 * j + 16])
+        L += Lj
+        scales.append(sc)
+        if abs(sc) > amax:
+            amax, max_scale = abs(sc), sc
+    levels = [0] * 16
+    if max_scale != 0:
+        iscale = f32(f32(-32) / max_scale)
+        levels = [max(-32, min(31, nearest_int(f32(iscale * v)))) + 32 for v in scales]
+        d, d_bits = f16_round(f32(f32(1) / iscale))
+    else:
+        d, d_bits = f16_round(f32(0))
+    packed = [0] * 12
+    for j in range(16):
+        if j < 8:
+            packed[j] = levels[j] & 0xF
+        else:
+            packed[j - 8] |= (levels[j] & 0xF) << 4
+        packed[8 + j % 4] |= (levels[j] >> 4) << (2 * (j // 4))
+    for j in range(16):
+        dj = f32(d * f32(levels[j] - 32))
+        if dj == 0:
+            continue
+        for i in range(16):
+            L[16 * j + i] = max(-4, min(3, nearest_int(f32(x[16 * j + i] / dj)))) + 4
+    return high_bits_k(L, 2) + crumbs_k(L) + bytes(packed) + struct.pack("<H", d_bits)
 
 
 def make_qx_quants_rmse1(nmax, x):
@@ -193,7 +325,8 @@ def quantize_q6_k_block(x):
     return bytes(ql) + bytes(qh) + struct.pack("<16b", *sc8) + struct.pack("<H", d_bits)
 
 
-PORTED = {"q4_k": quantize_q4_k_block, "q6_k": quantize_q6_k_block}
+PORTED = {"q2_k": quantize_q2_k_block, "q3_k": quantize_q3_k_block, "q4_k": quantize_q4_k_block,
+          "q5_k": quantize_q5_k_block, "q6_k": quantize_q6_k_block}
 
 
 def inputs(rng, n):
@@ -223,14 +356,19 @@ def random_blocks(rng, name, nblocks, bsize):
     def f16(scale):
         return np.frombuffer((rng.standard_normal(nblocks) * scale).astype(np.float16).tobytes(),
                              dtype=np.uint8).reshape(nblocks, 2)
-    if name in ("q8_0", "q4_0"):
+    if name in ("q8_0", "q4_0", "q5_0"):
         raw[:, 0:2] = f16(0.05)
-    elif name == "q4_1":
+    elif name in ("q4_1", "q5_1"):
         raw[:, 0:2] = f16(0.05)
         raw[:, 2:4] = f16(1.0)
-    elif name == "q4_k":
+    elif name in ("q4_k", "q5_k"):
         raw[:, 0:2] = f16(0.01)
         raw[:, 2:4] = f16(0.01)
+    elif name == "q2_k":
+        raw[:, 80:82] = f16(0.01)
+        raw[:, 82:84] = f16(0.01)
+    elif name == "q3_k":
+        raw[:, 108:110] = f16(0.01)
     elif name == "q6_k":
         raw[:, 208:210] = f16(0.001)
     elif name == "f16":

@@ -1,7 +1,8 @@
 // Bit-exactness against fixtures made by gen_golden.py: gguf-py (an independent numpy implementation
-// of the GGUF formats) for every dequantizer and the f32/f16/bf16/q8_0/q4_0/q4_1 quantizers. gguf-py
-// has no Q4_K/Q6_K quantizer: those fixtures come from a float32 numpy port of ggml's reference in
-// gen_golden.py, a second implementation from the same source rather than an independent oracle.
+// of the GGUF formats) for every dequantizer and the f32/f16/bf16/q8_0/q4_0/q4_1/q5_0/q5_1 quantizers.
+// gguf-py has no K-quant quantizer: those fixtures come from float32 numpy ports of ggml's reference in
+// gen_golden.py, a second implementation from the same source rather than an independent oracle (at
+// development time they were also checked byte for byte against ggml's own quantize_row_*_ref).
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -79,7 +80,8 @@ TEST_P(Golden, DequantizeMatchesGgufPy) {
 
 INSTANTIATE_TEST_SUITE_P(Types, Golden,
                          ::testing::Values(DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_1,
-                                           DType::Q4_K, DType::Q6_K),
+                                           DType::Q5_0, DType::Q5_1, DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K,
+                                           DType::Q6_K),
                          [](const auto& info) { return std::string(type_traits(info.param).name); });
 
 }  // namespace

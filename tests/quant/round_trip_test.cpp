@@ -21,8 +21,9 @@ using test::relative_rmse;
 
 // Relative RMSE bound (||x - D(Q(x))|| / ||x||) per type over the distributions below. Float types:
 // the unit roundoff (2^-11 for f16, 2^-8 for bf16), a hard bound. Block types: about 1.5x the worst
-// value measured (q8_0 0.011, q4_0 0.150, q4_1 0.154, q4_K 0.105, q6_K 0.028; heavy-tailed single
-// blocks are the worst case), so a real regression fails but seed noise does not.
+// value measured (q8_0 0.011, q4_0 0.150, q4_1 0.154, q4_K 0.105, q6_K 0.028, q5_0 0.080, q5_1 0.065,
+// q2_K 0.447, q3_K 0.183, q5_K 0.055; heavy-tailed single blocks are the worst case), so a real
+// regression fails but seed noise does not.
 // `requant_exact`: Q(D(Q(x))) == Q(x) byte for byte, i.e. dequantized values are a fixed point.
 struct Tolerance {
   DType type;
@@ -30,8 +31,10 @@ struct Tolerance {
   bool requant_exact;
 };
 constexpr Tolerance kTolerances[] = {
-    {DType::F32, 0.0, true},   {DType::F16, 4.9e-4, true}, {DType::BF16, 3.9e-3, true}, {DType::Q8_0, 0.016, true},
-    {DType::Q4_0, 0.22, true}, {DType::Q4_1, 0.22, false}, {DType::Q4_K, 0.15, false},  {DType::Q6_K, 0.042, false},
+    {DType::F32, 0.0, true},     {DType::F16, 4.9e-4, true}, {DType::BF16, 3.9e-3, true}, {DType::Q8_0, 0.016, true},
+    {DType::Q4_0, 0.22, true},   {DType::Q4_1, 0.22, false}, {DType::Q4_K, 0.15, false},  {DType::Q6_K, 0.042, false},
+    {DType::Q5_0, 0.12, true},   {DType::Q5_1, 0.10, false}, {DType::Q2_K, 0.67, false},  {DType::Q3_K, 0.28, false},
+    {DType::Q5_K, 0.082, false},
 };
 
 enum class Dist { Normal, Uniform, Laplace, Cubed };
@@ -176,20 +179,42 @@ INSTANTIATE_TEST_SUITE_P(Types, RoundTrip, ::testing::ValuesIn(kTolerances),
                          [](const auto& info) { return std::string(type_traits(info.param.type).name); });
 
 // ggml's K-quant conventions, visible in the bytes: the largest sub-block scale is quantized to
-// the top code (Q4_K: 6-bit 63; Q6_K: int8 -128), so the fp16 super-block scale carries the range.
+// the top code (Q4_K/Q5_K: 6-bit 63; Q2_K: 4-bit 15; Q6_K: int8 -128; Q3_K: level 0 = scale -32), so
+// the fp16 super-block scale carries the range.
+template <class B>
+B block_at(const std::vector<uint8_t>& q, int b) {
+  B k;
+  std::memcpy(&k, q.data() + b * sizeof(B), sizeof k);
+  return k;
+}
+int max_q45k_scale(const uint8_t* s) {  // the 6-bit scale field of Q4_K/Q5_K, largest of 8
+  int m = 0;
+  for (int j = 0; j < 4; ++j) m = std::max({m, s[j] & 63, (s[j + 8] & 0xF) | ((s[j] >> 6) << 4)});
+  return m;
+}
 TEST(KQuantLayout, LargestSubBlockScaleUsesTheTopCode) {
   const auto x = random_row(8 * kQK_K, Dist::Laplace, 1.0f, 5);
+  const auto q2 = quantize(type_traits(DType::Q2_K), x);
+  const auto q3 = quantize(type_traits(DType::Q3_K), x);
   const auto q4 = quantize(type_traits(DType::Q4_K), x);
+  const auto q5 = quantize(type_traits(DType::Q5_K), x);
   const auto q6 = quantize(type_traits(DType::Q6_K), x);
   for (int b = 0; b < 8; ++b) {
-    BlockQ4_K k4;
-    std::memcpy(&k4, q4.data() + b * sizeof(BlockQ4_K), sizeof k4);
-    int max_sc = 0;
-    for (int j = 0; j < 4; ++j)
-      max_sc = std::max({max_sc, k4.scales[j] & 63, (k4.scales[j + 8] & 0xF) | ((k4.scales[j] >> 6) << 4)});
-    EXPECT_EQ(max_sc, 63) << "q4_K block " << b;
-    BlockQ6_K k6;
-    std::memcpy(&k6, q6.data() + b * sizeof(BlockQ6_K), sizeof k6);
+    EXPECT_EQ(max_q45k_scale(block_at<BlockQ4_K>(q4, b).scales), 63) << "q4_K block " << b;
+    EXPECT_EQ(max_q45k_scale(block_at<BlockQ5_K>(q5, b).scales), 63) << "q5_K block " << b;
+    const BlockQ2_K k2 = block_at<BlockQ2_K>(q2, b);
+    int max2 = 0;
+    for (uint8_t s : k2.scales) max2 = std::max(max2, s & 0xF);
+    EXPECT_EQ(max2, 15) << "q2_K block " << b;
+    // Q3_K: some sub-block's 6-bit level is 0 (low nibble 0 and high 2 bits 0).
+    const BlockQ3_K k3 = block_at<BlockQ3_K>(q3, b);
+    bool has_level0 = false;
+    for (int j = 0; j < 16; ++j) {
+      const int low = j < 8 ? k3.scales[j] & 0xF : k3.scales[j - 8] >> 4;
+      has_level0 |= (low | (((k3.scales[8 + j % 4] >> (2 * (j / 4))) & 3) << 4)) == 0;
+    }
+    EXPECT_TRUE(has_level0) << "q3_K block " << b;
+    const BlockQ6_K k6 = block_at<BlockQ6_K>(q6, b);
     EXPECT_EQ(*std::min_element(k6.scales, k6.scales + 16), -128) << "q6_K block " << b;
   }
 }
