@@ -17,9 +17,9 @@ namespace tinfer {
 namespace {
 
 // Bound on NMSE vs the fp32-activation reference. The 32-block types quantize activations to int8
-// (step amax/127 per block): for Gaussian data the expected NMSE is ~3e-5, but a shape with a single
-// output is one sample of that noise (1.5e-4 seen), so 5e-4; a wrong scale or offset gives >1e-2, and
-// the exact int8 path is checked far tighter below. The others run fp32 dots (fp32-vs-double only): 1e-9.
+// (step amax/127 per block): for Gaussian data the expected NMSE is ~3e-5 (shapes with fewer than 16
+// outputs are not held to it: one output near 0 makes any NMSE), so 5e-4; a wrong scale or offset gives
+// >1e-2, and the exact int8 path is checked far tighter below. The others run fp32 dots (fp32-vs-double only): 1e-9.
 double nmse_tolerance(DType t) { return packed::find_format(t) ? 5e-4 : 1e-9; }
 // Bound on max error / rms vs the reference that quantizes activations the same way: the int dots
 // are exact, so only fp32 accumulation over the blocks (plus one rounding of d_w * d_a) remains.
@@ -56,7 +56,10 @@ TEST_P(MatmulTest, MatchesReferenceOnEveryIsa) {
                                       << " cols=" << cols << " m=" << s.m);
       std::vector<float> got(want.size(), -1e30f);
       matmul(pw, x.data(), s.m, got.data(), pool, kernel_table(isa));
-      EXPECT_LT(test::nmse(got.data(), want.data(), got.size()), nmse_tolerance(type));
+      // (For the int8 path a statistical bound: a single output may sit near 0, e.g. q2_k at 1x1x1.)
+      if (!tiled || got.size() >= 16) {
+        EXPECT_LT(test::nmse(got.data(), want.data(), got.size()), nmse_tolerance(type));
+      }
       if (tiled) {
         EXPECT_LT(test::max_err_over_rms(got.data(), want_q.data(), got.size()), kQActTolerance);
       }
@@ -66,7 +69,8 @@ TEST_P(MatmulTest, MatchesReferenceOnEveryIsa) {
 
 INSTANTIATE_TEST_SUITE_P(AllTypes, MatmulTest,
                          ::testing::Values(DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0,
-                                           DType::Q4_1, DType::Q4_K, DType::Q6_K),
+                                           DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q2_K, DType::Q3_K,
+                                           DType::Q4_K, DType::Q5_K, DType::Q6_K),
                          [](const auto& info) { return std::string(type_traits(info.param).name); });
 
 TEST(MatmulTest, SingleThreadPoolGivesSameResult) {

@@ -34,7 +34,8 @@ TEST_P(PackTest, UnpackRowRoundTrips) {
 
 INSTANTIATE_TEST_SUITE_P(AllTypes, PackTest,
                          ::testing::Values(DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0,
-                                           DType::Q4_1, DType::Q4_K, DType::Q6_K),
+                                           DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q2_K, DType::Q3_K,
+                                           DType::Q4_K, DType::Q5_K, DType::Q6_K),
                          [](const auto& info) { return std::string(type_traits(info.param).name); });
 
 TEST(PackErrors, RejectsUnsupportedTypesAndRaggedRows) {
