@@ -1,5 +1,7 @@
 // KernelTable: the per-ISA function table (one per cpu/<isa>/ directory), plus the argument structs
-// its quantized GEMMs take. Every table consumes the same ISA-independent packed layout (packed_layout.h).
+// its quantized GEMMs take. Every table consumes the same ISA-independent packed layout (packed_layout.h)
+// and holds one GEMM per row of the packed-format table (packed_format.h), each ISA's kernel template
+// instantiated from that row's Geometry.
 #pragma once
 #include <array>
 #include <cstdint>
@@ -18,10 +20,10 @@ namespace tinfer {
 // zero-padded); per group and block, gr rows of q[32] int8, then d[gr] f32, ds[gr] f32, off[gr] i32,
 // s16[gr][2] i16 (block_bytes(gr) = 48 * gr). gr = kActGroup, except a single row group (m < kActGroup)
 // stores only its m rows: a decode step's activations then take 48 bytes per block instead of 384, and
-// stay in L1 while the weights stream through it. With S = sum(q): ds = d * S feeds the min / m terms of
-// Q4_1-like formats; off = corr * S removes the packed codes' offset (a code is value - corr: Q8_0
+// stay in L1 while the weights stream through it. With S = sum(q): ds = d * S feeds the m / min terms
+// (Q4_1, Q5_1, Q4_K, Q5_K); off = corr * S removes the packed codes' offset (code = value - corr: Q8_0
 // stores q + 128, corr -128; Q4_0 q + 8, corr -8); s16 = the sums of q[0..16) and q[16..32), for the
-// formats whose scales change every 16 elements (K-quants: Q6_K, Q3_K, Q2_K).
+// formats whose scales change every 16 elements (Q6_K, Q3_K: offset per half; Q2_K: min per half).
 constexpr int kActGroup = 8;
 constexpr int64_t kMaxGemmRows = 64;  // activation rows per GEMM call (a multiple of kActGroup)
 constexpr int64_t act_block_bytes(int gr) { return gr * 48; }
