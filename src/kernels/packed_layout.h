@@ -16,7 +16,9 @@
 //   bits 5: the 4 nibble planes + 1 plane of fifth bits: bit j of byte 4r+u = bit 4 of quad j's code.
 //   bits 6: the 4 nibble planes + 2 planes of bits 4-5: plane h, bits 2i..2i+1 = quad 4h+i's.
 //   bits 2: 2 planes: plane h, bits 2i..2i+1 = quad 4h+i's code.
-//   bits 3: the 2 two-bit planes + 1 plane of third bits: bit j = bit 2 of quad j's code.
+//   bits 3: 3 planes of 3-bit fields: plane 0 = quad 0 (bits 0-2), quad 1 (3-5), bits 0-1 of quad 6 (6-7);
+//           plane 1 = quads 2, 3 and bits 0-1 of quad 7; plane 2 = quads 4, 5, bit 2 of quads 6 (bit 6), 7 (7)
+//           (so six quads are one shift and one mask each).
 // Quads 0-3 are elements 0-15 of the sub-block and quads 4-7 elements 16-31, so an int8 dot over quads
 // 0-3 and one over quads 4-7 are the two 16-element halves the 16-element sub-block scales need.
 // Scales: fp16 d (and m / dmin) as 16 halves per field; sub-block scales as bytes, [sub-block][16 rows] for
@@ -93,10 +95,11 @@ inline int get_code(const uint8_t* sub, int r, int k) {
     if constexpr (bits == 5) c |= ((sub[256 + pos] >> j) & 1) << 4;
     if constexpr (bits == 6) c |= ((sub[256 + (j / 4) * 64 + pos] >> (2 * (j % 4))) & 3) << 4;
     return c;
+  } else if constexpr (bits == 3) {
+    if (j < 6) return (sub[(j / 2) * 64 + pos] >> (3 * (j % 2))) & 7;
+    return (sub[(j - 6) * 64 + pos] >> 6) | (((sub[128 + pos] >> j) & 1) << 2);
   } else {
-    int c = (sub[(j / 4) * 64 + pos] >> (2 * (j % 4))) & 3;
-    if constexpr (bits == 3) c |= ((sub[128 + pos] >> j) & 1) << 2;
-    return c;
+    return (sub[(j / 4) * 64 + pos] >> (2 * (j % 4))) & 3;
   }
 }
 
@@ -123,16 +126,15 @@ inline void put_codes(uint8_t* sub, int r, const uint8_t* code) {
           sub[256 + 64 * h + pos] = uint8_t(hb);
         }
       }
+    } else if constexpr (bits == 3) {
+      sub[pos] = uint8_t((c(0) & 7) | (c(1) & 7) << 3 | (c(6) & 3) << 6);
+      sub[64 + pos] = uint8_t((c(2) & 7) | (c(3) & 7) << 3 | (c(7) & 3) << 6);
+      sub[128 + pos] = uint8_t((c(4) & 7) | (c(5) & 7) << 3 | ((c(6) >> 2) & 1) << 6 | ((c(7) >> 2) & 1) << 7);
     } else {
       for (int h = 0; h < 2; ++h) {
         unsigned p = 0;
         for (int i = 0; i < 4; ++i) p |= (c(4 * h + i) & 3) << (2 * i);
         sub[64 * h + pos] = uint8_t(p);
-      }
-      if constexpr (bits == 3) {
-        unsigned hb = 0;
-        for (int j = 0; j < 8; ++j) hb |= ((c(j) >> 2) & 1) << j;
-        sub[128 + pos] = uint8_t(hb);
       }
     }
   }

@@ -69,19 +69,25 @@ inline void unpack_half(const uint8_t* q, __m256i w[4]) {
       w[2] = or_and(w[2], hb, b45);
       w[3] = or_and(w[3], shl<-2>(hb), b45);
     }
+  } else if constexpr (bits == 3) {
+    const __m256i m7 = _mm256_set1_epi8(7);
+    const __m256i p = load(q + 64 * (2 * h)), p1 = load(q + 64 * (2 * h + 1));
+    w[0] = _mm256_and_si256(p, m7);
+    w[1] = _mm256_and_si256(shl<-3>(p), m7);
+    if constexpr (h == 0) {
+      w[2] = _mm256_and_si256(p1, m7);
+      w[3] = _mm256_and_si256(shl<-3>(p1), m7);
+    } else {
+      const __m256i m3 = _mm256_set1_epi8(3), b2 = _mm256_set1_epi8(4);
+      w[2] = or_and(_mm256_and_si256(shl<-6>(load(q)), m3), shl<-4>(p), b2);
+      w[3] = or_and(_mm256_and_si256(shl<-6>(load(q + 64)), m3), shl<-5>(p), b2);
+    }
   } else {
     const __m256i p = load(q + 64 * h), m3 = _mm256_set1_epi8(3);
     w[0] = _mm256_and_si256(p, m3);
     w[1] = _mm256_and_si256(shl<-2>(p), m3);
     w[2] = _mm256_and_si256(shl<-4>(p), m3);
     w[3] = _mm256_and_si256(shl<-6>(p), m3);
-    if constexpr (bits == 3) {
-      const __m256i hb = load(q + 128), b2 = _mm256_set1_epi8(4);
-      w[0] = or_and(w[0], shl<2 - 4 * h>(hb), b2);
-      w[1] = or_and(w[1], shl<1 - 4 * h>(hb), b2);
-      w[2] = or_and(w[2], shl<0 - 4 * h>(hb), b2);
-      w[3] = or_and(w[3], shl<-1 - 4 * h>(hb), b2);
-    }
   }
 }
 
