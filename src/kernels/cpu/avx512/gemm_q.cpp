@@ -179,41 +179,44 @@ inline __m512 fold(__m512 facc, __m512i isum, const SubScale& ss, const QActs& a
   return facc;
 }
 
+// Decode: one row's int dots over the two halves of a sub-block (quads 0-3 and 4-7: two chains for
+// latency, which are also the two 16-element halves), each from its chain start.
+template <Geometry G>
+inline void dot_halves(const uint8_t* q, const QActs& a, const uint8_t* blk, int r, __m512i& lo, __m512i& hi) {
+  const int8_t* x = a.q(blk, r);
+  lo = chain_init<G>(a, blk, r, 0), hi = chain_init<G>(a, blk, r, 1);
+  if constexpr (G.bits == 4) {
+    // Multiply the high nibbles in place (v & 0xf0 = 16 * code, no shift per plane); one exact
+    // arithmetic shift of that chain's sum per sub-block removes the 16.
+    const __m512i lo4 = _mm512_set1_epi8(0x0f), hi4 = _mm512_set1_epi8(char(0xf0));
+    __m512i hi16 = _mm512_setzero_si512();
+#pragma GCC unroll 4
+    for (int c = 0; c < 4; ++c) {
+      const __m512i v = load(q + 64 * c);
+      lo = dp(lo, _mm512_and_si512(v, lo4), x + 4 * c);
+      hi16 = dp(hi16, _mm512_and_si512(v, hi4), x + 16 + 4 * c);
+    }
+    hi = _mm512_add_epi32(hi, _mm512_srai_epi32(hi16, 4));
+  } else {
+    __m512i w[4];
+    unpack_half<G.bits, 0>(q, w);
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; ++i) lo = dp(lo, w[i], x + 4 * i);
+    unpack_half<G.bits, 1>(q, w);
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; ++i) hi = dp(hi, w[i], x + 16 + 4 * i);
+  }
+}
+
 // Rows r0..r0+MR of an activation group against one sub-block (q: its codes, blk: its activation block).
 template <Geometry G, int MR>
 inline void sub_rows(const uint8_t* q, const QActs& a, const uint8_t* blk, int r0, const SubScale& ss,
                      __m512* facc) {
   if constexpr (MR == 1) {
-    // Decode: two chains (quads 0-3 and 4-7) for latency, which are also the two 16-element halves.
-    const int8_t* x = a.q(blk, r0);
-    __m512i lo = chain_init<G>(a, blk, r0, 0), hi = chain_init<G>(a, blk, r0, 1);
-    if constexpr (G.bits == 4) {
-      // Multiply the high nibbles in place (v & 0xf0 = 16 * code, no shift per plane); one exact
-      // arithmetic shift of that chain's sum per sub-block removes the 16.
-      const __m512i lo4 = _mm512_set1_epi8(0x0f), hi4 = _mm512_set1_epi8(char(0xf0));
-      __m512i hi16 = _mm512_setzero_si512();
-#pragma GCC unroll 4
-      for (int c = 0; c < 4; ++c) {
-        const __m512i v = load(q + 64 * c);
-        lo = dp(lo, _mm512_and_si512(v, lo4), x + 4 * c);
-        hi16 = dp(hi16, _mm512_and_si512(v, hi4), x + 16 + 4 * c);
-      }
-      hi = _mm512_add_epi32(hi, _mm512_srai_epi32(hi16, 4));
-    } else {
-      __m512i w[4];
-      unpack_half<G.bits, 0>(q, w);
-#pragma GCC unroll 4
-      for (int i = 0; i < 4; ++i) lo = dp(lo, w[i], x + 4 * i);
-      unpack_half<G.bits, 1>(q, w);
-#pragma GCC unroll 4
-      for (int i = 0; i < 4; ++i) hi = dp(hi, w[i], x + 16 + 4 * i);
-    }
-    if constexpr (G.sub16()) {
-      facc[0] = fold<G>(facc[0], lo, ss, a, blk, r0, 0);
-      facc[0] = fold<G>(facc[0], hi, ss, a, blk, r0, 1);
-    } else {
-      facc[0] = fold<G>(facc[0], _mm512_add_epi32(lo, hi), ss, a, blk, r0, 0);
-    }
+    static_assert(!G.sub16());  // (gemv_k)
+    __m512i lo, hi;
+    dot_halves<G>(q, a, blk, r0, lo, hi);
+    facc[0] = fold<G>(facc[0], _mm512_add_epi32(lo, hi), ss, a, blk, r0, 0);
   } else if constexpr (!G.sub16()) {
     __m512i w[8];
     unpack_half<G.bits, 0>(q, w);
@@ -248,34 +251,30 @@ inline void sub_rows(const uint8_t* q, const QActs& a, const uint8_t* blk, int r
   }
 }
 
-// Decode (one row) with 16-element scales: the per-sub-block work is what limits these low-bit formats,
-// so it is done in integers. The two halves' int dots are applied their scales by one vpmaddwd when they
-// fit 16 bits (codes <= 3 bits: |dot| <= 16 * 4 * 127), else by two vpmulld; the float work is one
-// convert + FMA per sub-block into a per-tile-block sum, scaled by d once per tile block. Q2_K's min
-// term is one more vpmaddwd: its (mn_lo, mn_hi) pairs times the activation block's (S_lo, S_hi).
+// Decode (one row) of the K-quants: the per-sub-block scale work is what limits the low-bit formats, so
+// the sub-block scales are applied in integers and the float work is one convert + FMA per sub-block
+// into a per-tile-block sum, scaled by d once per tile block. 32-element scales (Q4_K, Q5_K): one vpmulld;
+// their mins, one FMA of the activation block's d * sum(q). 16-element scales: the two halves' dots by
+// one vpmaddwd on (lo, hi) 16-bit pairs when they fit 16 bits (codes <= 3 bits: |dot| <= 16 * 4 * 127),
+// else by two vpmulld; Q2_K's mins by one more vpmaddwd of its (mn_lo, mn_hi) with (S_lo, S_hi).
 template <Geometry G>
-inline void gemv_sub16(const uint8_t* tile, const QActs& a, int64_t g, int r0, int64_t b0, int64_t b1,
-                       float* acc_io) {
+inline void gemv_k(const uint8_t* tile, const QActs& a, int64_t g, int r0, int64_t b0, int64_t b1, float* acc_io) {
   __m512 facc = _mm512_loadu_ps(acc_io);
   for (int64_t b = b0; b < b1; ++b) {
     const uint8_t* qb = tile + G.quant_offset(b);
     const BlockScales<G> bs(tile + G.scale_offset(b));
     __m512 acc_s = _mm512_setzero_ps(), acc_m = _mm512_setzero_ps();
     for (int s = 0; s < G.subs(); ++s) {
-      const uint8_t* q = qb + s * G.sub_bytes();
       const uint8_t* blk = a.block(g, b * G.subs() + s);
-      const int8_t* x = a.q(blk, r0);
-      __m512i lo = chain_init<G>(a, blk, r0, 0), hi = chain_init<G>(a, blk, r0, 1), w[4];
-      unpack_half<G.bits, 0>(q, w);
-#pragma GCC unroll 4
-      for (int i = 0; i < 4; ++i) lo = dp(lo, w[i], x + 4 * i);
-      unpack_half<G.bits, 1>(q, w);
-#pragma GCC unroll 4
-      for (int i = 0; i < 4; ++i) hi = dp(hi, w[i], x + 16 + 4 * i);
+      __m512i lo, hi, isc;
+      dot_halves<G>(qb + s * G.sub_bytes(), a, blk, r0, lo, hi);
       const __m512 da = _mm512_set1_ps(*a.d(blk, r0));
-      const __m512i pr = bs.pairs(s);
-      __m512i isc;
-      if constexpr (G.bits <= 3) {
+      if constexpr (G.scales == Scales::k_sc_mn) {
+        isc = _mm512_mullo_epi32(_mm512_add_epi32(lo, hi), u8x16(bs.sc + G.sc_at + 16 * s));
+        acc_m = _mm512_fmadd_ps(_mm512_cvtepi32_ps(u8x16(bs.sc + G.mn_at + 16 * s)), _mm512_set1_ps(*a.ds(blk, r0)),
+                                acc_m);
+      } else if constexpr (G.bits <= 3) {
+        const __m512i pr = bs.pairs(s);
         const __m512i dots = _mm512_mask_blend_epi16(__mmask32(0xAAAAAAAA), lo, _mm512_slli_epi32(hi, 16));
         if constexpr (G.scales == Scales::k_scmn16) {
           isc = _mm512_madd_epi16(dots, _mm512_and_si512(pr, _mm512_set1_epi16(15)));
@@ -288,13 +287,14 @@ inline void gemv_sub16(const uint8_t* tile, const QActs& a, int64_t g, int r0, i
         }
       } else {
         static_assert(G.scales == Scales::k_sc16);
+        const __m512i pr = bs.pairs(s);
         isc = _mm512_add_epi32(_mm512_mullo_epi32(lo, _mm512_srai_epi32(_mm512_slli_epi32(pr, 16), 16)),
                                _mm512_mullo_epi32(hi, _mm512_srai_epi32(pr, 16)));
       }
       acc_s = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isc), da, acc_s);
     }
     facc = _mm512_fmadd_ps(acc_s, bs.d, facc);
-    if constexpr (G.scales == Scales::k_scmn16) facc = _mm512_fmadd_ps(acc_m, bs.m, facc);
+    if constexpr (G.scales == Scales::k_sc_mn || G.scales == Scales::k_scmn16) facc = _mm512_fmadd_ps(acc_m, bs.m, facc);
   }
   _mm512_storeu_ps(acc_io, facc);
 }
@@ -304,20 +304,23 @@ inline void gemv_sub16(const uint8_t* tile, const QActs& a, int64_t g, int r0, i
 template <Geometry G, int MR>
 inline void tile_rows(const uint8_t* tile, const QActs& a, int64_t g, int r0, int64_t b0, int64_t b1, float* acc_io,
                       bool prefetch) {
-  if constexpr (MR == 1 && G.sub16()) return gemv_sub16<G>(tile, a, g, r0, b0, b1, acc_io);
-  __m512 facc[MR];
+  if constexpr (MR == 1 && G.block > packed::kSub) {
+    gemv_k<G>(tile, a, g, r0, b0, b1, acc_io);
+  } else {
+    __m512 facc[MR];
 #pragma GCC unroll 16
-  for (int r = 0; r < MR; ++r) facc[r] = _mm512_loadu_ps(acc_io + 16 * r);
-  for (int64_t b = b0; b < b1; ++b) {
-    const uint8_t* qb = tile + G.quant_offset(b);
-    const BlockScales<G> bs(tile + G.scale_offset(b));
-    for (int s = 0; s < G.subs(); ++s) {
-      const uint8_t* q = qb + s * G.sub_bytes();
-      if (prefetch) prefetch_weights<MR>(q, int(G.sub_bytes()));  // (past tile ends too: the next tile follows)
-      sub_rows<G, MR>(q, a, a.block(g, b * G.subs() + s), r0, bs.sub(s), facc);
+    for (int r = 0; r < MR; ++r) facc[r] = _mm512_loadu_ps(acc_io + 16 * r);
+    for (int64_t b = b0; b < b1; ++b) {
+      const uint8_t* qb = tile + G.quant_offset(b);
+      const BlockScales<G> bs(tile + G.scale_offset(b));
+      for (int s = 0; s < G.subs(); ++s) {
+        const uint8_t* q = qb + s * G.sub_bytes();
+        if (prefetch) prefetch_weights<MR>(q, int(G.sub_bytes()));  // (past tile ends too: the next tile follows)
+        sub_rows<G, MR>(q, a, a.block(g, b * G.subs() + s), r0, bs.sub(s), facc);
+      }
     }
+    for (int r = 0; r < MR; ++r) _mm512_storeu_ps(acc_io + 16 * r, facc[r]);
   }
-  for (int r = 0; r < MR; ++r) _mm512_storeu_ps(acc_io + 16 * r, facc[r]);
 }
 
 // Rows 0..n of group g over blocks [b0, b1), in micro-kernels of 8/4/2/1 rows (only 4+ rows prefetch).
