@@ -37,8 +37,7 @@ void get_block(const packed::Geometry& g, const uint8_t* tile, int r, int64_t b,
   for (int s = 0; s < n_sc(g); ++s) f.sc[s] = sc[g.sc_at + g.sc_index(s, r)];
   for (int s = 0; s < n_mn(g); ++s) f.mn[s] = sc[g.mn_at + 16 * s + r];
   const uint8_t* q = tile + g.quant_offset(b);
-  for (int k = 0; k < g.block; ++k)
-    f.code[k] = uint8_t(packed::get_code<bits>(q + (k / packed::kSub) * g.sub_bytes(), r, k % packed::kSub));
+  for (int s = 0; s < g.subs(); ++s) packed::get_codes<bits>(q + s * g.sub_bytes(), r, f.code + packed::kSub * s);
 }
 
 }  // namespace

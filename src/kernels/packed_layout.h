@@ -140,6 +140,12 @@ inline void put_codes(uint8_t* sub, int r, const uint8_t* code) {
   }
 }
 
+// Reads row r's 32 codes of a sub-block (the inverse of put_codes).
+template <int bits>
+inline void get_codes(const uint8_t* sub, int r, uint8_t* code) {
+  for (int k = 0; k < kSub; ++k) code[k] = uint8_t(get_code<bits>(sub, r, k));
+}
+
 // Calls f(std::integral_constant<int, bits>{}) for a run-time code width.
 template <class F>
 inline void with_bits(int bits, F&& f) {
