@@ -13,12 +13,16 @@
 // row r's element u of a "k-quad" (4 consecutive elements: quad j = elements 4j..4j+3):
 //   bits 8: 8 planes, plane j = quad j's codes (one AVX-512 vpdpbusd: 16 rows x 4 k).
 //   bits 4: 4 nibble planes, plane c = quad c in the low nibbles and quad c+4 in the high nibbles.
-//   bits 5: the 4 nibble planes + 1 plane of fifth bits: bit j of byte 4r+u = bit 4 of quad j's code.
-//   bits 6: the 4 nibble planes + 2 planes of bits 4-5: plane h, bits 2i..2i+1 = quad 4h+i's.
+//   bits 5: 5 planes of 5-bit fields: plane k bits 0-4 = quad k (k < 5); quad 5 = plane 0 bits 5-7 |
+//           plane 3 bits 5-6 << 3; quad 6 = plane 1 bits 5-7 | plane 4 bits 5-6 << 3; quad 7 = plane 2
+//           bits 5-7 | plane 3 bit 7 << 3 | plane 4 bit 7 << 4.
+//   bits 6: 6 planes of 6-bit fields: plane k bits 0-5 = quad k (k < 6); quad 6 = the top 2 bits of
+//           planes 0, 1, 2 (code bits 0-1, 2-3, 4-5), quad 7 = those of planes 3, 4, 5.
 //   bits 2: 2 planes: plane h, bits 2i..2i+1 = quad 4h+i's code.
 //   bits 3: 3 planes of 3-bit fields: plane 0 = quad 0 (bits 0-2), quad 1 (3-5), bits 0-1 of quad 6 (6-7);
 //           plane 1 = quads 2, 3 and bits 0-1 of quad 7; plane 2 = quads 4, 5, bit 2 of quads 6 (bit 6), 7 (7)
-//           (so six quads are one shift and one mask each).
+// (The 3/5/6-bit layouts make most quads one mask, or one shift and one mask: a fifth-bit plane cost a
+// shift and a merge per quad, ~28% of a Q5 GEMV.)
 // Quads 0-3 are elements 0-15 of the sub-block and quads 4-7 elements 16-31, so an int8 dot over quads
 // 0-3 and one over quads 4-7 are the two 16-element halves the 16-element sub-block scales need.
 // Scales: fp16 d (and m / dmin) as 16 halves per field; sub-block scales as bytes, [sub-block][16 rows] for
@@ -89,12 +93,18 @@ inline int get_code(const uint8_t* sub, int r, int k) {
   const int j = k / 4, pos = r * 4 + k % 4;
   if constexpr (bits == 8) {
     return sub[j * 64 + pos];
-  } else if constexpr (bits >= 4) {
+  } else if constexpr (bits == 6) {
+    if (j < 6) return sub[j * 64 + pos] & 63;
+    const int p = (j - 6) * 3;
+    return (sub[p * 64 + pos] >> 6) | (sub[(p + 1) * 64 + pos] >> 6) << 2 | (sub[(p + 2) * 64 + pos] >> 6) << 4;
+  } else if constexpr (bits == 5) {
+    if (j < 5) return sub[j * 64 + pos] & 31;
+    if (j == 5) return (sub[pos] >> 5) | ((sub[192 + pos] >> 5) & 3) << 3;
+    if (j == 6) return (sub[64 + pos] >> 5) | ((sub[256 + pos] >> 5) & 3) << 3;
+    return (sub[128 + pos] >> 5) | (sub[192 + pos] >> 7) << 3 | (sub[256 + pos] >> 7) << 4;
+  } else if constexpr (bits == 4) {
     const uint8_t nib = sub[(j % 4) * 64 + pos];
-    int c = j < 4 ? (nib & 15) : (nib >> 4);
-    if constexpr (bits == 5) c |= ((sub[256 + pos] >> j) & 1) << 4;
-    if constexpr (bits == 6) c |= ((sub[256 + (j / 4) * 64 + pos] >> (2 * (j % 4))) & 3) << 4;
-    return c;
+    return j < 4 ? (nib & 15) : (nib >> 4);
   } else if constexpr (bits == 3) {
     if (j < 6) return (sub[(j / 2) * 64 + pos] >> (3 * (j % 2))) & 7;
     return (sub[(j - 6) * 64 + pos] >> 6) | (((sub[128 + pos] >> j) & 1) << 2);
@@ -112,20 +122,19 @@ inline void put_codes(uint8_t* sub, int r, const uint8_t* code) {
     auto c = [&](int j) { return unsigned(code[4 * j + u]); };
     if constexpr (bits == 8) {
       for (int j = 0; j < 8; ++j) sub[j * 64 + pos] = uint8_t(c(j));
-    } else if constexpr (bits >= 4) {
+    } else if constexpr (bits == 6) {
+      for (int k = 0; k < 6; ++k) {
+        const int quad = 6 + k / 3, piece = (c(quad) >> (2 * (k % 3))) & 3;
+        sub[k * 64 + pos] = uint8_t((c(k) & 63) | piece << 6);
+      }
+    } else if constexpr (bits == 5) {
+      sub[pos] = uint8_t((c(0) & 31) | (c(5) & 7) << 5);
+      sub[64 + pos] = uint8_t((c(1) & 31) | (c(6) & 7) << 5);
+      sub[128 + pos] = uint8_t((c(2) & 31) | (c(7) & 7) << 5);
+      sub[192 + pos] = uint8_t((c(3) & 31) | ((c(5) >> 3) & 3) << 5 | ((c(7) >> 3) & 1) << 7);
+      sub[256 + pos] = uint8_t((c(4) & 31) | ((c(6) >> 3) & 3) << 5 | ((c(7) >> 4) & 1) << 7);
+    } else if constexpr (bits == 4) {
       for (int j = 0; j < 4; ++j) sub[j * 64 + pos] = uint8_t((c(j) & 15) | (c(j + 4) & 15) << 4);
-      if constexpr (bits == 5) {
-        unsigned hb = 0;
-        for (int j = 0; j < 8; ++j) hb |= ((c(j) >> 4) & 1) << j;
-        sub[256 + pos] = uint8_t(hb);
-      }
-      if constexpr (bits == 6) {
-        for (int h = 0; h < 2; ++h) {
-          unsigned hb = 0;
-          for (int i = 0; i < 4; ++i) hb |= ((c(4 * h + i) >> 4) & 3) << (2 * i);
-          sub[256 + 64 * h + pos] = uint8_t(hb);
-        }
-      }
     } else if constexpr (bits == 3) {
       sub[pos] = uint8_t((c(0) & 7) | (c(1) & 7) << 3 | (c(6) & 3) << 6);
       sub[64 + pos] = uint8_t((c(2) & 7) | (c(3) & 7) << 3 | (c(7) & 3) << 6);

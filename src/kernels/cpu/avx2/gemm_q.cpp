@@ -52,23 +52,39 @@ inline void unpack_half(const uint8_t* q, __m256i w[4]) {
   if constexpr (bits == 8) {
 #pragma GCC unroll 4
     for (int i = 0; i < 4; ++i) w[i] = load(q + 64 * (4 * h + i));
-  } else if constexpr (bits >= 4) {
+  } else if constexpr (bits == 6) {
+    const __m256i m63 = _mm256_set1_epi8(63);
+    if constexpr (h == 0) {
+#pragma GCC unroll 4
+      for (int i = 0; i < 4; ++i) w[i] = _mm256_and_si256(load(q + 64 * i), m63);
+    } else {  // quads 6, 7: the top 2 bits of planes 0-2 and 3-5
+      w[0] = _mm256_and_si256(load(q + 256), m63);
+      w[1] = _mm256_and_si256(load(q + 320), m63);
+      const __m256i m3 = _mm256_set1_epi8(3), b23 = _mm256_set1_epi8(0x0c), b45 = _mm256_set1_epi8(0x30);
+#pragma GCC unroll 2
+      for (int i = 0; i < 2; ++i) {
+        const uint8_t* p = q + 192 * i;
+        w[2 + i] = or_and(or_and(_mm256_and_si256(shl<-6>(load(p)), m3), shl<-4>(load(p + 64)), b23),
+                          shl<-2>(load(p + 128)), b45);
+      }
+    }
+  } else if constexpr (bits == 5) {
+    const __m256i m31 = _mm256_set1_epi8(31);
+    if constexpr (h == 0) {
+#pragma GCC unroll 4
+      for (int i = 0; i < 4; ++i) w[i] = _mm256_and_si256(load(q + 64 * i), m31);
+    } else {  // quads 5-7: bits 0-2 atop planes 0-2, bits 3-4 atop planes 3-4
+      const __m256i p3 = load(q + 192), p4 = load(q + 256), m7 = _mm256_set1_epi8(7);
+      w[0] = _mm256_and_si256(p4, m31);
+      w[1] = or_and(_mm256_and_si256(shl<-5>(load(q)), m7), shl<-2>(p3), _mm256_set1_epi8(0x18));
+      w[2] = or_and(_mm256_and_si256(shl<-5>(load(q + 64)), m7), shl<-2>(p4), _mm256_set1_epi8(0x18));
+      w[3] = or_and(or_and(_mm256_and_si256(shl<-5>(load(q + 128)), m7), shl<-4>(p3), _mm256_set1_epi8(0x08)),
+                    shl<-3>(p4), _mm256_set1_epi8(0x10));
+    }
+  } else if constexpr (bits == 4) {
     const __m256i lo4 = _mm256_set1_epi8(0x0f);
 #pragma GCC unroll 4
     for (int i = 0; i < 4; ++i) w[i] = _mm256_and_si256(shl<-4 * h>(load(q + 64 * i)), lo4);
-    if constexpr (bits == 5) {
-      const __m256i hb = load(q + 256), b4 = _mm256_set1_epi8(0x10);
-      w[0] = or_and(w[0], shl<4 - 4 * h>(hb), b4);
-      w[1] = or_and(w[1], shl<3 - 4 * h>(hb), b4);
-      w[2] = or_and(w[2], shl<2 - 4 * h>(hb), b4);
-      w[3] = or_and(w[3], shl<1 - 4 * h>(hb), b4);
-    } else if constexpr (bits == 6) {
-      const __m256i hb = load(q + 256 + 64 * h), b45 = _mm256_set1_epi8(0x30);
-      w[0] = or_and(w[0], shl<4>(hb), b45);
-      w[1] = or_and(w[1], shl<2>(hb), b45);
-      w[2] = or_and(w[2], hb, b45);
-      w[3] = or_and(w[3], shl<-2>(hb), b45);
-    }
   } else if constexpr (bits == 3) {
     const __m256i m7 = _mm256_set1_epi8(7);
     const __m256i p = load(q + 64 * (2 * h)), p1 = load(q + 64 * (2 * h + 1));
