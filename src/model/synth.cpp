@@ -30,14 +30,18 @@ constexpr Preset kPresets[] = {
     {"stories15m", 288, 6, 6, 6, 768, 32000, 256, 10000.0f, 1e-5f, true},
 };
 
-// llama.cpp's general.file_type (llama_ftype) for a model whose matrices are all of one type.
+// llama.cpp's general.file_type (llama_ftype) for a model whose matrices are all of one type. The
+// K-quants take the _M ids, the names llama.cpp's tools use for "this K-quant" (its quantize aliases
+// Q3_K/Q4_K/Q5_K to them); the field is informational, no loader branches on it.
 struct FileType {
   DType type;
   uint32_t ftype;
 };
 constexpr FileType kFileTypes[] = {
-    {DType::F32, 0}, {DType::F16, 1}, {DType::Q4_0, 2}, {DType::Q4_1, 3},
-    {DType::Q8_0, 7}, {DType::Q4_K, 14 /* Q4_K_S */}, {DType::Q6_K, 18}, {DType::BF16, 32},
+    {DType::F32, 0},   {DType::F16, 1},   {DType::Q4_0, 2},  {DType::Q4_1, 3},
+    {DType::Q8_0, 7},  {DType::Q5_0, 8},  {DType::Q5_1, 9},  {DType::Q2_K, 10},
+    {DType::Q3_K, 12 /* Q3_K_M */},       {DType::Q4_K, 15 /* Q4_K_M */},
+    {DType::Q5_K, 17 /* Q5_K_M */},       {DType::Q6_K, 18}, {DType::BF16, 32},
 };
 
 uint64_t splitmix64(uint64_t x) {

@@ -29,13 +29,15 @@ struct TypeTraits {
   // Importance-weighted quantize: the scale search minimises sum_i importance[i] * (x_i - deq_i)^2
   // (importance: n values >= 0, e.g. per-column activation energy; nullptr = plain squared error).
   // The output is an ordinary block of the type; not bit-exact with ggml (from_float is the bit-exact one).
+  // Per block it is never worse in that weighted error than from_float's block (which it falls back to).
   void (*from_float_weighted)(const float* src, void* dst, int64_t n, const float* importance) = nullptr;
   // The grid of n elements (whole blocks): per element its scale and offset (to_float(x)[i] ==
   // scale[i] * code[i] + offset[i] up to float rounding).
   void (*grid)(const void* blocks, float* scale, float* offset, int64_t n) = nullptr;
   // The codes of n elements (whole blocks), each in [code_min, code_max].
   void (*get_codes)(const void* blocks, int32_t* q, int64_t n) = nullptr;
-  // Rewrites the codes of n elements (whole blocks), keeping every block's scales and mins.
+  // Rewrites the codes of n elements (whole blocks), keeping every block's scales and mins (codes outside
+  // [code_min, code_max] are clamped to it).
   void (*set_codes)(void* blocks, const int32_t* q, int64_t n) = nullptr;
 };
 

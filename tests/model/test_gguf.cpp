@@ -43,8 +43,9 @@ void expect_same(const GgufValue& a, const GgufValue& b, const std::string& key)
     expect_same(x.values[i], y.values[i], key + "[" + std::to_string(i) + "]");
 }
 
-const DType kAllTypes[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q4_0,
-                           DType::Q4_1, DType::Q8_0, DType::Q4_K, DType::Q6_K};
+const DType kAllTypes[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q4_0, DType::Q4_1,
+                           DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::Q2_K, DType::Q3_K,
+                           DType::Q4_K, DType::Q5_K, DType::Q6_K};
 
 TEST(Gguf, RoundTripEveryMetadataTypeAndDtype) {
   GgufWriter w;

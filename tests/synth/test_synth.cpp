@@ -36,12 +36,17 @@ void expect_shape(const GgufFile& f, const std::string& name, std::vector<int64_
 }
 
 TEST(Synth, EveryTypeRoundTrips) {
-  for (DType t : {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::Q4_K,
-                  DType::Q6_K}) {
+  // Every type of the table with its llama.cpp general.file_type (llama_ftype).
+  const std::pair<DType, int> types[] = {{DType::F32, 0},   {DType::F16, 1},   {DType::BF16, 32}, {DType::Q8_0, 7},
+                                         {DType::Q4_0, 2},  {DType::Q4_1, 3},  {DType::Q5_0, 8},  {DType::Q5_1, 9},
+                                         {DType::Q2_K, 10}, {DType::Q3_K, 12}, {DType::Q4_K, 15}, {DType::Q5_K, 17},
+                                         {DType::Q6_K, 18}};
+  for (auto [t, ftype] : types) {
     SCOPED_TRACE(type_traits(t).name);
     const SynthSpec s = small_spec(t);
     const GgufFile f = load(synthesize_model_bytes(s));
     EXPECT_EQ(f.get_string("general.architecture"), "llama");
+    EXPECT_EQ(f.get_int("general.file_type"), ftype);
     EXPECT_EQ(f.get_int("llama.embedding_length"), 256);
     EXPECT_EQ(f.get_int("llama.block_count"), 2);
     EXPECT_EQ(f.get_int("llama.attention.head_count"), 4);

@@ -15,7 +15,7 @@ int cmd_synth(int argc, char** argv) {
   for (auto& n : synth_preset_names()) presets += (presets.empty() ? "" : "|") + n;
   Args args(argc, argv,
             {{"--like", "architecture shapes: " + presets},
-             {"--type", "weight type: f32|f16|bf16|q8_0|q4_0|q4_1|q4_k|q6_k", true, "q8_0"},
+             {"--type", "weight type: f32|f16|bf16|q8_0|q4_0|q4_1|q5_0|q5_1|q2_k|q3_k|q4_k|q5_k|q6_k", true, "q8_0"},
              {"--seed", "random seed", true, "1"},
              {"-t,--threads", "threads (0 = all cores)", true, "0"},
              {"-o,--output", "output .gguf path"}},
