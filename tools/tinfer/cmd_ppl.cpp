@@ -54,10 +54,11 @@ int cmd_ppl(int argc, char** argv) {
                       {"--kld-base", "compare against a --save-logits file: KL divergence, ΔPPL, top-1 agreement"},
                       {"--dump-logits", "(testing) write every scored position's fp32 logits as a .npy file"},
                       {"--json", "print one JSON object on the last line", false},
-                      kv_dtype_option()});
+                      kv_dtype_option(),
+                      act_quant_option()});
   Args args(argc, argv, spec,
             "tinfer ppl -m MODEL -f TEXT [--ctx N] [--stride S] [--max-tokens N] [--kv-dtype f32|f16] [--reference]\n"
-            "       [--save-logits FILE | --kld-base FILE] [--json]");
+            "       [--act-quant block32|token] [--save-logits FILE | --kld-base FILE] [--json]");
   const long long max_bytes = args.integer("--max-bytes"), max_tokens = args.integer("--max-tokens");
   check(max_bytes >= 0 && max_tokens >= 0, "--max-bytes and --max-tokens must be >= 0");
   std::optional<LogitsReader> base;
