@@ -248,6 +248,15 @@ if os.path.exists(SMOL):
         want = expected_type("q4_k", t["name"], t["shape"], n_layers, tied)
         check(t["type"] == want, f"SmolLM2 q4_k: {t['name']} planned {t['type']}, the recipe says {want}")
     check(not os.path.exists(tmp("smol.gguf")), "--dry-run wrote a file")
+    # The real K-quant mix (q4_k/q6_k on the rows of 1536, q5_0/q8_0 on those of 576) through the fast path.
+    r = quantize(SMOL, tmp("smolk.gguf"), "--type", "q4_k", "--json", "-t", "2", "--eval",
+                 os.path.join(SHARED, "corpus/wikitext-2-test.raw"), "--eval-tokens", "128", "--ctx", "128")
+    rep = last_json(r)
+    check({"q4_k", "q6_k", "q5_0", "q8_0"} <= set(rep["tensors_by_type"]), f"SmolLM2 q4_k mix: {rep['tensors_by_type']}")
+    check(4.5 < rep["bpw_weights"] < 7.0, f"SmolLM2 q4_k bits per weight {rep['bpw_weights']}")
+    ev = rep["eval"]
+    check(ev["ppl"] < 1.5 * ev["ppl_base"] and ev["top1"] > 0.6 and ev["kld_mean"] > 0,
+          f"SmolLM2 q4_k eval: ppl {ev['ppl_base']} -> {ev['ppl']}, top1 {ev['top1']}")
     r = quantize(SMOL, tmp("smol8.gguf"), "--type", "q8_0", "--json", "-t", "2")
     rep = last_json(r)
     check(rep["requantized"] and "re-quantization" in r.stderr, f"SmolLM2: re-quantization warning: {r.stderr[:300]}")
@@ -296,6 +305,11 @@ for k in ("ppl_base", "ppl", "dppl", "dppl_se", "top1"):
 for k in ("kld_mean", "kld_p99"):  # the base file stores log-probabilities at 2^-11 nats
     check(abs(ev[k] - pj[k]) <= 2e-4 + 0.02 * pj[k], f"eval {k}: quantize {ev[k]} vs ppl {pj[k]}")
 check(ev["ppl"] < ev["ppl_base"] * 1.02, f"q8_0 eval: ppl {ev['ppl']} vs base {ev['ppl_base']}")
+r = quantize(MODEL, tmp("ev4.gguf"), "--type", "q4_k", "--eval", TEXT, "--eval-tokens", "300", "--ctx", "128", "--json")
+ev = last_json(r)["eval"]
+check(ev["ppl_base"] < ev["ppl"] < 1.3 * ev["ppl_base"] or abs(ev["dppl"]) < 3 * ev["dppl_se"],
+      f"q4_k eval: ppl {ev['ppl_base']} -> {ev['ppl']}")
+check(ev["kld_mean"] > 0.001 and ev["top1"] > 0.8, f"q4_k eval: kld {ev['kld_mean']} top1 {ev['top1']}")
 r = quantize(MODEL, tmp("ev2.gguf"), "--type", "q8_0", "--eval", TEXT, "--eval-tokens", "100", "--ctx", "64")
 check("PPL quant" in r.stdout and "ΔPPL" in r.stdout and "KLD" in r.stdout and "same top token" in r.stdout,
       f"eval report: {r.stdout}")
