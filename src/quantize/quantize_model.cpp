@@ -201,6 +201,11 @@ QuantizeResult quantize_model(const Model& source, const std::string& out_path, 
     fm.emplace(load_float_model(source));
     ScaleSearchOptions so;
     so.threads = pool.size();
+    so.type_of = [&plan, &opts](const std::string& name) {
+      for (const TensorChoice& c : plan)
+        if (c.name == name) return c.type;
+      return opts.target;
+    };
     res.folds = opts.method == QuantMethod::smoothquant ? smoothquant_apply(*fm, stats, opts.target, so)
                                                         : awq_apply(*fm, stats, opts.target, so);
     res.calib_s += now_s() - t0;
