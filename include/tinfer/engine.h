@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/act_quant.h"
 #include "core/kv_dtype.h"
 #include "core/op_profile.h"
 #include "engine/batching_mode.h"
@@ -34,6 +35,7 @@ struct EngineConfig {
   bool prefix_caching = true;
   kv::KvLayout kv_layout = kv::KvLayout::kPaged;  // kReserved: baseline, max context reserved per sequence
   KvDtype kv_dtype = KvDtype::f32;                 // f16: half the bytes per token; K and V rounded to fp16
+  ActQuant act_quant = ActQuant::block32;          // int8 activation scales per 32-block, or per token (W8A8)
   BatchingMode batching = BatchingMode::kContinuous;
   bool chunked_prefill = true;
   int max_batched_tokens = 512;     // token budget per step

@@ -49,7 +49,8 @@ class EngineImpl final : public Engine {
     const ModelConfig& mc = model_->config();
     max_model_len_cfg_ = config_.max_model_len > 0 ? config_.max_model_len : static_cast<int>(mc.ctx_len);
     // Packs the weights (MemAvailable is read after); refuses a context the model cannot position.
-    fwd_ = create_backend("cpu", *model_, BackendOptions{.threads = config_.threads, .max_positions = max_model_len_cfg_});
+    fwd_ = create_backend("cpu", *model_, BackendOptions{.threads = config_.threads, .max_positions = max_model_len_cfg_,
+                                                          .act_quant = config_.act_quant});
     const KvDtype dtype = config_.kv_dtype;
     const EngineKvBudget budget = kv_budget(config_.kv_memory_bytes, config_.kv_fraction, mc, dtype,
                                             config_.block_size, config_.max_seqs, max_model_len_cfg_);

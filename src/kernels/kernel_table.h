@@ -1,43 +1,54 @@
 // KernelTable: the per-ISA function table (one per cpu/<isa>/ directory), plus the argument structs
-// its quantized GEMMs take. Every table consumes the same ISA-independent packed layout (packed_layout.h).
+// its quantized GEMMs take. Every table consumes the same ISA-independent packed layout (packed_layout.h)
+// and holds one GEMM per row of the packed-format table (packed_format.h), each ISA's kernel template
+// instantiated from that row's Geometry.
 #pragma once
+#include <array>
 #include <cstdint>
 
+#include "core/act_quant.h"
 #include "core/isa.h"
 #include "kernels/attention.h"
+#include "kernels/packed_format.h"
 #include "quant/dtype.h"
 
 namespace tinfer {
 
-// Activations quantized per 32-block: q = round(x / d), d = amax / 127, so q is in [-127, 127].
+// Activations quantized per 32-block: q = round(x / d), d = amax / 127, so q is in [-127, 127] (amax of
+// the block, or of the whole row with ActQuant::token: then every block of a row has the same d).
 // Stored as a panel that the GEMMs walk with one pointer: rows in groups of kActGroup (the last group
-// zero-padded); per group and block, gr rows of q[32] int8, then d[gr] f32, off[gr] i32, ds[gr] f32
-// (block_bytes(gr) = 44 * gr). gr = kActGroup, except a single row group (m < kActGroup) stores only
-// its m rows: a decode step's activations then take 44 bytes per block instead of 352, and stay in
-// L1 while the weights stream through it. off = corr * sum(q) removes the packed weights' offset
-// (Q8_0 stores q + 128: corr -128; Q4_0 q + 8: corr -8); ds = d * sum(q) feeds Q4_1's min term.
+// zero-padded); per group and block, gr rows of q[32] int8, then d[gr] f32, ds[gr] f32, off[gr] i32,
+// s16[gr][2] i16 (block_bytes(gr) = 48 * gr). gr = kActGroup, except a single row group (m < kActGroup)
+// stores only its m rows: a decode step's activations then take 48 bytes per block instead of 384, and
+// stay in L1 while the weights stream through it. With S = sum(q): ds = d * S feeds the m / min terms
+// (Q4_1, Q5_1, Q4_K, Q5_K); off = corr * S removes the packed codes' offset (code = value - corr: Q8_0
+// stores q + 128, corr -128; Q4_0 q + 8, corr -8); s16 = the sums of q[0..16) and q[16..32), for the
+// formats whose scales change every 16 elements (Q6_K, Q3_K: offset per half; Q2_K: min per half).
 constexpr int kActGroup = 8;
 constexpr int64_t kMaxGemmRows = 64;  // activation rows per GEMM call (a multiple of kActGroup)
-constexpr int64_t act_block_bytes(int gr) { return gr * 44; }
+constexpr int64_t act_block_bytes(int gr) { return gr * 48; }
 struct QActs {
   const uint8_t* panel = nullptr;
-  int64_t nb = 0;  // blocks per row
+  int64_t nb = 0;  // 32-blocks per row
   int gr = kActGroup;  // rows stored per group
   // The block b of group g, and its fields for row r of the group.
   const uint8_t* block(int64_t g, int64_t b) const { return panel + (g * nb + b) * act_block_bytes(gr); }
   const int8_t* q(const uint8_t* blk, int r) const { return reinterpret_cast<const int8_t*>(blk) + r * 32; }
   const float* d(const uint8_t* blk, int r) const { return reinterpret_cast<const float*>(blk + gr * 32) + r; }
+  const float* ds(const uint8_t* blk, int r) const { return reinterpret_cast<const float*>(blk + gr * 36) + r; }
   const int32_t* off(const uint8_t* blk, int r) const {
-    return reinterpret_cast<const int32_t*>(blk + gr * 36) + r;
+    return reinterpret_cast<const int32_t*>(blk + gr * 40) + r;
   }
-  const float* ds(const uint8_t* blk, int r) const { return reinterpret_cast<const float*>(blk + gr * 40) + r; }
+  const int16_t* s16(const uint8_t* blk, int r) const {
+    return reinterpret_cast<const int16_t*>(blk + gr * 44) + 2 * r;
+  }
 };
 
 // One quantized GEMM call: y[i][r] += ... is NOT accumulated; y[i][r] is overwritten for
 // i in [i0, i1), r in the rows of tiles [t0, t1) (the padded rows past `rows` are not stored).
 // i0 is a multiple of kActGroup and i1 - i0 <= kMaxGemmRows.
 struct GemmArgs {
-  const uint8_t* w = nullptr;  // packed tiles (packed_layout.h)
+  const uint8_t* w = nullptr;  // packed tiles (packed_layout.h) of one format
   int64_t tile_bytes = 0;      // bytes per 16-row tile
   int64_t rows = 0;
   QActs a;
@@ -49,12 +60,12 @@ using GemmFn = void (*)(const GemmArgs& g, int64_t t0, int64_t t1, int64_t i0, i
 
 struct KernelTable {
   Isa isa;
-  // Quantizes one activation row (cols % 32 == 0) into q[cols], d/sum/ds[cols/32].
-  void (*quantize_act_row)(const float* x, int64_t cols, int8_t* q, float* d, int32_t* sum, float* ds);
-  GemmFn gemm_q8_0;
-  GemmFn gemm_q4_0;
-  GemmFn gemm_q4_1;
-  // Fast dequantization of one plain-layout row (F16, BF16, Q4_K, Q6_K); false = use the type table.
+  // Quantizes one activation row (cols % 32 == 0) into q[cols], d[cols/32] and the sums of each
+  // 16-element half, s16[2 * (cols/32)]. ActQuant::token: d = amax(row) / 127 for every block.
+  void (*quantize_act_row)(const float* x, int64_t cols, ActQuant mode, int8_t* q, float* d, int16_t* s16);
+  // One GEMM per packed format (packed_format.h), indexed by packed::Fmt.
+  std::array<GemmFn, packed::kNumFormats> gemm;
+  // Fast dequantization of one plain-layout row (F16, BF16); false = use the type table.
   bool (*dequant_row)(DType type, const void* src, float* dst, int64_t n);
   // Element-wise ops (semantics in kernels.h).
   void (*rmsnorm)(const float* x, const float* w, float* out, int64_t n, float eps);

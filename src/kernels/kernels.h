@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 
+#include "core/act_quant.h"
 #include "core/buffer.h"
 #include "core/isa.h"
 #include "core/op_profile.h"
@@ -32,14 +33,16 @@ PackedMatrix pack_matrix(DType type, const void* src, int64_t rows, int64_t cols
 void unpack_row(const PackedMatrix& w, int64_t r, float* dst);
 
 // y[i][r] = sum_c x[i][c] * W[r][c] for i < m. x: [m][cols] floats, y: [m][rows] floats.
-// Quantized weights: activations are quantized per 32-block to int8 and multiplied with int8 dot
-// products (VNNI on AVX-512); m > 1 runs a blocked GEMM, not a loop of matrix-vector products.
+// Quantized weights: activations are quantized to int8 (per 32-block, or per row with ActQuant::token)
+// and multiplied with int8 dot products (VNNI on AVX-512); m > 1 runs a blocked GEMM, not a loop of
+// matrix-vector products.
 void matmul(const PackedMatrix& w, const float* x, int64_t m, float* y, ThreadPool& pool);
 void matmul(const PackedMatrix& w, const float* x, int64_t m, float* y, ThreadPool& pool, const KernelTable& kt,
-            OpProfile* prof = nullptr, Op role = Op::kMatmulQkv);
+            OpProfile* prof = nullptr, Op role = Op::kMatmulQkv, ActQuant act = ActQuant::block32);
 // Profiled: activation quantization is timed as Op::kActQuant, the GEMM itself as `role` (with the weight
 // bytes it streamed and its multiply-adds).
-void matmul(const PackedMatrix& w, const float* x, int64_t m, float* y, ThreadPool& pool, OpProfile* prof, Op role);
+void matmul(const PackedMatrix& w, const float* x, int64_t m, float* y, ThreadPool& pool, OpProfile* prof, Op role,
+            ActQuant act = ActQuant::block32);
 
 // The kernel table for an ISA, and for the active ISA (TINFER_ISA or the best available).
 const KernelTable& kernel_table(Isa isa);

@@ -10,7 +10,7 @@
 #include "core/thread_pool.h"
 #include "kernels/kernel_table.h"
 #include "kernels/kernels.h"
-#include "kernels/packed_layout.h"
+#include "kernels/packed_format.h"
 #include "quant/type_table.h"
 
 namespace tinfer {
@@ -22,8 +22,9 @@ struct ActScratch {
   std::vector<uint8_t> panel;  // QActs layout (kernel_table.h)
 };
 
-// Quantizes x [m][cols] into the activation panel; corr is the packed weights' per-q offset.
-QActs quantize_acts(const KernelTable& kt, const float* x, int64_t m, int64_t cols, int32_t corr, ThreadPool& pool) {
+// Quantizes x [m][cols] into the activation panel; corr is the packed codes' offset (Geometry::corr).
+QActs quantize_acts(const KernelTable& kt, const float* x, int64_t m, int64_t cols, int32_t corr, ActQuant mode,
+                    ThreadPool& pool) {
   thread_local ActScratch s;
   const int64_t nb = cols / 32, groups = (m + kActGroup - 1) / kActGroup;
   const int gr = int(std::min<int64_t>(m, kActGroup));
@@ -36,25 +37,37 @@ QActs quantize_acts(const KernelTable& kt, const float* x, int64_t m, int64_t co
   a.gr = gr;
   auto rows = [&](int64_t g0, int64_t g1) {
     thread_local std::vector<int8_t> q;
-    thread_local std::vector<float> d, ds;
-    thread_local std::vector<int32_t> sum;
+    thread_local std::vector<float> d;
+    thread_local std::vector<int16_t> s16;
     if (int64_t(q.size()) < cols) q.resize(size_t(cols));
-    if (int64_t(d.size()) < nb) d.resize(size_t(nb)), ds.resize(size_t(nb)), sum.resize(size_t(nb));
+    if (int64_t(d.size()) < nb) d.resize(size_t(nb)), s16.resize(size_t(2 * nb));
     for (int64_t i = g0 * kActGroup; i < g1 * kActGroup; ++i) {
       const int r = int(i % kActGroup);
       if (r >= gr) break;  // (only a single short group stores fewer rows)
-      if (i < m) kt.quantize_act_row(x + i * cols, cols, q.data(), d.data(), sum.data(), ds.data());
+      const bool live = i < m;  // padded rows of the last group are zeros
+      if (live) kt.quantize_act_row(x + i * cols, cols, mode, q.data(), d.data(), s16.data());
       for (int64_t b = 0; b < nb; ++b) {
         // Written through QActs' own accessors (the panel is this function's scratch), so the layout
         // is stated once.
         const uint8_t* blk = a.block(i / kActGroup, b);
-        const bool live = i < m;  // padded rows of the last group are zeros
         auto* qr = const_cast<int8_t*>(a.q(blk, r));
-        if (live) std::memcpy(qr, q.data() + b * 32, 32);
-        else std::memset(qr, 0, 32);
-        *const_cast<float*>(a.d(blk, r)) = live ? d[size_t(b)] : 0.0f;
-        *const_cast<int32_t*>(a.off(blk, r)) = live ? corr * sum[size_t(b)] : 0;
-        *const_cast<float*>(a.ds(blk, r)) = live ? ds[size_t(b)] : 0.0f;
+        auto* sr = const_cast<int16_t*>(a.s16(blk, r));
+        if (!live) {
+          std::memset(qr, 0, 32);
+          *const_cast<float*>(a.d(blk, r)) = 0.0f;
+          *const_cast<float*>(a.ds(blk, r)) = 0.0f;
+          *const_cast<int32_t*>(a.off(blk, r)) = 0;
+          sr[0] = sr[1] = 0;
+          continue;
+        }
+        std::memcpy(qr, q.data() + b * 32, 32);
+        const float db = d[size_t(b)];
+        const int32_t sum = int32_t(s16[size_t(2 * b)]) + s16[size_t(2 * b + 1)];
+        *const_cast<float*>(a.d(blk, r)) = db;
+        *const_cast<float*>(a.ds(blk, r)) = db * float(sum);
+        *const_cast<int32_t*>(a.off(blk, r)) = corr * sum;
+        sr[0] = s16[size_t(2 * b)];
+        sr[1] = s16[size_t(2 * b + 1)];
       }
     }
   };
@@ -63,20 +76,20 @@ QActs quantize_acts(const KernelTable& kt, const float* x, int64_t m, int64_t co
   return a;
 }
 
-void matmul_tiled(const PackedMatrix& w, const float* x, int64_t m, float* y, ThreadPool& pool,
-                  const KernelTable& kt, OpProfile* prof, Op role) {
+void matmul_tiled(const PackedMatrix& w, const packed::PackedFormat& pf, const float* x, int64_t m, float* y,
+                  ThreadPool& pool, const KernelTable& kt, OpProfile* prof, Op role, ActQuant act) {
   GemmArgs g;
   g.w = w.data.data();
-  g.tile_bytes = packed::tile_bytes(w.type, w.cols / 32);
+  g.tile_bytes = pf.g.tile_bytes(w.cols / pf.g.block);
   g.rows = w.rows;
   {
     OpTimer t(prof, Op::kActQuant, double(m * w.cols) * 4, double(m * w.cols) * 2);
-    g.a = quantize_acts(kt, x, m, w.cols, w.type == DType::Q8_0 ? -128 : w.type == DType::Q4_0 ? -8 : 0, pool);
+    g.a = quantize_acts(kt, x, m, w.cols, pf.g.corr, act, pool);
   }
   OpTimer t(prof, role, double(w.data.size()), 2.0 * double(m) * double(w.rows) * double(w.cols));
   g.y = y;
   g.ldy = w.rows;
-  const GemmFn fn = w.type == DType::Q8_0 ? kt.gemm_q8_0 : w.type == DType::Q4_0 ? kt.gemm_q4_0 : kt.gemm_q4_1;
+  const GemmFn fn = kt.gemm[size_t(pf.fmt)];
   const int64_t nt = packed::n_tiles(w.rows), n_ic = (m + kMaxGemmRows - 1) / kMaxGemmRows;
   if (n_ic == 1) {
     // Decode streams every weight byte from DRAM once, so each thread reads one long contiguous run:
@@ -122,15 +135,17 @@ void matmul_rows(const PackedMatrix& w, const float* x, int64_t m, float* y, Thr
 }  // namespace
 
 void matmul(const PackedMatrix& w, const float* x, int64_t m, float* y, ThreadPool& pool, const KernelTable& kt,
-            OpProfile* prof, Op role) {
+            OpProfile* prof, Op role, ActQuant act) {
   if (m <= 0) return;
-  if (packed::is_tiled(w.type)) return matmul_tiled(w, x, m, y, pool, kt, prof, role);
+  if (const packed::PackedFormat* pf = packed::find_format(w.type))
+    return matmul_tiled(w, *pf, x, m, y, pool, kt, prof, role, act);
   OpTimer t(prof, role, double(w.data.size()), 2.0 * double(m) * double(w.rows) * double(w.cols));
   matmul_rows(w, x, m, y, pool, kt);
 }
 
-void matmul(const PackedMatrix& w, const float* x, int64_t m, float* y, ThreadPool& pool, OpProfile* prof, Op role) {
-  matmul(w, x, m, y, pool, active_kernels(), prof, role);
+void matmul(const PackedMatrix& w, const float* x, int64_t m, float* y, ThreadPool& pool, OpProfile* prof, Op role,
+            ActQuant act) {
+  matmul(w, x, m, y, pool, active_kernels(), prof, role, act);
 }
 
 void matmul(const PackedMatrix& w, const float* x, int64_t m, float* y, ThreadPool& pool) {

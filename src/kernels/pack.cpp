@@ -1,112 +1,95 @@
-// pack_matrix / unpack_row: GGUF row-major blocks <-> the packed layouts (packed_layout.h for the
-// 32-block types; plain GGUF rows for the float types and K-quants).
+// pack_matrix / unpack_row: GGUF row-major blocks <-> the packed tiles (packed_layout.h), through the
+// format rows of packed_format.h; the float types stay plain GGUF rows.
 #include <cstring>
 
 #include "core/error.h"
-#include "core/fp16.h"
 #include "kernels/kernels.h"
-#include "kernels/packed_layout.h"
-#include "quant/blocks.h"
+#include "kernels/packed_format.h"
 #include "quant/type_table.h"
 
 namespace tinfer {
 
 namespace {
 
-bool supported(DType t) {
-  switch (t) {
-    case DType::F32: case DType::F16: case DType::BF16: case DType::Q8_0:
-    case DType::Q4_0: case DType::Q4_1: case DType::Q4_K: case DType::Q6_K: return true;
-    default: return false;
-  }
-  return false;
+// Types kept as plain GGUF rows (matmul dequantizes them row by row).
+bool row_layout(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
+
+int n_sc(const packed::Geometry& g) { return g.sc_at < 0 ? 0 : g.block / (g.sub16() ? 16 : 32); }
+int n_mn(const packed::Geometry& g) { return g.mn_at < 0 ? 0 : g.block / 32; }
+
+// Writes row r's (r < 16) block b of a tile, and reads it back.
+template <int bits>
+void put_block(const packed::Geometry& g, const packed::BlockFields& f, int r, int64_t b, uint8_t* tile) {
+  uint8_t* sc = tile + g.scale_offset(b);
+  if (g.d_at >= 0) std::memcpy(sc + g.d_at + 2 * r, &f.d, 2);
+  if (g.m_at >= 0) std::memcpy(sc + g.m_at + 2 * r, &f.m, 2);
+  for (int s = 0; s < n_sc(g); ++s) sc[g.sc_at + g.sc_index(s, r)] = f.sc[s];
+  for (int s = 0; s < n_mn(g); ++s) sc[g.mn_at + 16 * s + r] = f.mn[s];
+  uint8_t* q = tile + g.quant_offset(b);
+  for (int s = 0; s < g.subs(); ++s) packed::put_codes<bits>(q + s * g.sub_bytes(), r, f.code + packed::kSub * s);
 }
 
-// Writes one GGUF block of row r (r < 16 within its tile) into the tile at block b.
-template <class Block>
-void put_block(DType t, const Block& blk, int r, int64_t b, uint8_t* tile) {
-  auto* scales = reinterpret_cast<uint16_t*>(tile + packed::scale_offset(t, b));
-  scales[r] = blk.d;
-  uint8_t* qb = tile + packed::quant_offset(t, b);
-  if constexpr (sizeof(Block) == sizeof(BlockQ8_0)) {
-    for (int k = 0; k < kQK; ++k) qb[(k / 4) * 64 + r * 4 + k % 4] = uint8_t(blk.qs[k]) ^ 0x80;
-  } else {
-    if constexpr (sizeof(Block) == sizeof(BlockQ4_1)) scales[16 + r] = blk.m;
-    // GGUF byte k (k<16): low nibble = element k, high = element k+16; element k sits in quad k/4,
-    // which is chunk k/4 (k<16): the same byte, so the bytes only move.
-    for (int k = 0; k < kQK / 2; ++k) qb[(k / 4) * 64 + r * 4 + k % 4] = blk.qs[k];
-  }
-}
-
-template <class Block>
-void pack_tiled(DType t, const uint8_t* src, int64_t rows, int64_t nb, uint8_t* dst) {
-  const int64_t tb = packed::tile_bytes(t, nb);
-  for (int64_t r = 0; r < rows; ++r) {
-    uint8_t* tile = dst + (r / packed::kTileRows) * tb;
-    const Block* blocks = reinterpret_cast<const Block*>(src) + r * nb;
-    for (int64_t b = 0; b < nb; ++b)
-      put_block(t, blocks[b], int(r % packed::kTileRows), b, tile);
-  }
-}
-
-template <class Block>
-void unpack_tiled(const PackedMatrix& w, int64_t r, float* dst) {
-  const DType t = w.type;
-  const int64_t nb = w.cols / kQK, tb = packed::tile_bytes(t, nb);
-  const uint8_t* tile = w.data.data() + (r / packed::kTileRows) * tb;
-  const int rr = int(r % packed::kTileRows);
-  for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* qb = tile + packed::quant_offset(t, b);
-    const auto* scales = reinterpret_cast<const uint16_t*>(tile + packed::scale_offset(t, b));
-    const float d = fp16_to_f32(scales[rr]);
-    float* out = dst + b * kQK;
-    for (int k = 0; k < kQK; ++k) {
-      if constexpr (sizeof(Block) == sizeof(BlockQ8_0)) {
-        out[k] = d * float(int8_t(qb[(k / 4) * 64 + rr * 4 + k % 4] ^ 0x80));
-      } else {
-        const int kk = k % 16;
-        const uint8_t byte = qb[(kk / 4) * 64 + rr * 4 + kk % 4];
-        const int q = k < 16 ? (byte & 15) : (byte >> 4);
-        if constexpr (sizeof(Block) == sizeof(BlockQ4_1))
-          out[k] = d * float(q) + fp16_to_f32(scales[16 + rr]);
-        else
-          out[k] = d * float(q - 8);
-      }
-    }
-  }
+template <int bits>
+void get_block(const packed::Geometry& g, const uint8_t* tile, int r, int64_t b, packed::BlockFields& f) {
+  const uint8_t* sc = tile + g.scale_offset(b);
+  if (g.d_at >= 0) std::memcpy(&f.d, sc + g.d_at + 2 * r, 2);
+  if (g.m_at >= 0) std::memcpy(&f.m, sc + g.m_at + 2 * r, 2);
+  for (int s = 0; s < n_sc(g); ++s) f.sc[s] = sc[g.sc_at + g.sc_index(s, r)];
+  for (int s = 0; s < n_mn(g); ++s) f.mn[s] = sc[g.mn_at + 16 * s + r];
+  const uint8_t* q = tile + g.quant_offset(b);
+  for (int s = 0; s < g.subs(); ++s) packed::get_codes<bits>(q + s * g.sub_bytes(), r, f.code + packed::kSub * s);
 }
 
 }  // namespace
 
 PackedMatrix pack_matrix(DType type, const void* src, int64_t rows, int64_t cols) {
-  check(supported(type), "pack_matrix: unsupported type id " + std::to_string(uint32_t(type)));
+  const packed::PackedFormat* pf = packed::find_format(type);
+  check(pf || row_layout(type), "pack_matrix: unsupported type id " + std::to_string(uint32_t(type)));
   check(rows > 0 && cols > 0, "pack_matrix: empty matrix");
-  const size_t rb = row_bytes(type, cols);  // throws when cols is not a multiple of the block
+  check(cols % (pf ? pf->g.block : 1) == 0, "pack_matrix: " + std::to_string(cols) +
+                                               " columns are not a multiple of the block size");
+  const size_t rb = pf ? size_t(cols / pf->g.block * pf->gguf_bytes) : row_bytes(type, cols);
   PackedMatrix w;
   w.type = type;
   w.rows = rows;
   w.cols = cols;
   const auto* s = static_cast<const uint8_t*>(src);
-  if (!packed::is_tiled(type)) {
+  if (!pf) {
     w.data = Buffer(rb * size_t(rows), true);
     std::memcpy(w.data.data(), s, rb * size_t(rows));
     return w;
   }
-  const int64_t nb = cols / kQK;
-  w.data = Buffer(size_t(packed::n_tiles(rows) * packed::tile_bytes(type, nb)), true);
-  if (type == DType::Q8_0) pack_tiled<BlockQ8_0>(type, s, rows, nb, w.data.data());
-  if (type == DType::Q4_0) pack_tiled<BlockQ4_0>(type, s, rows, nb, w.data.data());
-  if (type == DType::Q4_1) pack_tiled<BlockQ4_1>(type, s, rows, nb, w.data.data());
+  const packed::Geometry& g = pf->g;
+  const int64_t nb = cols / g.block, tb = g.tile_bytes(nb);
+  const size_t block_bytes = size_t(pf->gguf_bytes);
+  w.data = Buffer(size_t(packed::n_tiles(rows) * tb), true);  // zero-filled: the padded rows of the last tile
+  packed::with_bits(g.bits, [&](auto bits) {
+    packed::BlockFields f{};
+    for (int64_t r = 0; r < rows; ++r) {
+      uint8_t* tile = w.data.data() + (r / packed::kTileRows) * tb;
+      for (int64_t b = 0; b < nb; ++b) {
+        pf->decode(s + size_t(r) * rb + size_t(b) * block_bytes, f);
+        put_block<bits()>(g, f, int(r % packed::kTileRows), b, tile);
+      }
+    }
+  });
   return w;
 }
 
 void unpack_row(const PackedMatrix& w, int64_t r, float* dst) {
   check(r >= 0 && r < w.rows, "unpack_row: row out of range");
-  switch (w.type) {
-    case DType::Q8_0: return unpack_tiled<BlockQ8_0>(w, r, dst);
-    case DType::Q4_0: return unpack_tiled<BlockQ4_0>(w, r, dst);
-    case DType::Q4_1: return unpack_tiled<BlockQ4_1>(w, r, dst);
-    default: break;
+  if (const packed::PackedFormat* pf = packed::find_format(w.type)) {
+    const packed::Geometry& g = pf->g;
+    const int64_t nb = w.cols / g.block;
+    const uint8_t* tile = w.data.data() + (r / packed::kTileRows) * g.tile_bytes(nb);
+    packed::with_bits(g.bits, [&](auto bits) {
+      packed::BlockFields f{};
+      for (int64_t b = 0; b < nb; ++b) {
+        get_block<bits()>(g, tile, int(r % packed::kTileRows), b, f);
+        pf->dequant(f, dst + b * g.block);
+      }
+    });
+    return;
   }
   const size_t rb = row_bytes(w.type, w.cols);
   type_traits(w.type).to_float(w.data.data() + rb * size_t(r), dst, w.cols);

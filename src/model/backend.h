@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/act_quant.h"
 #include "core/kv_dtype.h"
 #include "core/op_profile.h"
 #include "model/forward_batch.h"
@@ -39,6 +40,7 @@ struct BackendOptions {
   int threads = 0;               // CPU: worker threads (0 = all cores) when no pool is given
   ThreadPool* pool = nullptr;    // CPU: run on this pool (shared with the caller) instead of an own one
   int64_t max_positions = 0;     // longest sequence to position; 0 = the model's context; more is refused
+  ActQuant act_quant = ActQuant::block32;  // CPU: int8 activation scales per 32-block or per token (row)
 };
 
 class Backend {

@@ -40,12 +40,12 @@ CpuForward::Stacked CpuForward::pack_stacked(std::initializer_list<const GgufTen
 }
 
 void CpuForward::Stacked::run(const float* x, int64_t n, float* y, std::vector<float>& tmp, ThreadPool& pool,
-                              OpProfile* prof, Op role) const {
-  if (parts.size() == 1) return matmul(parts[0], x, n, y, pool, prof, role);
+                              OpProfile* prof, Op role, ActQuant act) const {
+  if (parts.size() == 1) return matmul(parts[0], x, n, y, pool, prof, role, act);
   int64_t col = 0;
   for (const PackedMatrix& p : parts) {
     tmp.resize(n * p.rows);
-    matmul(p, x, n, tmp.data(), pool, prof, role);
+    matmul(p, x, n, tmp.data(), pool, prof, role, act);
     for (int64_t i = 0; i < n; ++i) std::memcpy(y + i * rows + col, &tmp[i * p.rows], p.rows * sizeof(float));
     col += p.rows;
   }
@@ -65,16 +65,18 @@ int64_t checked_positions(const ModelConfig& c, int64_t max_positions) {
 
 CpuForward::CpuForward(const Model& model, const BackendOptions& opts)
     : CpuForward(model, opts.pool ? nullptr : std::make_unique<ThreadPool>(opts.threads), opts.pool,
-                 opts.max_positions) {}
+                 opts.max_positions, opts.act_quant) {}
 
 CpuForward::CpuForward(const Model& model, ThreadPool& pool, int64_t max_positions)
-    : CpuForward(model, nullptr, &pool, max_positions) {}
+    : CpuForward(model, nullptr, &pool, max_positions, ActQuant::block32) {}
 
-CpuForward::CpuForward(const Model& model, std::unique_ptr<ThreadPool> owned, ThreadPool* pool, int64_t max_positions)
+CpuForward::CpuForward(const Model& model, std::unique_ptr<ThreadPool> owned, ThreadPool* pool, int64_t max_positions,
+                       ActQuant act_quant)
     : model_(model),
       owned_pool_(std::move(owned)),
       pool_(pool ? *pool : *owned_pool_),
-      rope_(model.config(), checked_positions(model.config(), max_positions)) {
+      rope_(model.config(), checked_positions(model.config(), max_positions)),
+      act_quant_(act_quant) {
   const ModelConfig& c = model.config();
   check(c.n_heads / c.n_kv_heads <= 64, "grouped-query attention with more than 64 heads per KV head is unsupported");
   const DecoderTensors& t = model.tensors();
@@ -190,7 +192,7 @@ void CpuForward::forward(const ForwardBatch& batch, KvStorage& kv, float* logits
       per_token([&](int64_t i) { rmsnorm(&x_[i * dim], L.attn_norm.data(), &xb_[i * dim], dim, c.rms_eps); });
     }
     if (observer_) observer_(l, LinearInput::kAttnIn, xb_.data(), n, dim);
-    L.wqkv.run(xb_.data(), n, qkv_.data(), tmp_, pool_, prof, Op::kMatmulQkv);  // [n][q | k | v]
+    L.wqkv.run(xb_.data(), n, qkv_.data(), tmp_, pool_, prof, Op::kMatmulQkv, act_quant_);  // [n][q | k | v]
     {
       OpTimer t(prof, Op::kRopeKv);
       per_token([&](int64_t i) {
@@ -211,7 +213,7 @@ void CpuForward::forward(const ForwardBatch& batch, KvStorage& kv, float* logits
     }
     // att_ rows have stride q_dim(); wo reads [n][q_dim] and writes [n][dim] into xb_.
     if (observer_) observer_(l, LinearInput::kAttnOut, att_.data(), n, c.q_dim());
-    matmul(L.wo, att_.data(), n, xb_.data(), pool_, prof, Op::kMatmulOut);
+    matmul(L.wo, att_.data(), n, xb_.data(), pool_, prof, Op::kMatmulOut, act_quant_);
     {
       OpTimer t(prof, Op::kNorm);  // (the residual add is fused into this pass)
       per_token([&](int64_t i) {
@@ -220,7 +222,7 @@ void CpuForward::forward(const ForwardBatch& batch, KvStorage& kv, float* logits
       });
     }
     if (observer_) observer_(l, LinearInput::kFfnIn, xb_.data(), n, dim);
-    L.w_gateup.run(xb_.data(), n, gu_.data(), tmp_, pool_, prof, Op::kMatmulGateUp);  // [n][gate | up]
+    L.w_gateup.run(xb_.data(), n, gu_.data(), tmp_, pool_, prof, Op::kMatmulGateUp, act_quant_);  // [n][gate | up]
     {
       // SwiGLU, compacted to [n][ffn] for the down GEMM.
       OpTimer t(prof, Op::kActivation);
@@ -231,7 +233,7 @@ void CpuForward::forward(const ForwardBatch& batch, KvStorage& kv, float* logits
       });
     }
     if (observer_) observer_(l, LinearInput::kFfnMid, ffn_in_.data(), n, ffn);
-    matmul(L.w_down, ffn_in_.data(), n, xb_.data(), pool_, prof, Op::kMatmulDown);
+    matmul(L.w_down, ffn_in_.data(), n, xb_.data(), pool_, prof, Op::kMatmulDown, act_quant_);
     OpTimer t(prof, Op::kResidual);
     per_token([&](int64_t i) { add_inplace(&x_[i * dim], &xb_[i * dim], dim); });
   }
@@ -242,7 +244,7 @@ void CpuForward::forward(const ForwardBatch& batch, KvStorage& kv, float* logits
     for (int64_t r = 0; r < nl; ++r)
       rmsnorm(&x_[batch.logit_rows[r] * dim], output_norm_.data(), &hidden_[r * dim], dim, c.rms_eps);
   }
-  if (nl > 0) matmul(output_, hidden_.data(), nl, logits, pool_, prof, Op::kLmHead);
+  if (nl > 0) matmul(output_, hidden_.data(), nl, logits, pool_, prof, Op::kLmHead, act_quant_);
 }
 
 }  // namespace tinfer

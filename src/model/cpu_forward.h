@@ -36,6 +36,7 @@ class CpuForward final : public Backend {
   ~CpuForward() override;
 
   const char* name() const override { return "cpu"; }
+  ActQuant act_quant() const { return act_quant_; }
   int64_t max_positions() const override { return rope_.n_positions(); }
   const ModelConfig& config() const override { return model_.config(); }
   size_t weight_bytes() const override { return packed_bytes(); }
@@ -61,7 +62,7 @@ class CpuForward final : public Backend {
     std::vector<PackedMatrix> parts;
     int64_t rows = 0;
     void run(const float* x, int64_t n, float* y, std::vector<float>& tmp, ThreadPool& pool, OpProfile* prof,
-             Op role) const;
+             Op role, ActQuant act) const;
   };
   struct Layer {
     std::vector<float> attn_norm, ffn_norm;
@@ -70,7 +71,8 @@ class CpuForward final : public Backend {
     Stacked w_gateup;      // rows: [ffn | ffn]
     PackedMatrix w_down;   // [dim][ffn]
   };
-  CpuForward(const Model& model, std::unique_ptr<ThreadPool> owned, ThreadPool* pool, int64_t max_positions);
+  CpuForward(const Model& model, std::unique_ptr<ThreadPool> owned, ThreadPool* pool, int64_t max_positions,
+             ActQuant act_quant);
   static Stacked pack_stacked(std::initializer_list<const GgufTensor*> parts);
   void ensure_scratch(int64_t n_tokens, int64_t n_logits);
   void embed(const ForwardBatch& batch);
@@ -79,6 +81,7 @@ class CpuForward final : public Backend {
   std::unique_ptr<ThreadPool> owned_pool_;  // (declared before pool_: it may be what pool_ refers to)
   ThreadPool& pool_;
   RopeTable rope_;
+  ActQuant act_quant_;  // how every GEMM quantizes its activations (BackendOptions::act_quant)
   OpProfile profile_;  // every forward adds to it (always on; see core/op_profile.h)
   LinearObserver observer_;
   std::vector<Layer> layers_;

@@ -74,7 +74,10 @@ class GgufFile {
   std::unique_ptr<Impl> impl_;
 };
 
-// Builds a GGUF v3 file in memory and writes it. Used by `tinfer synth` and tests.
+// Builds a GGUF v3 file in memory and writes it. Used by `tinfer synth` and tests. For files too large to
+// hold in memory (`tinfer quantize`), tensors can be declared without data and streamed: write
+// header_bytes(), then each tensor's tensor_bytes(i) bytes in declaration order, each followed by zero
+// padding to alignment().
 class GgufWriter {
  public:
   void set_u32(const std::string& key, uint32_t v);
@@ -92,7 +95,15 @@ class GgufWriter {
   // shape[0] is the row length; data holds row_bytes(type, shape[0]) * (product of the rest) bytes.
   void add_tensor(const std::string& name, DType type, const std::vector<int64_t>& shape, const void* data,
                   size_t bytes);
+  // A tensor without its data (streaming): the same checks as add_tensor; to_bytes()/write() refuse a
+  // writer holding declared-only tensors.
+  void declare_tensor(const std::string& name, DType type, const std::vector<int64_t>& shape);
   // Data alignment is general.alignment when set (a power of two), else 32.
+  size_t alignment() const;
+  size_t tensor_count() const { return tensors_.size(); }
+  size_t tensor_bytes(size_t i) const { return tensors_.at(i).bytes; }  // unpadded
+  // Header, metadata, tensor table and the padding before the data section.
+  std::vector<uint8_t> header_bytes() const;
   std::vector<uint8_t> to_bytes() const;
   void write(const std::string& path) const;  // throws Error on I/O failure
 
@@ -102,8 +113,10 @@ class GgufWriter {
     std::string name;
     DType type;
     std::vector<int64_t> shape;
-    std::vector<uint8_t> data;
+    size_t bytes = 0;
+    std::vector<uint8_t> data;  // empty for a declared-only tensor
   };
+  size_t checked_bytes(const std::string& name, DType type, const std::vector<int64_t>& shape) const;
   std::vector<PendingTensor> tensors_;
 };
 

@@ -144,8 +144,7 @@ void GgufWriter::set_i32_array(const std::string& key, const std::vector<int32_t
   set(key, array_of(GgufType::INT32, v, [](int32_t x) { return int64_t{x}; }));
 }
 
-void GgufWriter::add_tensor(const std::string& name, DType type, const std::vector<int64_t>& shape, const void* data,
-                            size_t bytes) {
+size_t GgufWriter::checked_bytes(const std::string& name, DType type, const std::vector<int64_t>& shape) const {
   const std::string tn = "GgufWriter: tensor '" + name + "'";
   check(!name.empty() && name.size() <= gguf::kMaxTensorName, tn + ": name must be 1..64 bytes");
   for (const PendingTensor& t : tensors_) check(t.name != name, tn + " added twice");
@@ -157,12 +156,24 @@ void GgufWriter::add_tensor(const std::string& name, DType type, const std::vect
   }
   size_t expect = 0;
   check(!__builtin_mul_overflow(row_bytes(type, shape[0]), size_t(rows), &expect), tn + ": size overflows");
-  check(bytes == expect, tn + ": got " + std::to_string(bytes) + " bytes, shape needs " + std::to_string(expect));
-  const auto* p = static_cast<const uint8_t*>(data);
-  tensors_.push_back(PendingTensor{name, type, shape, std::vector<uint8_t>(p, p + bytes)});
+  return expect;
 }
 
-std::vector<uint8_t> GgufWriter::to_bytes() const {
+void GgufWriter::add_tensor(const std::string& name, DType type, const std::vector<int64_t>& shape, const void* data,
+                            size_t bytes) {
+  const size_t expect = checked_bytes(name, type, shape);
+  check(bytes == expect, "GgufWriter: tensor '" + name + "': got " + std::to_string(bytes) + " bytes, shape needs " +
+                             std::to_string(expect));
+  const auto* p = static_cast<const uint8_t*>(data);
+  tensors_.push_back(PendingTensor{name, type, shape, bytes, std::vector<uint8_t>(p, p + bytes)});
+}
+
+void GgufWriter::declare_tensor(const std::string& name, DType type, const std::vector<int64_t>& shape) {
+  const size_t bytes = checked_bytes(name, type, shape);
+  tensors_.push_back(PendingTensor{name, type, shape, bytes, {}});
+}
+
+size_t GgufWriter::alignment() const {
   size_t align = gguf::kDefaultAlignment;
   for (const auto& [k, v] : kv_)
     if (k == "general.alignment") {
@@ -171,6 +182,11 @@ std::vector<uint8_t> GgufWriter::to_bytes() const {
             "GgufWriter: general.alignment must be an unsigned power of two");
       align = size_t(*a);
     }
+  return align;
+}
+
+std::vector<uint8_t> GgufWriter::header_bytes() const {
+  const size_t align = alignment();
   // Starts with the magic (constructed, not inserted: GCC 12 misreads an insert into an empty
   // vector as an overflow under -Werror=stringop-overflow).
   std::vector<uint8_t> buf(gguf::kMagic, gguf::kMagic + 4);
@@ -190,9 +206,18 @@ std::vector<uint8_t> GgufWriter::to_bytes() const {
     for (int64_t d : t.shape) out.put<uint64_t>(uint64_t(d));
     out.put<uint32_t>(static_cast<uint32_t>(t.type));
     out.put<uint64_t>(offset);
-    offset += (t.data.size() + align - 1) / align * align;
+    offset += (t.bytes + align - 1) / align * align;
   }
   out.pad_to(align);
+  return buf;
+}
+
+std::vector<uint8_t> GgufWriter::to_bytes() const {
+  for (const PendingTensor& t : tensors_)
+    check(t.data.size() == t.bytes, "GgufWriter: tensor '" + t.name + "' was declared without data");
+  const size_t align = alignment();
+  std::vector<uint8_t> buf = header_bytes();
+  Out out(buf);
   for (const PendingTensor& t : tensors_) {
     buf.insert(buf.end(), t.data.begin(), t.data.end());
     out.pad_to(align);

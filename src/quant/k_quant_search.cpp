@@ -9,21 +9,30 @@ namespace tinfer::quant_ref {
 
 namespace {
 constexpr float kGroupMaxEps = 1e-15f;  // below this the group counts as all zero (ggml GROUP_MAX_EPS)
-}
 
-float make_qx_quants_rmse1(int n, int nmax, const float* x, int8_t* L) {
-  float max = 0, amax = 0;
+// *max = the signed value of largest magnitude (the first on ties). false, with L zeroed, when the
+// group counts as all zero (largest magnitude below kGroupMaxEps).
+bool signed_max(int n, const float* x, int8_t* L, float* max) {
+  float amax = 0;
+  *max = 0;
   for (int i = 0; i < n; ++i) {
     const float ax = std::fabs(x[i]);
     if (ax > amax) {
       amax = ax;
-      max = x[i];
+      *max = x[i];
     }
   }
   if (amax < kGroupMaxEps) {
     for (int i = 0; i < n; ++i) L[i] = 0;
-    return 0.f;
+    return false;
   }
+  return true;
+}
+}  // namespace
+
+float make_qx_quants_rmse1(int n, int nmax, const float* x, int8_t* L) {
+  float max;
+  if (!signed_max(n, x, L, &max)) return 0.f;
   auto clamp_l = [nmax](int l) { return std::max(-nmax, std::min(nmax - 1, l)); };
   // Weights are x² (rmse_type 1): large values dominate the fit.
   float iscale = -nmax / max;
@@ -58,18 +67,8 @@ float make_qx_quants_rmse1(int n, int nmax, const float* x, int8_t* L) {
 }
 
 float make_q3_quants(int n, int nmax, const float* x, int8_t* L) {
-  float max = 0, amax = 0;
-  for (int i = 0; i < n; ++i) {
-    const float ax = std::fabs(x[i]);
-    if (ax > amax) {
-      amax = ax;
-      max = x[i];
-    }
-  }
-  if (amax < kGroupMaxEps) {
-    for (int i = 0; i < n; ++i) L[i] = 0;
-    return 0.f;
-  }
+  float max;
+  if (!signed_max(n, x, L, &max)) return 0.f;
   auto clamp_l = [nmax](int l) { return std::max(-nmax, std::min(nmax - 1, l)); };
   const float iscale = -nmax / max;
   float sumlx = 0, suml2 = 0;

@@ -6,6 +6,9 @@
 #include <cstdint>
 #include <cstring>
 
+#include "quant/blocks.h"
+#include "quant/code_layout.h"
+
 namespace tinfer::quant_ref::q45k {
 
 constexpr int kSub = 32;  // elements per sub-block
@@ -52,5 +55,65 @@ void quantize_weighted(const float* x, const float* w, int nmax, ScaleMin& s, ui
 void dequantize(const ScaleMin& s, const uint8_t* L, float* y);
 // Per element scale d*sc and offset -dmin*mn.
 void grid(const ScaleMin& s, float* scale, float* offset);
+
+// The per-block primitives and the reference pair of Q4_K (kBits 4, BlockQ4_K) and Q5_K (kBits 5,
+// BlockQ5_K): the low 4 bits of each code in nibble planes (qs), for 5 bits the fifth in one high-bit
+// plane (qh). The family files instantiate it.
+template <int kBits, class B>
+struct Format {
+  static_assert(kBits == 4 || kBits == 5);
+  static constexpr int kNmax = (1 << kBits) - 1;  // 15 or 31
+
+  static void pack(const uint8_t* L, B& b) {
+    pack_nibbles_k(L, b.qs);
+    if constexpr (kBits == 5) pack_high_bits_k(L, 4, b.qh);
+  }
+  static void unpack(const B& b, uint8_t* L) {
+    unpack_nibbles_k(b.qs, L);
+    if constexpr (kBits == 5) add_high_bits_k(b.qh, 4, L);
+  }
+  static void store(const ScaleMin& s, const uint8_t* L, B& b) {
+    set_scale_min(b, s);
+    pack(L, b);
+  }
+
+  static void codes(const B& b, int32_t* q) {
+    uint8_t L[kQK_K];
+    unpack(b, L);
+    for (int e = 0; e < kQK_K; ++e) q[e] = L[e];
+  }
+  static void put_codes(B& b, const int32_t* q) {
+    uint8_t L[kQK_K];
+    for (int e = 0; e < kQK_K; ++e) L[e] = uint8_t(q[e]);
+    pack(L, b);
+  }
+  static void grid_block(const B& b, float* scale, float* offset) { grid(scale_min_of(b), scale, offset); }
+
+  static void search(const float* x, const float* w, B& b) {
+    ScaleMin s;
+    uint8_t L[kQK_K];
+    quantize_weighted(x, w, kNmax, s, L);
+    store(s, L, b);
+  }
+
+  static void to_float(const void* src, float* dst, int64_t n) {
+    const auto* b = static_cast<const B*>(src);
+    uint8_t L[kQK_K];
+    for (int64_t i = 0; i < n / kQK_K; ++i) {
+      unpack(b[i], L);
+      dequantize(scale_min_of(b[i]), L, dst + i * kQK_K);
+    }
+  }
+  // p: the format's reference search parameters (p.nmax == kNmax).
+  static void from_float(const float* src, void* dst, int64_t n, const RefSearch& p) {
+    auto* b = static_cast<B*>(dst);
+    for (int64_t i = 0; i < n / kQK_K; ++i) {
+      ScaleMin s;
+      uint8_t L[kQK_K];
+      quantize_ref(src + i * kQK_K, p, s, L);
+      store(s, L, b[i]);
+    }
+  }
+};
 
 }  // namespace tinfer::quant_ref::q45k

@@ -24,18 +24,22 @@ double sum_squares(const std::vector<float>& y) {
 
 }  // namespace
 
-std::vector<ScaleFold> awq_apply(FloatModel& m, CalibStats& stats, DType type, const ScaleSearchOptions& opts) {
-  const TypeTraits& tt = type_traits(type);
+std::vector<ScaleFold> awq_apply(FloatModel& m, CalibStats& stats, DType target, const ScaleSearchOptions& opts) {
   check(opts.n_grid >= 2, "awq: the alpha grid needs at least 2 points");
-  if (opts.weighted)
-    check(tt.from_float_weighted && tt.grid, std::string("awq: type ") + tt.name + " has no importance-weighted quantizer");
   ThreadPool pool(opts.threads);
   std::vector<ScaleFold> report;
   for (const FoldGroup& g : fold_groups(m, stats)) {
+    // The group is searched with the type its matrices will be written in (the recipe's plan).
+    const DType type = opts.type_of && !g.consumers.empty() ? opts.type_of(g.consumers.front()) : target;
+    const TypeTraits& tt = type_traits(type);
+    if (opts.weighted)
+      check(tt.from_float_weighted && tt.grid, std::string("awq: type ") + tt.name + " has no importance-weighted quantizer");
     ScaleFold f;
     f.group = g.label;
     const int64_t cols = g.stats->cols;
-    if (g.skip.empty() && cols % tt.block_size != 0)
+    if (g.skip.empty() && (!tt.grid || tt.code_max == 0))
+      f.note = std::string("its matrices stay ") + tt.name + " (not a quantized type)";
+    else if (g.skip.empty() && cols % tt.block_size != 0)
       f.note = "rows of " + std::to_string(cols) + " are not a whole number of " + tt.name + " blocks";
     else
       f.note = g.skip;

@@ -3,6 +3,7 @@
 // type's own grid (its block scales, mins and super-blocks; TypeTraits::grid / set_codes).
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -57,6 +58,10 @@ struct ScaleSearchOptions {
   bool per_token = false;       // SmoothQuant: simulate per-token int8 activations (else per 32-block, as
                                 // the CPU kernels quantize them)
   int threads = 0;              // 0 = hardware concurrency
+  // The type a tensor will be written in (the recipe's plan: fallbacks and the recipe's higher-precision
+  // tensors differ from the target); unset = `type` for every tensor. AWQ searches each group with the type
+  // of its first consumer (a group whose consumers' types differ in block size uses the first's).
+  std::function<DType(const std::string& tensor)> type_of;
 };
 
 // The groups both methods fold into, per layer: attn_norm -> q,k,v; v -> o (only when n_kv_heads ==

@@ -48,7 +48,8 @@ struct TypeCase {
 };
 const TypeCase kTypes[] = {
     {DType::F32, 1e-9}, {DType::F16, 1e-9}, {DType::BF16, 1e-9}, {DType::Q8_0, 2e-3},
-    {DType::Q4_0, 2e-3}, {DType::Q4_1, 2e-3}, {DType::Q4_K, 2e-3}, {DType::Q6_K, 2e-3},
+    {DType::Q4_0, 2e-3}, {DType::Q4_1, 2e-3}, {DType::Q5_0, 2e-3}, {DType::Q5_1, 2e-3},
+    {DType::Q2_K, 2e-3}, {DType::Q3_K, 2e-3}, {DType::Q4_K, 2e-3}, {DType::Q5_K, 2e-3}, {DType::Q6_K, 2e-3},
 };
 
 std::unique_ptr<Model> make_model(const Shape& s, DType type, uint64_t seed) {
@@ -83,6 +84,35 @@ TEST(Forward, FastMatchesReferenceForEveryShapeAndType) {
         std::vector<float> row(fast.begin() + i * s.vocab, fast.begin() + (i + 1) * s.vocab);
         EXPECT_LT(nmse(row, want[i]), tc.max_nmse) << "position " << i;
       }
+    }
+  }
+}
+
+// BackendOptions::act_quant = token (one int8 scale per token for every GEMM): still close to the
+// reference, and not the per-block result (the option reaches every GEMM of the step).
+TEST(Forward, PerTokenActivationQuantization) {
+  ThreadPool pool(2);
+  for (const Shape& s : kShapes) {
+    for (DType type : {DType::Q8_0, DType::Q4_K, DType::Q6_K}) {
+      SCOPED_TRACE(std::string(s.name) + " type " + std::to_string(int(type)));
+      auto model = make_model(s, type, 7);
+      ReferenceForward ref(*model);
+      auto token_fwd = create_backend("cpu", *model, BackendOptions{.pool = &pool, .act_quant = ActQuant::token});
+      CpuForward block_fwd(*model, pool);
+      Session token_session(*token_fwd, 64), block_session(block_fwd, 64);
+      auto tokens = some_tokens(11, int(s.vocab), 5);
+      std::vector<float> tok, blk;
+      token_session.feed_all_logits(tokens, tok, 4);
+      block_session.feed_all_logits(tokens, blk, 4);
+      auto want = ref.logits(tokens);
+      double diff = 0;
+      for (size_t i = 0; i < tokens.size(); ++i) {
+        std::vector<float> row(tok.begin() + i * s.vocab, tok.begin() + (i + 1) * s.vocab);
+        std::vector<float> brow(blk.begin() + i * s.vocab, blk.begin() + (i + 1) * s.vocab);
+        EXPECT_LT(nmse(row, want[i]), 4e-3) << "position " << i;
+        diff = std::max(diff, nmse(row, brow));
+      }
+      EXPECT_GT(diff, 1e-9);
     }
   }
 }

@@ -38,7 +38,7 @@ void expect_error(const std::string& args, const std::string& needle) {
 // Every subcommand answers --help (and -h) with its usage on stdout and exit status 0, doing nothing else.
 TEST(Cli, EverySubcommandAnswersHelp) {
   for (std::string cmd : {"run", "chat", "info", "ppl", "synth", "bench", "bench throughput", "bench ladder",
-                          "bench serve", "serve", "tokenize"}) {
+                          "bench serve", "serve", "tokenize", "quantize"}) {
     for (const char* flag : {"--help", "-h"}) {
       auto r = test::run_command(test::tinfer_bin() + " " + cmd + " " + flag + " 2>/dev/null");
       EXPECT_EQ(r.status, 0) << cmd << " " << flag << "\n" << r.out;
@@ -73,7 +73,8 @@ TEST(Cli, BenchProfileAndTrace) {
 
 // bench ladder --tiny runs every rung, and each rung's switches are really applied: the engine's own
 // configuration per rung, and the effects only those switches have (padding rows in rung 0, prefix hits once
-// caching is on, twice the KV tokens with fp16); quality is exact until the KV element type changes.
+// caching is on, twice the KV tokens with fp16); quality is exact until the KV element type changes. The weight
+// rungs (5..8) run quantized copies: smaller weights, quality measurably away from the base.
 TEST(Cli, BenchLadderTinyAppliesEveryRung) {
   std::string model = test::shared_file("models/stories260K.gguf");
   TINFER_REQUIRE_FILE(model, "models/stories260K.gguf");
@@ -83,9 +84,12 @@ TEST(Cli, BenchLadderTinyAppliesEveryRung) {
   ASSERT_EQ(r.status, 0) << r.out;
   const auto j = nlohmann::json::parse(r.out.substr(r.out.rfind("\n{") + 1));
   const auto& rungs = j.at("rungs");
-  ASSERT_EQ(rungs.size(), 5u);
-  const char* batching[] = {"static-padded", "static-padded", "continuous", "continuous", "continuous"};
-  const char* layout[] = {"reserved", "paged", "paged", "paged", "paged"};
+  ASSERT_EQ(rungs.size(), 9u);
+  const char* batching[] = {"static-padded", "static-padded", "continuous", "continuous", "continuous",
+                            "continuous",    "continuous",    "continuous", "continuous"};
+  const char* layout[] = {"reserved", "paged", "paged", "paged", "paged", "paged", "paged", "paged", "paged"};
+  const char* weights[] = {"as stored", "as stored", "as stored", "as stored", "as stored",
+                           "q8_0:smoothquant", "q4_0:rtn", "q4_0:gptq", "q4_0:awq"};
   for (size_t k = 0; k < rungs.size(); ++k) {
     const auto& a = rungs[k].at("applied");
     EXPECT_EQ(a.at("batching"), batching[k]) << k;
@@ -93,6 +97,7 @@ TEST(Cli, BenchLadderTinyAppliesEveryRung) {
     EXPECT_EQ(a.at("chunked_prefill").get<bool>(), k >= 3) << k;
     EXPECT_EQ(a.at("prefix_caching").get<bool>(), k >= 3) << k;
     EXPECT_EQ(a.at("kv_dtype"), k >= 4 ? "f16" : "f32") << k;
+    EXPECT_EQ(a.at("weights"), weights[k]) << k;
     EXPECT_GT(rungs[k].at("total_tok_s").get<double>(), 0) << k;
     if (k < 4) {
       EXPECT_EQ(rungs[k].at("kld_max").get<double>(), 0.0) << k;  // bit-identical numerics
@@ -105,6 +110,16 @@ TEST(Cli, BenchLadderTinyAppliesEveryRung) {
   EXPECT_GE(rungs[4].at("kv_capacity_tokens").get<int64_t>(), 2 * rungs[3].at("kv_capacity_tokens").get<int64_t>());
   EXPECT_GT(rungs[4].at("kld_mean").get<double>(), 0.0);
   EXPECT_LT(rungs[4].at("kld_mean").get<double>(), 1e-3);
+  // stories260K is F32: Q8_0 at least halves the weights (its ffn_down rows, 172 long, stay f16), the Q4_0 mix
+  // shrinks them further; the 4-bit rungs lose more than the 8-bit one.
+  const double w0 = rungs[0].at("weight_bytes").get<double>();
+  EXPECT_LT(rungs[5].at("weight_bytes").get<double>(), 0.5 * w0);
+  EXPECT_LT(rungs[6].at("weight_bytes").get<double>(), rungs[5].at("weight_bytes").get<double>());
+  for (size_t k = 6; k < 9; ++k) {
+    EXPECT_EQ(rungs[k].at("weight_bytes").get<double>(), rungs[6].at("weight_bytes").get<double>()) << k;
+    EXPECT_GT(rungs[k].at("kld_mean").get<double>(), rungs[5].at("kld_mean").get<double>()) << k;
+  }
+  EXPECT_LT(rungs[5].at("kld_mean").get<double>(), 5e-3);
 }
 
 TEST(Cli, MissingModelFile) { expect_error("run -m /nonexistent/model.gguf -p hi", "does not exist"); }

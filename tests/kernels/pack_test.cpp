@@ -34,12 +34,13 @@ TEST_P(PackTest, UnpackRowRoundTrips) {
 
 INSTANTIATE_TEST_SUITE_P(AllTypes, PackTest,
                          ::testing::Values(DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0,
-                                           DType::Q4_1, DType::Q4_K, DType::Q6_K),
+                                           DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q2_K, DType::Q3_K,
+                                           DType::Q4_K, DType::Q5_K, DType::Q6_K),
                          [](const auto& info) { return std::string(type_traits(info.param).name); });
 
 TEST(PackErrors, RejectsUnsupportedTypesAndRaggedRows) {
   std::vector<uint8_t> buf(4096);
-  EXPECT_THROW(pack_matrix(DType(6), buf.data(), 1, 32), Error);  // Q5_0: not supported here
+  EXPECT_THROW(pack_matrix(DType(9), buf.data(), 1, 32), Error);  // Q8_1: not a weight type
   EXPECT_THROW(pack_matrix(DType::Q8_0, buf.data(), 1, 40), Error);  // not a multiple of 32
   EXPECT_THROW(pack_matrix(DType::Q8_0, buf.data(), 0, 32), Error);
 }
@@ -52,7 +53,7 @@ namespace {
 
 // The per-ISA fast row dequantizers (used by matmul for the row-layout types) vs the type table.
 TEST(FastDequant, EveryIsaMatchesTypeTable) {
-  for (DType type : {DType::F16, DType::BF16, DType::Q4_K, DType::Q6_K}) {
+  for (DType type : {DType::F16, DType::BF16}) {
     const auto& tt = type_traits(type);
     const int64_t cols = tt.block_size == 1 ? 77 : tt.block_size * 3;
     auto w = test::random_weights(type, 1, cols, 9);

@@ -17,7 +17,7 @@ std::vector<std::string> split_names(const std::string& names) {
 }
 }  // namespace
 
-Args::Args(int argc, char** argv, const std::vector<OptionSpec>& spec, const std::string& usage)
+Args::Args(int argc, char** argv, const std::vector<OptionSpec>& spec, const std::string& usage, int max_positionals)
     : spec_(spec), usage_(usage) {
   for (const auto& o : spec_)
     if (!o.default_value.empty()) values_[split_names(o.names).back()] = o.default_value;
@@ -31,6 +31,12 @@ Args::Args(int argc, char** argv, const std::vector<OptionSpec>& spec, const std
     }
     std::string key = canonical(a);
     if (key.empty() && (a == "--help" || a == "-h")) throw HelpRequested{help()};
+    if (key.empty() && !a.empty() && a[0] != '-' && int(positionals_.size()) < max_positionals) {
+      positionals_.push_back(a);
+      continue;
+    }
+    if (key.empty() && max_positionals > 0 && !a.empty() && a[0] != '-')
+      fail("unexpected argument '" + a + "'\n" + help());
     if (key.empty()) fail("unknown option '" + a + "'\n" + help());
     const OptionSpec* o = nullptr;
     for (const auto& s : spec_)
@@ -41,6 +47,7 @@ Args::Args(int argc, char** argv, const std::vector<OptionSpec>& spec, const std
         value = argv[++i];
       }
       values_[key] = value;
+      if (o->repeatable) repeated_[key].push_back(value);
     } else {
       values_[key] = "1";
     }
@@ -78,6 +85,11 @@ double Args::number(const std::string& name) const {
 }
 
 bool Args::flag(const std::string& name) const { return str(name) == "1"; }
+
+std::vector<std::string> Args::all(const std::string& name) const {
+  auto it = repeated_.find(canonical(name));
+  return it == repeated_.end() ? std::vector<std::string>() : it->second;
+}
 
 std::string Args::help() const {
   std::string out = "usage: " + usage_ + "\n";

@@ -12,6 +12,7 @@ struct OptionSpec {
   std::string help;
   bool takes_value = true;
   std::string default_value;
+  bool repeatable = false;  // may be given several times; all() returns every value in order
 };
 
 // Thrown by Args for --help (or -h where no option takes that name): main prints the usage to stdout
@@ -22,14 +23,17 @@ struct HelpRequested {
 
 class Args {
  public:
-  // Throws Error on unknown options, missing values, or stray positionals; HelpRequested for --help.
-  Args(int argc, char** argv, const std::vector<OptionSpec>& spec, const std::string& usage);
+  // Throws Error on unknown options, missing values, or more than max_positionals positional arguments
+  // (words not starting with '-'); HelpRequested for --help.
+  Args(int argc, char** argv, const std::vector<OptionSpec>& spec, const std::string& usage, int max_positionals = 0);
 
   bool has(const std::string& name) const;  // given on the command line (or has a default)
   std::string str(const std::string& name) const;
   long long integer(const std::string& name) const;  // Error naming the option if not an integer
   double number(const std::string& name) const;
   bool flag(const std::string& name) const;
+  std::vector<std::string> all(const std::string& name) const;  // every value of a repeatable option
+  const std::vector<std::string>& positionals() const { return positionals_; }
   std::string help() const;
 
  private:
@@ -37,6 +41,8 @@ class Args {
   std::vector<OptionSpec> spec_;
   std::string usage_;
   std::map<std::string, std::string> values_;
+  std::map<std::string, std::vector<std::string>> repeated_;
+  std::vector<std::string> positionals_;
 };
 
 }  // namespace tinfer::cli

@@ -43,12 +43,14 @@ int cmd_bench(int argc, char** argv) {
   auto spec = concat(model_options(), {{"--prompt", "prompt tokens", true, "512"},
                                        {"--gen", "generated tokens", true, "128"},
                                        kv_dtype_option(),
+                                       act_quant_option(),
                                        {"--repeat", "repetitions (median reported)", true, "5"},
                                        {"--json", "print one JSON object on the last line", false},
                                        {"--profile", "print time by operator category for prefill and decode", false},
                                        {"--trace", "write a Chrome trace-event JSON of every timed operation (Perfetto)"}});
   Args args(argc, argv, spec,
-            "tinfer bench -m MODEL [--prompt 512] [--gen 128] [--repeat 5] [--kv-dtype f32|f16] [--profile] "
+            "tinfer bench -m MODEL [--prompt 512] [--gen 128] [--repeat 5] [--kv-dtype f32|f16] [--act-quant block32|token] "
+            "[--profile] "
             "[--trace FILE] [--json]   (serving: tinfer bench throughput|ladder|serve --help)");
   const long long n_prompt = args.integer("--prompt"), n_gen = args.integer("--gen"), repeat = args.integer("--repeat");
   check(n_prompt >= 1 && n_gen >= 2 && repeat >= 1, "--prompt >= 1, --gen >= 2 and --repeat >= 1 are required");
@@ -112,12 +114,13 @@ int cmd_bench(int argc, char** argv) {
   if (args.has("--trace")) write_trace(prof, args.str("--trace"));
   if (args.flag("--json"))
     std::printf(
-        "{\"model\":\"%s\",\"threads\":%d,\"isa\":\"%s\",\"kv_dtype\":\"%s\",\"prompt\":%lld,\"gen\":%lld,\"repeat\":%lld,"
+        "{\"model\":\"%s\",\"threads\":%d,\"isa\":\"%s\",\"kv_dtype\":\"%s\",\"act_quant\":\"%s\",\"prompt\":%lld,\"gen\":%lld,\"repeat\":%lld,"
         "\"weight_bytes\":%.0f,\"prefill_tok_s\":%.3f,\"prefill_tok_s_min\":%.3f,\"prefill_tok_s_max\":%.3f,"
         "\"decode_tok_s\":%.3f,\"decode_tok_s_min\":%.3f,\"decode_tok_s_max\":%.3f,\"read_gbps\":%.2f,"
         "\"fp32_gflops\":%.1f,\"int8_gops\":%.1f,\"decode_roofline_pct\":%.1f,\"prefill_roofline_pct\":%.1f,"
         "\"decode_effective_gbps\":%.2f,\"profile_prefill\":%s,\"profile_decode\":%s}\n",
-        l.model->path().c_str(), l.pool->size(), isa_name(active_isa()), kv_dtype_name(kv), n_prompt, n_gen, repeat, weight_bytes,
+        l.model->path().c_str(), l.pool->size(), isa_name(active_isa()), kv_dtype_name(kv),
+        act_quant_name(act_quant(args)), n_prompt, n_gen, repeat, weight_bytes,
         p.median, p.min, p.max, d.median, d.min, d.max, b.median, fp32, int8, 100 * d.median / decode_bound,
         100 * p.median / prefill_bound, d.median * weight_bytes / 1e9, profile_json(pre_prof, repeat, pre_wall).c_str(),
         profile_json(dec_prof, repeat * (n_gen - 1), dec_wall).c_str());

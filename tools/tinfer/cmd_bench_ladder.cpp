@@ -1,15 +1,21 @@
 // tinfer bench ladder: the playbook's case study as one command. Every rung runs the same workload on a fresh
 // engine configured by the ladder table (ladder_rungs.h, cumulative), and its quality is scored on a real
 // model's next-token distributions against rung 0 (perplexity, KL divergence, top-1 agreement). Prints a
-// Markdown table; --json one object on the last line (scripts/plot_ladder.py draws it).
+// Markdown table; --json one object on the last line (scripts/plot_ladder.py draws it). Weight rungs quantize
+// the base models once each (src/quantize, into a temporary directory removed at exit).
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "bench_load.h"
+#include "calib_text.h"
 #include "commands.h"
 #include "common.h"
 #include "core/error.h"
@@ -19,6 +25,9 @@
 #include "model/model.h"
 #include "model/tokenizer/tokenizer.h"
 #include "quality_stats.h"
+#include "quant/type_table.h"
+#include "quantize/quantize_model.h"
+#include "quantize/recipe.h"
 
 namespace tinfer::cli {
 
@@ -67,6 +76,46 @@ std::vector<int32_t> quality_tokens(const Model& m, const std::string& path, int
   return t;
 }
 
+// The quantized copies of the weight rungs: one file per (model, TYPE:METHOD), made on first use.
+class RungWeights {
+ public:
+  RungWeights(int threads, int64_t calib_tokens) : threads_(threads), calib_tokens_(calib_tokens) {
+    dir_ = std::filesystem::temp_directory_path() / ("tinfer-ladder-" + std::to_string(getpid()));
+    std::filesystem::create_directories(dir_);
+  }
+  ~RungWeights() {
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+  // `src` quantized per `spec` ("TYPE[:METHOD]"); `calibrated` false forces rtn (the speed model: a file's
+  // speed depends on its types, not on the method that chose its codes).
+  std::string get(const std::string& src, const std::string& spec, bool calibrated) {
+    const size_t colon = spec.find(':');
+    QuantizeOptions o;
+    o.target = parse_target_type(spec.substr(0, colon));
+    const std::string method = colon == std::string::npos || !calibrated ? "rtn" : spec.substr(colon + 1);
+    check(parse_quant_method(method, &o.method), "ladder: unknown method '" + method + "'");
+    const std::string key = src + "|" + target_type_name(o.target) + "|" + method;
+    if (auto it = done_.find(key); it != done_.end()) return it->second;
+    const std::string out = (dir_ / ("w" + std::to_string(done_.size()) + ".gguf")).string();
+    auto m = Model::load(src, {});
+    if (method_needs_calibration(o.method))
+      o.calib_tokens = calibration_tokens(m->tokenizer(), default_calib_text(), calib_tokens_);
+    o.threads = threads_;
+    o.log = nullptr;
+    const QuantizeResult r = quantize_model(*m, out, o);
+    std::fprintf(stderr, "ladder: %s -> %s %s, %.2f bits/weight (matrices), %.1f s\n", src.c_str(),
+                 target_type_name(o.target), r.method.c_str(), r.bits_per_weight(true), r.total_s);
+    return done_[key] = out;
+  }
+
+ private:
+  std::filesystem::path dir_;
+  int threads_;
+  int64_t calib_tokens_;
+  std::map<std::string, std::string> done_;
+};
+
 std::string shared_dir() {
   const char* env = std::getenv("TINFER_SHARED");
   return env && *env ? env : "../shared";
@@ -85,6 +134,7 @@ int cmd_bench_ladder(int argc, char** argv) {
                       {"--quality-model", "model scored for quality (default: the default SmolLM2 model)"},
                       {"--quality-text", "text scored for quality (default: shared corpus tinystories)"},
                       {"--quality-tokens", "tokens of the quality text scored per rung", true, "256"},
+                      {"--calib-tokens", "calibration tokens of the GPTQ/AWQ/SmoothQuant rungs", true, "2048"},
                       {"--tiny", "stories260K, a few requests: runs in seconds (tests)", false},
                       {"--seed", "workload seed", true, "1"},
                       {"--json", "print one JSON object on the last line", false}});
@@ -112,6 +162,9 @@ int cmd_bench_ladder(int argc, char** argv) {
   // Quality: one model, one text, every rung's KV element type; rung 0 is the base distribution.
   auto qmodel = Model::load(qmodel_path, {});
   auto qbackend = create_backend("cpu", *qmodel, BackendOptions{.threads = base.threads});
+  RungWeights weights(base.threads, tiny ? 256 : args.integer("--calib-tokens"));
+  const std::string base_model = base.model_path;
+  std::string cur_weights = "as stored";
   const std::vector<int32_t> qtok = quality_tokens(*qmodel, qtext, qn);
   const size_t v = size_t(qmodel->config().n_vocab);
 
@@ -123,6 +176,13 @@ int cmd_bench_ladder(int argc, char** argv) {
               "max seqs | PPL (dPPL) | KLD mean / max | top-1 |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   for (size_t k = 0; k < std::size(kLadder); ++k) {
     kLadder[k].apply(cfg);
+    if (const char* spec = kLadder[k].weights) {  // this rung's weights: quantized copies of the base files
+      cur_weights = spec;
+      const std::string qpath = weights.get(qmodel_path, spec, true);
+      cfg.model_path = base_model == qmodel_path ? qpath : weights.get(base_model, spec, false);
+      qmodel = Model::load(qpath, {});
+      qbackend = create_backend("cpu", *qmodel, BackendOptions{.threads = base.threads});
+    }
     EngineConfig run = cfg;
     if (!run.chunked_prefill) run.max_batched_tokens = std::max(run.max_batched_tokens, run.max_model_len);
     auto engine = Engine::create(run);  // (without chunked prefill and --ctx, the scheduler's check names both)
@@ -154,7 +214,9 @@ int cmd_bench_ladder(int argc, char** argv) {
                        {"kv_layout", kv::kv_layout_name(applied.kv_layout)},
                        {"kv_dtype", kv_dtype_name(applied.kv_dtype)},
                        {"prefix_caching", applied.prefix_caching},
-                       {"chunked_prefill", applied.chunked_prefill}}},
+                       {"chunked_prefill", applied.chunked_prefill},
+                       {"weights", cur_weights}}},
+                     {"weight_bytes", double(engine->model().weight_bytes())},
                      {"total_tok_s", tok_s},
                      {"gen_tok_s", double(r.gen_tokens) / r.wall_s},
                      {"ttft_p99_s", percentile(r.ttft, 99)},

@@ -8,10 +8,8 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <sstream>
 
 #include "commands.h"
 #include "common.h"
@@ -21,61 +19,20 @@
 #include "logits_file.h"
 #include "model/reference_forward.h"
 #include "model/tokenizer/tokenizer.h"
+#include "ppl_scoring.h"
 #include "quality_stats.h"
 
 namespace tinfer::cli {
 
 namespace {
-std::string read_text(const Args& args) {
-  std::ifstream in(args.str("--file"), std::ios::binary);
-  check(bool(in), "cannot read '" + args.str("--file") + "'");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  std::string text = ss.str();
-  const long long max_bytes = args.integer("--max-bytes");
-  if (max_bytes > 0 && text.size() > size_t(max_bytes)) text.resize(max_bytes);
-  return text;
-}
-
 // The comparison report: human lines, then the machine-readable last line (key=value or JSON).
 void print_comparison(const QualitySummary& s, const std::string& base_label, const std::string& this_label,
                       int64_t ctx, int64_t stride, bool json) {
   std::printf("base           %s\n", base_label.c_str());
   std::printf("this           %s\n", this_label.c_str());
-  std::printf("PPL base       %.4f ± %.4f\n", s.ppl_base, s.ppl_base_se);
-  std::printf("PPL this       %.4f ± %.4f\n", s.ppl_this, s.ppl_this_se);
-  std::printf("ΔPPL           %+.5f ± %.5f   (ln(PPL ratio) %+.6f ± %.6f)\n", s.dppl, s.dppl_se, s.ln_ratio,
-              s.ln_ratio_se);
-  std::printf("KLD            mean %.4g ± %.2g, median %.4g, P90 %.4g, P99 %.4g, max %.4g nats\n", s.kl_mean, s.kl_se,
-              s.kl_median, s.kl_p90, s.kl_p99, s.kl_max);
-  std::printf("same top token %.3f ± %.3f %%\n", 100 * s.top1, 100 * s.top1_se);
-  std::printf("Δp of target   mean %+.6f, RMS %.6f, max |Δp| %.6f\n", s.dp_mean, s.dp_rms, s.dp_max_abs);
+  print_quality_lines(s);
   if (json) {
-    nlohmann::json j = {{"nll", s.nll_this},
-                        {"ppl", s.ppl_this},
-                        {"tokens", s.n},
-                        {"ctx", ctx},
-                        {"stride", stride},
-                        {"nll_base", s.nll_base},
-                        {"ppl_base", s.ppl_base},
-                        {"ppl_base_se", s.ppl_base_se},
-                        {"ppl_se", s.ppl_this_se},
-                        {"dppl", s.dppl},
-                        {"dppl_se", s.dppl_se},
-                        {"ln_ratio", s.ln_ratio},
-                        {"ln_ratio_se", s.ln_ratio_se},
-                        {"kld_mean", s.kl_mean},
-                        {"kld_se", s.kl_se},
-                        {"kld_median", s.kl_median},
-                        {"kld_p90", s.kl_p90},
-                        {"kld_p99", s.kl_p99},
-                        {"kld_max", s.kl_max},
-                        {"top1", s.top1},
-                        {"top1_se", s.top1_se},
-                        {"dp_mean", s.dp_mean},
-                        {"dp_rms", s.dp_rms},
-                        {"dp_max_abs", s.dp_max_abs}};
-    std::printf("%s\n", j.dump().c_str());
+    std::printf("%s\n", quality_json(s, ctx, stride).dump().c_str());
   } else {
     std::printf(
         "nll=%.4f ppl=%.4f tokens=%lld ppl_base=%.4f dppl=%.5f dppl_se=%.5f kld_mean=%.6g kld_median=%.6g "
@@ -97,10 +54,11 @@ int cmd_ppl(int argc, char** argv) {
                       {"--kld-base", "compare against a --save-logits file: KL divergence, ΔPPL, top-1 agreement"},
                       {"--dump-logits", "(testing) write every scored position's fp32 logits as a .npy file"},
                       {"--json", "print one JSON object on the last line", false},
-                      kv_dtype_option()});
+                      kv_dtype_option(),
+                      act_quant_option()});
   Args args(argc, argv, spec,
             "tinfer ppl -m MODEL -f TEXT [--ctx N] [--stride S] [--max-tokens N] [--kv-dtype f32|f16] [--reference]\n"
-            "       [--save-logits FILE | --kld-base FILE] [--json]");
+            "       [--act-quant block32|token] [--save-logits FILE | --kld-base FILE] [--json]");
   const long long max_bytes = args.integer("--max-bytes"), max_tokens = args.integer("--max-tokens");
   check(max_bytes >= 0 && max_tokens >= 0, "--max-bytes and --max-tokens must be >= 0");
   std::optional<LogitsReader> base;
@@ -112,12 +70,7 @@ int cmd_ppl(int argc, char** argv) {
   const int64_t n_vocab = l.model->config().n_vocab;
   const VocabFingerprint vocab = VocabFingerprint::of(tok);
   std::vector<int32_t> seq;
-  if (args.has("--file")) {
-    if (tok.bos() >= 0) seq.push_back(tok.bos());
-    for (int32_t t : tok.encode(read_text(args), false)) seq.push_back(t);
-    if (max_tokens > 0 && int64_t(seq.size()) > max_tokens + 1) seq.resize(max_tokens + 1);
-    check(seq.size() >= 2, "the text encodes to fewer than one target token");
-  }
+  if (args.has("--file")) seq = scoring_sequence(tok, read_text_file(args.str("--file"), max_bytes), max_tokens);
 
   int64_t ctx = 0, stride = 0;
   if (base) {
@@ -158,10 +111,9 @@ int cmd_ppl(int argc, char** argv) {
   std::optional<NpyWriter> dump;
   if (args.has("--dump-logits")) dump.emplace(args.str("--dump-logits"), n_records, uint64_t(n_vocab));
 
-  Session session(*l.backend, ctx, kv_dtype(args));
   std::unique_ptr<ReferenceForward> ref;
   if (use_ref) ref = std::make_unique<ReferenceForward>(*l.model);
-  std::vector<float> logits;
+  WindowLogits scorer(*l.backend, ctx, kv_dtype(args), ref.get());
   std::vector<double> logp(n_vocab);
   LogitsRecord rec;
   QualityAccumulator acc;
@@ -169,18 +121,7 @@ int cmd_ppl(int argc, char** argv) {
   int64_t scored = 0;
   double t0 = now_s();
   for (const ScoreWindow& w : windows) {
-    std::vector<int32_t> window(seq.begin() + w.begin, seq.begin() + w.end);
-    const int64_t first_row = w.first_target - 1 - w.begin;  // the row predicting first_target
-    if (ref) {
-      std::vector<int64_t> want;
-      for (int64_t r = first_row; r + 1 < int64_t(window.size()); ++r) want.push_back(r);
-      logits.clear();
-      for (const auto& row : ref->logits(window, want)) logits.insert(logits.end(), row.begin(), row.end());
-    } else {
-      session.reset();
-      session.feed_all_logits(window, logits);
-      logits.erase(logits.begin(), logits.begin() + first_row * n_vocab);
-    }
+    const std::vector<float>& logits = scorer.score(seq, w);
     for (int64_t t = w.first_target; t < w.end; ++t, ++scored) {
       const float* row = &logits[(t - w.first_target) * n_vocab];
       const int32_t top = log_softmax(row, n_vocab, logp.data());

@@ -16,5 +16,6 @@ int cmd_bench_throughput(int argc, char** argv);  // `tinfer bench throughput`, 
 int cmd_bench_ladder(int argc, char** argv);      // `tinfer bench ladder`, dispatched by cmd_bench
 int cmd_bench_serve(int argc, char** argv);       // `tinfer bench serve`, dispatched by cmd_bench
 int cmd_tokenize(int argc, char** argv);
+int cmd_quantize(int argc, char** argv);
 
 }  // namespace tinfer::cli

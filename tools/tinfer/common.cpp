@@ -31,6 +31,18 @@ KvDtype kv_dtype(const Args& args) {
   return t;
 }
 
+OptionSpec act_quant_option() {
+  return {"--act-quant", "block32|token (int8 activation scale per 32-block, or per token: W8A8)", true, "block32"};
+}
+
+ActQuant act_quant(const Args& args) {
+  ActQuant a = ActQuant::block32;
+  if (!args.has("--act-quant")) return a;
+  const std::string v = args.str("--act-quant");
+  check(parse_act_quant(v, &a), "--act-quant must be block32 or token, got '" + v + "'");
+  return a;
+}
+
 std::vector<OptionSpec> sampling_options() {
   return {
       {"--temp", "temperature (0 = greedy)", true, "0.8"},
@@ -54,7 +66,7 @@ Loaded load_model(const Args& args) {
   long long threads = args.integer("--threads");
   check(threads >= 0 && threads <= 1024, "--threads must be in [0, 1024]");
   l.pool = std::make_unique<ThreadPool>(int(threads));
-  l.backend = create_backend("cpu", *l.model, BackendOptions{.pool = l.pool.get()});
+  l.backend = create_backend("cpu", *l.model, BackendOptions{.pool = l.pool.get(), .act_quant = act_quant(args)});
   l.load_s = now_s() - t0;
   return l;
 }

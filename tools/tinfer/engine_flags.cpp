@@ -19,6 +19,7 @@ std::vector<OptionSpec> engine_options() {
       {"--batching", "continuous|static|static-padded", true, "continuous"},
       {"--kv-layout", "paged|reserved", true, "paged"},
       kv_dtype_option(),
+      act_quant_option(),
       {"--max-batched-tokens", "token budget of one step", true, "512"},
       {"--max-seqs", "requests running at once", true, "64"},
       {"--max-tokens-cap", "hard cap on max_tokens (larger asks are clamped)", true, "4096"},
@@ -67,6 +68,8 @@ EngineConfig engine_config(const Args& args) {
     errs.push_back("--kv-layout must be paged or reserved, got '" + args.str("--kv-layout") + "'");
   if (!parse_kv_dtype(args.str("--kv-dtype"), &c.kv_dtype))
     errs.push_back("--kv-dtype must be f32 or f16, got '" + args.str("--kv-dtype") + "'");
+  if (!parse_act_quant(args.str("--act-quant"), &c.act_quant))
+    errs.push_back("--act-quant must be block32 or token, got '" + args.str("--act-quant") + "'");
   c.max_batched_tokens = static_cast<int>(args.integer("--max-batched-tokens"));
   c.max_seqs = static_cast<int>(args.integer("--max-seqs"));
   c.max_tokens_cap = static_cast<int>(args.integer("--max-tokens-cap"));

@@ -20,6 +20,7 @@ const Entry kCommands[] = {
     {"chat", tinfer::cli::cmd_chat, "interactive chat with the model's chat template"},
     {"info", tinfer::cli::cmd_info, "architecture, hyper-parameters, tensors, KV bytes per token"},
     {"ppl", tinfer::cli::cmd_ppl, "teacher-forced perplexity of a text file"},
+    {"quantize", tinfer::cli::cmd_quantize, "quantize a GGUF (q8_0 ... q2_k, mixed recipe, rtn/gptq/awq) with a size and quality report"},
     {"synth", tinfer::cli::cmd_synth, "write a random-weight model with a real architecture's shapes"},
     {"bench", tinfer::cli::cmd_bench, "prefill/decode speed vs roofline; bench throughput (engine), bench serve (HTTP load)"},
     {"serve", tinfer::cli::cmd_serve, "OpenAI-compatible HTTP server (completions, chat, streaming, metrics)"},

@@ -23,30 +23,34 @@ void matmul(DType type, const void* w, int64_t rows, int64_t cols, const float* 
   }
 }
 
-void quantize_act_row(const float* x, int64_t cols, int8_t* q, float* d, int32_t* sum, float* ds) {
+void quantize_act_row(const float* x, int64_t cols, ActQuant mode, int8_t* q, float* d, int16_t* s16) {
+  float row_amax = 0;
+  for (int64_t c = 0; c < cols; ++c) row_amax = std::max(row_amax, std::fabs(x[c]));
   for (int64_t b = 0; b < cols / 32; ++b) {
     float amax = 0;
     for (int k = 0; k < 32; ++k) amax = std::max(amax, std::fabs(x[b * 32 + k]));
+    if (mode == ActQuant::token) amax = row_amax;
     const float db = amax / 127.0f, id = db != 0.0f ? 1.0f / db : 0.0f;
-    int32_t s = 0;
+    int32_t s[2] = {0, 0};
     for (int k = 0; k < 32; ++k) {
       const int v = int(std::nearbyint(x[b * 32 + k] * id));
       q[b * 32 + k] = int8_t(v);
-      s += v;
+      s[k / 16] += v;
     }
     d[b] = db;
-    sum[b] = s;
-    ds[b] = db * float(s);
+    s16[2 * b] = int16_t(s[0]);
+    s16[2 * b + 1] = int16_t(s[1]);
   }
 }
 
-void matmul_qact(DType type, const void* w, int64_t rows, int64_t cols, const float* x, int64_t m, float* y) {
+void matmul_qact(DType type, const void* w, int64_t rows, int64_t cols, const float* x, int64_t m, float* y,
+                 ActQuant mode) {
   const int64_t nb = cols / 32;
-  std::vector<float> xq(static_cast<size_t>(m * cols)), d(static_cast<size_t>(nb)), ds(static_cast<size_t>(nb));
+  std::vector<float> xq(static_cast<size_t>(m * cols)), d(static_cast<size_t>(nb));
   std::vector<int8_t> q(static_cast<size_t>(cols));
-  std::vector<int32_t> sum(static_cast<size_t>(nb));
+  std::vector<int16_t> s16(static_cast<size_t>(2 * nb));
   for (int64_t i = 0; i < m; ++i) {
-    quantize_act_row(x + i * cols, cols, q.data(), d.data(), sum.data(), ds.data());
+    quantize_act_row(x + i * cols, cols, mode, q.data(), d.data(), s16.data());
     for (int64_t c = 0; c < cols; ++c) xq[size_t(i * cols + c)] = float(double(d[size_t(c / 32)]) * q[size_t(c)]);
   }
   matmul(type, w, rows, cols, xq.data(), m, y);

@@ -6,14 +6,11 @@
 
 namespace tinfer {
 
-GemmFn avx2_gemm_q8_0();
-GemmFn avx2_gemm_q4_0();
-GemmFn avx2_gemm_q4_1();
+std::array<GemmFn, packed::kNumFormats> avx2_gemms();
 AttentionFn avx2_paged_attention();
 
 const KernelTable& kernel_table_avx2() {
-  static const KernelTable t{Isa::avx2, v_quantize_act_row, avx2_gemm_q8_0(), avx2_gemm_q4_0(),
-                             avx2_gemm_q4_1(), v_dequant_row, v_rmsnorm, v_silu_mul, v_add_inplace, v_softmax_inplace,
+  static const KernelTable t{Isa::avx2, v_quantize_act_row, avx2_gemms(), v_dequant_row, v_rmsnorm, v_silu_mul, v_add_inplace, v_softmax_inplace,
                              v_dot_f32, v_axpy, v_scale_inplace, avx2_paged_attention()};
   return t;
 }

@@ -1,6 +1,9 @@
-// AVX-512 VNNI quantized GEMM on the 16-row tile layout (packed_layout.h): one vpdpbusd multiplies
-// a 64-byte k-quad (16 weight rows x 4 k, u8) by 4 broadcast activation bytes (s8), giving 16 rows'
-// int32 partial sums. MR activation rows share each weight load, so prefill reuses weights in registers.
+// AVX-512 VNNI quantized GEMM on the 16-row tile layout (packed_layout.h), one instantiation per packed
+// format (templated on its Geometry): one vpdpbusd multiplies a 64-byte k-quad (16 weight rows x 4 k, u8
+// codes) by 4 broadcast activation bytes (s8), giving 16 rows' int32 partial sums. MR activation rows
+// share each weight load, so prefill reuses weights in registers. Per format only two things differ:
+// how a sub-block's codes are unpacked to 8 quad planes (by code width) and how its scales become
+// per-row multipliers (by arithmetic family, packed::Scales).
 // GCC 12's AVX-512 headers build "undefined" vectors that -W(maybe-)uninitialized flags falsely.
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -8,14 +11,16 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "kernels/kernel_table.h"
-#include "kernels/packed_layout.h"
+#include "kernels/packed_format.h"
 
 namespace tinfer {
 namespace {
 
-enum class Kind { q8_0, q4_0, q4_1 };
+using packed::Geometry;
+using packed::Scales;
 
 // Weights stream from DRAM in decode steps. With one or two activation rows per pass the interleaved
 // layout (packed_layout.h) is one sequential stream that the hardware prefetchers follow at the full
@@ -33,98 +38,316 @@ inline void prefetch_weights(const uint8_t* qb, int qbytes) {
   }
 }
 
+inline __m512i load(const uint8_t* p) { return _mm512_loadu_si512(p); }
 inline __m512i bcast4(const int8_t* p) {
   int32_t v;
   std::memcpy(&v, p, 4);
   return _mm512_set1_epi32(v);
 }
+inline __m512i dp(__m512i acc, __m512i w, const int8_t* x) { return _mm512_dpbusd_epi32(acc, w, bcast4(x)); }
+// Shift left by S bits (right for S < 0) within 16-bit lanes: callers mask the bits they keep.
+template <int S>
+inline __m512i shl(__m512i v) {
+  if constexpr (S > 0) return _mm512_slli_epi16(v, S);
+  else if constexpr (S < 0) return _mm512_srli_epi16(v, -S);
+  else return v;
+}
+// a | (b & c)
+inline __m512i or_and(__m512i a, __m512i b, __m512i c) { return _mm512_ternarylogic_epi32(a, b, c, 0xF8); }
 
-// Rows r0..r0+MR of activation group g, for blocks [b0, b1) of one tile: acc[row][0..16) +=
-// sum_b d_w * d_a * (int dot + off). acc holds MR rows of 16 floats and persists across block ranges.
-template <Kind K, int MR>
-inline void tile_rows(const uint8_t* tile, const QActs& a, int64_t g, int r0, int64_t b0, int64_t b1, float* acc_io,
-                      bool prefetch) {
-  constexpr DType type = K == Kind::q8_0 ? DType::Q8_0 : K == Kind::q4_0 ? DType::Q4_0 : DType::Q4_1;
-  constexpr int qbytes = K == Kind::q8_0 ? 512 : 256;
-  __m512 facc[MR];
-#pragma GCC unroll 16
-  for (int r = 0; r < MR; ++r) facc[r] = _mm512_loadu_ps(acc_io + 16 * r);
-  const __m512i lo4 = _mm512_set1_epi8(0x0f);
-  for (int64_t b = b0; b < b1; ++b) {
-    const uint8_t* qb = tile + packed::quant_offset(type, b);
-    const auto* scales = reinterpret_cast<const uint16_t*>(tile + packed::scale_offset(type, b));
-    if (prefetch) prefetch_weights<MR>(qb, qbytes);  // (past tile ends too: the next tile follows)
-    const __m512 wd = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales)));
-    __m512i w[8];
-    if constexpr (K == Kind::q8_0) {
-#pragma GCC unroll 16
-      for (int j = 0; j < 8; ++j) w[j] = _mm512_loadu_si512(qb + 64 * j);
-    } else if constexpr (MR > 1) {  // (MR == 1 unpacks in its own loop below)
-#pragma GCC unroll 16
-      for (int c = 0; c < 4; ++c) {
-        const __m512i v = _mm512_loadu_si512(qb + 64 * c);
-        w[c] = _mm512_and_si512(v, lo4);
-        w[c + 4] = _mm512_and_si512(_mm512_srli_epi16(v, 4), lo4);
+// Quads 4h..4h+3 of a sub-block's codes (q: its first byte) as u8 planes (layout: packed_layout.h).
+template <int bits, int h>
+inline void unpack_half(const uint8_t* q, __m512i w[4]) {
+  if constexpr (bits == 8) {
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; ++i) w[i] = load(q + 64 * (4 * h + i));
+  } else if constexpr (bits == 6) {
+    const __m512i m63 = _mm512_set1_epi8(63);
+    if constexpr (h == 0) {
+#pragma GCC unroll 4
+      for (int i = 0; i < 4; ++i) w[i] = _mm512_and_si512(load(q + 64 * i), m63);
+    } else {  // quads 6, 7: the top 2 bits of planes 0-2 and 3-5
+      w[0] = _mm512_and_si512(load(q + 256), m63);
+      w[1] = _mm512_and_si512(load(q + 320), m63);
+      const __m512i m3 = _mm512_set1_epi8(3), b23 = _mm512_set1_epi8(0x0c), b45 = _mm512_set1_epi8(0x30);
+#pragma GCC unroll 2
+      for (int i = 0; i < 2; ++i) {
+        const uint8_t* p = q + 192 * i;
+        w[2 + i] = or_and(or_and(_mm512_and_si512(shl<-6>(load(p)), m3), shl<-4>(load(p + 64)), b23),
+                          shl<-2>(load(p + 128)), b45);
       }
     }
+  } else if constexpr (bits == 5) {
+    const __m512i m31 = _mm512_set1_epi8(31);
+    if constexpr (h == 0) {
+#pragma GCC unroll 4
+      for (int i = 0; i < 4; ++i) w[i] = _mm512_and_si512(load(q + 64 * i), m31);
+    } else {  // quads 5-7: bits 0-2 atop planes 0-2, bits 3-4 atop planes 3-4
+      const __m512i p3 = load(q + 192), p4 = load(q + 256), m7 = _mm512_set1_epi8(7);
+      w[0] = _mm512_and_si512(p4, m31);
+      w[1] = or_and(_mm512_and_si512(shl<-5>(load(q)), m7), shl<-2>(p3), _mm512_set1_epi8(0x18));
+      w[2] = or_and(_mm512_and_si512(shl<-5>(load(q + 64)), m7), shl<-2>(p4), _mm512_set1_epi8(0x18));
+      w[3] = or_and(or_and(_mm512_and_si512(shl<-5>(load(q + 128)), m7), shl<-4>(p3), _mm512_set1_epi8(0x08)),
+                    shl<-3>(p4), _mm512_set1_epi8(0x10));
+    }
+  } else if constexpr (bits == 4) {
+    const __m512i lo4 = _mm512_set1_epi8(0x0f);
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; ++i) w[i] = _mm512_and_si512(shl<-4 * h>(load(q + 64 * i)), lo4);
+  } else if constexpr (bits == 3) {
+    const __m512i m7 = _mm512_set1_epi8(7);
+    const __m512i p = load(q + 64 * (2 * h)), p1 = load(q + 64 * (2 * h + 1));
+    w[0] = _mm512_and_si512(p, m7);
+    w[1] = _mm512_and_si512(shl<-3>(p), m7);
+    if constexpr (h == 0) {
+      w[2] = _mm512_and_si512(p1, m7);
+      w[3] = _mm512_and_si512(shl<-3>(p1), m7);
+    } else {  // quads 6, 7: bits 0-1 atop planes 0, 1; bit 2 atop plane 2 (p)
+      const __m512i m3 = _mm512_set1_epi8(3), b2 = _mm512_set1_epi8(4);
+      w[2] = or_and(_mm512_and_si512(shl<-6>(load(q)), m3), shl<-4>(p), b2);
+      w[3] = or_and(_mm512_and_si512(shl<-6>(load(q + 64)), m3), shl<-5>(p), b2);
+    }
+  } else {
+    const __m512i p = load(q + 64 * h), m3 = _mm512_set1_epi8(3);
+    w[0] = _mm512_and_si512(p, m3);
+    w[1] = _mm512_and_si512(shl<-2>(p), m3);
+    w[2] = _mm512_and_si512(shl<-4>(p), m3);
+    w[3] = _mm512_and_si512(shl<-6>(p), m3);
+  }
+}
+
+inline __m512 ph(const uint8_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
+inline __m512i u8x16(const uint8_t* p) { return _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+
+// Per-row multipliers of one sub-block: value = s * (int dot) + m * (activation sum terms); for 16-element
+// sub-blocks, lo/hi are the two halves (quads 0-3, 4-7).
+struct SubScale {
+  __m512 s[2], m[2];
+};
+
+// The scales of one tile block, turned into SubScales per sub-block.
+template <Geometry G>
+struct BlockScales {
+  const uint8_t* sc;
+  __m512 d, m;
+  explicit BlockScales(const uint8_t* p) : sc(p) {
+    d = ph(p + G.d_at);
+    if constexpr (G.m_at >= 0) m = ph(p + G.m_at);
+    if constexpr (G.scales == Scales::k_sc_mn || G.scales == Scales::k_scmn16)
+      m = _mm512_sub_ps(_mm512_setzero_ps(), m);  // -dmin
+  }
+  SubScale sub(int s) const {
+    SubScale r;
+    if constexpr (G.scales == Scales::d) {
+      r.s[0] = d;
+    } else if constexpr (G.scales == Scales::d_m) {
+      r.s[0] = d, r.m[0] = m;
+    } else if constexpr (G.scales == Scales::k_sc_mn) {
+      r.s[0] = _mm512_mul_ps(d, _mm512_cvtepi32_ps(u8x16(sc + G.sc_at + 16 * s)));
+      r.m[0] = _mm512_mul_ps(m, _mm512_cvtepi32_ps(u8x16(sc + G.mn_at + 16 * s)));
+    } else if constexpr (G.scales == Scales::k_sc16) {
+      const __m512i pr = pairs(s);
+      r.s[0] = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_srai_epi32(_mm512_slli_epi32(pr, 16), 16)));
+      r.s[1] = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_srai_epi32(pr, 16)));
+    } else {
+      const __m512i pr = pairs(s), lo4 = _mm512_set1_epi32(15);
+      const __m512i b[2] = {_mm512_and_si512(pr, _mm512_set1_epi32(0xff)), _mm512_srli_epi32(pr, 16)};
+#pragma GCC unroll 2
+      for (int h = 0; h < 2; ++h) {
+        r.s[h] = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_and_si512(b[h], lo4)));
+        r.m[h] = _mm512_mul_ps(m, _mm512_cvtepi32_ps(_mm512_srli_epi32(b[h], 4)));
+      }
+    }
+    return r;
+  }
+  // 16-element scales of sub-block s: the rows' (lo, hi) byte pairs as 16-bit lane pairs (sign-extended for
+  // k_sc16, zero-extended for k_scmn16).
+  __m512i pairs(int s) const {
+    const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(sc + G.sc_at + 32 * s));
+    if constexpr (G.scales == Scales::k_sc16) return _mm512_cvtepi8_epi16(raw);
+    else return _mm512_cvtepu8_epi16(raw);
+  }
+};
+
+// The int32 chain start of a row for half h of a sub-block: the codes' offset corr * sum(q) over the
+// elements the chain covers (one chain over both halves for 32-element scales: h = 0 takes all of it).
+template <Geometry G>
+inline __m512i chain_init(const QActs& a, const uint8_t* blk, int r, int h) {
+  if constexpr (G.corr == 0) {
+    return _mm512_setzero_si512();
+  } else if constexpr (G.sub16()) {
+    return _mm512_set1_epi32(G.corr * a.s16(blk, r)[h]);
+  } else {
+    return h == 0 ? _mm512_set1_epi32(*a.off(blk, r)) : _mm512_setzero_si512();
+  }
+}
+
+// facc += the row's contribution from int dot(s) of a sub-block (32-element scales: `isum` over all 32;
+// 16-element scales: called once per half h with that half's sum).
+template <Geometry G>
+inline __m512 fold(__m512 facc, __m512i isum, const SubScale& ss, const QActs& a, const uint8_t* blk, int r, int h) {
+  const float da = *a.d(blk, r);
+  facc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(ss.s[h], _mm512_set1_ps(da)), facc);
+  if constexpr (G.scales == Scales::d_m || G.scales == Scales::k_sc_mn)
+    facc = _mm512_fmadd_ps(ss.m[0], _mm512_set1_ps(*a.ds(blk, r)), facc);
+  if constexpr (G.scales == Scales::k_scmn16)
+    facc = _mm512_fmadd_ps(ss.m[h], _mm512_set1_ps(da * float(a.s16(blk, r)[h])), facc);
+  return facc;
+}
+
+// Decode: one row's int dots over the two halves of a sub-block (quads 0-3 and 4-7: two chains for
+// latency, which are also the two 16-element halves), each from its chain start.
+template <Geometry G>
+inline void dot_halves(const uint8_t* q, const QActs& a, const uint8_t* blk, int r, __m512i& lo, __m512i& hi) {
+  const int8_t* x = a.q(blk, r);
+  lo = chain_init<G>(a, blk, r, 0), hi = chain_init<G>(a, blk, r, 1);
+  if constexpr (G.bits == 4) {
+    // Multiply the high nibbles in place (v & 0xf0 = 16 * code, no shift per plane); one exact
+    // arithmetic shift of that chain's sum per sub-block removes the 16.
+    const __m512i lo4 = _mm512_set1_epi8(0x0f), hi4 = _mm512_set1_epi8(char(0xf0));
+    __m512i hi16 = _mm512_setzero_si512();
+#pragma GCC unroll 4
+    for (int c = 0; c < 4; ++c) {
+      const __m512i v = load(q + 64 * c);
+      lo = dp(lo, _mm512_and_si512(v, lo4), x + 4 * c);
+      hi16 = dp(hi16, _mm512_and_si512(v, hi4), x + 16 + 4 * c);
+    }
+    hi = _mm512_add_epi32(hi, _mm512_srai_epi32(hi16, 4));
+  } else {
+    __m512i w[4];
+    unpack_half<G.bits, 0>(q, w);
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; ++i) lo = dp(lo, w[i], x + 4 * i);
+    unpack_half<G.bits, 1>(q, w);
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; ++i) hi = dp(hi, w[i], x + 16 + 4 * i);
+  }
+}
+
+// Rows r0..r0+MR of an activation group against one sub-block (q: its codes, blk: its activation block).
+template <Geometry G, int MR>
+inline void sub_rows(const uint8_t* q, const QActs& a, const uint8_t* blk, int r0, const SubScale& ss,
+                     __m512* facc) {
+  if constexpr (MR == 1) {
+    static_assert(!G.sub16());  // (gemv_k)
+    __m512i lo, hi;
+    dot_halves<G>(q, a, blk, r0, lo, hi);
+    facc[0] = fold<G>(facc[0], _mm512_add_epi32(lo, hi), ss, a, blk, r0, 0);
+  } else if constexpr (!G.sub16()) {
+    __m512i w[8];
+    unpack_half<G.bits, 0>(q, w);
+    unpack_half<G.bits, 1>(q, w + 4);
     // j outer, r inner: MR independent vpdpbusd chains in flight (latency ~5 cycles each).
-    const uint8_t* blk = a.block(g, b);
     __m512i acc[MR];
 #pragma GCC unroll 16
-    for (int r = 0; r < MR; ++r)
-      acc[r] = K != Kind::q4_1 ? _mm512_set1_epi32(*a.off(blk, r0 + r)) : _mm512_setzero_si512();
-    if constexpr (MR == 1 && K != Kind::q8_0) {
-      // Decode, 4-bit: multiply the high nibbles in place (v & 0xf0 = 16 * q, no shift per chunk); one
-      // exact arithmetic shift of that chain's sum per block removes the 16.
-      __m512i acc16 = _mm512_setzero_si512();
-      const int8_t* q = a.q(blk, r0);
-      const __m512i hi4 = _mm512_set1_epi8(char(0xf0));
+    for (int r = 0; r < MR; ++r) acc[r] = chain_init<G>(a, blk, r0 + r, 0);
+#pragma GCC unroll 8
+    for (int j = 0; j < 8; ++j)
+#pragma GCC unroll 16
+      for (int r = 0; r < MR; ++r) acc[r] = dp(acc[r], w[j], a.q(blk, r0 + r) + 4 * j);
+#pragma GCC unroll 16
+    for (int r = 0; r < MR; ++r) facc[r] = fold<G>(facc[r], acc[r], ss, a, blk, r0 + r, 0);
+  } else {
+    // 16-element scales: each half's chains are folded before the next half starts (registers).
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; ++h) {
+      __m512i w[4];
+      if (h == 0) unpack_half<G.bits, 0>(q, w);
+      else unpack_half<G.bits, 1>(q, w);
+      __m512i acc[MR];
+#pragma GCC unroll 16
+      for (int r = 0; r < MR; ++r) acc[r] = chain_init<G>(a, blk, r0 + r, h);
 #pragma GCC unroll 4
-      for (int c = 0; c < 4; ++c) {
-        const __m512i v = _mm512_loadu_si512(qb + 64 * c);
-        acc[0] = _mm512_dpbusd_epi32(acc[0], _mm512_and_si512(v, lo4), bcast4(q + 4 * c));
-        acc16 = _mm512_dpbusd_epi32(acc16, _mm512_and_si512(v, hi4), bcast4(q + 16 + 4 * c));
-      }
-      acc[0] = _mm512_add_epi32(acc[0], _mm512_srai_epi32(acc16, 4));
-    } else if constexpr (MR == 1) {  // one row: split its chain in two
-      __m512i acc1 = _mm512_setzero_si512();
-      const int8_t* q = a.q(blk, r0);
+      for (int i = 0; i < 4; ++i)
 #pragma GCC unroll 16
-      for (int j = 0; j < 8; j += 2) {
-        acc[0] = _mm512_dpbusd_epi32(acc[0], w[j], bcast4(q + 4 * j));
-        acc1 = _mm512_dpbusd_epi32(acc1, w[j + 1], bcast4(q + 4 * j + 4));
-      }
-      acc[0] = _mm512_add_epi32(acc[0], acc1);
-    } else {
+        for (int r = 0; r < MR; ++r) acc[r] = dp(acc[r], w[i], a.q(blk, r0 + r) + 16 * h + 4 * i);
 #pragma GCC unroll 16
-      for (int j = 0; j < 8; ++j)
-#pragma GCC unroll 16
-        for (int r = 0; r < MR; ++r)
-          acc[r] = _mm512_dpbusd_epi32(acc[r], w[j], bcast4(a.q(blk, r0 + r) + 4 * j));
-    }
-#pragma GCC unroll 16
-    for (int r = 0; r < MR; ++r) {
-      facc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc[r]), _mm512_mul_ps(wd, _mm512_set1_ps(*a.d(blk, r0 + r))),
-                                facc[r]);
-      if constexpr (K == Kind::q4_1) {
-        const __m512 wm =
-            _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales + 16)));
-        facc[r] = _mm512_fmadd_ps(wm, _mm512_set1_ps(*a.ds(blk, r0 + r)), facc[r]);
-      }
+      for (int r = 0; r < MR; ++r) facc[r] = fold<G>(facc[r], acc[r], ss, a, blk, r0 + r, h);
     }
   }
-  for (int r = 0; r < MR; ++r) _mm512_storeu_ps(acc_io + 16 * r, facc[r]);
+}
+
+// Decode (one row) of the K-quants: the per-sub-block scale work is what limits the low-bit formats, so
+// the sub-block scales are applied in integers and the float work is one convert + FMA per sub-block
+// into a per-tile-block sum, scaled by d once per tile block. 32-element scales (Q4_K, Q5_K): one vpmulld;
+// their mins, one FMA of the activation block's d * sum(q). 16-element scales: the two halves' dots by
+// one vpmaddwd on (lo, hi) 16-bit pairs when they fit 16 bits (codes <= 3 bits: |dot| <= 16 * 4 * 127),
+// else by two vpmulld; Q2_K's mins by one more vpmaddwd of its (mn_lo, mn_hi) with (S_lo, S_hi).
+template <Geometry G>
+inline void gemv_k(const uint8_t* tile, const QActs& a, int64_t g, int r0, int64_t b0, int64_t b1, float* acc_io) {
+  __m512 facc = _mm512_loadu_ps(acc_io);
+  for (int64_t b = b0; b < b1; ++b) {
+    const uint8_t* qb = tile + G.quant_offset(b);
+    const BlockScales<G> bs(tile + G.scale_offset(b));
+    __m512 acc_s = _mm512_setzero_ps(), acc_m = _mm512_setzero_ps();
+    for (int s = 0; s < G.subs(); ++s) {
+      const uint8_t* blk = a.block(g, b * G.subs() + s);
+      __m512i lo, hi, isc;
+      dot_halves<G>(qb + s * G.sub_bytes(), a, blk, r0, lo, hi);
+      const __m512 da = _mm512_set1_ps(*a.d(blk, r0));
+      if constexpr (G.scales == Scales::k_sc_mn) {
+        isc = _mm512_mullo_epi32(_mm512_add_epi32(lo, hi), u8x16(bs.sc + G.sc_at + 16 * s));
+        acc_m = _mm512_fmadd_ps(_mm512_cvtepi32_ps(u8x16(bs.sc + G.mn_at + 16 * s)), _mm512_set1_ps(*a.ds(blk, r0)),
+                                acc_m);
+      } else if constexpr (G.bits <= 3) {
+        const __m512i pr = bs.pairs(s);
+        const __m512i dots = _mm512_mask_blend_epi16(__mmask32(0xAAAAAAAA), lo, _mm512_slli_epi32(hi, 16));
+        if constexpr (G.scales == Scales::k_scmn16) {
+          isc = _mm512_madd_epi16(dots, _mm512_and_si512(pr, _mm512_set1_epi16(15)));
+          int32_t s16;
+          std::memcpy(&s16, a.s16(blk, r0), 4);
+          const __m512i imn = _mm512_madd_epi16(_mm512_srli_epi16(pr, 4), _mm512_set1_epi32(s16));
+          acc_m = _mm512_fmadd_ps(_mm512_cvtepi32_ps(imn), da, acc_m);
+        } else {
+          isc = _mm512_madd_epi16(dots, pr);
+        }
+      } else {
+        static_assert(G.scales == Scales::k_sc16);
+        const __m512i pr = bs.pairs(s);
+        isc = _mm512_add_epi32(_mm512_mullo_epi32(lo, _mm512_srai_epi32(_mm512_slli_epi32(pr, 16), 16)),
+                               _mm512_mullo_epi32(hi, _mm512_srai_epi32(pr, 16)));
+      }
+      acc_s = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isc), da, acc_s);
+    }
+    facc = _mm512_fmadd_ps(acc_s, bs.d, facc);
+    if constexpr (G.scales == Scales::k_sc_mn || G.scales == Scales::k_scmn16) facc = _mm512_fmadd_ps(acc_m, bs.m, facc);
+  }
+  _mm512_storeu_ps(acc_io, facc);
+}
+
+// Rows r0..r0+MR of activation group g, for tile blocks [b0, b1) of one tile: acc[row][0..16) += the
+// blocks' contributions. acc holds MR rows of 16 floats and persists across block ranges.
+template <Geometry G, int MR>
+inline void tile_rows(const uint8_t* tile, const QActs& a, int64_t g, int r0, int64_t b0, int64_t b1, float* acc_io,
+                      bool prefetch) {
+  if constexpr (MR == 1 && G.block > packed::kSub) {
+    gemv_k<G>(tile, a, g, r0, b0, b1, acc_io);
+  } else {
+    __m512 facc[MR];
+#pragma GCC unroll 16
+    for (int r = 0; r < MR; ++r) facc[r] = _mm512_loadu_ps(acc_io + 16 * r);
+    for (int64_t b = b0; b < b1; ++b) {
+      const uint8_t* qb = tile + G.quant_offset(b);
+      const BlockScales<G> bs(tile + G.scale_offset(b));
+      for (int s = 0; s < G.subs(); ++s) {
+        const uint8_t* q = qb + s * G.sub_bytes();
+        if (prefetch) prefetch_weights<MR>(q, int(G.sub_bytes()));  // (past tile ends too: the next tile follows)
+        sub_rows<G, MR>(q, a, a.block(g, b * G.subs() + s), r0, bs.sub(s), facc);
+      }
+    }
+    for (int r = 0; r < MR; ++r) _mm512_storeu_ps(acc_io + 16 * r, facc[r]);
+  }
 }
 
 // Rows 0..n of group g over blocks [b0, b1), in micro-kernels of 8/4/2/1 rows (only 4+ rows prefetch).
-template <Kind K>
-inline void group_rows(const uint8_t* tile, const QActs& a, int64_t g, int n, int64_t b0,
-                       int64_t b1, float* acc, bool prefetch) {
-  if (n == kActGroup) return tile_rows<K, 8>(tile, a, g, 0, b0, b1, acc, prefetch);
+template <Geometry G>
+inline void group_rows(const uint8_t* tile, const QActs& a, int64_t g, int n, int64_t b0, int64_t b1, float* acc,
+                       bool prefetch) {
+  if (n == kActGroup) return tile_rows<G, 8>(tile, a, g, 0, b0, b1, acc, prefetch);
   int r0 = 0;
-  if (n >= 4) tile_rows<K, 4>(tile, a, g, 0, b0, b1, acc, prefetch), r0 = 4;
-  if (n - r0 >= 2) tile_rows<K, 2>(tile, a, g, r0, b0, b1, acc + 16 * r0, false), r0 += 2;
-  if (n - r0 >= 1) tile_rows<K, 1>(tile, a, g, r0, b0, b1, acc + 16 * r0, false);
+  if (n >= 4) tile_rows<G, 4>(tile, a, g, 0, b0, b1, acc, prefetch), r0 = 4;
+  if (n - r0 >= 2) tile_rows<G, 2>(tile, a, g, r0, b0, b1, acc + 16 * r0, false), r0 += 2;
+  if (n - r0 >= 1) tile_rows<G, 1>(tile, a, g, r0, b0, b1, acc + 16 * r0, false);
 }
 
 // Per tile, the blocks are walked in slices small enough to stay in L1 (kSliceBytes of quants), and
@@ -132,11 +355,11 @@ inline void group_rows(const uint8_t* tile, const QActs& a, int64_t g, int n, in
 // DRAM/L2 once however many groups there are, and the first group's pass prefetches the slices ahead,
 // so a batched-decode step (m = 8..64, weights streamed from DRAM) overlaps the weight stream with
 // compute instead of alternating between them (measured: m = 16 took memory time + compute time).
-template <Kind K>
+template <Geometry G>
 void gemm(const GemmArgs& ga, int64_t t0, int64_t t1, int64_t i0, int64_t i1) {
   constexpr int64_t kSliceBytes = 4096;
-  constexpr int64_t slice = kSliceBytes / (K == Kind::q8_0 ? 512 : 256);
-  const int64_t nb = ga.a.nb, rows = i1 - i0;
+  constexpr int64_t slice = std::max<int64_t>(1, kSliceBytes / G.quant_bytes());
+  const int64_t nb = ga.a.nb / G.subs(), rows = i1 - i0;
   alignas(64) float acc[kMaxGemmRows * 16];
   for (int64_t t = t0; t < t1; ++t) {
     const int valid = int(std::min<int64_t>(packed::kTileRows, ga.rows - t * packed::kTileRows));
@@ -147,7 +370,7 @@ void gemm(const GemmArgs& ga, int64_t t0, int64_t t1, int64_t i0, int64_t i1) {
       const int64_t b1 = std::min(nb, b0 + slice);
       for (int64_t g = i0 / kActGroup; g * kActGroup < i1; ++g) {
         const int n = int(std::min<int64_t>(kActGroup, i1 - g * kActGroup));
-        group_rows<K>(tile, ga.a, g, n, b0, b1, acc + 16 * (g * kActGroup - i0), g * kActGroup == i0);
+        group_rows<G>(tile, ga.a, g, n, b0, b1, acc + 16 * (g * kActGroup - i0), g * kActGroup == i0);
       }
     }
     float* y = ga.y + t * packed::kTileRows;
@@ -155,10 +378,15 @@ void gemm(const GemmArgs& ga, int64_t t0, int64_t t1, int64_t i0, int64_t i1) {
   }
 }
 
+template <size_t... I>
+std::array<GemmFn, packed::kNumFormats> all_gemms(std::index_sequence<I...>) {
+  return {gemm<packed::kFormats[I].g>...};
+}
+
 }  // namespace
 
-GemmFn avx512_gemm_q8_0() { return gemm<Kind::q8_0>; }
-GemmFn avx512_gemm_q4_0() { return gemm<Kind::q4_0>; }
-GemmFn avx512_gemm_q4_1() { return gemm<Kind::q4_1>; }
+std::array<GemmFn, packed::kNumFormats> avx512_gemms() {
+  return all_gemms(std::make_index_sequence<packed::kNumFormats>{});
+}
 
 }  // namespace tinfer

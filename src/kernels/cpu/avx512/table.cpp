@@ -11,36 +11,40 @@
 
 namespace tinfer {
 
-GemmFn avx512_gemm_q8_0();
-GemmFn avx512_gemm_q4_0();
-GemmFn avx512_gemm_q4_1();
+std::array<GemmFn, packed::kNumFormats> avx512_gemms();
 AttentionFn avx512_paged_attention();
 
 namespace {
 
 // Same contract and rounding as v_quantize_act_row (cvtps rounds to nearest even, like nearbyint).
-void quantize_act_row(const float* x, int64_t cols, int8_t* q, float* d, int32_t* sum, float* ds) {
+void quantize_act_row(const float* x, int64_t cols, ActQuant mode, int8_t* q, float* d, int16_t* s16) {
   const __m512 sign = _mm512_castsi512_ps(_mm512_set1_epi32(0x7fffffff));
+  float row_amax = 0;
+  if (mode == ActQuant::token) {
+    __m512 m = _mm512_setzero_ps();
+    for (int64_t k = 0; k < cols; k += 16) m = _mm512_max_ps(m, _mm512_and_ps(_mm512_loadu_ps(x + k), sign));
+    row_amax = _mm512_reduce_max_ps(m);
+  }
   for (int64_t b = 0; b < cols / 32; ++b) {
     const __m512 x0 = _mm512_loadu_ps(x + b * 32), x1 = _mm512_loadu_ps(x + b * 32 + 16);
-    const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_and_ps(x0, sign), _mm512_and_ps(x1, sign)));
+    const float amax = mode == ActQuant::token
+                           ? row_amax
+                           : _mm512_reduce_max_ps(_mm512_max_ps(_mm512_and_ps(x0, sign), _mm512_and_ps(x1, sign)));
     const float db = amax / 127.0f, id = db != 0.0f ? 1.0f / db : 0.0f;
     const __m512i q0 = _mm512_cvtps_epi32(_mm512_mul_ps(x0, _mm512_set1_ps(id)));
     const __m512i q1 = _mm512_cvtps_epi32(_mm512_mul_ps(x1, _mm512_set1_ps(id)));
     _mm_storeu_si128(reinterpret_cast<__m128i*>(q + b * 32), _mm512_cvtsepi32_epi8(q0));
     _mm_storeu_si128(reinterpret_cast<__m128i*>(q + b * 32 + 16), _mm512_cvtsepi32_epi8(q1));
-    const int32_t s = _mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1));
     d[b] = db;
-    sum[b] = s;
-    ds[b] = db * float(s);
+    s16[2 * b] = int16_t(_mm512_reduce_add_epi32(q0));
+    s16[2 * b + 1] = int16_t(_mm512_reduce_add_epi32(q1));
   }
 }
 
 }  // namespace
 
 const KernelTable& kernel_table_avx512() {
-  static const KernelTable t{Isa::avx512, quantize_act_row, avx512_gemm_q8_0(), avx512_gemm_q4_0(),
-                             avx512_gemm_q4_1(), v_dequant_row, v_rmsnorm, v_silu_mul, v_add_inplace, v_softmax_inplace,
+  static const KernelTable t{Isa::avx512, quantize_act_row, avx512_gemms(), v_dequant_row, v_rmsnorm, v_silu_mul, v_add_inplace, v_softmax_inplace,
                              v_dot_f32, v_axpy, v_scale_inplace, avx512_paged_attention()};
   return t;
 }

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+
+#include "core/act_quant.h"
 #if defined(__AVX512F__) && TINFER_VEC_FLOATS == 16
 #include <immintrin.h>
 #endif
@@ -128,22 +130,26 @@ inline void v_softmax_inplace(float* x, int64_t n) {
 }
 
 // One activation row to int8 per 32-block (the contract in kernel_table.h; bit-exact with the
-// reference: d = amax / 127, q = nearbyint(x * (1 / d))).
-inline void v_quantize_act_row(const float* x, int64_t cols, int8_t* q, float* d, int32_t* sum, float* ds) {
+// reference: d = amax / 127, q = nearbyint(x * (1 / d))), with the sums of each 16-element half.
+inline void v_quantize_act_row(const float* x, int64_t cols, ActQuant mode, int8_t* q, float* d, int16_t* s16) {
+  float row_amax = 0;
+  if (mode == ActQuant::token)
+    for (int64_t k = 0; k < cols; ++k) row_amax = std::max(row_amax, std::fabs(x[k]));
   for (int64_t b = 0; b < cols / 32; ++b) {
     const float* xb = x + b * 32;
-    float amax = 0;
-    for (int k = 0; k < 32; ++k) amax = std::max(amax, std::fabs(xb[k]));
+    float amax = row_amax;
+    if (mode == ActQuant::block32)
+      for (int k = 0; k < 32; ++k) amax = std::max(amax, std::fabs(xb[k]));
     const float db = amax / 127.0f, id = db != 0.0f ? 1.0f / db : 0.0f;
-    int32_t s = 0;
+    int32_t s[2] = {0, 0};
     for (int k = 0; k < 32; ++k) {
       const int v = int(std::nearbyint(xb[k] * id));
       q[b * 32 + k] = int8_t(v);
-      s += v;
+      s[k / 16] += v;
     }
     d[b] = db;
-    sum[b] = s;
-    ds[b] = db * float(s);
+    s16[2 * b] = int16_t(s[0]);
+    s16[2 * b + 1] = int16_t(s[1]);
   }
 }
 

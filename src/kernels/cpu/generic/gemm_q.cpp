@@ -1,64 +1,110 @@
-// Generic (plain C++) quantized GEMM on the 16-row tile layout of packed_layout.h: the portable
-// fallback and a readable statement of what the SIMD kernels compute.
+// Generic (plain C++) quantized GEMM on the 16-row tile layout of packed_layout.h, one instantiation per
+// packed format: the portable fallback and a readable statement of what the SIMD kernels compute.
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "core/fp16.h"
 #include "kernels/kernel_table.h"
-#include "kernels/packed_layout.h"
+#include "kernels/packed_format.h"
 
 namespace tinfer {
 namespace {
 
-enum class Kind { q8_0, q4_0, q4_1 };
+using packed::Geometry;
+using packed::Scales;
 
-// y[tile rows] for one tile and row r of activation group g.
-template <Kind K>
-void tile_row(const uint8_t* tile, const QActs& a, int64_t g, int r0, float* y, int valid) {
-  constexpr DType type = K == Kind::q8_0 ? DType::Q8_0 : K == Kind::q4_0 ? DType::Q4_0 : DType::Q4_1;
-  float acc[16] = {};
-  for (int64_t b = 0; b < a.nb; ++b) {
-    const uint8_t* blk = a.block(g, b);
-    const int8_t* q = a.q(blk, r0);
-    const uint8_t* qb = tile + packed::quant_offset(type, b);
-    const auto* scales = reinterpret_cast<const uint16_t*>(tile + packed::scale_offset(type, b));
-    int32_t isum[16];
-    for (int r = 0; r < 16; ++r) isum[r] = *a.off(blk, r0);  // corr * sum(q)
-    if constexpr (K == Kind::q8_0) {
-      for (int j = 0; j < 8; ++j)
-        for (int r = 0; r < 16; ++r)
-          for (int u = 0; u < 4; ++u) isum[r] += int(qb[j * 64 + r * 4 + u]) * q[4 * j + u];
-    } else {
-      for (int c = 0; c < 4; ++c)
-        for (int r = 0; r < 16; ++r)
-          for (int u = 0; u < 4; ++u) {
-            const int byte = qb[c * 64 + r * 4 + u];
-            isum[r] += (byte & 15) * q[4 * c + u] + (byte >> 4) * q[16 + 4 * c + u];
-          }
-    }
-    const float da = *a.d(blk, r0);
-    for (int r = 0; r < 16; ++r) {
-      acc[r] += fp16_to_f32(scales[r]) * da * float(isum[r]);
-      if constexpr (K == Kind::q4_1) acc[r] += fp16_to_f32(scales[16 + r]) * *a.ds(blk, r0);
+// Per-row multipliers of one sub-block (s: of the int dot; m: of the activation sums), halves lo/hi for
+// 16-element scales.
+struct SubScale {
+  float s[2], m[2];
+};
+
+template <Geometry G>
+SubScale sub_scale(const uint8_t* sc, int r, int s) {
+  float d, m = 0;
+  uint16_t h;
+  std::memcpy(&h, sc + G.d_at + 2 * r, 2);
+  d = fp16_to_f32(h);
+  if constexpr (G.m_at >= 0) {
+    std::memcpy(&h, sc + G.m_at + 2 * r, 2);
+    m = fp16_to_f32(h);
+  }
+  SubScale o{};
+  if constexpr (G.scales == Scales::d) {
+    o.s[0] = d;
+  } else if constexpr (G.scales == Scales::d_m) {
+    o.s[0] = d, o.m[0] = m;
+  } else if constexpr (G.scales == Scales::k_sc_mn) {
+    o.s[0] = d * float(sc[G.sc_at + G.sc_index(s, r)]);
+    o.m[0] = -m * float(sc[G.mn_at + 16 * s + r]);
+  } else if constexpr (G.scales == Scales::k_sc16) {
+    for (int h2 = 0; h2 < 2; ++h2) o.s[h2] = d * float(int8_t(sc[G.sc_at + G.sc_index(2 * s + h2, r)]));
+  } else {
+    for (int h2 = 0; h2 < 2; ++h2) {
+      const uint8_t b = sc[G.sc_at + G.sc_index(2 * s + h2, r)];
+      o.s[h2] = d * float(b & 15);
+      o.m[h2] = -m * float(b >> 4);
     }
   }
-  std::memcpy(y, acc, sizeof(float) * size_t(valid));
+  return o;
 }
 
-template <Kind K>
-void gemm(const GemmArgs& g, int64_t t0, int64_t t1, int64_t i0, int64_t i1) {
+// y[i][tile rows] for tiles [t0, t1), activation rows [i0, i1).
+template <Geometry G>
+void gemm(const GemmArgs& ga, int64_t t0, int64_t t1, int64_t i0, int64_t i1) {
+  const QActs& a = ga.a;
+  const int64_t nb = a.nb / G.subs();
+  float acc[kMaxGemmRows][16];
   for (int64_t t = t0; t < t1; ++t) {
-    const int valid = int(std::min<int64_t>(packed::kTileRows, g.rows - t * packed::kTileRows));
+    const int valid = int(std::min<int64_t>(packed::kTileRows, ga.rows - t * packed::kTileRows));
+    const uint8_t* tile = ga.w + t * ga.tile_bytes;
+    std::memset(acc, 0, sizeof acc);
+    for (int64_t b = 0; b < nb; ++b) {
+      const uint8_t* sc = tile + G.scale_offset(b);
+      for (int s = 0; s < G.subs(); ++s) {
+        const uint8_t* q = tile + G.quant_offset(b) + s * G.sub_bytes();
+        for (int r = 0; r < valid; ++r) {
+          int code[32];
+          for (int k = 0; k < 32; ++k) code[k] = packed::get_code<G.bits>(q, r, k);
+          const SubScale ss = sub_scale<G>(sc, r, s);
+          for (int64_t i = i0; i < i1; ++i) {
+            const uint8_t* blk = a.block(i / kActGroup, b * G.subs() + s);
+            const int ri = int(i % kActGroup);
+            const int8_t* x = a.q(blk, ri);
+            const int16_t* s16 = a.s16(blk, ri);
+            const float da = *a.d(blk, ri);
+            // Int dots of the two 16-element halves, each starting from the codes' offset corr * sum(q).
+            int32_t isum[2] = {G.corr * s16[0], G.corr * s16[1]};
+            for (int k = 0; k < 32; ++k) isum[k / 16] += code[k] * x[k];
+            float& out = acc[i - i0][r];
+            if constexpr (G.sub16()) {
+              for (int h = 0; h < 2; ++h) {
+                out += ss.s[h] * da * float(isum[h]);
+                if constexpr (G.scales == Scales::k_scmn16) out += ss.m[h] * (da * float(s16[h]));
+              }
+            } else {
+              out += ss.s[0] * da * float(isum[0] + isum[1]);
+              if constexpr (G.scales == Scales::d_m || G.scales == Scales::k_sc_mn) out += ss.m[0] * *a.ds(blk, ri);
+            }
+          }
+        }
+      }
+    }
     for (int64_t i = i0; i < i1; ++i)
-      tile_row<K>(g.w + t * g.tile_bytes, g.a, i / kActGroup, int(i % kActGroup),
-                  g.y + i * g.ldy + t * packed::kTileRows, valid);
+      std::memcpy(ga.y + i * ga.ldy + t * packed::kTileRows, acc[i - i0], sizeof(float) * size_t(valid));
   }
+}
+
+template <size_t... I>
+std::array<GemmFn, packed::kNumFormats> all_gemms(std::index_sequence<I...>) {
+  return {gemm<packed::kFormats[I].g>...};
 }
 
 }  // namespace
 
-GemmFn generic_gemm_q8_0() { return gemm<Kind::q8_0>; }
-GemmFn generic_gemm_q4_0() { return gemm<Kind::q4_0>; }
-GemmFn generic_gemm_q4_1() { return gemm<Kind::q4_1>; }
+std::array<GemmFn, packed::kNumFormats> generic_gemms() {
+  return all_gemms(std::make_index_sequence<packed::kNumFormats>{});
+}
 
 }  // namespace tinfer

@@ -7,13 +7,10 @@
 
 namespace tinfer {
 
-GemmFn generic_gemm_q8_0();
-GemmFn generic_gemm_q4_0();
-GemmFn generic_gemm_q4_1();
+std::array<GemmFn, packed::kNumFormats> generic_gemms();
 
 const KernelTable& kernel_table_generic() {
-  static const KernelTable t{Isa::generic, v_quantize_act_row, generic_gemm_q8_0(), generic_gemm_q4_0(),
-                             generic_gemm_q4_1(), v_dequant_row, v_rmsnorm, v_silu_mul, v_add_inplace, v_softmax_inplace,
+  static const KernelTable t{Isa::generic, v_quantize_act_row, generic_gemms(), v_dequant_row, v_rmsnorm, v_silu_mul, v_add_inplace, v_softmax_inplace,
                              v_dot_f32, v_axpy, v_scale_inplace, generic_paged_attention};
   return t;
 }

@@ -1,0 +1,279 @@
+// quantize_model: plan, calibrate, fold, quantize tensor by tensor, stream to the output GGUF.
+#include "quantize/quantize_model.h"
+
+#include <exception>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+
+#include "core/error.h"
+#include "core/thread_pool.h"
+#include "core/timer.h"
+#include "model/gguf.h"
+#include "model/model.h"
+#include "quant/type_table.h"
+#include "quantize/float_model.h"
+#include "quantize/gguf_output.h"
+#include "quantize/progress.h"
+
+namespace tinfer {
+
+namespace {
+
+bool is_float_type(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
+
+void log_line(const QuantizeOptions& o, const std::string& s) {
+  if (o.log) std::fprintf(o.log, "quantize: %s\n", s.c_str());
+}
+
+std::string method_label(QuantMethod m, bool calibrated) {
+  switch (m) {
+    case QuantMethod::rtn:
+      return calibrated ? "rtn (importance-weighted)" : "rtn";
+    case QuantMethod::gptq:
+      return "gptq";
+    case QuantMethod::awq:
+      return "awq + rtn";
+    case QuantMethod::awq_gptq:
+      return "awq + gptq";
+    case QuantMethod::smoothquant:
+      return "smoothquant + rtn";
+  }
+  return "?";
+}
+
+// The output's metadata: every key of the source, except llama.cpp's importance-matrix notes (they
+// describe the source's own quantization), then the file type and quantization version.
+void write_metadata(const GgufFile& src, GgufWriter& w, DType target, const std::string& method) {
+  for (const auto& [k, v] : src.metadata())
+    if (k.rfind("quantize.imatrix.", 0) != 0) w.set(k, v);
+  w.set_u32("general.file_type", llama_file_type(target));
+  w.set_u32("general.quantization_version", 2);
+  w.set_string("tinfer.quantize.method", method);
+}
+
+// pool.parallel_for over rows, with an exception on any thread carried back to the caller (the pool's
+// workers must not throw).
+void parallel_rows(ThreadPool& pool, int64_t rows, const std::function<void(int64_t, int64_t)>& fn) {
+  std::mutex mu;
+  std::exception_ptr error;
+  pool.parallel_for(rows, 1, [&](int64_t r0, int64_t r1) {
+    try {
+      fn(r0, r1);
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(mu);
+      if (!error) error = std::current_exception();
+    }
+  });
+  if (error) std::rethrow_exception(error);
+}
+
+// One tensor's fp32 values [rows][cols]: from the float model when there is one (the folding methods
+// transformed it), straight from the mapping for F32, else dequantized row-parallel.
+const float* float_rows(const GgufTensor& src, const FloatModel* fm, std::vector<float>& buf, ThreadPool& pool) {
+  if (fm) {
+    auto it = fm->tensors.find(src.name);
+    if (it != fm->tensors.end()) return it->second.data.data();
+  }
+  if (src.type == DType::F32) return reinterpret_cast<const float*>(src.data);
+  const int64_t cols = src.shape[0], rows = src.elements() / cols;
+  const TypeTraits& tt = type_traits(src.type);
+  const size_t rb = row_bytes(src.type, cols);
+  buf.resize(size_t(src.elements()));
+  parallel_rows(pool, rows, [&](int64_t r0, int64_t r1) {
+    tt.to_float(src.data + rb * size_t(r0), buf.data() + r0 * cols, (r1 - r0) * cols);
+  });
+  return buf.data();
+}
+
+}  // namespace
+
+bool parse_quant_method(const std::string& name, QuantMethod* out) {
+  static const std::pair<const char*, QuantMethod> kNames[] = {{"rtn", QuantMethod::rtn},
+                                                               {"gptq", QuantMethod::gptq},
+                                                               {"awq", QuantMethod::awq},
+                                                               {"awq+gptq", QuantMethod::awq_gptq},
+                                                               {"smoothquant", QuantMethod::smoothquant}};
+  for (const auto& [n, m] : kNames)
+    if (name == n) {
+      *out = m;
+      return true;
+    }
+  return false;
+}
+
+const char* quant_method_name(QuantMethod m) {
+  switch (m) {
+    case QuantMethod::rtn:
+      return "rtn";
+    case QuantMethod::gptq:
+      return "gptq";
+    case QuantMethod::awq:
+      return "awq";
+    case QuantMethod::awq_gptq:
+      return "awq+gptq";
+    case QuantMethod::smoothquant:
+      return "smoothquant";
+  }
+  return "?";
+}
+
+bool method_needs_calibration(QuantMethod m) { return m != QuantMethod::rtn; }
+
+uint64_t QuantizeResult::data_bytes(bool matrices_only) const {
+  uint64_t b = 0;
+  for (const TensorResult& t : tensors)
+    if (!matrices_only || t.shape.size() >= 2) b += t.bytes;
+  return b;
+}
+
+int64_t QuantizeResult::elements(bool matrices_only) const {
+  int64_t n = 0;
+  for (const TensorResult& t : tensors)
+    if (!matrices_only || t.shape.size() >= 2) n += t.elements();
+  return n;
+}
+
+double QuantizeResult::bits_per_weight(bool matrices_only) const {
+  const int64_t n = elements(matrices_only);
+  return n > 0 ? 8.0 * double(data_bytes(matrices_only)) / double(n) : 0.0;
+}
+
+QuantizeResult quantize_model(const Model& source, const std::string& out_path, const QuantizeOptions& opts) {
+  const double t_start = now_s();
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  check(!out_path.empty(), "missing output path");
+  check(source.path().empty() || !fs::exists(out_path, ec) || !fs::equivalent(out_path, source.path(), ec),
+        "the output path '" + out_path + "' is the input file; write to a new file");
+  const bool calibrated = !opts.calib_tokens.empty();
+  check(!method_needs_calibration(opts.method) || calibrated,
+        std::string("--method ") + quant_method_name(opts.method) + " needs calibration text");
+  check(opts.method != QuantMethod::smoothquant || opts.target == DType::Q8_0,
+        "--method smoothquant migrates activation outliers for W8A8: it needs --type q8_0");
+
+  QuantizeResult res;
+  res.method = method_label(opts.method, calibrated);
+  const GgufFile& src = source.gguf();
+  const std::vector<TensorChoice> plan = plan_tensor_types(src, opts.target, opts.overrides, &res.warnings);
+
+  // Re-quantization notice and one fallback line per tensor, before any work.
+  std::map<std::string, int> quantized_sources;
+  for (const TensorChoice& c : plan)
+    if (c.shape.size() >= 2 && !is_float_type(c.source_type)) ++quantized_sources[type_traits(c.source_type).name];
+  res.requantized = !quantized_sources.empty();
+  if (res.requantized) {
+    std::string kinds;
+    for (const auto& [n, k] : quantized_sources) kinds += (kinds.empty() ? "" : ", ") + n + " x" + std::to_string(k);
+    res.warnings.push_back("the source is already quantized (" + kinds +
+                           "): its tensors are dequantized and quantized again, so the result is a "
+                           "re-quantization (the rounding errors of both add up), not a quantization of the "
+                           "original weights");
+  }
+  for (const std::string& w : res.warnings) log_line(opts, "warning: " + w);
+  for (const TensorChoice& c : plan)
+    if (c.origin == TypeOrigin::fallback) log_line(opts, c.name + ": " + c.note);
+
+  // The layout: metadata and every tensor's type and shape, so the header is written first.
+  GgufWriter layout;
+  write_metadata(src, layout, opts.target, res.method);
+  for (const TensorChoice& c : plan) layout.declare_tensor(c.name, c.type, c.shape);
+  GgufOutputFile out(out_path, layout);  // creates OUT.tmp-PID now: a bad path fails before any work
+
+  ThreadPool pool(opts.threads);
+  CalibStats stats;
+  if (calibrated) {
+    const double t0 = now_s();
+    CalibOptions co = opts.calib;
+    co.threads = pool.size();
+    log_line(opts, "calibrating on " + std::to_string(opts.calib_tokens.size()) + " tokens (windows of " +
+                       std::to_string(co.ctx) + ")");
+    stats = collect_calib_stats(source, opts.calib_tokens, co);
+    res.calib_tokens = int64_t(opts.calib_tokens.size());
+    res.calib_s = now_s() - t0;
+  }
+  std::optional<FloatModel> fm;
+  if (opts.method == QuantMethod::awq || opts.method == QuantMethod::awq_gptq ||
+      opts.method == QuantMethod::smoothquant) {
+    const double t0 = now_s();
+    fm.emplace(load_float_model(source));
+    ScaleSearchOptions so;
+    so.threads = pool.size();
+    so.type_of = [&plan, &opts](const std::string& name) {
+      for (const TensorChoice& c : plan)
+        if (c.name == name) return c.type;
+      return opts.target;
+    };
+    res.folds = opts.method == QuantMethod::smoothquant ? smoothquant_apply(*fm, stats, opts.target, so)
+                                                        : awq_apply(*fm, stats, opts.target, so);
+    res.calib_s += now_s() - t0;
+  }
+  const bool use_gptq = opts.method == QuantMethod::gptq || opts.method == QuantMethod::awq_gptq;
+  const bool use_importance = opts.method == QuantMethod::rtn && calibrated;
+
+  // The progress bar's measure of work: elements to quantize; a copied tensor costs next to nothing.
+  auto copies = [&](const TensorChoice& c) { return !fm && c.source_type == c.type; };
+  auto work_of = [&](const TensorChoice& c) { return double(c.elements()) * (copies(c) ? 0.01 : 1.0); };
+  double total_work = 0;
+  for (const TensorChoice& c : plan) total_work += work_of(c);
+  Progress progress(opts.log, int64_t(plan.size()), out.total_bytes(), total_work, opts.progress_tty);
+  const double t_quant = now_s();
+  double work = 0;
+  std::vector<float> fbuf;
+  std::vector<uint8_t> qbuf;
+  for (size_t i = 0; i < plan.size(); ++i) {
+    const TensorChoice& c = plan[i];
+    const GgufTensor& st = src.tensors()[i];
+    TensorResult r;
+    static_cast<TensorChoice&>(r) = c;
+    const int64_t cols = c.shape[0], rows = c.rows();
+    const size_t rb = row_bytes(c.type, cols);
+    if (copies(c)) {  // already in that type and not transformed: keep the bytes
+      r.copied = true;
+      r.how = "copy";
+      out.append(st.data, st.bytes);
+      r.bytes = st.bytes;
+    } else {
+      const float* w = float_rows(st, fm ? &*fm : nullptr, fbuf, pool);
+      qbuf.assign(rb * size_t(rows), 0);
+      const TypeTraits& tt = type_traits(c.type);
+      auto it = stats.find(c.name);
+      const InputStats* x = it != stats.end() && it->second && it->second->cols == cols ? it->second.get() : nullptr;
+      if (is_float_type(c.type) || !x || (!use_gptq && !use_importance)) {
+        // Plain round-to-nearest: the type table's reference quantizer (bit-exact with ggml's).
+        r.how = is_float_type(c.type) ? "convert" : "rtn";
+        parallel_rows(pool, rows, [&](int64_t r0, int64_t r1) {
+          tt.from_float(w + r0 * cols, qbuf.data() + rb * size_t(r0), (r1 - r0) * cols);
+        });
+      } else if (use_gptq) {
+        r.how = "gptq";
+        GptqOptions go = opts.gptq;
+        go.threads = pool.size();  // quantize_gptq splits the rows over its own workers
+        qbuf = quantize_gptq(c.type, w, rows, cols, *x, go);
+      } else {
+        r.how = "rtn+importance";
+        const std::vector<float> importance = activation_importance(*x);
+        qbuf = quantize_rtn(c.type, w, rows, cols, importance.data(), pool.size());
+      }
+      check(qbuf.size() == rb * size_t(rows), "quantizing '" + c.name + "' gave " + std::to_string(qbuf.size()) +
+                                                  " bytes, expected " + std::to_string(rb * size_t(rows)));
+      out.append(qbuf.data(), qbuf.size());
+      r.bytes = qbuf.size();
+      if (fm) fm->tensors.erase(c.name);  // done with it: memory falls as the file grows
+    }
+    res.tensors.push_back(std::move(r));
+    work += work_of(c);
+    progress.update(int64_t(i + 1), out.bytes_written(), work);
+    if (opts.after_tensor) opts.after_tensor(int64_t(i + 1));
+  }
+  out.commit();
+  progress.finish();
+  res.file_bytes = out.total_bytes();
+  res.quantize_s = now_s() - t_quant;
+  res.total_s = now_s() - t_start;
+  return res;
+}
+
+}  // namespace tinfer

@@ -1,0 +1,71 @@
+// quantize_model: the orchestration behind `tinfer quantize`. Plans every tensor's type (recipe.h),
+// gathers calibration statistics when the method needs them, folds AWQ / SmoothQuant scales, then
+// quantizes the tensors one at a time in file order (rows split over the threads) and streams each into
+// the output GGUF (gguf_output.h) as it finishes: memory holds the source mapping, one tensor in fp32 and
+// its quantized bytes (plus the whole float model for the folding methods, which transform it).
+#pragma once
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "quantize/calib_stats.h"
+#include "quantize/methods.h"
+#include "quantize/recipe.h"
+
+namespace tinfer {
+
+class Model;
+
+enum class QuantMethod { rtn, gptq, awq, awq_gptq, smoothquant };
+// "rtn", "gptq", "awq", "awq+gptq", "smoothquant"; false if unknown.
+bool parse_quant_method(const std::string& name, QuantMethod* out);
+const char* quant_method_name(QuantMethod m);
+bool method_needs_calibration(QuantMethod m);  // all but rtn (for which calibration is optional)
+
+struct QuantizeOptions {
+  DType target = DType::Q8_0;
+  QuantMethod method = QuantMethod::rtn;
+  std::vector<TensorOverride> overrides;
+  // Calibration tokens (BOS + encoded text). Empty: none, which only rtn accepts (plain round-to-nearest,
+  // the type table's reference quantizers, bit-exact with ggml's). With rtn they select the
+  // importance-weighted search (importance = each input column's mean square activation).
+  std::vector<int32_t> calib_tokens;
+  CalibOptions calib;  // max_tokens, ctx, sample rows (threads: taken from `threads`)
+  GptqOptions gptq;
+  int threads = 0;        // 0 = hardware concurrency
+  FILE* log = stderr;     // warnings, fallback notes, the progress bar; nullptr = silent
+  int progress_tty = -1;  // -1: redraw in place iff `log` is a terminal
+  std::function<void(int64_t tensors_done)> after_tensor;  // called after each tensor is written (tests)
+};
+
+struct TensorResult : TensorChoice {
+  uint64_t bytes = 0;   // data bytes as written (unpadded)
+  bool copied = false;  // source bytes copied unchanged (same type, weights not transformed)
+  std::string how;      // "rtn", "rtn+importance", "gptq", "convert", "copy"
+};
+
+struct QuantizeResult {
+  std::vector<TensorResult> tensors;  // file order
+  uint64_t file_bytes = 0;            // the output file's size
+  bool requantized = false;           // some source matrix was already quantized
+  std::string method;                 // e.g. "awq + gptq", "rtn (importance-weighted)"
+  int64_t calib_tokens = 0;           // tokens the statistics were gathered on (0: none)
+  std::vector<ScaleFold> folds;       // AWQ / SmoothQuant scale searches
+  std::vector<std::string> warnings;  // also printed to the log
+  double calib_s = 0, quantize_s = 0, total_s = 0;
+
+  // Sums over the tensors: data bytes and elements, of the matrices (>= 2-D) or of every tensor.
+  uint64_t data_bytes(bool matrices_only) const;
+  int64_t elements(bool matrices_only) const;
+  double bits_per_weight(bool matrices_only) const;  // 8 * data_bytes / elements
+};
+
+// Quantizes `source` into a new GGUF at out_path (through out_path.tmp-PID, renamed at the end).
+// Errors (Error, and no file left under either name): out_path is the source file, an override type
+// that cannot hold a tensor, a method that needs calibration without tokens, smoothquant for a target
+// other than q8_0, I/O failures.
+QuantizeResult quantize_model(const Model& source, const std::string& out_path, const QuantizeOptions& opts);
+
+}  // namespace tinfer
