@@ -5,6 +5,7 @@
 #include <cmath>
 #include <fstream>
 
+#include "common/greedy_text.h"
 #include "common/test_env.h"
 #include "core/thread_pool.h"
 #include "engine/generate.h"
@@ -20,27 +21,12 @@ const char* kGreedy =
     "Once upon a time, there was a little girl named Lily. She loved to play outside in the park. One day, she saw "
     "a big, red ball. She wanted to play with it, but it was too high.";
 
-std::string greedy_text(const Model& model, int n) {
-  ThreadPool pool(2);
-  CpuForward fwd(model, pool);
-  Session session(fwd, 256);
-  GenerateOptions opts;
-  opts.max_tokens = n;
-  opts.sampling.temperature = 0;
-  std::string text;
-  TextStream stream(model.tokenizer(), true);
-  generate(session, model.tokenizer(), {model.tokenizer().bos()}, opts, [&](int32_t t) {
-    text += stream.push(t);
-    return true;
-  });
-  return text + stream.flush();
-}
 
 TEST(Stories260K, GreedyFromBosReproducesReferenceText) {
   std::string path = test::shared_file("models/stories260K.gguf");
   TINFER_REQUIRE_FILE(path, "models/stories260K.gguf");
   auto model = Model::load(path);
-  std::string text = greedy_text(*model, 80);
+  std::string text = test::greedy_text(*model, 80);
   ASSERT_GE(text.size(), std::string(kGreedy).size()) << text;
   EXPECT_EQ(text.substr(0, std::string(kGreedy).size()), kGreedy);
 }
@@ -54,7 +40,7 @@ TEST(Stories260K, LegacyBinGivesTheSameModel) {
   ModelLoadOptions opts;
   opts.tokenizer_path = tok;
   auto b = Model::load(bin, opts);
-  EXPECT_EQ(greedy_text(*a, 40), greedy_text(*b, 40));
+  EXPECT_EQ(test::greedy_text(*a, 40), test::greedy_text(*b, 40));
   EXPECT_EQ(a->config().n_layers, b->config().n_layers);
   EXPECT_EQ(a->config().n_kv_heads, b->config().n_kv_heads);
 }

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <set>
 
+#include "common/greedy_text.h"
 #include "common/test_env.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
@@ -59,21 +60,6 @@ QuantizeOptions quiet(DType target) {
   return o;
 }
 
-std::string greedy_text(const Model& model, int n) {
-  ThreadPool pool(2);
-  CpuForward fwd(model, pool);
-  Session session(fwd, 128);
-  GenerateOptions opts;
-  opts.max_tokens = n;
-  opts.sampling.temperature = 0;
-  std::string text;
-  TextStream stream(model.tokenizer(), true);
-  generate(session, model.tokenizer(), {model.tokenizer().bos()}, opts, [&](int32_t t) {
-    text += stream.push(t);
-    return true;
-  });
-  return text + stream.flush();
-}
 
 // Perplexity of the first ~128 tokens of the TinyStories text, reference forward pass.
 double reference_ppl(const Model& model) {
@@ -339,7 +325,7 @@ TEST(QuantizeModel, Q8_0KeepsGreedyTextMetadataAndByteArithmetic) {
   EXPECT_FALSE(r.requantized);
   EXPECT_EQ(r.method, "rtn");
   auto q = Model::load(dir.file("q8.gguf"));
-  EXPECT_EQ(greedy_text(*q, 40), greedy_text(*src, 40));
+  EXPECT_EQ(test::greedy_text(*q, 40, 128), test::greedy_text(*src, 40, 128));
 
   // Metadata: every source key with its value, then the file type and quantization version.
   const GgufFile& a = src->gguf();
