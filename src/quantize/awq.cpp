@@ -94,12 +94,7 @@ std::vector<ScaleFold> awq_apply(FloatModel& m, CalibStats& stats, DType target,
       if (err < best) best = err, f.alpha = alpha, best_s = s;
     }
     f.err_scaled = best;
-    if (f.alpha > 0) {
-      apply_fold(m, g, best_s);
-      f.folded = true;
-    } else {
-      f.note = "no alpha beat the unscaled layer";
-    }
+    fold_winner(m, g, f.alpha > 0 ? best_s : std::vector<double>{}, f);  // alpha 0 = no scales
     report.push_back(f);
   }
   return report;

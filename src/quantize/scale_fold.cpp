@@ -108,4 +108,13 @@ std::vector<float> loss_sample(const InputStats& s, int64_t max_rows, int64_t& n
   return x;
 }
 
+void fold_winner(FloatModel& m, const FoldGroup& g, const std::vector<double>& best, ScaleFold& f) {
+  if (best.empty()) {
+    f.note = "no alpha beat the unscaled layer";
+    return;
+  }
+  apply_fold(m, g, best);
+  f.folded = true;
+}
+
 }  // namespace tinfer::quantize_detail

@@ -30,6 +30,10 @@ std::vector<FoldGroup> fold_groups(const FloatModel& m, const CalibStats& stats)
 // Folds s (one value per input channel of the group) into the model and rescales the input statistics.
 void apply_fold(FloatModel& m, const FoldGroup& g, const std::vector<double>& s);
 
+// The end of a scale search: folds `best` into the model when it is not empty and records the outcome in f
+// (folded, or the note that no alpha beat the unscaled layer).
+void fold_winner(FloatModel& m, const FoldGroup& g, const std::vector<double>& best, ScaleFold& f);
+
 // The consumers' rows stacked: [rows][cols].
 std::vector<float> stacked_weights(const FloatModel& m, const FoldGroup& g, int64_t& rows);
 

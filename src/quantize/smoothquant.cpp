@@ -93,12 +93,7 @@ std::vector<ScaleFold> smoothquant_apply(FloatModel& m, CalibStats& stats, DType
       if (err < best) best = err, f.alpha = alpha, best_s = s;
     }
     f.err_scaled = best;
-    if (!best_s.empty()) {
-      apply_fold(m, g, best_s);
-      f.folded = true;
-    } else {
-      f.note = "no alpha beat the unscaled layer";
-    }
+    fold_winner(m, g, best_s, f);
     report.push_back(f);
   }
   return report;
