@@ -6,11 +6,12 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/act_quant.h"
-#include "core/kv_dtype.h"
+#include "core/kv_precision.h"
 #include "core/op_profile.h"
 #include "engine/batching_mode.h"
 #include "engine/request.h"
@@ -34,7 +35,11 @@ struct EngineConfig {
   int block_size = 16;
   bool prefix_caching = true;
   kv::KvLayout kv_layout = kv::KvLayout::kPaged;  // kReserved: baseline, max context reserved per sequence
-  KvDtype kv_dtype = KvDtype::f32;                 // f16: half the bytes per token; K and V rounded to fp16
+  // KV element types (core/kv_dtype.h): kv_dtype for K and V unless kv_dtype_k / kv_dtype_v say otherwise;
+  // a non-empty kv_layers (a per-layer plan, tinfer calibrate-kv) gives every layer's K and V instead.
+  KvDtype kv_dtype = KvDtype::f32;
+  std::optional<KvDtype> kv_dtype_k, kv_dtype_v;
+  std::vector<KvLayerTypes> kv_layers;
   ActQuant act_quant = ActQuant::block32;          // int8 activation scales per 32-block, or per token (W8A8)
   BatchingMode batching = BatchingMode::kContinuous;
   bool chunked_prefill = true;
@@ -50,6 +55,8 @@ struct EngineConfig {
   bool verbose = true;              // print the KV plan at start (bytes/token, capacity, concurrency)
 
   std::vector<std::string> validate() const;  // every problem, one message each
+  // What the cache holds per layer for a model of n_layers; throws Error if kv_layers names another count.
+  KvPrecision kv_precision(int64_t n_layers) const;
 };
 
 // One event for one sample of a request. index = which of the n samples.
@@ -79,6 +86,8 @@ struct EngineStats {
   int64_t kv_waste_slots = 0;        // reserved but unused token slots (now)
   int running_peak = 0;              // most requests running in one step so far
   int64_t kv_capacity_tokens = 0;    // kv_blocks_total x block_size
+  int64_t kv_bytes_per_token = 0;    // every layer's K and V, scales included
+  std::string kv_types;              // KvPrecision::describe(): "f16", "k=int8 v=int4", "mixed: ..."
 };
 
 class Engine {

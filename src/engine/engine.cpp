@@ -51,7 +51,8 @@ class EngineImpl final : public Engine {
     // Packs the weights (MemAvailable is read after); refuses a context the model cannot position.
     fwd_ = create_backend("cpu", *model_, BackendOptions{.threads = config_.threads, .max_positions = max_model_len_cfg_,
                                                           .act_quant = config_.act_quant});
-    const KvDtype dtype = config_.kv_dtype;
+    precision_ = config_.kv_precision(mc.n_layers);
+    const KvPrecision& dtype = precision_;
     const EngineKvBudget budget = kv_budget(config_.kv_memory_bytes, config_.kv_fraction, mc, dtype,
                                             config_.block_size, config_.max_seqs, max_model_len_cfg_);
     plan_ = plan_engine_kv(mc, budget.budget_bytes, config_.block_size, max_model_len_cfg_, dtype);
@@ -151,6 +152,7 @@ class EngineImpl final : public Engine {
   std::unique_ptr<Model> model_;
   std::unique_ptr<Backend> fwd_;
   kv::KvMemoryPlan plan_;
+  KvPrecision precision_;
   std::unique_ptr<KvCache> kv_;
   std::unique_ptr<Scheduler> sched_;
   std::unique_ptr<ModelRunner> runner_;
@@ -379,6 +381,8 @@ void EngineImpl::publish_stats() {
   stats_.kv_waste_slots = ks.waste_slots;
   stats_.running_peak = running_peak_;
   stats_.kv_capacity_tokens = static_cast<int64_t>(ks.num_blocks) * plan_.block_size;
+  stats_.kv_bytes_per_token = static_cast<int64_t>(plan_.bytes_per_token);
+  stats_.kv_types = precision_.describe();
 }
 
 }  // namespace

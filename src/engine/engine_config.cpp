@@ -2,6 +2,9 @@
 // dependent checks, such as max_model_len against the KV budget, happen when the engine is created).
 #include <tinfer/engine.h>
 
+#include <string>
+
+#include "core/error.h"
 
 namespace tinfer {
 
@@ -20,6 +23,15 @@ std::vector<std::string> EngineConfig::validate() const {
   if (long_request_tokens < 0) e.push_back("long_request_tokens must be >= 0 (0 = no background class)");
   if (max_background_running < 1) e.push_back("max_background_running must be >= 1");
   return e;
+}
+
+KvPrecision EngineConfig::kv_precision(int64_t n_layers) const {
+  if (!kv_layers.empty()) {
+    check(int64_t(kv_layers.size()) == n_layers, "the KV plan gives " + std::to_string(kv_layers.size()) +
+                                                     " layers but the model has " + std::to_string(n_layers));
+    return KvPrecision{kv_layers};
+  }
+  return KvPrecision::uniform(n_layers, kv_dtype_k.value_or(kv_dtype), kv_dtype_v.value_or(kv_dtype));
 }
 
 }  // namespace tinfer

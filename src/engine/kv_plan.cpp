@@ -22,18 +22,26 @@ size_t mem_available_bytes() {
 
 namespace {
 
-kv::KvShape kv_shape(const ModelConfig& cfg, KvDtype dtype) {
-  return kv::KvShape{.num_layers = static_cast<int>(cfg.n_layers),
-                     .num_kv_heads = static_cast<int>(cfg.n_kv_heads),
-                     .head_dim = static_cast<int>(cfg.head_dim),
-                     .bytes_per_elem = kv_dtype_bytes(dtype)};
+}  // namespace
+
+kv::KvShape kv_shape(const ModelConfig& cfg, const KvPrecision& precision) {
+  check(precision.n_layers() == cfg.n_layers, "KV precision names " + std::to_string(precision.n_layers()) +
+                                                  " layers but the model has " + std::to_string(cfg.n_layers));
+  kv::KvShape s{.num_layers = static_cast<int>(cfg.n_layers),
+                .num_kv_heads = static_cast<int>(cfg.n_kv_heads),
+                .head_dim = static_cast<int>(cfg.head_dim)};
+  for (int64_t l = 0; l < cfg.n_layers; ++l)
+    s.layer_bytes_per_token.push_back(precision.layer_bytes_per_token(l, cfg.n_kv_heads, cfg.head_dim));
+  return s;
 }
+
+namespace {
 
 std::string mib(size_t bytes) { return std::to_string((bytes + (1 << 19)) >> 20) + " MiB"; }
 
 }  // namespace
 
-EngineKvBudget kv_budget(int64_t kv_memory_bytes, double kv_fraction, const ModelConfig& cfg, KvDtype dtype,
+EngineKvBudget kv_budget(int64_t kv_memory_bytes, double kv_fraction, const ModelConfig& cfg, const KvPrecision& precision,
                          int block_size, int max_seqs, int max_model_len) {
   EngineKvBudget b;
   if (kv_memory_bytes > 0) {
@@ -45,7 +53,7 @@ EngineKvBudget kv_budget(int64_t kv_memory_bytes, double kv_fraction, const Mode
   check(b.mem_available > 0, "cannot read MemAvailable from /proc/meminfo: give the KV budget in bytes");
   const size_t fraction = kv::kv_budget_from_fraction(b.mem_available, kv_fraction);
   const size_t blocks_per_seq = (static_cast<size_t>(max_model_len) + block_size - 1) / block_size;
-  const size_t demand = static_cast<size_t>(max_seqs) * blocks_per_seq * block_size * kv::kv_bytes_per_token(kv_shape(cfg, dtype));
+  const size_t demand = static_cast<size_t>(max_seqs) * blocks_per_seq * block_size * kv::kv_bytes_per_token(kv_shape(cfg, precision));
   char frac[32];
   std::snprintf(frac, sizeof frac, "%.2f", kv_fraction);
   if (demand <= fraction) {
@@ -62,8 +70,8 @@ EngineKvBudget kv_budget(int64_t kv_memory_bytes, double kv_fraction, const Mode
 }
 
 kv::KvMemoryPlan plan_engine_kv(const ModelConfig& cfg, size_t budget_bytes, int block_size, int max_model_len,
-                                KvDtype dtype) {
-  const kv::KvShape shape = kv_shape(cfg, dtype);
+                                const KvPrecision& precision) {
+  const kv::KvShape shape = kv_shape(cfg, precision);
   try {
     return kv::plan_kv_memory(shape, budget_bytes, block_size, max_model_len);
   } catch (const Error& e) {
@@ -71,12 +79,12 @@ kv::KvMemoryPlan plan_engine_kv(const ModelConfig& cfg, size_t budget_bytes, int
   }
 }
 
-std::string describe_kv_plan(const kv::KvMemoryPlan& p, const EngineKvBudget& b, KvDtype dtype) {
+std::string describe_kv_plan(const kv::KvMemoryPlan& p, const EngineKvBudget& b, const KvPrecision& precision) {
   char buf[1024];
   std::snprintf(buf, sizeof buf,
                 "KV cache: %zu bytes/token (%s), %d blocks x %d tokens = %lld tokens, %.1f MiB, sized by %s; "
                 "max concurrency %d at max_model_len %d",
-                p.bytes_per_token, kv_dtype_name(dtype), p.num_blocks, p.block_size, static_cast<long long>(p.capacity_tokens),
+                p.bytes_per_token, precision.describe().c_str(), p.num_blocks, p.block_size, static_cast<long long>(p.capacity_tokens),
                 double(p.bytes_used) / (1 << 20), b.how.c_str(), p.max_concurrency, p.context_len);
   return buf;
 }

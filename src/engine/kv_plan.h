@@ -1,11 +1,12 @@
 // The engine's KV cache plan: the byte budget (explicit, or a fraction of MemAvailable once the weights are
-// loaded and packed) turned into a number of fp32 blocks, and a one-line description for the start-up log.
+// loaded and packed) turned into a number of blocks of the cache's per-layer bytes (KvPrecision), and a
+// one-line description for the start-up log.
 #pragma once
 #include <cstddef>
 #include <string>
 
 #include "kvcache/memory_planner.h"
-#include "core/kv_dtype.h"
+#include "core/kv_precision.h"
 #include "model/model_config.h"
 
 namespace tinfer {
@@ -23,15 +24,19 @@ size_t mem_available_bytes();
 // capped by kv_fraction x MemAvailable: a server for 4 sequences does not take half the machine (and touch
 // every page of it as freed blocks are handed out again). Throws Error when MemAvailable is unknown and no
 // explicit budget was given.
-EngineKvBudget kv_budget(int64_t kv_memory_bytes, double kv_fraction, const ModelConfig& cfg, KvDtype dtype,
+EngineKvBudget kv_budget(int64_t kv_memory_bytes, double kv_fraction, const ModelConfig& cfg, const KvPrecision& precision,
                          int block_size, int max_seqs, int max_model_len);
 
-// Sized by the cache's element type. Throws Error (naming max_model_len) when not even one sequence of
+// The planner's view of a model's cache: per-layer bytes per token from the precision (Error if its layer
+// count is not the model's).
+kv::KvShape kv_shape(const ModelConfig& cfg, const KvPrecision& precision);
+
+// Sized by the cache's element types. Throws Error (naming max_model_len) when not even one sequence of
 // max_model_len tokens fits.
 kv::KvMemoryPlan plan_engine_kv(const ModelConfig& cfg, size_t budget_bytes, int block_size, int max_model_len,
-                                KvDtype dtype);
+                                const KvPrecision& precision);
 
 // "KV cache: 4096 blocks x 16 tokens = 65536 tokens, 1408 MiB (22528 bytes/token); max concurrency 32 at 2048"
-std::string describe_kv_plan(const kv::KvMemoryPlan& plan, const EngineKvBudget& budget, KvDtype dtype);
+std::string describe_kv_plan(const kv::KvMemoryPlan& plan, const EngineKvBudget& budget, const KvPrecision& precision);
 
 }  // namespace tinfer

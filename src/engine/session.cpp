@@ -8,11 +8,11 @@
 
 namespace tinfer {
 
-Session::Session(Backend& backend, int64_t max_ctx, KvDtype kv_dtype) : fwd_(backend), max_ctx_(max_ctx) {
+Session::Session(Backend& backend, int64_t max_ctx, const KvPrecision& kv_precision) : fwd_(backend), max_ctx_(max_ctx) {
   check(max_ctx >= 1 && max_ctx <= backend.max_positions(),
         "session: a context of " + std::to_string(max_ctx) + " tokens is outside [1, " +
             std::to_string(backend.max_positions()) + "], what the model can position");
-  kv_ = backend.allocate_kv((max_ctx + kBlockSize - 1) / kBlockSize, kBlockSize, kv_dtype);
+  kv_ = backend.allocate_kv((max_ctx + kBlockSize - 1) / kBlockSize, kBlockSize, kv_precision);
   batch_.block_tables.resize(1);
   batch_.block_tables[0].resize(kv_->n_blocks());
   std::iota(batch_.block_tables[0].begin(), batch_.block_tables[0].end(), 0);

@@ -15,7 +15,9 @@ class Session {
  public:
   static constexpr int64_t kBlockSize = 16;
   // Throws Error when max_ctx exceeds what the backend can position.
-  Session(Backend& backend, int64_t max_ctx, KvDtype kv_dtype = KvDtype::f32);
+  Session(Backend& backend, int64_t max_ctx, const KvPrecision& kv_precision);
+  Session(Backend& backend, int64_t max_ctx, KvDtype kv_dtype = KvDtype::f32)
+      : Session(backend, max_ctx, KvPrecision::uniform(backend.config().n_layers, kv_dtype)) {}
 
   int64_t n_past() const { return n_past_; }
   int64_t max_ctx() const { return max_ctx_; }

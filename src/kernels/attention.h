@@ -12,19 +12,21 @@ namespace tinfer {
 class ThreadPool;
 struct KernelTable;
 
-// One layer of a paged KV cache, as bytes and strides. Within a block, heads are dense:
-// K block b at k + b * k_block_bytes is [kv_heads][head_dim][block_size] elements (transposed: one
-// vector load gives a dimension of every slot of the block); V of block b, slot j at
-// v + b * v_block_bytes + j * v_slot_bytes is [kv_heads * head_dim] elements. Elements are `dtype`
-// (f32: float, f16: IEEE half bits).
+// One layer of a paged KV cache, as bytes and strides (the byte format: kernels/kv_quant.h, which also
+// fills every field but the pointers: kv_layer_geometry). K block b starts at k + b * k_block_bytes: kv head
+// h's codes at + h * k_head_bytes, k_rows rows of k_row_bytes (row r, slot j: dimension r of slot j;
+// int4: dimensions r and r + ceil(head_dim / 2)), then the scales at + k_scales_offset + (h * block_size +
+// j) * k_scale_bytes. V block b starts at v + b * v_block_bytes: slot j, kv head h at + j * v_slot_bytes +
+// h * v_head_bytes, its scales at + v_scales_offset + (j * n_kv_heads + h) * v_scale_bytes. f32 values are
+// floats, f16 IEEE half bits.
 struct KvLayerView {
   const uint8_t* k = nullptr;
   const uint8_t* v = nullptr;
-  KvDtype dtype = KvDtype::f32;
+  KvDtype k_dtype = KvDtype::f32;
+  KvDtype v_dtype = KvDtype::f32;
   int64_t block_size = 0;
-  int64_t k_block_bytes = 0;
-  int64_t v_block_bytes = 0;
-  int64_t v_slot_bytes = 0;
+  int64_t k_row_bytes = 0, k_head_bytes = 0, k_scales_offset = 0, k_scale_bytes = 0, k_block_bytes = 0;
+  int64_t v_head_bytes = 0, v_slot_bytes = 0, v_scales_offset = 0, v_scale_bytes = 0, v_block_bytes = 0;
 };
 
 // One attention call over a ragged batch of n_tokens query tokens. Token i attends to positions
@@ -59,7 +61,7 @@ using AttentionFn = void (*)(const AttentionArgs& a, int64_t item0, int64_t item
 void paged_attention(const AttentionArgs& a, ThreadPool& pool);
 void paged_attention(const AttentionArgs& a, ThreadPool& pool, const KernelTable& kt);
 
-// The portable kernel (any block size <= kAttnMaxBlockSize, any head_dim, f32 and f16): the fallback
+// The portable kernel (any block size <= kAttnMaxBlockSize, any head_dim, every KvDtype): the fallback
 // every table's row calls for the shapes its fast path does not take.
 void generic_paged_attention(const AttentionArgs& a, int64_t item0, int64_t item1);
 

@@ -22,7 +22,16 @@ size_t kv_bytes_per_token(const KvShape& s) {
         "kv planner: layers, kv_heads, head_dim and bytes_per_elem must all be positive (got " +
             std::to_string(s.num_layers) + ", " + std::to_string(s.num_kv_heads) + ", " + std::to_string(s.head_dim) +
             ", " + std::to_string(s.bytes_per_elem) + ")");
-  return size_t{2} * s.num_layers * s.num_kv_heads * s.head_dim * s.bytes_per_elem;
+  if (s.layer_bytes_per_token.empty()) return size_t{2} * s.num_layers * s.num_kv_heads * s.head_dim * s.bytes_per_elem;
+  check(s.layer_bytes_per_token.size() == static_cast<size_t>(s.num_layers),
+        "kv planner: " + std::to_string(s.layer_bytes_per_token.size()) + " per-layer sizes for " +
+            std::to_string(s.num_layers) + " layers");
+  size_t total = 0;
+  for (int64_t b : s.layer_bytes_per_token) {
+    check(b > 0, "kv planner: a layer's bytes per token must be positive, got " + std::to_string(b));
+    total += static_cast<size_t>(b);
+  }
+  return total;
 }
 
 KvMemoryPlan plan_kv_memory(const KvShape& shape, size_t budget_bytes, int block_size, int context_len) {

@@ -3,6 +3,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 namespace tinfer::kv {
 
@@ -10,11 +11,14 @@ struct KvShape {
   int num_layers = 0;
   int num_kv_heads = 0;
   int head_dim = 0;
-  int bytes_per_elem = 2;  // 2 for f16/bf16 KV, 4 for f32
+  int bytes_per_elem = 2;  // 2 for f16/bf16 KV, 4 for f32 (one type for every layer, no scales)
+  // Quantized or per-layer caches: the bytes one token takes in each layer (K and V of every kv head, scales
+  // included), which then replace 2 x kv_heads x head_dim x bytes_per_elem. Empty or num_layers entries.
+  std::vector<int64_t> layer_bytes_per_token;
 };
 
 struct KvMemoryPlan {
-  size_t bytes_per_token = 0;  // 2 (K and V) x layers x kv_heads x head_dim x bytes_per_elem
+  size_t bytes_per_token = 0;  // 2 (K and V) x layers x kv_heads x head_dim x bytes_per_elem, or the layers' sum
   size_t bytes_per_block = 0;  // bytes_per_token x block_size
   int block_size = 0;
   int num_blocks = 0;           // floor(budget / bytes_per_block)

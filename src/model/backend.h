@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "core/act_quant.h"
-#include "core/kv_dtype.h"
+#include "core/kv_precision.h"
 #include "core/op_profile.h"
 #include "model/forward_batch.h"
 #include "model/model_config.h"
@@ -30,7 +30,7 @@ class KvCache {
   virtual ~KvCache() = default;
   virtual int64_t n_blocks() const = 0;
   virtual int64_t block_size() const = 0;
-  virtual KvDtype dtype() const = 0;
+  virtual const KvPrecision& precision() const = 0;  // each layer's K and V element types
   virtual size_t bytes() const = 0;
   // Copies every layer's K and V of block src into block dst (copy-on-write of a shared block).
   virtual void copy_block(int64_t src, int64_t dst) = 0;
@@ -50,8 +50,12 @@ class Backend {
   virtual const ModelConfig& config() const = 0;
   virtual size_t weight_bytes() const = 0;     // weights as held by the device (packed)
   virtual int64_t max_positions() const = 0;   // positions 0..max_positions()-1 can be run
-  // KV memory on this device for n_blocks blocks of block_size slots, every layer.
-  virtual std::unique_ptr<KvCache> allocate_kv(int64_t n_blocks, int64_t block_size, KvDtype dtype) = 0;
+  // KV memory on this device for n_blocks blocks of block_size slots, every layer, each in its own types
+  // (precision.n_layers() must equal the model's). The KvDtype overload: one type for every K and V.
+  virtual std::unique_ptr<KvCache> allocate_kv(int64_t n_blocks, int64_t block_size, const KvPrecision& precision) = 0;
+  std::unique_ptr<KvCache> allocate_kv(int64_t n_blocks, int64_t block_size, KvDtype dtype) {
+    return allocate_kv(n_blocks, block_size, KvPrecision::uniform(config().n_layers, dtype));
+  }
   // One step over a cache this backend allocated; see the data flow above.
   virtual void forward(const ForwardBatch& batch, KvCache& kv, float* logits) = 0;
   // Time by operator category of every forward so far (the caller resets it between phases); enable its

@@ -135,8 +135,8 @@ void CpuForward::embed(const ForwardBatch& batch) {
 
 CpuForward::~CpuForward() = default;
 
-std::unique_ptr<KvCache> CpuForward::allocate_kv(int64_t n_blocks, int64_t block_size, KvDtype dtype) {
-  return std::make_unique<KvStorage>(config(), n_blocks, block_size, dtype);
+std::unique_ptr<KvCache> CpuForward::allocate_kv(int64_t n_blocks, int64_t block_size, const KvPrecision& precision) {
+  return std::make_unique<KvStorage>(config(), n_blocks, block_size, precision);
 }
 
 std::unique_ptr<Backend> make_cpu_backend(const Model& model, const BackendOptions& opts) {
@@ -175,8 +175,9 @@ void CpuForward::forward(const ForwardBatch& batch, KvStorage& kv, float* logits
   att.out = att_.data(), att.out_stride = c.q_dim();
   double attended = 0;  // sum over tokens of the positions each attends to
   for (int32_t p : batch.positions) attended += double(p) + 1;
-  const double att_bytes = attended * double(c.kv_dim()) * 2 * kv_dtype_bytes(kv.dtype());  // (an upper bound:
-  const double att_ops = attended * double(c.n_heads * c.head_dim) * 4;                   // prefill rereads from cache)
+  // Attention bytes per layer: attended x the layer's K and V bytes per token (an upper bound: prefill
+  // rereads from cache).
+  const double att_ops = attended * double(c.n_heads * c.head_dim) * 4;
 
   // Per-token element-wise work is split over the pool too (prefill has hundreds of tokens).
   auto per_token = [&](const std::function<void(int64_t)>& fn) {
@@ -208,6 +209,7 @@ void CpuForward::forward(const ForwardBatch& batch, KvStorage& kv, float* logits
     }
     att.kv = kv.layer_view(l);
     {
+      const double att_bytes = attended * double(kv.precision().layer_bytes_per_token(l, c.n_kv_heads, c.head_dim));
       OpTimer t(prof, Op::kAttention, att_bytes, att_ops);
       paged_attention(att, pool_);
     }

@@ -40,7 +40,8 @@ class CpuForward final : public Backend {
   int64_t max_positions() const override { return rope_.n_positions(); }
   const ModelConfig& config() const override { return model_.config(); }
   size_t weight_bytes() const override { return packed_bytes(); }
-  std::unique_ptr<KvCache> allocate_kv(int64_t n_blocks, int64_t block_size, KvDtype dtype) override;
+  using Backend::allocate_kv;
+  std::unique_ptr<KvCache> allocate_kv(int64_t n_blocks, int64_t block_size, const KvPrecision& precision) override;
 
   const Model& model() const { return model_; }
   ThreadPool& pool() const { return pool_; }

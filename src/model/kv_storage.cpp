@@ -1,58 +1,60 @@
-// KvStorage: one huge-page buffer for every layer's K and V blocks.
+// KvStorage: one huge-page buffer for every layer's K and V blocks, each layer in its own types.
 #include "model/kv_storage.h"
 
 #include <cstring>
 #include <string>
 
 #include "core/error.h"
-#include "core/fp16.h"
+#include "kernels/kv_quant.h"
 
 namespace tinfer {
 
-KvStorage::KvStorage(const ModelConfig& cfg, int64_t n_blocks, int64_t block_size, KvDtype dtype)
+KvStorage::KvStorage(const ModelConfig& cfg, int64_t n_blocks, int64_t block_size, const KvPrecision& precision)
     : n_layers_(cfg.n_layers),
       n_blocks_(n_blocks),
       block_size_(block_size),
-      kv_dim_(cfg.kv_dim()),
-      dtype_(dtype),
-      elem_(kv_dtype_bytes(dtype)) {
+      n_kv_heads_(cfg.n_kv_heads),
+      head_dim_(cfg.head_dim),
+      precision_(precision) {
   check(n_blocks > 0 && block_size > 0, "KV cache needs at least one block of at least one token");
-  buf_ = Buffer(size_t(n_layers_) * 2 * n_blocks_ * block_size_ * kv_dim_ * elem_, true);
+  check(precision.n_layers() == n_layers_, "KV precision names " + std::to_string(precision.n_layers()) +
+                                               " layers but the model has " + std::to_string(n_layers_));
+  check(head_dim_ > 0 && head_dim_ <= kKvMaxHeadDim,
+        "KV cache: head_dim " + std::to_string(head_dim_) + " outside 1.." + std::to_string(kKvMaxHeadDim));
+  std::vector<int64_t> offsets;
+  int64_t total = 0;
+  for (int64_t l = 0; l < n_layers_; ++l) {
+    const KvLayerTypes t = precision.layers[size_t(l)];
+    views_.push_back(kv_layer_geometry(t.k, t.v, n_kv_heads_, head_dim_, block_size_));
+    offsets.push_back(total);
+    total += n_blocks_ * (views_.back().k_block_bytes + views_.back().v_block_bytes);
+  }
+  buf_ = Buffer(size_t(total), true);
+  for (int64_t l = 0; l < n_layers_; ++l) {
+    KvLayerView& v = views_[size_t(l)];
+    v.k = buf_.data() + offsets[size_t(l)];
+    v.v = v.k + n_blocks_ * v.k_block_bytes;
+  }
 }
 
 KvLayerView KvStorage::layer_view(int64_t layer) const {
   check(layer >= 0 && layer < n_layers_, "KV layer " + std::to_string(layer) + " out of range");
-  KvLayerView v;
-  v.k = base(layer, 0, 0, 0);
-  v.v = base(layer, 1, 0, 0);
-  v.dtype = dtype_;
-  v.block_size = block_size_;
-  v.k_block_bytes = v.v_block_bytes = block_size_ * kv_dim_ * elem_;
-  v.v_slot_bytes = kv_dim_ * elem_;
-  return v;
+  return views_[size_t(layer)];
 }
 
 void KvStorage::copy_block(int64_t src, int64_t dst) {
-  const size_t bytes = size_t(block_size_ * kv_dim_ * elem_);
-  for (int64_t l = 0; l < n_layers_; ++l) {
-    std::memcpy(base(l, 0, dst, 0), base(l, 0, src, 0), bytes);
-    std::memcpy(base(l, 1, dst, 0), base(l, 1, src, 0), bytes);
+  for (const KvLayerView& v : views_) {
+    auto* k = const_cast<uint8_t*>(v.k);
+    auto* vv = const_cast<uint8_t*>(v.v);
+    std::memcpy(k + dst * v.k_block_bytes, k + src * v.k_block_bytes, size_t(v.k_block_bytes));
+    std::memcpy(vv + dst * v.v_block_bytes, vv + src * v.v_block_bytes, size_t(v.v_block_bytes));
   }
 }
 
 void KvStorage::write(int64_t layer, int64_t block, int64_t slot, const float* k, const float* v) {
-  if (dtype_ == KvDtype::f32) {
-    auto* kb = reinterpret_cast<float*>(base(layer, 0, block, 0));
-    for (int64_t d = 0; d < kv_dim_; ++d) kb[d * block_size_ + slot] = k[d];  // [kv_dim][block_size]
-    std::memcpy(base(layer, 1, block, slot), v, size_t(kv_dim_) * sizeof(float));
-    return;
-  }
-  auto* kb = reinterpret_cast<uint16_t*>(base(layer, 0, block, 0));
-  auto* vb = reinterpret_cast<uint16_t*>(base(layer, 1, block, slot));
-  for (int64_t d = 0; d < kv_dim_; ++d) {
-    kb[d * block_size_ + slot] = f32_to_fp16(k[d]);
-    vb[d] = f32_to_fp16(v[d]);
-  }
+  const KvLayerView& g = views_[size_t(layer)];
+  kv_write_token(g, n_kv_heads_, head_dim_, const_cast<uint8_t*>(g.k) + block * g.k_block_bytes,
+                 const_cast<uint8_t*>(g.v) + block * g.v_block_bytes, slot, k, v);
 }
 
 }  // namespace tinfer

@@ -1,13 +1,14 @@
 // KvStorage: the KV cache memory, in fixed-size blocks of `block_size` token slots per layer.
 // Which block holds which positions of which sequence is decided elsewhere (block tables); this
-// class only owns the bytes. Per layer, in fp32 or fp16 (KvDtype): K blocks [n_blocks][kv_heads][head_dim]
-// [block_size] (transposed, so one vector load gives a dimension of every position of a block: attention
-// scores a whole block without horizontal sums); V blocks [n_blocks][block_size][kv_dim].
+// class only owns the bytes. Each layer's K and V have their own element type (KvPrecision: f32, f16,
+// int8, int4) and so their own block bytes; the byte format inside a block is kernels/kv_quant.h's.
+// Layer l's region: K blocks [n_blocks][k_block_bytes(l)] then V blocks [n_blocks][v_block_bytes(l)].
 #pragma once
 #include <cstdint>
+#include <vector>
 
 #include "core/buffer.h"
-#include "core/kv_dtype.h"
+#include "core/kv_precision.h"
 #include "kernels/attention.h"
 #include "model/backend.h"
 #include "model/model_config.h"
@@ -17,40 +18,29 @@ namespace tinfer {
 // The CPU backend's KvCache.
 class KvStorage final : public KvCache {
  public:
-  KvStorage(const ModelConfig& cfg, int64_t n_blocks, int64_t block_size, KvDtype dtype = KvDtype::f32);
+  KvStorage(const ModelConfig& cfg, int64_t n_blocks, int64_t block_size, const KvPrecision& precision);
+  KvStorage(const ModelConfig& cfg, int64_t n_blocks, int64_t block_size, KvDtype dtype = KvDtype::f32)
+      : KvStorage(cfg, n_blocks, block_size, KvPrecision::uniform(cfg.n_layers, dtype)) {}
 
   int64_t n_blocks() const override { return n_blocks_; }
   int64_t block_size() const override { return block_size_; }
-  int64_t kv_dim() const { return kv_dim_; }
-  KvDtype dtype() const override { return dtype_; }
+  int64_t kv_dim() const { return n_kv_heads_ * head_dim_; }
+  const KvPrecision& precision() const override { return precision_; }
   size_t bytes() const override { return buf_.size(); }
 
-  // K of block `block`: [kv_heads][head_dim][block_size]. V of one slot: [kv_dim]. T is the element
-  // type: float for f32, uint16_t (IEEE half bits) for f16.
-  template <class T>
-  const T* k_block(int64_t layer, int64_t block) const {
-    return reinterpret_cast<const T*>(base(layer, 0, block, 0));
-  }
-  template <class T>
-  const T* v(int64_t layer, int64_t block, int64_t slot) const {
-    return reinterpret_cast<const T*>(base(layer, 1, block, slot));
-  }
-  // Layer `layer`'s K and V blocks as the attention kernels read them: base pointers, element type and
-  // strides (kernels/attention.h). Per layer, so the element type or layout may differ between layers.
+  // Layer `layer`'s K and V blocks as the attention kernels read them: base pointers, element types and
+  // strides (kernels/attention.h).
   KvLayerView layer_view(int64_t layer) const;
-  // Writes one position's K ([kv_dim], heads back to back) and V into their block.
+  // Writes one position's K ([kv_dim], heads back to back) and V into their block, quantizing for int8/int4.
+  // Safe to call concurrently for different slots (also of one block).
   void write(int64_t layer, int64_t block, int64_t slot, const float* k, const float* v);
   // Copies every layer's K and V of block `src` into block `dst` (copy-on-write).
   void copy_block(int64_t src, int64_t dst) override;
 
  private:
-  uint8_t* base(int64_t layer, int64_t kv, int64_t block, int64_t slot) const {
-    return const_cast<uint8_t*>(buf_.data()) +
-           ((((layer * 2 + kv) * n_blocks_ + block) * block_size_ + slot) * kv_dim_) * elem_;
-  }
-  int64_t n_layers_, n_blocks_, block_size_, kv_dim_;
-  KvDtype dtype_;
-  int64_t elem_;  // bytes per element
+  int64_t n_layers_, n_blocks_, block_size_, n_kv_heads_, head_dim_;
+  KvPrecision precision_;
+  std::vector<KvLayerView> views_;  // [n_layers], pointers into buf_
   Buffer buf_;
 };
 

@@ -57,6 +57,10 @@ std::string Metrics::render(const EngineStats& s, int queued, bool ready, const 
         static_cast<double>(long_lane_waiting.load()));
   gauge(o, "tinfer:kv_blocks_used", "gauge", "KV-cache blocks in use.", s.kv_blocks_used);
   gauge(o, "tinfer:kv_blocks_total", "gauge", "KV-cache blocks in the pool.", s.kv_blocks_total);
+  gauge(o, "tinfer:kv_bytes_per_token", "gauge", "KV-cache bytes one token takes, every layer, scales included.",
+        static_cast<double>(s.kv_bytes_per_token));
+  o += "# HELP tinfer:kv_cache_info The KV cache's element types (f32, f16, int8, int4; per layer when mixed).\n"
+       "# TYPE tinfer:kv_cache_info gauge\ntinfer:kv_cache_info{types=\"" + s.kv_types + "\"} 1\n";
   gauge(o, "tinfer:kv_cache_usage_perc", "gauge", "Fraction of KV-cache blocks in use.",
         s.kv_blocks_total ? static_cast<double>(s.kv_blocks_used) / s.kv_blocks_total : 0.0);
   gauge(o, "tinfer:prefix_cache_hit_rate", "gauge", "Prefix-cache hit tokens / looked-up tokens.", s.prefix_hit_rate);

@@ -406,13 +406,13 @@ TEST(Engine, RejectsOverlongPromptAndUnfittableContext) {
 TEST(Engine, DefaultKvPoolIsSizedByMaxSeqsTimesContext) {
   ModelConfig cfg;
   cfg.n_layers = 2, cfg.n_kv_heads = 4, cfg.head_dim = 16;  // 2 x 2 x 4 x 16 x 4 B = 1 KiB per token (f32)
-  const EngineKvBudget small = kv_budget(0, 0.5, cfg, KvDtype::f32, 16, 4, 100);
+  const EngineKvBudget small = kv_budget(0, 0.5, cfg, KvPrecision::uniform(cfg.n_layers, KvDtype::f32), 16, 4, 100);
   EXPECT_EQ(small.budget_bytes, size_t(4) * 112 * 1024);  // 100 tokens -> 7 whole blocks of 16
   EXPECT_NE(small.how.find("max_seqs 4 x max_model_len 100"), std::string::npos) << small.how;
-  const EngineKvBudget huge = kv_budget(0, 0.5, cfg, KvDtype::f32, 16, 1 << 20, 1 << 20);
+  const EngineKvBudget huge = kv_budget(0, 0.5, cfg, KvPrecision::uniform(cfg.n_layers, KvDtype::f32), 16, 1 << 20, 1 << 20);
   EXPECT_EQ(huge.budget_bytes, kv::kv_budget_from_fraction(huge.mem_available, 0.5));
   EXPECT_NE(huge.how.find("--kv-fraction 0.50"), std::string::npos) << huge.how;
-  EXPECT_EQ(kv_budget(12345, 0.5, cfg, KvDtype::f32, 16, 4, 100).budget_bytes, 12345u);
+  EXPECT_EQ(kv_budget(12345, 0.5, cfg, KvPrecision::uniform(cfg.n_layers, KvDtype::f32), 16, 4, 100).budget_bytes, 12345u);
   // Through the engine: 2 sequences x 256 tokens is the whole pool.
   EngineConfig c = base_config();
   c.kv_memory_bytes = 0;

@@ -17,6 +17,7 @@
 #include "kernels/kernel_table.h"
 #include "kernels/kernels.h"
 #include "model/forward_batch.h"
+#include "kernels/kv_quant.h"
 #include "model/kv_storage.h"
 
 namespace tinfer {
@@ -266,17 +267,34 @@ TEST(PagedAttention, RejectsShapesBeyondTheLimits) {
   EXPECT_THROW(paged_attention(a, pool), Error);
 }
 
+// Every layer in its own types (f32, then int8 K with f16 V, then int4): the copy holds the same bytes, so
+// the same values, in every layer; the f32 layer reads back exactly what was written.
 TEST(PagedAttention, CopyBlockDuplicatesKAndV) {
   ModelConfig cfg;
   cfg.n_layers = 3, cfg.n_heads = 4, cfg.n_kv_heads = 2, cfg.head_dim = 16;
-  KvStorage kv(cfg, 4, 16);
+  const KvPrecision prec{{{KvDtype::f32, KvDtype::f32}, {KvDtype::int8, KvDtype::f16}, {KvDtype::int4, KvDtype::int4}}};
+  KvStorage kv(cfg, 4, 16, prec);
   std::vector<float> k(32), v(32);
   for (int i = 0; i < 32; ++i) k[i] = float(i), v[i] = float(100 + i);
   for (int64_t l = 0; l < 3; ++l) kv.write(l, 1, 5, k.data(), v.data());
   kv.copy_block(1, 3);
   for (int64_t l = 0; l < 3; ++l) {
-    for (int d = 0; d < 32; ++d) EXPECT_EQ(kv.k_block<float>(l, 3)[d * 16 + 5], float(d));
-    EXPECT_EQ(std::vector<float>(kv.v<float>(l, 3, 5), kv.v<float>(l, 3, 5) + 32), v);
+    const KvLayerView view = kv.layer_view(l);
+    for (int64_t h = 0; h < 2; ++h) {
+      std::vector<float> k1(16 * 6), k3(16 * 6), v1(6 * 16), v3(6 * 16);
+      kv_dequant_k_tile(view, 16, 1, h, 6, k1.data()), kv_dequant_k_tile(view, 16, 3, h, 6, k3.data());
+      kv_dequant_v_tile(view, 16, 1, h, 6, v1.data()), kv_dequant_v_tile(view, 16, 3, h, 6, v3.data());
+      for (int d = 0; d < 16; ++d) {
+        EXPECT_EQ(k3[d * 6 + 5], k1[d * 6 + 5]) << l;
+        EXPECT_EQ(v3[5 * 16 + d], v1[5 * 16 + d]) << l;
+        if (l == 0) {
+          EXPECT_EQ(k3[d * 6 + 5], float(h * 16 + d));
+          EXPECT_EQ(v3[5 * 16 + d], float(100 + h * 16 + d));
+        }
+        EXPECT_NEAR(k3[d * 6 + 5], float(h * 16 + d), 1.1) << l;  // int4: 15 steps over a range of 15
+        EXPECT_NEAR(v3[5 * 16 + d], float(100 + h * 16 + d), 1.1) << l;
+      }
+    }
   }
 }
 

@@ -10,12 +10,21 @@ namespace tinfer::kv {
 namespace {
 
 // Llama-2-7B-like: 32 layers, 32 KV heads of 128, f16 -> 2*32*32*128*2 = 512 KiB per token.
-constexpr KvShape kLlama7b{32, 32, 128, 2};
+const KvShape kLlama7b{32, 32, 128, 2};
 
 TEST(MemoryPlanner, BytesPerToken) {
   EXPECT_EQ(kv_bytes_per_token(kLlama7b), 524288u);
   EXPECT_EQ(kv_bytes_per_token({22, 4, 64, 2}), 2u * 22 * 4 * 64 * 2);  // GQA: kv_heads, not heads
   EXPECT_THROW(kv_bytes_per_token({0, 4, 64, 2}), Error);
+}
+
+TEST(MemoryPlanner, PerLayerBytesReplaceTheUniformFormula) {
+  // Two layers at 100 and 36 bytes per token (e.g. int8 and int4 with their scales): their sum, whatever
+  // bytes_per_elem says; a count that does not match the layers, or a zero size, is refused.
+  EXPECT_EQ(kv_bytes_per_token({2, 1, 8, 2, {100, 36}}), 136u);
+  EXPECT_EQ(plan_kv_memory({2, 1, 8, 2, {100, 36}}, 136 * 16 * 5, 16, 32).num_blocks, 5);
+  EXPECT_THROW(kv_bytes_per_token({2, 1, 8, 2, {100}}), Error);
+  EXPECT_THROW(kv_bytes_per_token({2, 1, 8, 2, {100, 0}}), Error);
 }
 
 TEST(MemoryPlanner, BlocksCapacityAndConcurrency) {

@@ -9,6 +9,7 @@
 #include "commands.h"
 #include "profile_report.h"
 #include "common.h"
+#include "kv_flags.h"
 #include "core/error.h"
 #include "core/isa.h"
 #include "core/roofline.h"
@@ -40,16 +41,16 @@ int cmd_bench(int argc, char** argv) {
   if (argc > 0 && std::string(argv[0]) == "throughput") return cmd_bench_throughput(argc - 1, argv + 1);
   if (argc > 0 && std::string(argv[0]) == "ladder") return cmd_bench_ladder(argc - 1, argv + 1);
   if (argc > 0 && std::string(argv[0]) == "serve") return cmd_bench_serve(argc - 1, argv + 1);
-  auto spec = concat(model_options(), {{"--prompt", "prompt tokens", true, "512"},
+  auto spec = concat(concat(model_options(), kv_type_options()),
+                     {{"--prompt", "prompt tokens", true, "512"},
                                        {"--gen", "generated tokens", true, "128"},
-                                       kv_dtype_option(),
                                        act_quant_option(),
                                        {"--repeat", "repetitions (median reported)", true, "5"},
                                        {"--json", "print one JSON object on the last line", false},
                                        {"--profile", "print time by operator category for prefill and decode", false},
                                        {"--trace", "write a Chrome trace-event JSON of every timed operation (Perfetto)"}});
   Args args(argc, argv, spec,
-            "tinfer bench -m MODEL [--prompt 512] [--gen 128] [--repeat 5] [--kv-dtype f32|f16] [--act-quant block32|token] "
+            "tinfer bench -m MODEL [--prompt 512] [--gen 128] [--repeat 5] [--kv-dtype T] [--kv-dtype-k T] [--kv-dtype-v T] [--act-quant block32|token] "
             "[--profile] "
             "[--trace FILE] [--json]   (serving: tinfer bench throughput|ladder|serve --help)");
   const long long n_prompt = args.integer("--prompt"), n_gen = args.integer("--gen"), repeat = args.integer("--repeat");
@@ -58,7 +59,7 @@ int cmd_bench(int argc, char** argv) {
   const ModelConfig& c = l.model->config();
   check(n_prompt + n_gen <= c.ctx_len,
         "--prompt + --gen exceeds the model context of " + std::to_string(c.ctx_len));
-  const KvDtype kv = kv_dtype(args);
+  const KvPrecision kv = kv_precision(args, c.n_layers);
   Session session(*l.backend, n_prompt + n_gen, kv);
 
   std::vector<int32_t> prompt(n_prompt);
@@ -119,7 +120,7 @@ int cmd_bench(int argc, char** argv) {
         "\"decode_tok_s\":%.3f,\"decode_tok_s_min\":%.3f,\"decode_tok_s_max\":%.3f,\"read_gbps\":%.2f,"
         "\"fp32_gflops\":%.1f,\"int8_gops\":%.1f,\"decode_roofline_pct\":%.1f,\"prefill_roofline_pct\":%.1f,"
         "\"decode_effective_gbps\":%.2f,\"profile_prefill\":%s,\"profile_decode\":%s}\n",
-        l.model->path().c_str(), l.pool->size(), isa_name(active_isa()), kv_dtype_name(kv),
+        l.model->path().c_str(), l.pool->size(), isa_name(active_isa()), kv.describe().c_str(),
         act_quant_name(act_quant(args)), n_prompt, n_gen, repeat, weight_bytes,
         p.median, p.min, p.max, d.median, d.min, d.max, b.median, fp32, int8, 100 * d.median / decode_bound,
         100 * p.median / prefill_bound, d.median * weight_bytes / 1e9, profile_json(pre_prof, repeat, pre_wall).c_str(),

@@ -40,7 +40,7 @@ struct LogProbs {
   std::vector<int32_t> argmax;
 };
 
-LogProbs logprobs(Backend& be, const std::vector<int32_t>& tokens, KvDtype dtype) {
+LogProbs logprobs(Backend& be, const std::vector<int32_t>& tokens, const KvPrecision& dtype) {
   Session s(be, int64_t(tokens.size()), dtype);
   std::vector<float> logits;
   s.feed_all_logits(tokens, logits);
@@ -193,12 +193,13 @@ int cmd_bench_ladder(int argc, char** argv) {
     const LoadResult r = run_load(*engine, w, 0, sp);
     const EngineConfig& applied = engine->config();
     const ModelConfig& mc = engine->model().config();
-    const double bytes_per_token = 2.0 * double(mc.n_layers * mc.n_kv_heads * mc.head_dim) * kv_dtype_bytes(applied.kv_dtype);
+    const KvPrecision kvp = applied.kv_precision(mc.n_layers);
+    const double bytes_per_token = double(kvp.bytes_per_token(mc.n_kv_heads, mc.head_dim));
     const double peak_kv_mib = double(r.stats.kv_blocks_peak) * applied.block_size * bytes_per_token / 1048576.0;
     const double tok_s = double(r.prompt_tokens + r.gen_tokens) / r.wall_s;
     if (k == 0) base_tok_s = tok_s;
 
-    LogProbs lp = logprobs(*qbackend, qtok, applied.kv_dtype);
+    LogProbs lp = logprobs(*qbackend, qtok, kvp);
     if (k == 0) base_lp = lp;
     const QualitySummary q = score(base_lp, lp, qtok, v);
     std::printf("| %zu | %s | %s | %.1f (%.2fx) | %.1f | %.2f | %.1f | %.1f | %d | %.4f (%+.4f) | %.2e / %.2e | %.1f%% |\n",
@@ -212,7 +213,7 @@ int cmd_bench_ladder(int argc, char** argv) {
                      {"applied",
                       {{"batching", batching_mode_name(applied.batching)},
                        {"kv_layout", kv::kv_layout_name(applied.kv_layout)},
-                       {"kv_dtype", kv_dtype_name(applied.kv_dtype)},
+                       {"kv_dtype", kvp.describe()},
                        {"prefix_caching", applied.prefix_caching},
                        {"chunked_prefill", applied.chunked_prefill},
                        {"weights", cur_weights}}},

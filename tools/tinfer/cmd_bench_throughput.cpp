@@ -126,7 +126,7 @@ int cmd_bench_throughput(int argc, char** argv) {
   j["threads"] = cfg.threads;
   j["batching"] = batching_mode_name(cfg.batching);
   j["kv_layout"] = kv::kv_layout_name(cfg.kv_layout);
-  j["kv_dtype"] = kv_dtype_name(cfg.kv_dtype);
+  j["kv_dtype"] = engine->stats().kv_types;
   j["prefix_caching"] = cfg.prefix_caching;
   j["chunked_prefill"] = cfg.chunked_prefill;
   j["kv_blocks_total"] = engine->stats().kv_blocks_total;

@@ -13,6 +13,7 @@
 
 #include "commands.h"
 #include "common.h"
+#include "kv_flags.h"
 #include "core/error.h"
 #include "core/timer.h"
 #include "engine/session.h"
@@ -54,10 +55,10 @@ int cmd_ppl(int argc, char** argv) {
                       {"--kld-base", "compare against a --save-logits file: KL divergence, ΔPPL, top-1 agreement"},
                       {"--dump-logits", "(testing) write every scored position's fp32 logits as a .npy file"},
                       {"--json", "print one JSON object on the last line", false},
-                      kv_dtype_option(),
                       act_quant_option()});
+  spec = concat(spec, kv_type_options());
   Args args(argc, argv, spec,
-            "tinfer ppl -m MODEL -f TEXT [--ctx N] [--stride S] [--max-tokens N] [--kv-dtype f32|f16] [--reference]\n"
+            "tinfer ppl -m MODEL -f TEXT [--ctx N] [--stride S] [--max-tokens N] [--kv-dtype T] [--kv-dtype-k T] [--kv-dtype-v T] [--reference]\n"
             "       [--act-quant block32|token] [--save-logits FILE | --kld-base FILE] [--json]");
   const long long max_bytes = args.integer("--max-bytes"), max_tokens = args.integer("--max-tokens");
   check(max_bytes >= 0 && max_tokens >= 0, "--max-bytes and --max-tokens must be >= 0");
@@ -103,7 +104,7 @@ int cmd_ppl(int argc, char** argv) {
 
   const bool use_ref = args.flag("--reference");
   const std::string label = std::filesystem::path(args.str("--model")).filename().string() +
-                            (use_ref ? " reference" : " fast, kv " + args.str("--kv-dtype"));
+                            (use_ref ? " reference" : " fast, kv " + kv_precision(args, l.model->config().n_layers).describe());
   std::optional<LogitsWriter> save;
   if (args.has("--save-logits"))
     save.emplace(args.str("--save-logits"),
@@ -113,7 +114,7 @@ int cmd_ppl(int argc, char** argv) {
 
   std::unique_ptr<ReferenceForward> ref;
   if (use_ref) ref = std::make_unique<ReferenceForward>(*l.model);
-  WindowLogits scorer(*l.backend, ctx, kv_dtype(args), ref.get());
+  WindowLogits scorer(*l.backend, ctx, kv_precision(args, l.model->config().n_layers), ref.get());
   std::vector<double> logp(n_vocab);
   LogitsRecord rec;
   QualityAccumulator acc;

@@ -88,7 +88,8 @@ EvalResult evaluate(const Model& source, const Model& quant, const std::string& 
   ThreadPool pool(threads);
   auto base_backend = create_backend("cpu", source, BackendOptions{.pool = &pool});
   auto quant_backend = create_backend("cpu", quant, BackendOptions{.pool = &pool});
-  WindowLogits base(*base_backend, r.ctx, KvDtype::f32), mine(*quant_backend, r.ctx, KvDtype::f32);
+  const KvPrecision f32 = KvPrecision::uniform(base_backend->config().n_layers, KvDtype::f32);
+  WindowLogits base(*base_backend, r.ctx, f32), mine(*quant_backend, r.ctx, f32);
   const int64_t n_vocab = source.config().n_vocab;
   std::vector<float> base_logits;
   std::vector<double> lp_base(static_cast<size_t>(n_vocab)), lp_quant(static_cast<size_t>(n_vocab));

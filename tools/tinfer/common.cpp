@@ -22,15 +22,6 @@ std::vector<OptionSpec> model_options() {
   };
 }
 
-OptionSpec kv_dtype_option() { return {"--kv-dtype", "f32|f16 (KV cache element type)", true, "f32"}; }
-
-KvDtype kv_dtype(const Args& args) {
-  KvDtype t = KvDtype::f32;
-  const std::string v = args.str("--kv-dtype");
-  check(parse_kv_dtype(v, &t), "--kv-dtype must be f32 or f16, got '" + v + "'");
-  return t;
-}
-
 OptionSpec act_quant_option() {
   return {"--act-quant", "block32|token (int8 activation scale per 32-block, or per token: W8A8)", true, "block32"};
 }

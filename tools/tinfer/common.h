@@ -22,7 +22,6 @@ struct Loaded {
 
 std::vector<OptionSpec> model_options();     // -m, -t, --tokenizer, -c
 std::vector<OptionSpec> sampling_options();  // --temp, --top-k, --top-p, --min-p, penalties, --seed
-OptionSpec kv_dtype_option();                // --kv-dtype f32|f16
 OptionSpec act_quant_option();               // --act-quant block32|token
 std::vector<OptionSpec> concat(std::vector<OptionSpec> a, const std::vector<OptionSpec>& b);
 
@@ -30,7 +29,6 @@ Loaded load_model(const Args& args);  // the CPU backend with act_quant(args)
 bool int8_weights(const Model& model);  // GEMMs run on int8 (quantized weights), not fp32  // the backend positions the model's whole context
 int64_t context_length(const Args& args, const Model& model);  // -c or min(trained, 4096)
 SamplingParams sampling_params(const Args& args);              // validated: Error lists every problem
-KvDtype kv_dtype(const Args& args);                            // --kv-dtype; Error for anything else
 // --act-quant when the subcommand declares it (else block32); Error for anything else.
 ActQuant act_quant(const Args& args);
 

@@ -6,11 +6,12 @@
 
 #include "common.h"
 #include "core/error.h"
+#include "kv_flags.h"
 
 namespace tinfer::cli {
 
 std::vector<OptionSpec> engine_options() {
-  return {
+  return concat(kv_type_options(), {
       {"--kv-memory", "KV cache budget in bytes (K/M/G suffixes); overrides --kv-fraction"},
       {"--kv-fraction", "KV budget as a fraction of MemAvailable after loading", true, "0.5"},
       {"--block-size", "KV block size in tokens", true, "16"},
@@ -18,13 +19,12 @@ std::vector<OptionSpec> engine_options() {
       {"--chunked-prefill", "on|off", true, "on"},
       {"--batching", "continuous|static|static-padded", true, "continuous"},
       {"--kv-layout", "paged|reserved", true, "paged"},
-      kv_dtype_option(),
       act_quant_option(),
       {"--max-batched-tokens", "token budget of one step", true, "512"},
       {"--max-seqs", "requests running at once", true, "64"},
       {"--max-tokens-cap", "hard cap on max_tokens (larger asks are clamped)", true, "4096"},
       {"--default-max-tokens", "max_tokens when a request gives none", true, "256"},
-  };
+  });
 }
 
 int64_t parse_bytes(const std::string& text, const std::string& option) {
@@ -66,8 +66,7 @@ EngineConfig engine_config(const Args& args) {
     errs.push_back("--batching must be continuous, static or static-padded, got '" + args.str("--batching") + "'");
   if (!kv::parse_kv_layout(args.str("--kv-layout"), &c.kv_layout))
     errs.push_back("--kv-layout must be paged or reserved, got '" + args.str("--kv-layout") + "'");
-  if (!parse_kv_dtype(args.str("--kv-dtype"), &c.kv_dtype))
-    errs.push_back("--kv-dtype must be f32 or f16, got '" + args.str("--kv-dtype") + "'");
+  parse_kv_types(args, c, errs);
   if (!parse_act_quant(args.str("--act-quant"), &c.act_quant))
     errs.push_back("--act-quant must be block32 or token, got '" + args.str("--act-quant") + "'");
   c.max_batched_tokens = static_cast<int>(args.integer("--max-batched-tokens"));

@@ -30,8 +30,8 @@ std::vector<int32_t> scoring_sequence(const Tokenizer& tok, const std::string& t
   return seq;
 }
 
-WindowLogits::WindowLogits(Backend& backend, int64_t ctx, KvDtype kv_dtype, const ReferenceForward* ref)
-    : session_(backend, ctx, kv_dtype), ref_(ref), n_vocab_(backend.config().n_vocab) {}
+WindowLogits::WindowLogits(Backend& backend, int64_t ctx, const KvPrecision& kv_precision, const ReferenceForward* ref)
+    : session_(backend, ctx, kv_precision), ref_(ref), n_vocab_(backend.config().n_vocab) {}
 
 const std::vector<float>& WindowLogits::score(const std::vector<int32_t>& seq, const ScoreWindow& w) {
   std::vector<int32_t> window(seq.begin() + w.begin, seq.begin() + w.end);

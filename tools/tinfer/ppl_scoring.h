@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "core/kv_dtype.h"
+#include "core/kv_precision.h"
 #include "engine/session.h"
 #include "quality_stats.h"
 
@@ -29,7 +29,7 @@ std::vector<int32_t> scoring_sequence(const Tokenizer& tok, const std::string& t
 class WindowLogits {
  public:
   // ref: score with the reference forward pass instead of the backend (the backend still sizes nothing).
-  WindowLogits(Backend& backend, int64_t ctx, KvDtype kv_dtype, const ReferenceForward* ref = nullptr);
+  WindowLogits(Backend& backend, int64_t ctx, const KvPrecision& kv_precision, const ReferenceForward* ref = nullptr);
   // [w.end - w.first_target][n_vocab]: row i holds the logits predicting token w.first_target + i.
   const std::vector<float>& score(const std::vector<int32_t>& seq, const ScoreWindow& w);
   int64_t n_vocab() const { return n_vocab_; }

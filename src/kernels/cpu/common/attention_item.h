@@ -21,12 +21,12 @@ struct AttnItem {
   // K of table block b for this kv head: [hd][bs] elements of type T.
   template <class T>
   const T* k_tile(int64_t b) const {
-    return reinterpret_cast<const T*>(kv->k + table[b] * kv->k_block_bytes) + kvh * hd * bs;
+    return reinterpret_cast<const T*>(kv->k + table[b] * kv->k_block_bytes + kvh * kv->k_head_bytes);
   }
   // V slot 0 of table block b for this kv head; slot j is v_stride<T>() elements further.
   template <class T>
   const T* v0(int64_t b) const {
-    return reinterpret_cast<const T*>(kv->v + table[b] * kv->v_block_bytes) + kvh * hd;
+    return reinterpret_cast<const T*>(kv->v + table[b] * kv->v_block_bytes + kvh * kv->v_head_bytes);
   }
   template <class T>
   int64_t v_stride() const {
@@ -91,11 +91,14 @@ void attend_blocks16(const AttnItem& it) {
 }
 
 // A kernel-table row from a block kernel: items [item0, item1) on the fast path when the shape allows
-// (block size 16, head_dim a multiple of `hd_multiple`), else on the portable kernel.
+// (block size 16, head_dim a multiple of `hd_multiple`, K and V both f32 or both f16), else on the portable
+// kernel.
 template <class Heads, int64_t hd_multiple>
 void attention_items16(const AttentionArgs& a, int64_t item0, int64_t item1) {
-  if (a.kv.block_size != 16 || a.head_dim % hd_multiple != 0) return generic_paged_attention(a, item0, item1);
-  const bool f16 = a.kv.dtype == KvDtype::f16;
+  const bool f16 = a.kv.k_dtype == KvDtype::f16;
+  if (a.kv.block_size != 16 || a.head_dim % hd_multiple != 0 || a.kv.k_dtype != a.kv.v_dtype ||
+      kv_dtype_quantized(a.kv.k_dtype))
+    return generic_paged_attention(a, item0, item1);
   for (int64_t item = item0; item < item1; ++item) {
     const AttnItem it = attn_item(a, item);
     f16 ? attend_blocks16<uint16_t, Heads>(it) : attend_blocks16<float, Heads>(it);

@@ -1,4 +1,4 @@
-// Portable paged attention: any block size (<= kAttnMaxBlockSize), any head_dim, f32 and f16 caches.
+// Portable paged attention: any block size (<= kAttnMaxBlockSize), any head_dim, every KvDtype.
 // Per block and query head: the tile's scores (K is [hd][bs], so d-outer loops run along the slots),
 // one rescale of the running output when the max grows, then P·V one V row at a time (scalar exp).
 #define TINFER_VEC_FLOATS 4
@@ -6,45 +6,37 @@
 
 #include <algorithm>
 #include <cmath>
-#include <type_traits>
 #include <vector>
 
-#include "core/fp16.h"
 #include "kernels/attention.h"
 #include "kernels/cpu/common/attention_item.h"
+#include "kernels/kv_quant.h"
 
 namespace tinfer {
 
 namespace {
 
-// T = float (f32 cache) or uint16_t (f16): an f16 block is widened once into per-thread scratch (K as
-// [hd][len], V as [len][hd]) and then shared by the group's heads, instead of converting each element
-// once per head.
-template <class T>
+// f32 caches are read in place; any other type (f16, int8, int4, or K and V of different types) is
+// widened once per block into per-thread scratch (K as [hd][len], V as [len][hd]) through the reference
+// reads of kernels/kv_quant.h, then shared by the group's heads.
 void attend_generic(const AttnItem& it) {
   float m[kAttnMaxGroup], l[kAttnMaxGroup], score[kAttnMaxBlockSize];
   std::fill(it.o, it.o + it.group * it.hd, 0.f);
   std::fill(m, m + it.group, -INFINITY);
   std::fill(l, l + it.group, 0.f);
   const int64_t bs = it.bs, hd = it.hd;
+  const bool in_place = it.kv->k_dtype == KvDtype::f32 && it.kv->v_dtype == KvDtype::f32;
   thread_local std::vector<float> kbuf, vbuf;
-  if constexpr (!std::is_same_v<T, float>) {
-    if (kbuf.size() < size_t(hd * bs)) kbuf.resize(size_t(hd * bs)), vbuf.resize(size_t(hd * bs));
-  }
+  if (!in_place && kbuf.size() < size_t(hd * bs)) kbuf.resize(size_t(hd * bs)), vbuf.resize(size_t(hd * bs));
   for (int64_t b = 0; b < it.n_blocks; ++b) {
     const int64_t len = b + 1 == it.n_blocks ? it.len_last : bs;
     const float *kt, *v0;  // K [hd] rows of kstride, V [len] rows of vstride
     int64_t kstride, vstride;
-    if constexpr (std::is_same_v<T, float>) {
+    if (in_place) {
       kt = it.k_tile<float>(b), v0 = it.v0<float>(b), kstride = bs, vstride = it.v_stride<float>();
     } else {
-      const T* ks = it.k_tile<T>(b);
-      const T* vs = it.v0<T>(b);
-      const int64_t vss = it.v_stride<T>();
-      for (int64_t d = 0; d < hd; ++d)
-        for (int64_t j = 0; j < len; ++j) kbuf[d * len + j] = fp16_to_f32(ks[d * bs + j]);
-      for (int64_t j = 0; j < len; ++j)
-        for (int64_t d = 0; d < hd; ++d) vbuf[j * hd + d] = fp16_to_f32(vs[j * vss + d]);
+      kv_dequant_k_tile(*it.kv, hd, it.table[b], it.kvh, len, kbuf.data());
+      kv_dequant_v_tile(*it.kv, hd, it.table[b], it.kvh, len, vbuf.data());
       kt = kbuf.data(), v0 = vbuf.data(), kstride = len, vstride = hd;
     }
     for (int64_t g = 0; g < it.group; ++g) {
@@ -77,11 +69,7 @@ void attend_generic(const AttnItem& it) {
 }  // namespace
 
 void generic_paged_attention(const AttentionArgs& a, int64_t item0, int64_t item1) {
-  const bool f16 = a.kv.dtype == KvDtype::f16;
-  for (int64_t item = item0; item < item1; ++item) {
-    const AttnItem it = attn_item(a, item);
-    f16 ? attend_generic<uint16_t>(it) : attend_generic<float>(it);
-  }
+  for (int64_t item = item0; item < item1; ++item) attend_generic(attn_item(a, item));
 }
 
 }  // namespace tinfer

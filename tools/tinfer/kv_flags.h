@@ -1,0 +1,22 @@
+// The KV cache's element-type options, one table for every subcommand that holds a cache (run, chat,
+// ppl, bench, bench throughput, bench ladder, serve): --kv-dtype for K and V, --kv-dtype-k / --kv-dtype-v
+// to split them, --kv-plan for a per-layer plan written by `tinfer calibrate-kv`.
+#pragma once
+#include <string>
+#include <vector>
+
+#include <tinfer/engine.h>
+
+#include "args.h"
+#include "core/kv_precision.h"
+
+namespace tinfer::cli {
+
+std::vector<OptionSpec> kv_type_options();
+// Sets c.kv_dtype, kv_dtype_k, kv_dtype_v (and kv_layers from a plan) from the options; one message per
+// problem into errs.
+void parse_kv_types(const Args& args, EngineConfig& c, std::vector<std::string>& errs);
+// For the batch-1 tools: the precision of a model with n_layers layers; Error listing every problem.
+KvPrecision kv_precision(const Args& args, int64_t n_layers);
+
+}  // namespace tinfer::cli
