@@ -1,0 +1,104 @@
+// Shared pieces of the engine tests: the models (stories260K, a peaky synthetic one), a small engine
+// configuration, greedy requests, and runners that collect every sample's tokens.
+#pragma once
+#include <tinfer/engine.h>
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "common/test_env.h"
+#include "model/model.h"
+#include "model/synth.h"
+
+namespace tinfer::engine_test {
+
+struct Sample {
+  std::vector<Token> tokens;
+  FinishReason reason = FinishReason::kNone;
+  bool clamped = false;
+  int cached = 0;
+};
+using Outputs = std::map<RequestId, std::vector<Sample>>;  // per request, per sample index
+
+inline std::unique_ptr<Model> stories() {
+  const std::string path = test::shared_file("models/stories260K.gguf");
+  return path.empty() ? nullptr : Model::load(path);
+}
+
+inline std::unique_ptr<Model> synth_model() {
+  SynthSpec s;
+  s.weight_std = 0.3f;  // peaky logits: greedy choices are far from ties
+  return Model::from_gguf_bytes(synthesize_model_bytes(s));
+}
+
+inline EngineConfig base_config() {
+  EngineConfig c;
+  c.threads = 2;
+  c.kv_memory_bytes = 8 << 20;
+  c.verbose = false;
+  c.max_batched_tokens = 64;
+  return c;
+}
+
+inline GenerationRequest greedy(std::vector<Token> prompt, int max_tokens) {
+  GenerationRequest r;
+  r.prompt = std::move(prompt);
+  r.sampling.temperature = 0;
+  r.max_tokens = max_tokens;
+  r.ignore_eos = true;
+  return r;
+}
+
+// Adds every request (ids returned in order), steps until idle, collects every sample's tokens.
+inline Outputs run(Engine& e, const std::vector<GenerationRequest>& reqs, std::vector<RequestId>* ids = nullptr) {
+  Outputs out;
+  for (const auto& r : reqs) {
+    const RequestId id = e.add_request(r, [&out](const TokenEvent& ev) {
+      auto& v = out[ev.id];
+      if (v.size() <= size_t(ev.index)) v.resize(ev.index + 1);
+      Sample& s = v[ev.index];
+      if (ev.has_token) s.tokens.push_back(ev.token);
+      if (ev.finished) s.reason = ev.finish_reason;
+      s.clamped = ev.clamped;
+      s.cached = std::max(s.cached, ev.cached_prompt_tokens);
+    });
+    if (ids) ids->push_back(id);
+  }
+  while (e.has_work()) e.step();
+  return out;
+}
+
+// Deterministic, distinct prompts of assorted lengths (BOS = 1 first).
+inline std::vector<std::vector<Token>> prompts(int count, int vocab) {
+  std::vector<std::vector<Token>> p;
+  for (int i = 0; i < count; ++i) {
+    std::vector<Token> t{1};
+    for (int j = 0; j < 5 + 7 * i; ++j) t.push_back(Token(3 + (i * 131 + j * 17) % (vocab - 3)));
+    p.push_back(t);
+  }
+  return p;
+}
+
+inline std::vector<std::vector<Token>> tokens_of(const Outputs& o) {
+  std::vector<std::vector<Token>> v;
+  for (const auto& [id, samples] : o)
+    for (const Sample& s : samples) v.push_back(s.tokens);
+  return v;
+}
+
+inline std::vector<std::vector<Token>> run_greedy(std::unique_ptr<Model> m, EngineConfig c,
+                                           const std::vector<std::vector<Token>>& ps, int max_tokens,
+                                           EngineStats* stats = nullptr) {
+  auto e = Engine::create(std::move(m), c);
+  std::vector<GenerationRequest> reqs;
+  for (const auto& p : ps) reqs.push_back(greedy(p, max_tokens));
+  auto out = tokens_of(run(*e, reqs));
+  if (stats) *stats = e->stats();
+  EXPECT_EQ(e->stats().kv_blocks_used, 0);
+  return out;
+}
+
+}  // namespace tinfer::engine_test
