@@ -40,6 +40,7 @@ struct EngineConfig {
   KvDtype kv_dtype = KvDtype::f32;
   std::optional<KvDtype> kv_dtype_k, kv_dtype_v;
   std::vector<KvLayerTypes> kv_layers;
+  std::vector<std::vector<float>> kv_k_smooth;  // per-layer K smoothing factors (KvPrecision::k_smooth), or empty
   ActQuant act_quant = ActQuant::block32;          // int8 activation scales per 32-block, or per token (W8A8)
   BatchingMode batching = BatchingMode::kContinuous;
   bool chunked_prefill = true;

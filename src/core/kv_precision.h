@@ -18,6 +18,11 @@ struct KvLayerTypes {
 
 struct KvPrecision {
   std::vector<KvLayerTypes> layers;  // [n_layers]
+  // K smoothing (optional, per layer: empty, or [n_kv_heads * head_dim] positive factors s): K / s is stored
+  // and the queries are multiplied by s, so q.k is unchanged while a channel that is large in every token
+  // (K's outlier channels) no longer sets every token's quantization scale: per-channel scaling of K on top of
+  // the per-token scales, calibrated once (tinfer calibrate-kv --k-smooth). Empty, or one entry per layer.
+  std::vector<std::vector<float>> k_smooth;
 
   static KvPrecision uniform(int64_t n_layers, KvDtype k, KvDtype v) {
     return KvPrecision{std::vector<KvLayerTypes>(size_t(n_layers), KvLayerTypes{k, v})};
@@ -26,6 +31,9 @@ struct KvPrecision {
   bool operator==(const KvPrecision&) const = default;
 
   int64_t n_layers() const { return int64_t(layers.size()); }
+  const float* k_smoothing(int64_t l) const {
+    return size_t(l) < k_smooth.size() && !k_smooth[size_t(l)].empty() ? k_smooth[size_t(l)].data() : nullptr;
+  }
   bool is_uniform() const {
     for (const KvLayerTypes& l : layers)
       if (!(l == layers.front())) return false;
@@ -43,6 +51,11 @@ struct KvPrecision {
   // "f16" (uniform, K = V), "k=int8 v=int4" (uniform, K != V), "mixed: 20 int8/int8, 2 f16/f16" (per layer,
   // counts in first-seen order).
   std::string describe() const {
+    bool smooth = false;
+    for (const auto& s : k_smooth) smooth = smooth || !s.empty();
+    return describe_types() + (smooth ? " +k-smooth" : "");
+  }
+  std::string describe_types() const {
     if (layers.empty()) return "none";
     auto kv = [](const KvLayerTypes& t) {
       return t.k == t.v ? std::string(kv_dtype_name(t.k)) : std::string("k=") + kv_dtype_name(t.k) + " v=" + kv_dtype_name(t.v);

@@ -29,9 +29,11 @@ KvPrecision EngineConfig::kv_precision(int64_t n_layers) const {
   if (!kv_layers.empty()) {
     check(int64_t(kv_layers.size()) == n_layers, "the KV plan gives " + std::to_string(kv_layers.size()) +
                                                      " layers but the model has " + std::to_string(n_layers));
-    return KvPrecision{kv_layers};
+    return KvPrecision{kv_layers, kv_k_smooth};
   }
-  return KvPrecision::uniform(n_layers, kv_dtype_k.value_or(kv_dtype), kv_dtype_v.value_or(kv_dtype));
+  KvPrecision p = KvPrecision::uniform(n_layers, kv_dtype_k.value_or(kv_dtype), kv_dtype_v.value_or(kv_dtype));
+  p.k_smooth = kv_k_smooth;
+  return p;
 }
 
 }  // namespace tinfer

@@ -195,17 +195,35 @@ void CpuForward::forward(const ForwardBatch& batch, KvStorage& kv, float* logits
     if (observer_) observer_(l, LinearInput::kAttnIn, xb_.data(), n, dim);
     L.wqkv.run(xb_.data(), n, qkv_.data(), tmp_, pool_, prof, Op::kMatmulQkv, act_quant_);  // [n][q | k | v]
     {
+      // Per token: RoPE on q and k, then K smoothing (if the cache has it) and the KV write. An observer sees
+      // q | k | v between the two (one pass over the tokens without one).
       OpTimer t(prof, Op::kRopeKv);
-      per_token([&](int64_t i) {
+      const float* ks = kv.precision().k_smoothing(l);  // [kv_dim] or nullptr
+      const int64_t hd = c.head_dim, group = c.n_heads / c.n_kv_heads;
+      auto rope = [&](int64_t i) {
+        float* q = &qkv_[i * qkv_w];
+        rope_.apply(q, c.n_heads, batch.positions[i]);
+        rope_.apply(q + c.q_dim(), c.n_kv_heads, batch.positions[i]);
+      };
+      auto store = [&](int64_t i) {
         float* q = &qkv_[i * qkv_w];
         float* k = q + c.q_dim();
         const float* v = k + c.kv_dim();
+        if (ks) {  // q.k unchanged: K / s is what gets quantized, q * s what reads it
+          for (int64_t d = 0; d < c.kv_dim(); ++d) k[d] /= ks[d];
+          for (int64_t h = 0; h < c.n_heads; ++h)
+            for (int64_t d = 0; d < hd; ++d) q[h * hd + d] *= ks[(h / group) * hd + d];
+        }
         const int64_t pos = batch.positions[i];
-        rope_.apply(q, c.n_heads, pos);
-        rope_.apply(k, c.n_kv_heads, pos);
-        const int64_t block = batch.block_tables[batch.seq[i]][pos / bs];
-        kv.write(l, block, pos % bs, k, v);
-      });
+        kv.write(l, batch.block_tables[batch.seq[i]][pos / bs], pos % bs, k, v);
+      };
+      if (!observer_) {
+        per_token([&](int64_t i) { rope(i), store(i); });
+      } else {
+        per_token(rope);
+        observer_(l, LinearInput::kAttnQkv, qkv_.data(), n, qkv_w);
+        per_token(store);
+      }
     }
     att.kv = kv.layer_view(l);
     {

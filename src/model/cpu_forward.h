@@ -19,8 +19,10 @@ namespace tinfer {
 class ThreadPool;
 
 // Which input of a decoder block's linear layers an observer sees: the attention RMSNorm output (q/k/v),
-// the attention output (o), the FFN RMSNorm output (gate/up), SiLU(gate) * up (down).
-enum class LinearInput { kAttnIn, kAttnOut, kFfnIn, kFfnMid };
+// the attention output (o), the FFN RMSNorm output (gate/up), SiLU(gate) * up (down); and kAttnQkv, the
+// attention's own inputs: rows of q | k | v after RoPE ([n][q_dim + 2 kv_dim]), before K smoothing and the
+// KV write (KV-cache calibration).
+enum class LinearInput { kAttnIn, kAttnOut, kFfnIn, kFfnMid, kAttnQkv };
 // x: n rows of `cols` floats (contiguous), the input of every token of the step to those layers.
 using LinearObserver =
     std::function<void(int64_t layer, LinearInput which, const float* x, int64_t n, int64_t cols)>;

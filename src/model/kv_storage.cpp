@@ -1,6 +1,7 @@
 // KvStorage: one huge-page buffer for every layer's K and V blocks, each layer in its own types.
 #include "model/kv_storage.h"
 
+#include <cmath>
 #include <cstring>
 #include <string>
 
@@ -21,6 +22,15 @@ KvStorage::KvStorage(const ModelConfig& cfg, int64_t n_blocks, int64_t block_siz
                                                " layers but the model has " + std::to_string(n_layers_));
   check(head_dim_ > 0 && head_dim_ <= kKvMaxHeadDim,
         "KV cache: head_dim " + std::to_string(head_dim_) + " outside 1.." + std::to_string(kKvMaxHeadDim));
+  check(precision.k_smooth.empty() || precision.n_layers() == int64_t(precision.k_smooth.size()),
+        "KV precision: K smoothing for " + std::to_string(precision.k_smooth.size()) + " layers, the model has " +
+            std::to_string(n_layers_));
+  for (const std::vector<float>& s : precision.k_smooth) {
+    check(s.empty() || int64_t(s.size()) == n_kv_heads_ * head_dim_,
+          "KV precision: a layer's K smoothing has " + std::to_string(s.size()) + " factors, kv_dim is " +
+              std::to_string(n_kv_heads_ * head_dim_));
+    for (float f : s) check(std::isfinite(f) && f > 0, "KV precision: K smoothing factors must be positive and finite");
+  }
   std::vector<int64_t> offsets;
   int64_t total = 0;
   for (int64_t l = 0; l < n_layers_; ++l) {

@@ -160,6 +160,7 @@ CalibStats collect_calib_stats(const Model& model, const std::vector<int32_t>& t
   int64_t first = 0;  // global index of the step's first token
   bool window_start = false;
   fwd.set_linear_observer([&](int64_t layer, LinearInput which, const float* x, int64_t n, int64_t cols) {
+    if (which == LinearInput::kAttnQkv) return;  // not a linear layer's input
     acc.add(*per[size_t(layer)][size_t(which)], x, n, cols, first, window_start, sampled);
   });
   // Each window is one sequence from position 0, run in prefill chunks of kStep tokens (the chunk's
