@@ -4,6 +4,7 @@
 
 #include "commands.h"
 #include "common.h"
+#include "core/kv_precision.h"
 #include "core/error.h"
 #include "quant/type_table.h"
 
@@ -43,9 +44,13 @@ int cmd_info(int argc, char** argv) {
   }
   for (auto& [name, e] : by_type) std::printf("tensors        %-5s %4d tensors %12zu bytes\n", name.c_str(), e.first, e.second);
   std::printf("weights        %zu bytes (%.1f MiB)\n", model->weight_bytes(), model->weight_bytes() / 1048576.0);
-  std::printf("kv per token   %lld bytes fp32, %lld bytes f16 (2 x %lld layers x %lld kv heads x %lld head dim x bytes)\n",
-              (long long)c.kv_bytes_per_token(4), (long long)c.kv_bytes_per_token(2), (long long)c.n_layers,
-              (long long)c.n_kv_heads, (long long)c.head_dim);
+  std::string per_token;
+  for (const KvDtypeInfo& t : kKvDtypes)
+    per_token += (per_token.empty() ? "" : ", ") +
+                 std::to_string(KvPrecision::uniform(c.n_layers, t.type).bytes_per_token(c.n_kv_heads, c.head_dim)) +
+                 " " + t.name;
+  std::printf("kv per token   %s bytes (2 x %lld layers x %lld kv heads x (%lld head dim x bytes + scales))\n",
+              per_token.c_str(), (long long)c.n_layers, (long long)c.n_kv_heads, (long long)c.head_dim);
   std::printf("kv at context  %.1f MiB fp32 for %lld tokens\n", c.kv_bytes_per_token(4) * double(c.ctx_len) / 1048576.0,
               (long long)c.ctx_len);
   const Tokenizer& tok = model->tokenizer();
