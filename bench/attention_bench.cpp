@@ -1,6 +1,6 @@
 // Paged attention micro-benchmarks on TinyLlama-1.1B shapes (32 query heads, 4 kv heads, head_dim 64,
 // block size 16) per kernel table: decode (one token per sequence at 640 positions, reported as KV GB/s
-// read) and a causal 512-token prefill chunk, f32 and f16 caches. The KV cache is a plain buffer seen
+// read) and a causal 512-token prefill chunk, f32, f16, int8 and int4 caches. The KV cache is a plain buffer seen
 // through a KvLayerView (no model types). Decode cycles through enough sequences (>= 256 MiB of blocks,
 // scattered block tables) that K/V come from DRAM, as in a real decode step where the weights stream
 // through the caches (TINFER_BENCH_HOT=1: one sequence, in-cache kernel speed).
@@ -20,6 +20,7 @@
 #include "kernels/attention.h"
 #include "kernels/kernel_table.h"
 #include "kernels/kernels.h"
+#include "kernels/kv_quant.h"
 
 namespace tinfer {
 namespace {
@@ -31,26 +32,27 @@ ThreadPool& pool() {
 
 constexpr int64_t kHeads = 32, kKvHeads = 4, kHeadDim = 64, kBlock = 16, kKvDim = kKvHeads * kHeadDim;
 
-// A KV layer of n_blocks random blocks and n_seq sequences of len positions on a shuffled block order.
+// A KV layer of n_blocks random blocks and n_seq sequences of len positions on a shuffled block order,
+// in the byte format of kernels/kv_quant.h (written through kv_write_token: int8/int4 quantized).
 struct Cache {
   Buffer buf;
   KvLayerView view;
   std::vector<std::vector<int32_t>> tables;
   Cache(KvDtype dt, int64_t n_seq, int64_t len) {
-    const int64_t per_seq = (len + kBlock - 1) / kBlock, n_blocks = n_seq * per_seq, elem = kv_dtype_bytes(dt);
-    const int64_t block_bytes = kBlock * kKvDim * elem;
-    buf = Buffer(size_t(2 * n_blocks * block_bytes), true);
+    const int64_t per_seq = (len + kBlock - 1) / kBlock, n_blocks = n_seq * per_seq;
+    view = kv_layer_geometry(dt, dt, kKvHeads, kHeadDim, kBlock);
+    buf = Buffer(size_t(n_blocks * (view.k_block_bytes + view.v_block_bytes)), true);
+    view.k = buf.data(), view.v = buf.data() + n_blocks * view.k_block_bytes;
     std::mt19937 rng(1);
     std::normal_distribution<float> nd(0.f, 1.f);
-    const int64_t n_elems = 2 * n_blocks * kBlock * kKvDim;
-    for (int64_t i = 0; i < n_elems; ++i) {
-      const float x = nd(rng);
-      if (dt == KvDtype::f16) reinterpret_cast<uint16_t*>(buf.data())[i] = f32_to_fp16(x);
-      else reinterpret_cast<float*>(buf.data())[i] = x;
-    }
-    view.k = buf.data(), view.v = buf.data() + n_blocks * block_bytes;
-    view.dtype = dt, view.block_size = kBlock;
-    view.k_block_bytes = view.v_block_bytes = block_bytes, view.v_slot_bytes = kKvDim * elem;
+    std::vector<float> k(kKvDim), v(kKvDim);
+    for (int64_t b = 0; b < n_blocks; ++b)
+      for (int64_t j = 0; j < kBlock; ++j) {
+        for (auto& x : k) x = nd(rng);
+        for (auto& x : v) x = nd(rng);
+        kv_write_token(view, kKvHeads, kHeadDim, buf.data() + b * view.k_block_bytes,
+                       buf.data() + n_blocks * view.k_block_bytes + b * view.v_block_bytes, j, k.data(), v.data());
+      }
     std::vector<int32_t> ids(static_cast<size_t>(n_blocks));
     for (int64_t b = 0; b < n_blocks; ++b) ids[b] = int32_t(b);
     std::shuffle(ids.begin(), ids.end(), rng);
@@ -66,7 +68,7 @@ void BM_PagedAttention(benchmark::State& state) {
   const bool prefill = state.range(3) != 0;
   if (!cpu_supports(isa)) return state.SkipWithError("ISA not supported by this CPU");
   const KernelTable& kt = kernel_table(isa);
-  const int64_t kv_bytes = 2 * len * kKvDim * kv_dtype_bytes(dt);  // one sequence, one layer
+  const int64_t kv_bytes = 2 * len * kKvHeads * kv_head_bytes(dt, kHeadDim);  // one sequence, one layer, with scales
   const int64_t n_seq = prefill || std::getenv("TINFER_BENCH_HOT") ? 1 : std::max<int64_t>(1, (int64_t(256) << 20) / kv_bytes);
   Cache cache(dt, n_seq, len);
   const int64_t n = prefill ? len : 1;
@@ -99,7 +101,7 @@ void BM_PagedAttention(benchmark::State& state) {
 
 void shapes(benchmark::internal::Benchmark* b) {
   for (Isa isa : {Isa::generic, Isa::avx2, Isa::avx512})
-    for (KvDtype dt : {KvDtype::f32, KvDtype::f16}) {
+    for (KvDtype dt : {KvDtype::f32, KvDtype::f16, KvDtype::int8, KvDtype::int4}) {
       b->Args({int64_t(isa), int64_t(dt), 640, 0});
       b->Args({int64_t(isa), int64_t(dt), 512, 1});
     }

@@ -11,8 +11,9 @@
 //   V block: codes [block_size][kv_heads][v_head_bytes] then scales [block_size][kv_heads][scale_bytes(t_v)].
 //            int4: byte i of a head's vector holds dimension i (low) and i + ceil(head_dim / 2) (high).
 // Scales are fp16: int8 one scale (x = scale * code, code in [-127, 127], scale = max|x| / 127); int4 a
-// (scale, min) pair (x = min + scale * code, code in [0, 15], scale = (max - min) / 15). Codes are chosen
-// against the fp16-rounded scale and min, so dequantization reproduces exactly what was chosen.
+// (scale, min) pair (x = min + scale * code, code in [0, 15], scale = (max - min) / 15), the scale rounded
+// up to fp16 and the min down, so every value is within half a step (scale / 2) of its dequantized code.
+// Codes are chosen against the fp16 scale and min, so dequantization reproduces exactly what was chosen.
 #pragma once
 #include <cstdint>
 

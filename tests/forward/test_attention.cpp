@@ -1,7 +1,8 @@
 // Paged flash-style attention (kernels/attention.h) against a naive reference (full softmax in double)
-// on random Q/K/V, scattered block tables, ragged lengths, GQA groups, f32 and f16 caches, decode and
-// prefill, on every kernel table this CPU runs (generic; avx2: block size 16 and head_dim % 8 == 0;
-// avx512: block size 16 and head_dim % 16 == 0; each falls back to the portable kernel otherwise).
+// on random Q/K/V, scattered block tables, ragged lengths, GQA groups, every K x V type pair (f32, f16,
+// int8, int4: the reference reads the dequantized cache), decode and prefill, on every kernel table this
+// CPU runs (generic; avx2: block size 16 and head_dim % 8 == 0; avx512: block size 16 and head_dim % 16 ==
+// 0; an int4 V needs twice that; each falls back to the portable kernel otherwise).
 #include <gtest/gtest.h>
 #include <gtest/gtest-spi.h>
 
@@ -37,18 +38,20 @@ struct Case {
 
 // Sequences of the given lengths on scattered blocks; queries (sequence, position) attend to positions
 // 0..position of their sequence.
-// With an f16 cache the reference uses K and V rounded to fp16, so the same tolerance applies.
+// The reference attends over the values the cache holds, read back through kv_dequant_k_tile / v_tile
+// (f16 rounded, int8/int4 dequantized; their bytes are pinned by test_kv_quant.cpp), so one tolerance
+// applies to every type: what is checked is the kernel, not the quantization.
 // Runs on each of `tables` (default: all_tables()).
 void check_case(const Case& c, uint32_t seed, std::vector<int64_t> lens = {45, 7},
                 std::vector<std::pair<int, int64_t>> queries = {{0, 40}, {0, 41}, {0, 42}, {0, 43}, {0, 44}, {1, 6}},
-                KvDtype dtype = KvDtype::f32, std::vector<const KernelTable*> tables = all_tables()) {
+                KvLayerTypes types = {}, std::vector<const KernelTable*> tables = all_tables()) {
   ModelConfig cfg;
   cfg.n_layers = 2, cfg.n_heads = c.n_heads, cfg.n_kv_heads = c.n_kv_heads, cfg.head_dim = c.head_dim;
   const int64_t kv_dim = c.n_kv_heads * c.head_dim, q_dim = c.n_heads * c.head_dim, group = c.n_heads / c.n_kv_heads;
   int64_t total_blocks = 0;
   for (int64_t len : lens) total_blocks += (len + c.block_size - 1) / c.block_size;
   const int64_t n_blocks = total_blocks + 8;
-  KvStorage kv(cfg, n_blocks, c.block_size, dtype);
+  KvStorage kv(cfg, n_blocks, c.block_size, KvPrecision::uniform(cfg.n_layers, types.k, types.v));
   std::mt19937 rng(seed);
   std::normal_distribution<float> nd(0.f, 1.f);
   // Block ids: a fixed-seed shuffle of the pool, handed out in turn, so no table is contiguous.
@@ -66,11 +69,23 @@ void check_case(const Case& c, uint32_t seed, std::vector<int64_t> lens = {45, 7
       for (auto& x : k) x = nd(rng);
       for (auto& x : v) x = nd(rng);
       kv.write(1, batch.block_tables[s].back(), p % c.block_size, k.data(), v.data());
-      if (dtype == KvDtype::f16)
-        for (size_t e = 0; e < k.size(); ++e) k[e] = fp16_to_f32(f32_to_fp16(k[e])), v[e] = fp16_to_f32(f32_to_fp16(v[e]));
       K[s].push_back(k), V[s].push_back(v);
     }
   }
+  // Replace what was written by what the cache holds.
+  const KvLayerView view = kv.layer_view(1);
+  std::vector<float> kt(size_t(c.head_dim * c.block_size)), vt(kt.size());
+  for (size_t s = 0; s < lens.size(); ++s)
+    for (int64_t p0 = 0; p0 < lens[s]; p0 += c.block_size) {
+      const int64_t len = std::min(c.block_size, lens[s] - p0);
+      for (int64_t h = 0; h < c.n_kv_heads; ++h) {
+        kv_dequant_k_tile(view, c.head_dim, batch.block_tables[s][p0 / c.block_size], h, len, kt.data());
+        kv_dequant_v_tile(view, c.head_dim, batch.block_tables[s][p0 / c.block_size], h, len, vt.data());
+        for (int64_t j = 0; j < len; ++j)
+          for (int64_t e = 0; e < c.head_dim; ++e)
+            K[s][p0 + j][h * c.head_dim + e] = kt[e * len + j], V[s][p0 + j][h * c.head_dim + e] = vt[j * c.head_dim + e];
+      }
+    }
   for (auto [sq, p] : queries)
     batch.tokens.push_back(0), batch.positions.push_back(int32_t(p)), batch.seq.push_back(sq);
   const int64_t n = int64_t(batch.tokens.size()), stride = q_dim + 3;  // q rows padded: q_stride != q_dim
@@ -176,8 +191,8 @@ TEST(PagedAttention, F16CacheMatchesNaiveAttentionOnRoundedKV) {
   for (const Case& c : cases) {
     SCOPED_TRACE("heads " + std::to_string(c.n_heads) + "/" + std::to_string(c.n_kv_heads) + " hd " +
                  std::to_string(c.head_dim) + " bs " + std::to_string(c.block_size));
-    check_case(c, seed++, {45, 7}, {{0, 40}, {0, 44}, {1, 6}}, KvDtype::f16);
-    check_case(c, seed++, {300}, {{0, 299}}, KvDtype::f16);
+    check_case(c, seed++, {45, 7}, {{0, 40}, {0, 44}, {1, 6}}, {KvDtype::f16, KvDtype::f16});
+    check_case(c, seed++, {300}, {{0, 299}}, {KvDtype::f16, KvDtype::f16});
   }
 }
 
@@ -194,7 +209,7 @@ TEST(PagedAttention, GroupsAndHeadDimsMatchNaiveAttention) {
         for (KvDtype dt : {KvDtype::f32, KvDtype::f16}) {
           SCOPED_TRACE("group " + std::to_string(group) + " hd " + std::to_string(hd) + " bs " + std::to_string(bs) +
                        " " + kv_dtype_name(dt));
-          check_case(c, seed++, {37, 20}, {{0, 36}, {1, 19}, {1, 15}, {0, 0}}, dt);
+          check_case(c, seed++, {37, 20}, {{0, 36}, {1, 19}, {1, 15}, {0, 0}}, {dt, dt});
         }
       }
 }
@@ -211,7 +226,7 @@ TEST(PagedAttention, PrefillMatchesNaiveAttention) {
       std::vector<std::pair<int, int64_t>> q;
       for (int64_t p = 0; p < 70; ++p) q.push_back({0, p});
       for (int64_t p = 0; p < 33; ++p) q.push_back({1, p});
-      check_case(c, seed++, {70, 33}, q, dt);
+      check_case(c, seed++, {70, 33}, q, {dt, dt});
     }
 }
 
@@ -239,7 +254,9 @@ void broken_skip_first_block(const AttentionArgs& a, int64_t i0, int64_t i1) {
   generic_paged_attention(b, i0, i1);
 }
 KernelTable g_broken;
-void check_broken() { check_case({8, 2, 64, 16}, 7, {45, 7}, {{0, 40}, {0, 44}, {1, 6}}, KvDtype::f32, {&g_broken}); }
+void check_broken(KvLayerTypes types = {}) {
+  check_case({8, 2, 64, 16}, 7, {45, 7}, {{0, 40}, {0, 44}, {1, 6}}, types, {&g_broken});
+}
 
 TEST(PagedAttention, BrokenKernelsFailTheCheck) {
   g_broken = kernel_table(Isa::generic);
@@ -249,6 +266,103 @@ TEST(PagedAttention, BrokenKernelsFailTheCheck) {
   }
   g_broken.paged_attention = generic_paged_attention;
   check_broken();  // and the harness itself passes an intact kernel
+}
+
+constexpr KvDtype kKvTypes[] = {KvDtype::f32, KvDtype::f16, KvDtype::int8, KvDtype::int4};
+std::string types_name(KvLayerTypes t) { return std::string("K ") + kv_dtype_name(t.k) + " V " + kv_dtype_name(t.v); }
+std::string case_name(const Case& c) {
+  return "heads " + std::to_string(c.n_heads) + "/" + std::to_string(c.n_kv_heads) + " hd " +
+         std::to_string(c.head_dim) + " bs " + std::to_string(c.block_size);
+}
+
+// Every K type with every V type, on the fast paths' shapes and on shapes they hand to the portable kernel:
+// head_dim 80 and 48 (an int4 V needs head_dim % 32 on AVX-512), 40 (AVX2 only; int4 V portable), block
+// size 5, head_dim 20 and odd 7 (portable everywhere).
+TEST(PagedAttention, EveryKvTypePairMatchesNaiveAttentionOnDequantizedKV) {
+  const Case cases[] = {{32, 4, 64, 16}, {9, 3, 64, 16}, {4, 4, 128, 16}, {10, 2, 80, 16}, {6, 2, 48, 16},
+                        {8, 1, 40, 16},  {4, 1, 48, 5},  {3, 3, 20, 16},  {4, 2, 7, 16}};
+  uint32_t seed = 600;
+  for (const Case& c : cases)
+    for (KvDtype kt : kKvTypes)
+      for (KvDtype vt : kKvTypes) {
+        SCOPED_TRACE(case_name(c) + " " + types_name({kt, vt}));
+        check_case(c, seed++, {45, 7}, {{0, 40}, {0, 44}, {0, 15}, {1, 6}}, {kt, vt});
+      }
+}
+
+// GQA groups 1-8 (4-head passes plus every remainder) at head_dim 64 and 128, every K x V type pair.
+TEST(PagedAttention, EveryKvTypePairAndGroupMatchesNaiveAttention) {
+  uint32_t seed = 1000;
+  for (int64_t group = 1; group <= 8; ++group)
+    for (int64_t hd : {64, 128})
+      for (KvDtype kt : kKvTypes)
+        for (KvDtype vt : kKvTypes) {
+          const Case c{2 * group, 2, hd, 16};
+          SCOPED_TRACE(case_name(c) + " " + types_name({kt, vt}));
+          check_case(c, seed++, {37, 20}, {{0, 36}, {1, 19}, {1, 15}, {0, 0}}, {kt, vt});
+        }
+}
+
+// Prefill chunks (every position of two sequences, causal) with every K x V type pair.
+TEST(PagedAttention, EveryKvTypePairPrefillMatchesNaiveAttention) {
+  std::vector<std::pair<int, int64_t>> q;
+  for (int64_t p = 0; p < 70; ++p) q.push_back({0, p});
+  for (int64_t p = 0; p < 33; ++p) q.push_back({1, p});
+  uint32_t seed = 1400;
+  for (const Case& c : {Case{32, 4, 64, 16}, Case{9, 3, 64, 16}, Case{4, 2, 128, 16}})
+    for (KvDtype kt : kKvTypes)
+      for (KvDtype vt : kKvTypes) {
+        SCOPED_TRACE(case_name(c) + " " + types_name({kt, vt}));
+        check_case(c, seed++, {70, 33}, q, {kt, vt});
+      }
+}
+
+// Long decodes (1,600 positions: 100 blocks, the next-block prefetch of codes and scales crossing a
+// scattered table) next to a short sequence, every K x V type pair.
+TEST(PagedAttention, EveryKvTypePairLongDecodeMatchesNaiveAttention) {
+  uint32_t seed = 1700;
+  for (const Case& c : {Case{32, 4, 64, 16}, Case{9, 3, 64, 16}, Case{4, 1, 128, 16}})
+    for (KvDtype kt : kKvTypes)
+      for (KvDtype vt : kKvTypes) {
+        SCOPED_TRACE(case_name(c) + " " + types_name({kt, vt}));
+        check_case(c, seed++, {1600, 300}, {{0, 1599}, {0, 1537}, {1, 299}}, {kt, vt});
+      }
+}
+
+// The checks above see a wrong scale layout: each table's own kernel, reading the K or the V scales one
+// slot off (k_scales_offset / v_scales_offset shifted by one entry, inside the block), fails them, for
+// int8 and int4 K and V; unshifted, it passes.
+AttentionFn g_fast;
+KvLayerTypes g_types;
+void shifted_k_scales(const AttentionArgs& a, int64_t i0, int64_t i1) {
+  AttentionArgs b = a;
+  b.kv.k_scales_offset += b.kv.k_scale_bytes;
+  g_fast(b, i0, i1);
+}
+void shifted_v_scales(const AttentionArgs& a, int64_t i0, int64_t i1) {
+  AttentionArgs b = a;
+  b.kv.v_scales_offset -= b.kv.v_scale_bytes;
+  g_fast(b, i0, i1);
+}
+void check_broken_types() { check_broken(g_types); }
+
+TEST(PagedAttention, ShiftedScaleLayoutFailsTheCheck) {
+  for (const KernelTable* kt : all_tables()) {
+    SCOPED_TRACE(std::string("isa ") + isa_name(kt->isa));
+    g_broken = *kt;
+    g_fast = kt->paged_attention;
+    for (KvDtype t : {KvDtype::int8, KvDtype::int4}) {
+      SCOPED_TRACE(kv_dtype_name(t));
+      g_types = {t, KvDtype::f16};
+      g_broken.paged_attention = shifted_k_scales;
+      EXPECT_FATAL_FAILURE(check_broken_types(), "");
+      g_types = {KvDtype::f16, t};
+      g_broken.paged_attention = shifted_v_scales;
+      EXPECT_FATAL_FAILURE(check_broken_types(), "");
+      g_broken.paged_attention = g_fast;
+      for (KvLayerTypes types : {KvLayerTypes{t, KvDtype::f16}, KvLayerTypes{KvDtype::f16, t}}) check_broken(types);
+    }
+  }
 }
 
 TEST(PagedAttention, RejectsShapesBeyondTheLimits) {

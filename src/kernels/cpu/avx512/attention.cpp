@@ -1,5 +1,5 @@
-// AVX-512 paged attention: block size 16 (one zmm of scores per head), head_dim a multiple of 16; other
-// shapes go to the portable kernel. Tiles are KV blocks: scores of a whole tile first (K is stored
+// AVX-512 paged attention: block size 16 (one zmm of scores per head), head_dim a multiple of 16 (32 for
+// an int4 V), K and V each f32, f16, int8 or int4; other shapes go to the portable kernel. Tiles are KV blocks: scores of a whole tile first (K is stored
 // transposed, [head_dim][block_size], so a tile's scores are 16-wide FMAs with no horizontal sums), one
 // rescale of the running output per tile, then P·V. Heads of the GQA group go 4 at a time: their scores
 // share each K load, their P·V each V load.
@@ -27,34 +27,80 @@ namespace {
 // exp on 16 lanes: vec.h's vexp (one exp for every kernel), as a zmm.
 inline __m512 exp16(__m512 x) { return (__m512)vexp((vf)x); }
 
-// 16 cache elements as floats: fp16 is widened on load (vcvtph2ps), so an f16 cache reads half the bytes.
-inline __m512 load16(const float* p) { return _mm512_loadu_ps(p); }
-inline __m512 load16(const uint16_t* p) {
-  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+// The cache's codes as floats, widened on load (never a separate pass): f16 through vcvtph2ps (half the
+// bytes of f32), int8 sign-extended (a quarter), int4 zero-extended and split into its two nibbles.
+// K row d of a block (16 slots): bytes d * row_bytes on.
+template <KvDtype D>
+inline __m512 k_row(const uint8_t* k, int64_t d) {
+  if constexpr (D == KvDtype::f32) return _mm512_loadu_ps(k + d * 64);
+  if constexpr (D == KvDtype::f16) return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(k + d * 32)));
+  if constexpr (D == KvDtype::int8)
+    return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(k + d * 16))));
+  return _mm512_setzero_ps();  // (int4 rows hold two dimensions: read in block_scores)
+}
+// 16 V values from byte p on (int4: of the nibble `shift` selects, 0 low, 4 high).
+template <KvDtype D>
+inline __m512 v_chunk(const uint8_t* p, __m128i shift) {
+  if constexpr (D == KvDtype::f32) return _mm512_loadu_ps(p);
+  if constexpr (D == KvDtype::f16) return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  if constexpr (D == KvDtype::int8) return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(b));
+  return _mm512_cvtepi32_ps(_mm512_and_si512(_mm512_srl_epi32(_mm512_cvtepu8_epi32(b), shift), _mm512_set1_epi32(15)));
+}
+// Where V dimension c0 (a multiple of 16) of a head's vector lives: byte offset and nibble shift.
+template <KvDtype D>
+inline int64_t v_offset(int64_t c0, int64_t hd) {
+  if constexpr (D == KvDtype::int4) return c0 < hd / 2 ? c0 : c0 - hd / 2;
+  return c0 * kv_dtype_info(D).value_bits / 8;
 }
 
 // Scores of GN heads (h0..h0+GN) against one block, folded into the running max/sum (online softmax):
-// p[g][0..16) = exp(score - new max), r[g] = exp(old max - new max) rescales what was accumulated.
+// p[g][0..16) = exp(score - new max) (times V's scale of each slot for int8/int4 V: P·V then runs on the
+// codes; pm[g] = Σ_j p_j vmin_j for int4 V), r[g] = exp(old max - new max) rescales what was accumulated.
+// Quantized K by the algebra, never dequantized: int8 score_j = s_j Σ_d q_d c_dj; int4 score_j = s_j Σ_d
+// q_d c_dj + m_j Σ_d q_d (qsum), its row r giving dimensions r (low nibbles) and r + hd/2 (high).
 // The head count is a template argument so the accumulators live in registers (a runtime count
 // spilled them: every FMA went through a store/load round trip, ~7x slower).
-template <class T, int GN>
-inline void block_scores(const AttnItem& it, const T* kt, __mmask16 valid, int64_t h0, float* m, float* l,
-                         float (*p)[16], float* r, const T* next_k) {
+template <KvDtype KD, KvDtype VD, int GN>
+inline void block_scores(const AttnItem& it, const KvBlock16& blk, int64_t h0, float* m, float* l, const float* qsum,
+                         float (*p)[16], float* r, float* pm) {
   const int64_t hd = it.hd;
   const float* q = it.q + h0 * hd;
-  __m512 s0[GN], s1[GN];  // even / odd d: two FMA chains per head
+  const __mmask16 valid = __mmask16((1u << blk.len) - 1);
+  __m512 s0[GN], s1[GN];  // two FMA chains per head: even / odd d (int4: low / high nibbles)
 #pragma GCC unroll 4
   for (int g = 0; g < GN; ++g) s0[g] = s1[g] = _mm512_setzero_ps();
-  for (int64_t d = 0; d < hd; d += 2) {
-    const __m512 k0 = load16(kt + d * 16), k1 = load16(kt + d * 16 + 16);
-    if (next_k) {  // the next block's K rows d, d+1 (a line each in f32, one line for both in f16)
-      _mm_prefetch(reinterpret_cast<const char*>(next_k + d * 16), _MM_HINT_T0);
-      _mm_prefetch(reinterpret_cast<const char*>(next_k + d * 16 + 16), _MM_HINT_T0);
-    }
+  if (blk.next_ks) {  // the next block's K scale data: 32 or 64 bytes, maybe over two lines
+    _mm_prefetch(reinterpret_cast<const char*>(blk.next_ks), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(blk.next_ks) + 16 * kv_dtype_info(KD).scale_bytes - 1, _MM_HINT_T0);
+  }
+  if constexpr (KD == KvDtype::int4) {
+    const int64_t half = hd / 2;
+    for (int64_t d = 0; d < half; ++d) {
+      if (blk.next_k && (d & 3) == 0)  // rows of 16 bytes: a line per 4
+        _mm_prefetch(reinterpret_cast<const char*>(blk.next_k + d * 16), _MM_HINT_T0);
+      const __m512i x = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk.k + d * 16)));
+      const __m512 k0 = _mm512_cvtepi32_ps(_mm512_and_si512(x, _mm512_set1_epi32(15)));
+      const __m512 k1 = _mm512_cvtepi32_ps(_mm512_srli_epi32(x, 4));
 #pragma GCC unroll 4
-    for (int g = 0; g < GN; ++g) {
-      s0[g] = _mm512_fmadd_ps(_mm512_set1_ps(q[g * hd + d]), k0, s0[g]);
-      s1[g] = _mm512_fmadd_ps(_mm512_set1_ps(q[g * hd + d + 1]), k1, s1[g]);
+      for (int g = 0; g < GN; ++g) {
+        s0[g] = _mm512_fmadd_ps(_mm512_set1_ps(q[g * hd + d]), k0, s0[g]);
+        s1[g] = _mm512_fmadd_ps(_mm512_set1_ps(q[g * hd + d + half]), k1, s1[g]);
+      }
+    }
+  } else {
+    constexpr int64_t row_bytes = 16 * kv_dtype_info(KD).value_bits / 8;
+    for (int64_t d = 0; d < hd; d += 2) {
+      const __m512 k0 = k_row<KD>(blk.k, d), k1 = k_row<KD>(blk.k, d + 1);
+      if (blk.next_k) {  // the next block's K rows d, d+1: two lines in f32, one in f16, half of one in int8
+        if constexpr (row_bytes == 64) _mm_prefetch(reinterpret_cast<const char*>(blk.next_k + d * 64 + 64), _MM_HINT_T0);
+        if (row_bytes >= 32 || (d & 3) == 0) _mm_prefetch(reinterpret_cast<const char*>(blk.next_k + d * row_bytes), _MM_HINT_T0);
+      }
+#pragma GCC unroll 4
+      for (int g = 0; g < GN; ++g) {
+        s0[g] = _mm512_fmadd_ps(_mm512_set1_ps(q[g * hd + d]), k0, s0[g]);
+        s1[g] = _mm512_fmadd_ps(_mm512_set1_ps(q[g * hd + d + 1]), k1, s1[g]);
+      }
     }
   }
   // (No libm call here: a call clobbers every zmm register, spilling the other heads' state.)
@@ -62,8 +108,11 @@ inline void block_scores(const AttnItem& it, const T* kt, __mmask16 valid, int64
   alignas(64) float mx[16], dm[16];
 #pragma GCC unroll 4
   for (int g = 0; g < GN; ++g) {
-    sc[g] = _mm512_mask_mov_ps(_mm512_set1_ps(-INFINITY), valid,
-                               _mm512_mul_ps(_mm512_add_ps(s0[g], s1[g]), _mm512_set1_ps(it.scale)));
+    __m512 s = _mm512_add_ps(s0[g], s1[g]);
+    if constexpr (KD == KvDtype::int8) s = _mm512_mul_ps(s, _mm512_load_ps(blk.ks));
+    if constexpr (KD == KvDtype::int4)
+      s = _mm512_fmadd_ps(s, _mm512_load_ps(blk.ks), _mm512_mul_ps(_mm512_set1_ps(qsum[h0 + g]), _mm512_load_ps(blk.km)));
+    sc[g] = _mm512_mask_mov_ps(_mm512_set1_ps(-INFINITY), valid, _mm512_mul_ps(s, _mm512_set1_ps(it.scale)));
     mx[g] = std::max(m[h0 + g], _mm512_reduce_max_ps(sc[g]));
     dm[g] = m[h0 + g] - mx[g];  // -inf before the first block: r = 0
     m[h0 + g] = mx[g];
@@ -73,29 +122,43 @@ inline void block_scores(const AttnItem& it, const T* kt, __mmask16 valid, int64
   for (int g = 0; g < GN; ++g) {
     const __m512 e = _mm512_maskz_mov_ps(valid, exp16(_mm512_sub_ps(sc[g], _mm512_set1_ps(mx[g]))));
     l[h0 + g] = l[h0 + g] * r[g] + _mm512_reduce_add_ps(e);
-    _mm512_store_ps(p[g], e);
+    if constexpr (VD == KvDtype::int4) pm[g] = _mm512_reduce_add_ps(_mm512_mul_ps(e, _mm512_load_ps(blk.vm)));
+    if constexpr (kv_dtype_quantized(VD)) _mm512_store_ps(p[g], _mm512_mul_ps(e, _mm512_load_ps(blk.vs)));
+    else _mm512_store_ps(p[g], e);
   }
 }
 
-// O[h0+g][c0..c0+16*CW) = r[g] * O + P[g] · V over one block's len slots: each V row chunk is loaded
-// once for all GN heads (GN*CW accumulators + CW V vectors stay in registers).
-template <class T, int GN, int CW>
-inline void block_pv(const AttnItem& it, const T* v0, int64_t vstride, int64_t len, int64_t h0, int64_t c0,
-                     const float (*p)[16], const float* r, const T* next_v0) {
+// O[h0+g][c0..c0+16*CW) = r[g] * O + pm[g] + P[g] · V over one block's len slots: each V row chunk is
+// loaded once for all GN heads (GN*CW accumulators + CW V vectors stay in registers). For int8/int4 V, P
+// already carries the slots' scales and the chunks are the raw codes; pm[g] is int4's Σ_j p_j min_j (a
+// constant over dimensions), 0 otherwise.
+template <KvDtype VD, int GN, int CW>
+inline void block_pv(const AttnItem& it, const KvBlock16& blk, int64_t h0, int64_t c0, const float (*p)[16],
+                     const float* r, const float* pm, bool prefetch) {
   __m512 acc[GN][CW];
 #pragma GCC unroll 4
   for (int g = 0; g < GN; ++g)
 #pragma GCC unroll 4
     for (int c = 0; c < CW; ++c)
-      acc[g][c] = _mm512_mul_ps(_mm512_loadu_ps(it.o + (h0 + g) * it.hd + c0 + 16 * c), _mm512_set1_ps(r[g]));
-  for (int64_t j = 0; j < len; ++j) {
-    const T* vj = v0 + j * vstride + c0;
-    if (next_v0)  // the next block's V row j of this kv head, spread over this loop
-      for (int64_t c = 0; c < it.hd * int64_t(sizeof(T)); c += 64)
-        _mm_prefetch(reinterpret_cast<const char*>(next_v0 + j * vstride) + c, _MM_HINT_T0);
+      acc[g][c] = _mm512_fmadd_ps(_mm512_loadu_ps(it.o + (h0 + g) * it.hd + c0 + 16 * c), _mm512_set1_ps(r[g]),
+                                  _mm512_set1_ps(pm[g]));
+  int64_t off[CW];
+  __m128i shift[CW];
+#pragma GCC unroll 4
+  for (int c = 0; c < CW; ++c) {
+    off[c] = v_offset<VD>(c0 + 16 * c, it.hd);
+    shift[c] = _mm_cvtsi32_si128(VD == KvDtype::int4 && c0 + 16 * c >= it.hd / 2 ? 4 : 0);
+  }
+  const int64_t vhb = it.kv->v_head_bytes, vss = blk.v_stride / it.kv->v_head_bytes * it.kv->v_scale_bytes;
+  for (int64_t j = 0; j < blk.len; ++j) {
+    const uint8_t* vj = blk.v + j * blk.v_stride;
+    if (prefetch) {  // the next block's V row j of this kv head (and its scale data), spread over this loop
+      for (int64_t c = 0; c < vhb; c += 64) _mm_prefetch(reinterpret_cast<const char*>(blk.next_v + j * blk.v_stride) + c, _MM_HINT_T0);
+      if (blk.next_vs) _mm_prefetch(reinterpret_cast<const char*>(blk.next_vs + j * vss), _MM_HINT_T0);
+    }
     __m512 vv[CW];
 #pragma GCC unroll 4
-    for (int c = 0; c < CW; ++c) vv[c] = load16(vj + 16 * c);
+    for (int c = 0; c < CW; ++c) vv[c] = v_chunk<VD>(vj + off[c], shift[c]);
 #pragma GCC unroll 4
     for (int g = 0; g < GN; ++g) {
       const __m512 w = _mm512_set1_ps(p[g][j]);
@@ -109,31 +172,26 @@ inline void block_pv(const AttnItem& it, const T* v0, int64_t vstride, int64_t l
     for (int c = 0; c < CW; ++c) _mm512_storeu_ps(it.o + (h0 + g) * it.hd + c0 + 16 * c, acc[g][c]);
 }
 
-// next_k / next_v0: the next block's K tile and V slot 0 of this kv head, prefetched while this block
-// computes (nullptr: none, or not the first head group).
-template <class T, int GN>
-inline void block_heads(const AttnItem& it, const T* kt, const T* v0, int64_t vstride, int64_t len, int64_t h0,
-                        float* m, float* l, const T* next_k, const T* next_v0) {
-  alignas(64) float p[GN][16];
-  float r[GN];
-  block_scores<T, GN>(it, kt, __mmask16((1u << len) - 1), h0, m, l, p, r, next_k);
-  const int64_t nv = it.hd / 16;
-  int64_t c = 0;
-  for (; c + 4 <= nv; c += 4) block_pv<T, GN, 4>(it, v0, vstride, len, h0, 16 * c, p, r, c == 0 ? next_v0 : nullptr);
-  const T* nv0 = c == 0 ? next_v0 : nullptr;
-  switch (nv - c) {
-    case 3: block_pv<T, GN, 3>(it, v0, vstride, len, h0, 16 * c, p, r, nv0); break;
-    case 2: block_pv<T, GN, 2>(it, v0, vstride, len, h0, 16 * c, p, r, nv0); break;
-    case 1: block_pv<T, GN, 1>(it, v0, vstride, len, h0, 16 * c, p, r, nv0); break;
-    default: break;
-  }
-}
-
 struct Heads {
-  template <class T, int GN>
-  static void run(const AttnItem& it, const T* kt, const T* v0, int64_t vstride, int64_t len, int64_t h0, float* m,
-                  float* l, const T* next_k, const T* next_v0) {
-    block_heads<T, GN>(it, kt, v0, vstride, len, h0, m, l, next_k, next_v0);
+  // blk.next_*: the next block, prefetched while this one computes (null: none, or not the first head group).
+  template <KvDtype KD, KvDtype VD, int GN>
+  static void run(const AttnItem& it, const KvBlock16& blk, int64_t h0, float* m, float* l, const float* qsum) {
+    alignas(64) float p[GN][16];
+    float r[GN], pm[GN] = {};
+    block_scores<KD, VD, GN>(it, blk, h0, m, l, qsum, p, r, pm);
+    const int64_t nv = it.hd / 16;
+    const bool pf = blk.next_v != nullptr;
+    int64_t c = 0;
+    for (; c + 4 <= nv; c += 4) block_pv<VD, GN, 4>(it, blk, h0, 16 * c, p, r, pm, pf && c == 0);
+    switch (nv - c) {
+      case 3: block_pv<VD, GN, 3>(it, blk, h0, 16 * c, p, r, pm, pf && c == 0); break;
+      case 2: block_pv<VD, GN, 2>(it, blk, h0, 16 * c, p, r, pm, pf && c == 0); break;
+      case 1: block_pv<VD, GN, 1>(it, blk, h0, 16 * c, p, r, pm, pf && c == 0); break;
+      default: break;
+    }
+  }
+  static void cvt16(const uint16_t* h, float* out) {
+    _mm512_store_ps(out, _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(h))));
   }
 };
 
