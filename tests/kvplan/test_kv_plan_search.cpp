@@ -3,6 +3,7 @@
 // most costly lowering first and stops at its target.
 #include <gtest/gtest.h>
 
+#include "core/error.h"
 #include "kv_plan_search.h"
 
 namespace tinfer::cli {

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <unistd.h>
 
 #include "calib_text.h"
 #include "commands.h"
@@ -132,6 +133,7 @@ int cmd_calibrate_kv(int argc, char** argv) {
   json sensitivity = json::array();
   const bool cheapest_fits = budget.of(uniform_q.back()) <= budget.value;
   if (!cheapest_fits) {
+    const bool progress = isatty(2);
     for (int64_t layer = 0; layer < L; ++layer) {
       json row = {{"layer", layer}, {"k", json::object()}, {"v", json::object()}};
       for (int kv = 0; kv < 2; ++kv)
@@ -143,9 +145,9 @@ int cmd_calibrate_kv(int argc, char** argv) {
           slots[size_t(2 * layer + kv)].options.push_back({t, H * kv_head_bytes(t, D), std::max(budget.of(q), 0.0)});
         }
       sensitivity.push_back(row);
-      std::fprintf(stderr, "\rsensitivity: layer %lld/%lld, %.0f s", (long long)layer + 1, (long long)L, now_s() - t0);
+      if (progress) std::fprintf(stderr, "\rsensitivity: layer %lld/%lld, %.0f s", (long long)layer + 1, (long long)L, now_s() - t0);
     }
-    std::fprintf(stderr, "\n");
+    if (progress) std::fprintf(stderr, "\n");
   }
 
   // The plan: the cheapest uniform type when it fits; else greedy, measured, backed off until within budget.
@@ -235,6 +237,7 @@ int cmd_calibrate_kv(int argc, char** argv) {
   if (args.flag("--json")) {
     json j = file.calibration;
     j.erase("sensitivity");
+    j.update(quality(measured));  // the plan's measured quality, at the top
     j["plan"] = out_path;
     j["kv_types"] = plan.describe();
     std::printf("%s\n", j.dump().c_str());
