@@ -14,7 +14,6 @@
 #include <vector>
 
 #include "core/buffer.h"
-#include "core/fp16.h"
 #include "core/isa.h"
 #include "core/thread_pool.h"
 #include "kernels/attention.h"

@@ -7,6 +7,7 @@
 #include "core/isa.h"
 #include "engine/generate.h"
 #include "engine/text_stream.h"
+#include "kv_flags.h"
 #include "model/tokenizer/tokenizer.h"
 
 namespace tinfer::cli {
@@ -17,17 +18,24 @@ int cmd_run(int argc, char** argv) {
                       {"-n,--n-predict", "tokens to generate", true, "128"},
                       {"--chat", "wrap the prompt as a user message in the chat template", false},
                       {"--ignore-eos", "keep generating past end-of-generation tokens", false}});
-  Args args(argc, argv, spec, "tinfer run -m MODEL -p PROMPT [-n N] [--temp T] [--top-k K] [--top-p P] [--seed S] [--chat]");
+  spec = concat(spec, kv_type_options());
+  Args args(argc, argv, spec,
+            "tinfer run -m MODEL -p PROMPT [-n N] [--temp T] [--top-k K] [--top-p P] [--seed S] [--chat] "
+            "[--kv-dtype T | --kv-plan FILE]");
   SamplingParams sp = sampling_params(args);
   long long n = args.integer("-n");
   check(n >= 0, "-n must be >= 0");
   Loaded l = load_model(args);
+  const ModelConfig& mc = l.model->config();
+  const KvPrecision kv = kv_precision(args, mc.n_layers);
+  std::fprintf(stderr, "KV cache: %s, %lld bytes/token\n", kv.describe().c_str(),
+               (long long)kv.bytes_per_token(mc.n_kv_heads, mc.head_dim));
   const Tokenizer& tok = l.model->tokenizer();
   std::vector<int32_t> prompt =
       args.flag("--chat") ? encode_chat(tok, l.model->chat_template(), {{"user", args.str("--prompt")}}, true,
                                         tok.add_bos_by_default() && tok.bos() >= 0)
                           : encode_prompt(tok, args.str("--prompt"));
-  Session session(*l.backend, context_length(args, *l.model));
+  Session session(*l.backend, context_length(args, *l.model), kv);
   GenerateOptions opts;
   opts.max_tokens = n;
   opts.sampling = sp;

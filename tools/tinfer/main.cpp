@@ -21,6 +21,7 @@ const Entry kCommands[] = {
     {"info", tinfer::cli::cmd_info, "architecture, hyper-parameters, tensors, KV bytes per token"},
     {"ppl", tinfer::cli::cmd_ppl, "teacher-forced perplexity of a text file"},
     {"quantize", tinfer::cli::cmd_quantize, "quantize a GGUF (q8_0 ... q2_k, mixed recipe, rtn/gptq/awq) with a size and quality report"},
+    {"calibrate-kv", tinfer::cli::cmd_calibrate_kv, "choose per-layer KV cache types within a quality budget; writes a --kv-plan file"},
     {"synth", tinfer::cli::cmd_synth, "write a random-weight model with a real architecture's shapes"},
     {"bench", tinfer::cli::cmd_bench, "prefill/decode speed vs roofline; bench throughput (engine), bench serve (HTTP load)"},
     {"serve", tinfer::cli::cmd_serve, "OpenAI-compatible HTTP server (completions, chat, streaming, metrics)"},
@@ -29,7 +30,7 @@ const Entry kCommands[] = {
 
 void usage(FILE* out) {
   std::fprintf(out, "usage: tinfer <command> [options]   (tinfer <command> --help: its options)\ncommands:\n");
-  for (const auto& c : kCommands) std::fprintf(out, "  %-8s %s\n", c.name, c.help);
+  for (const auto& c : kCommands) std::fprintf(out, "  %-12s %s\n", c.name, c.help);
 }
 
 }  // namespace

@@ -1,0 +1,248 @@
+// tinfer calibrate-kv: per-layer KV precision chosen by calibration. On a calibration text (default: the slice
+// tinfer quantize uses, disjoint from every evaluation slice), the logits with an f32 KV cache are the base. The
+// floor is f16 when an all-f16 cache is within the budget, else f32. Then each layer's K and V, separately, is
+// lowered alone to each --types type and measured (quality vs the base: mean KLD, or ΔPPL); the cheapest plan
+// whose summed costs fit the budget is chosen greedily (kv_plan_search.h), the whole plan is measured, and the
+// most costly lowerings are backed off until the measured quality is within budget. Prints the table and the
+// bytes per token against f16 and f32, and writes the plan (kv_plan_file.h) for --kv-plan.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <unistd.h>
+
+#include "calib_text.h"
+#include "commands.h"
+#include "common.h"
+#include "core/error.h"
+#include "core/timer.h"
+#include "kv_plan_file.h"
+#include "kv_plan_search.h"
+#include "kv_quality_probe.h"
+#include "model/model_identity.h"
+#include "ppl_scoring.h"
+
+namespace tinfer::cli {
+
+using nlohmann::json;
+
+namespace {
+
+struct Budget {
+  bool kld = true;     // mean KLD (nats) vs the f32 cache; else ΔPPL vs the f32 cache
+  double value = 0;    // in the metric's units (a relative ΔPPL is turned into PPL units once the base is known)
+  bool relative = false;
+  std::string text;    // as given
+  double of(const QualitySummary& s) const { return kld ? s.kl_mean : s.dppl; }
+  const char* metric() const { return kld ? "kld_mean" : "dppl"; }
+};
+
+Budget parse_budget(const Args& args) {
+  const bool k = args.has("--budget-kld"), p = args.has("--budget-ppl");
+  check(k != p, "give exactly one of --budget-kld X (mean KL divergence, nats) and --budget-ppl X (ΔPPL, or X%)");
+  Budget b;
+  b.kld = k;
+  b.text = args.str(k ? "--budget-kld" : "--budget-ppl");
+  std::string num = b.text;
+  if (!k && !num.empty() && num.back() == '%') b.relative = true, num.pop_back();
+  char* end = nullptr;
+  b.value = std::strtod(num.c_str(), &end);
+  check(!num.empty() && end && *end == '\0' && std::isfinite(b.value) && b.value >= 0,
+        std::string(k ? "--budget-kld" : "--budget-ppl") + " must be a number >= 0" + (k ? "" : " (or a percentage)") +
+            ", got '" + b.text + "'");
+  return b;
+}
+
+// "int8,int4" -> the quantized types, most bytes first; Error on anything else.
+std::vector<KvDtype> parse_types(const std::string& list) {
+  std::vector<KvDtype> types;
+  std::stringstream ss(list);
+  for (std::string item; std::getline(ss, item, ',');) {
+    KvDtype t;
+    check(parse_kv_dtype(item, &t) && kv_dtype_quantized(t),
+          "--types lists quantized KV types (int8, int4), got '" + item +
+              "' (f32 or f16 is the floor, chosen by measurement)");
+    check(std::find(types.begin(), types.end(), t) == types.end(), "--types names '" + item + "' twice");
+    types.push_back(t);
+  }
+  check(!types.empty(), "--types is empty");
+  std::sort(types.begin(), types.end(), [](KvDtype a, KvDtype b) { return kv_dtype_info(a).value_bits > kv_dtype_info(b).value_bits; });
+  return types;
+}
+
+json quality(const QualitySummary& s) {
+  return {{"kld_mean", s.kl_mean}, {"dppl", s.dppl}, {"ppl", s.ppl_this}, {"top1", s.top1}};
+}
+
+std::string default_output(const std::string& model_path) {
+  return std::filesystem::path(model_path).stem().string() + ".kv-plan.json";
+}
+
+}  // namespace
+
+int cmd_calibrate_kv(int argc, char** argv) {
+  const CalibText default_text{std::string(kDefaultCalibFile) + " from byte " + std::to_string(kDefaultCalibOffset)};
+  auto spec = concat(model_options(),
+                     {{"--calib", "calibration text file (default: " + default_text.label +
+                                      ", disjoint from the evaluation slices)"},
+                      {"--calib-tokens", "calibration tokens (BOS included)", true, "1024"},
+                      {"--budget-kld", "quality budget: mean KL divergence (nats) against the f32 KV cache"},
+                      {"--budget-ppl", "quality budget: ΔPPL against the f32 KV cache, absolute (0.05) or relative (0.5%)"},
+                      {"--types", "quantized types to try, comma-separated", true, "int8,int4"},
+                      {"-o,--output", "plan file to write (default: <model name>.kv-plan.json here)"},
+                      {"--json", "print one JSON object on the last line", false}});
+  Args args(argc, argv, spec,
+            "tinfer calibrate-kv -m MODEL (--budget-kld X | --budget-ppl X[%]) [--calib FILE] [--calib-tokens N] "
+            "[--ctx N] [--types int8,int4] [-o plan.json] [--json] [-t N]");
+  check(args.has("--model"), "missing -m MODEL\n" + args.help());
+  Budget budget = parse_budget(args);
+  const std::vector<KvDtype> types = parse_types(args.str("--types"));
+  const long long calib_tokens = args.integer("--calib-tokens");
+  check(calib_tokens >= 2, "--calib-tokens must be at least 2");
+  const std::string out_path = args.has("--output") ? args.str("--output") : default_output(args.str("--model"));
+  CalibText text = args.has("--calib") ? CalibText{args.str("--calib"), args.str("--calib"), 0} : default_calib_text();
+
+  const double t0 = now_s();
+  Loaded l = load_model(args);
+  const ModelConfig& mc = l.model->config();
+  const int64_t ctx = args.has("--ctx") ? context_length(args, *l.model) : std::min<int64_t>(mc.ctx_len, 512);
+  KvQualityProbe probe(*l.backend, l.pool.get(), calibration_tokens(l.model->tokenizer(), text, calib_tokens), ctx);
+  if (budget.relative) budget.value *= probe.ppl_base() / 100;
+  std::fprintf(stderr, "calibration: %lld tokens of %s, windows of %lld; base (f32 KV) PPL %.4f; %.1f s\n",
+               (long long)probe.scored_tokens(), text.label.c_str(), (long long)ctx, probe.ppl_base(), now_s() - t0);
+
+  const int64_t L = mc.n_layers, H = mc.n_kv_heads, D = mc.head_dim;
+  auto uniform_bytes = [&](KvDtype t) { return KvPrecision::uniform(L, t).bytes_per_token(H, D); };
+  // Uniform caches: the floor (f16 if within budget) and each type, for the report and as a shortcut.
+  json uniform = json::object();
+  const QualitySummary f16 = probe.measure(KvPrecision::uniform(L, KvDtype::f16));
+  uniform["f16"] = quality(f16);
+  const KvDtype floor = budget.of(f16) <= budget.value ? KvDtype::f16 : KvDtype::f32;
+  const double floor_cost = floor == KvDtype::f16 ? std::max(budget.of(f16), 0.0) : 0.0;
+  std::vector<QualitySummary> uniform_q;
+  for (KvDtype t : types) {
+    uniform_q.push_back(probe.measure(KvPrecision::uniform(L, t)));
+    uniform[kv_dtype_name(t)] = quality(uniform_q.back());
+  }
+
+  // Slots: 2l = layer l's K, 2l+1 = its V. Sensitivity: only that slot lowered, every other at f32.
+  std::vector<KvSlot> slots(size_t(2 * L));
+  for (KvSlot& s : slots) s.options.push_back({floor, H * kv_head_bytes(floor, D), 0});
+  json sensitivity = json::array();
+  const bool cheapest_fits = budget.of(uniform_q.back()) <= budget.value;
+  if (!cheapest_fits) {
+    const bool progress = isatty(2);
+    for (int64_t layer = 0; layer < L; ++layer) {
+      json row = {{"layer", layer}, {"k", json::object()}, {"v", json::object()}};
+      for (int kv = 0; kv < 2; ++kv)
+        for (KvDtype t : types) {
+          KvPrecision p = KvPrecision::uniform(L, KvDtype::f32);
+          (kv ? p.layers[size_t(layer)].v : p.layers[size_t(layer)].k) = t;
+          const QualitySummary q = probe.measure(p);
+          row[kv ? "v" : "k"][kv_dtype_name(t)] = quality(q);
+          slots[size_t(2 * layer + kv)].options.push_back({t, H * kv_head_bytes(t, D), std::max(budget.of(q), 0.0)});
+        }
+      sensitivity.push_back(row);
+      if (progress) std::fprintf(stderr, "\rsensitivity: layer %lld/%lld, %.0f s", (long long)layer + 1, (long long)L, now_s() - t0);
+    }
+    if (progress) std::fprintf(stderr, "\n");
+  }
+
+  // The plan: the cheapest uniform type when it fits; else greedy, measured, backed off until within budget.
+  auto precision_of = [&](const SlotChoice& c) {
+    KvPrecision p = KvPrecision::uniform(L, floor);
+    for (int64_t layer = 0; layer < L; ++layer)
+      p.layers[size_t(layer)] = {slots[size_t(2 * layer)].options[size_t(c[size_t(2 * layer)])].type,
+                                 slots[size_t(2 * layer + 1)].options[size_t(c[size_t(2 * layer + 1)])].type};
+    return p;
+  };
+  KvPrecision plan;
+  QualitySummary measured;
+  int back_offs = 0;
+  if (cheapest_fits) {
+    plan = KvPrecision::uniform(L, types.back());
+    measured = uniform_q.back();
+  } else {
+    SlotChoice choice = choose_within_budget(slots, budget.value - floor_cost);
+    for (;;) {
+      plan = precision_of(choice);
+      measured = plan == KvPrecision::uniform(L, KvDtype::f16) ? f16 : probe.measure(plan);
+      if (budget.of(measured) <= budget.value) break;
+      // Over budget: the costs did not add up; aim the prediction down by the measured excess.
+      const double predicted = floor_cost + predicted_cost(slots, choice);
+      const double target = predicted * budget.value / budget.of(measured) - floor_cost;
+      if (!back_off(slots, choice, target)) break;
+      ++back_offs;
+    }
+  }
+  const bool all_floor = plan == KvPrecision::uniform(L, floor);
+  const double secs = now_s() - t0;
+
+  // Report.
+  const char* unit = budget.kld ? "KLD" : "ΔPPL";
+  if (!sensitivity.empty()) {
+    std::printf("sensitivity: %s vs the f32 cache with only that layer's K or V lowered\n| layer |", unit);
+    for (const char* kv : {"K", "V"})
+      for (KvDtype t : types) std::printf(" %s %s |", kv, kv_dtype_name(t));
+    std::printf(" chosen K | chosen V |\n|---|");
+    for (size_t i = 0; i < 2 * types.size() + 2; ++i) std::printf("---|");
+    std::printf("\n");
+    for (int64_t layer = 0; layer < L; ++layer) {
+      std::printf("| %lld |", (long long)layer);
+      for (const char* kv : {"k", "v"})
+        for (KvDtype t : types) std::printf(" %.3g |", sensitivity[size_t(layer)][kv][kv_dtype_name(t)][budget.metric()].get<double>());
+      std::printf(" %s | %s |\n", kv_dtype_name(plan.layers[size_t(layer)].k), kv_dtype_name(plan.layers[size_t(layer)].v));
+    }
+  } else {
+    std::printf("uniform %s is within the budget: no per-layer sweep needed\n", kv_dtype_name(types.back()));
+  }
+  const int64_t bytes = plan.bytes_per_token(H, D), b16 = uniform_bytes(KvDtype::f16), b32 = uniform_bytes(KvDtype::f32);
+  const bool within = budget.of(measured) <= budget.value;
+  std::printf("uniform      f16 KLD %.3g ΔPPL %+.4f", f16.kl_mean, f16.dppl);
+  for (size_t i = 0; i < types.size(); ++i)
+    std::printf(" | %s KLD %.3g ΔPPL %+.4f (%lld bytes/token)", kv_dtype_name(types[i]), uniform_q[i].kl_mean,
+                uniform_q[i].dppl, (long long)uniform_bytes(types[i]));
+  std::printf("\nplan         %s; floor %s%s\n", plan.describe().c_str(), kv_dtype_name(floor),
+              all_floor ? " (no lowering fits the budget: the plan is the floor)" : "");
+  std::printf("bytes/token  %lld = %.3f of f16 (%lld), %.3f of f32 (%lld)\n", (long long)bytes, double(bytes) / double(b16),
+              (long long)b16, double(bytes) / double(b32), (long long)b32);
+  std::printf("measured     KLD mean %.4g, ΔPPL %+.5f (%+.3f%%), top-1 %.2f%% on %lld calibration tokens; budget %s %s%s\n",
+              measured.kl_mean, measured.dppl, 100 * measured.dppl / probe.ppl_base(), 100 * measured.top1,
+              (long long)probe.scored_tokens(), unit, budget.text.c_str(), within ? "" : " -- NOT MET");
+  std::printf("time         %.1f s, %lld evaluations, %d back-off rounds\n", secs, (long long)probe.evaluations(), back_offs);
+
+  KvPlanFile file{model_identity(*l.model), plan,
+                  {{"metric", budget.metric()},
+                   {"budget", budget.value},
+                   {"budget_arg", budget.text},
+                   {"within_budget", within},
+                   {"floor", kv_dtype_name(floor)},
+                   {"types", [&] { json a = json::array(); for (KvDtype t : types) a.push_back(kv_dtype_name(t)); return a; }()},
+                   {"text", text.label},
+                   {"tokens", probe.scored_tokens()},
+                   {"ctx", ctx},
+                   {"ppl_base", probe.ppl_base()},
+                   {"measured", quality(measured)},
+                   {"bytes_per_token", bytes},
+                   {"bytes_per_token_f16", b16},
+                   {"bytes_per_token_f32", b32},
+                   {"uniform", uniform},
+                   {"sensitivity", sensitivity},
+                   {"evaluations", probe.evaluations()},
+                   {"seconds", secs}}};
+  write_kv_plan(file, out_path);
+  std::printf("wrote        %s\n", out_path.c_str());
+  if (args.flag("--json")) {
+    json j = file.calibration;
+    j.erase("sensitivity");
+    j.update(quality(measured));  // the plan's measured quality, at the top
+    j["plan"] = out_path;
+    j["kv_types"] = plan.describe();
+    std::printf("%s\n", j.dump().c_str());
+  }
+  return 0;
+}
+
+}  // namespace tinfer::cli
