@@ -24,19 +24,21 @@ using quantize_detail::is_float_type;
 
 bool is_layer_matrix(const GgufTensor& t) { return t.shape.size() == 2 && t.name.rfind("blk.", 0) == 0; }
 
-// The model CpuForward runs for calibration: nullptr when `model` already computes its linear layers in
-// float, else an image whose layer matrices are dequantized to F32. The other tensors keep their type:
-// the embedding lookup dequantizes rows exactly, and no logits are computed.
-std::unique_ptr<Model> float_image(const Model& model) {
+}  // namespace
+
+std::unique_ptr<Model> float_image(const Model& model, bool with_head) {
+  auto convert = [&](const GgufTensor& t) {
+    const bool matrix = is_layer_matrix(t) || (with_head && t.shape.size() == 2);
+    return matrix && !is_float_type(t.type);
+  };
   bool quantized = false;
-  for (const GgufTensor& t : model.gguf().tensors())
-    quantized = quantized || (is_layer_matrix(t) && !is_float_type(t.type));
+  for (const GgufTensor& t : model.gguf().tensors()) quantized = quantized || convert(t);
   if (!quantized) return nullptr;
   GgufWriter w;
   copy_metadata(model.gguf(), w);
   std::vector<float> buf;
   for (const GgufTensor& t : model.gguf().tensors()) {
-    if (!is_layer_matrix(t) || is_float_type(t.type)) {
+    if (!convert(t)) {
       w.add_tensor(t.name, t.type, t.shape, t.data, t.bytes);
       continue;
     }
@@ -46,6 +48,8 @@ std::unique_ptr<Model> float_image(const Model& model) {
   }
   return Model::from_gguf_bytes(w.to_bytes());
 }
+
+namespace {
 
 std::shared_ptr<InputStats> make_stats(int64_t cols, int64_t sample_rows) {
   auto s = std::make_shared<InputStats>();

@@ -41,6 +41,12 @@ struct CalibOptions {
   double first_token_weight = 1;
 };
 
+// The model's float image: nullptr when `model` already computes its layer matrices (and, with_head, the
+// embedding and output matrices) in float, else an in-memory copy with those matrices dequantized to F32 and
+// every other tensor as it is. Without the head: calibration of the linear layers (the embedding lookup
+// dequantizes rows exactly; no logits are needed). With it: logits free of int8 activation rounding.
+std::unique_ptr<Model> float_image(const Model& model, bool with_head = false);
+
 // Runs `model` in float over the first opts.max_tokens of `tokens` and gathers the statistics of every
 // linear layer's input. Each window of opts.ctx tokens (capped at the model's context) is one sequence from
 // position 0 (the caller puts a BOS where it wants one). The model is run by CpuForward (a linear-input

@@ -24,6 +24,7 @@ KvPlanFile sample_plan() {
   KvPlanFile p;
   p.model = ModelIdentity{"m.gguf", "tiny", 3, 2, 8, "fnv1a64:0123456789abcdef"};
   p.precision.layers = {{KvDtype::int8, KvDtype::int4}, {KvDtype::f16, KvDtype::f32}, {KvDtype::int4, KvDtype::int8}};
+  p.precision.k_smooth = {std::vector<float>(16, 0.5f), {}, std::vector<float>(16, 2.25f)};  // 2 kv heads x 8
   p.calibration = {{"metric", "kld_mean"}, {"budget", 0.01}};
   return p;
 }
@@ -103,6 +104,14 @@ TEST(KvPlanFile, RefusesEveryMalformedPlan) {
   expect_refused(j, "missing \"model\" in the plan");
   j = good, j["calibration"] = 3;
   expect_refused(j, "\"calibration\" must be an object");
+  j = good, j["k_smooth"].erase(1);
+  expect_refused(j, "\"k_smooth\" lists 2 layers but \"model\" has 3");
+  j = good, j["k_smooth"][0].erase(0);
+  expect_refused(j, "k_smooth[0] must be empty or n_kv_heads x head_dim = 16 numbers");
+  j = good, j["k_smooth"][2][3] = 0;
+  expect_refused(j, "k_smooth[2]: factors must be positive numbers, got 0");
+  j = good, j["k_smooth"][2][3] = "1";
+  expect_refused(j, "k_smooth[2]: factors must be positive numbers");
   EXPECT_THROW(read_kv_plan("/nonexistent/plan.json"), Error);
 }
 

@@ -4,7 +4,8 @@
 // lowered alone to each --types type and measured (quality vs the base: mean KLD, or ΔPPL); the cheapest plan
 // whose summed costs fit the budget is chosen greedily (kv_plan_search.h), the whole plan is measured, and the
 // most costly lowerings are backed off until the measured quality is within budget. Prints the table and the
-// bytes per token against f16 and f32, and writes the plan (kv_plan_file.h) for --kv-plan.
+// bytes per token against f16 and f32, and writes the plan (kv_plan_file.h) for --kv-plan. With --k-smooth (on
+// by default) every measured cache, and the plan, carry K smoothing factors calibrated on the same text.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -23,6 +24,8 @@
 #include "kv_quality_probe.h"
 #include "model/model_identity.h"
 #include "ppl_scoring.h"
+#include "quantize/calib_stats.h"
+#include "quantize/k_smoothing.h"
 
 namespace tinfer::cli {
 
@@ -91,11 +94,15 @@ int cmd_calibrate_kv(int argc, char** argv) {
                       {"--budget-kld", "quality budget: mean KL divergence (nats) against the f32 KV cache"},
                       {"--budget-ppl", "quality budget: ΔPPL against the f32 KV cache, absolute (0.05) or relative (0.5%)"},
                       {"--types", "quantized types to try, comma-separated", true, "int8,int4"},
+                      {"--measure-on", "float: the model's float image (quality free of int8 activation noise); model: "
+                                       "the file as it runs", true, "float"},
+                      {"--k-smooth", "K smoothing: per-channel factors on K absorbed by q, alpha in [0, 1] (s = max|k|^a / "
+                                     "max|q|^(1-a)), or off", true, "0.5"},
                       {"-o,--output", "plan file to write (default: <model name>.kv-plan.json here)"},
                       {"--json", "print one JSON object on the last line", false}});
   Args args(argc, argv, spec,
             "tinfer calibrate-kv -m MODEL (--budget-kld X | --budget-ppl X[%]) [--calib FILE] [--calib-tokens N] "
-            "[--ctx N] [--types int8,int4] [-o plan.json] [--json] [-t N]");
+            "[--ctx N] [--types int8,int4] [--k-smooth A|off] [-o plan.json] [--json] [-t N]");
   check(args.has("--model"), "missing -m MODEL\n" + args.help());
   Budget budget = parse_budget(args);
   const std::vector<KvDtype> types = parse_types(args.str("--types"));
@@ -108,7 +115,35 @@ int cmd_calibrate_kv(int argc, char** argv) {
   Loaded l = load_model(args);
   const ModelConfig& mc = l.model->config();
   const int64_t ctx = args.has("--ctx") ? context_length(args, *l.model) : std::min<int64_t>(mc.ctx_len, 512);
-  KvQualityProbe probe(*l.backend, l.pool.get(), calibration_tokens(l.model->tokenizer(), text, calib_tokens), ctx);
+  const std::vector<int32_t> calib = calibration_tokens(l.model->tokenizer(), text, calib_tokens);
+  // Measured on the model's float image by default: with quantized weights the fast path rounds every
+  // activation to int8, and any perturbation re-draws all those roundings, so two runs of a quantized model
+  // that differ anywhere differ by ~3.5e-3 nats of KL (SmolLM2 Q4_1: f16 vs f32 KV) -- a floor that would
+  // hide the KV types' own effect. The float image measures the KV error alone; the plan names -m.
+  const std::string measure_on = args.str("--measure-on");
+  check(measure_on == "float" || measure_on == "model", "--measure-on must be float or model, got '" + measure_on + "'");
+  std::unique_ptr<Model> image = measure_on == "float" ? float_image(*l.model, true) : nullptr;
+  std::unique_ptr<Backend> image_backend;
+  if (image) image_backend = create_backend("cpu", *image, BackendOptions{.pool = l.pool.get(), .max_positions = ctx});
+  const Model& measured_model = image ? *image : *l.model;
+  KvQualityProbe probe(image ? *image_backend : *l.backend, l.pool.get(), calib, ctx);
+  // K smoothing (quantize/k_smoothing.h), from the same text: every measured cache and the plan carry it.
+  std::vector<std::vector<float>> smooth;
+  const std::string smooth_arg = args.str("--k-smooth");
+  if (smooth_arg != "off") {
+    char* end = nullptr;
+    const double alpha = std::strtod(smooth_arg.c_str(), &end);
+    check(end && *end == '\0' && alpha >= 0 && alpha <= 1, "--k-smooth must be off or an alpha in [0, 1], got '" + smooth_arg + "'");
+    KSmoothOptions o;
+    o.max_tokens = calib_tokens, o.ctx = ctx, o.alpha = alpha, o.threads = int(l.pool->size());
+    smooth = k_smoothing_factors(collect_qk_absmax(measured_model, calib, o), mc.head_dim, alpha, o.floor);
+  }
+  auto S = [&](KvPrecision p) {  // only where some K is quantized: elsewhere it would change rounding alone
+    bool quantized_k = false;
+    for (const KvLayerTypes& t : p.layers) quantized_k = quantized_k || kv_dtype_quantized(t.k);
+    if (quantized_k) p.k_smooth = smooth;
+    return p;
+  };
   if (budget.relative) budget.value *= probe.ppl_base() / 100;
   std::fprintf(stderr, "calibration: %lld tokens of %s, windows of %lld; base (f32 KV) PPL %.4f; %.1f s\n",
                (long long)probe.scored_tokens(), text.label.c_str(), (long long)ctx, probe.ppl_base(), now_s() - t0);
@@ -117,13 +152,13 @@ int cmd_calibrate_kv(int argc, char** argv) {
   auto uniform_bytes = [&](KvDtype t) { return KvPrecision::uniform(L, t).bytes_per_token(H, D); };
   // Uniform caches: the floor (f16 if within budget) and each type, for the report and as a shortcut.
   json uniform = json::object();
-  const QualitySummary f16 = probe.measure(KvPrecision::uniform(L, KvDtype::f16));
+  const QualitySummary f16 = probe.measure(S(KvPrecision::uniform(L, KvDtype::f16)));
   uniform["f16"] = quality(f16);
   const KvDtype floor = budget.of(f16) <= budget.value ? KvDtype::f16 : KvDtype::f32;
   const double floor_cost = floor == KvDtype::f16 ? std::max(budget.of(f16), 0.0) : 0.0;
   std::vector<QualitySummary> uniform_q;
   for (KvDtype t : types) {
-    uniform_q.push_back(probe.measure(KvPrecision::uniform(L, t)));
+    uniform_q.push_back(probe.measure(S(KvPrecision::uniform(L, t))));
     uniform[kv_dtype_name(t)] = quality(uniform_q.back());
   }
 
@@ -140,7 +175,7 @@ int cmd_calibrate_kv(int argc, char** argv) {
         for (KvDtype t : types) {
           KvPrecision p = KvPrecision::uniform(L, KvDtype::f32);
           (kv ? p.layers[size_t(layer)].v : p.layers[size_t(layer)].k) = t;
-          const QualitySummary q = probe.measure(p);
+          const QualitySummary q = probe.measure(S(p));
           row[kv ? "v" : "k"][kv_dtype_name(t)] = quality(q);
           slots[size_t(2 * layer + kv)].options.push_back({t, H * kv_head_bytes(t, D), std::max(budget.of(q), 0.0)});
         }
@@ -156,19 +191,19 @@ int cmd_calibrate_kv(int argc, char** argv) {
     for (int64_t layer = 0; layer < L; ++layer)
       p.layers[size_t(layer)] = {slots[size_t(2 * layer)].options[size_t(c[size_t(2 * layer)])].type,
                                  slots[size_t(2 * layer + 1)].options[size_t(c[size_t(2 * layer + 1)])].type};
-    return p;
+    return S(p);
   };
   KvPrecision plan;
   QualitySummary measured;
   int back_offs = 0;
   if (cheapest_fits) {
-    plan = KvPrecision::uniform(L, types.back());
+    plan = S(KvPrecision::uniform(L, types.back()));
     measured = uniform_q.back();
   } else {
     SlotChoice choice = choose_within_budget(slots, budget.value - floor_cost);
     for (;;) {
       plan = precision_of(choice);
-      measured = plan == KvPrecision::uniform(L, KvDtype::f16) ? f16 : probe.measure(plan);
+      measured = plan == S(KvPrecision::uniform(L, KvDtype::f16)) ? f16 : probe.measure(plan);
       if (budget.of(measured) <= budget.value) break;
       // Over budget: the costs did not add up; aim the prediction down by the measured excess.
       const double predicted = floor_cost + predicted_cost(slots, choice);
@@ -177,7 +212,7 @@ int cmd_calibrate_kv(int argc, char** argv) {
       ++back_offs;
     }
   }
-  const bool all_floor = plan == KvPrecision::uniform(L, floor);
+  const bool all_floor = plan == S(KvPrecision::uniform(L, floor));
   const double secs = now_s() - t0;
 
   // Report.
@@ -219,6 +254,8 @@ int cmd_calibrate_kv(int argc, char** argv) {
                    {"budget_arg", budget.text},
                    {"within_budget", within},
                    {"floor", kv_dtype_name(floor)},
+                   {"k_smooth_alpha", smooth_arg},
+                   {"measured_on", image ? "float image" : "model as it runs"},
                    {"types", [&] { json a = json::array(); for (KvDtype t : types) a.push_back(kv_dtype_name(t)); return a; }()},
                    {"text", text.label},
                    {"tokens", probe.scored_tokens()},

@@ -43,6 +43,7 @@ void parse_kv_types(const Args& args, EngineConfig& c, std::vector<std::string>&
     opts.tokenizer_path = args.has("--tokenizer") ? args.str("--tokenizer") : "";
     check_kv_plan_model(plan, read_model_identity(args.str("--model"), opts), "KV plan '" + path + "'");
     c.kv_layers = plan.precision.layers;
+    c.kv_k_smooth = plan.precision.k_smooth;
   } catch (const Error& e) {
     errs.push_back(e.what());
   }

@@ -1,6 +1,7 @@
 // KV plan file: JSON in and out, validation (see kv_plan_file.h).
 #include "kv_plan_file.h"
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -62,6 +63,7 @@ json kv_plan_json(const KvPlanFile& p) {
             {"head_dim", p.model.head_dim},
             {"fingerprint", p.model.fingerprint}}},
           {"layers", layers},
+          {"k_smooth", p.precision.k_smooth},
           {"calibration", p.calibration}};
 }
 
@@ -97,6 +99,24 @@ KvPlanFile parse_kv_plan(const std::string& text, const std::string& origin) {
     for (size_t l = 0; l < layers.size(); ++l) {
       check(layers[l].is_object(), "layers[" + std::to_string(l) + "] must be an object like {\"k\":\"int8\",\"v\":\"int4\"}");
       p.precision.layers.push_back({dtype_of(layers[l], "k", l), dtype_of(layers[l], "v", l)});
+    }
+    if (j.contains("k_smooth")) {  // optional: [n_layers][empty or n_kv_heads * head_dim] positive factors
+      const json& ks = member(j, "k_smooth", json::value_t::array, "the plan", "an array");
+      check(ks.empty() || int64_t(ks.size()) == p.model.n_layers,
+            "\"k_smooth\" lists " + std::to_string(ks.size()) + " layers but \"model\" has " + std::to_string(p.model.n_layers));
+      for (size_t l = 0; l < ks.size(); ++l) {
+        const std::string where = "k_smooth[" + std::to_string(l) + "]";
+        check(ks[l].is_array() && (ks[l].empty() || int64_t(ks[l].size()) == p.model.n_kv_heads * p.model.head_dim),
+              where + " must be empty or n_kv_heads x head_dim = " + std::to_string(p.model.n_kv_heads * p.model.head_dim) +
+                  " numbers");
+        std::vector<float> f;
+        for (const json& x : ks[l]) {
+          check(x.is_number() && std::isfinite(x.get<double>()) && x.get<double>() > 0,
+                where + ": factors must be positive numbers, got " + x.dump());
+          f.push_back(x.get<float>());
+        }
+        p.precision.k_smooth.push_back(std::move(f));
+      }
     }
     if (j.contains("calibration")) {
       check(j["calibration"].is_object(), "\"calibration\" must be an object");
