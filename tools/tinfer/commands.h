@@ -17,5 +17,6 @@ int cmd_bench_ladder(int argc, char** argv);      // `tinfer bench ladder`, disp
 int cmd_bench_serve(int argc, char** argv);       // `tinfer bench serve`, dispatched by cmd_bench
 int cmd_tokenize(int argc, char** argv);
 int cmd_quantize(int argc, char** argv);
+int cmd_kv_plan(int argc, char** argv);
 
 }  // namespace tinfer::cli
