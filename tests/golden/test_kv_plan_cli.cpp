@@ -80,12 +80,12 @@ TEST(KvPlanCli, KvSplitPerLayerRowsAndTable) {
   EXPECT_EQ(j["kv_types"], "k=int8 v=int4");
   EXPECT_EQ(j["layers"][0]["k_type"], "int8");
   EXPECT_EQ(j["layers"][0]["v_type"], "int4");
-  EXPECT_EQ(j["layers"][0]["k_bytes_per_token"], 4 * 130);
-  EXPECT_EQ(j["layers"][0]["v_bytes_per_token"], 4 * 68);
-  EXPECT_EQ(j["bytes_per_token"], 22 * 4 * (130 + 68));
+  EXPECT_EQ(j["layers"][0]["k_bytes_per_token"], 4 * (64 + 2));  // 4 kv heads x (head_dim 64 codes + fp16 scale)
+  EXPECT_EQ(j["layers"][0]["v_bytes_per_token"], 4 * (32 + 4));  // 32 bytes of nibbles + fp16 scale and min
+  EXPECT_EQ(j["bytes_per_token"], 22 * 4 * (66 + 36));
   auto t = test::run_command(test::tinfer_bin() + " kv-plan --like tinyllama-1.1b --memory 1G --ctx 2048 --weight-type q4_0 2>&1");
   ASSERT_EQ(t.status, 0) << t.out;
-  for (const char* want : {"built-in shape tinyllama-1.1b", "0-21", "per token    180224 bytes", "sequences    ",
+  for (const char* want : {"built-in shape tinyllama-1.1b", "0-21", "per token    45056 bytes", "sequences    ",
                            "q4_0", "int4", "x f16"})
     EXPECT_NE(t.out.find(want), std::string::npos) << want << "\n" << t.out;
 }
