@@ -1,6 +1,11 @@
 // KV capacity report: the engine's budget and plan functions, applied without a model loaded.
 #include "engine/kv_capacity.h"
 
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
 #include "core/error.h"
 
 namespace tinfer {
@@ -23,7 +28,7 @@ KvDtypeCapacity uniform_capacity(const ModelConfig& cfg, KvDtype t, size_t budge
     c.max_concurrency = p.max_concurrency;
   } catch (const Error&) {
     // Not one sequence fits: still say how many whole blocks (tokens) the budget holds.
-    const size_t blocks = budget / (c.bytes_per_token * size_t(block_size));
+    const size_t blocks = std::min(budget / (c.bytes_per_token * size_t(block_size)), size_t{INT32_MAX});
     c.num_blocks = int(blocks);
     c.capacity_tokens = int64_t(blocks) * block_size;
   }

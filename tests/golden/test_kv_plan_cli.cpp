@@ -127,6 +127,8 @@ TEST(KvPlanCli, RefusesBadInput) {
                "max_model_len 2048 does not fit the KV cache: kv planner: one sequence of 2048 tokens needs 128 blocks");
   expect_error("--like llama-2-7b --memory 8G --ctx 8192", "beyond the model's context length 4096");
   expect_error("--like llama-2-7b --memory lots", "--memory: 'lots' is not a byte count");
+  expect_error("--like llama-2-7b --memory 8G --block-size 0", "--block-size must be in [1, 256], got 0");
+  expect_error("--like llama-2-7b --memory 8G --ctx 4294969344", "--ctx must be in [1, 16777216]");
   expect_error("--memory 8G", "give exactly one of -m MODEL.gguf, --like NAME, --config config.json");
   expect_error("--like llama-2-7b --config x.json --memory 8G", "give exactly one of");
   const std::string model = test::shared_file("models/stories260K.gguf");

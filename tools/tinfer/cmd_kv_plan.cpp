@@ -61,13 +61,16 @@ int cmd_kv_plan(int argc, char** argv) {
   q.kv_fraction = args.number("--kv-fraction");
   check(q.kv_fraction > 0 && q.kv_fraction <= 1, "--kv-fraction must be in (0, 1], got " + args.str("--kv-fraction"));
   q.weight_bytes = shape.weight_bytes;
-  q.max_seqs = int(args.integer("--max-seqs"));
-  q.block_size = int(args.integer("--block-size"));
-  if (args.has("--ctx")) {
-    const long long ctx = args.integer("--ctx");
-    check(ctx > 0, "--ctx must be positive, got " + args.str("--ctx"));
-    q.context_len = int(ctx);
-  }
+  // Ranges checked before narrowing to int (a huge value must not wrap into a valid one).
+  auto in_range = [&](const char* name, long long lo, long long hi) {
+    const long long v = args.integer(name);
+    check(v >= lo && v <= hi, std::string(name) + " must be in [" + std::to_string(lo) + ", " + std::to_string(hi) +
+                                  "], got " + args.str(name));
+    return int(v);
+  };
+  q.max_seqs = in_range("--max-seqs", 1, 1 << 20);
+  q.block_size = in_range("--block-size", 1, 256);
+  if (args.has("--ctx")) q.context_len = in_range("--ctx", 1, 1 << 24);
   const KvCapacityReport report = kv_capacity(shape.config, precision, q);
   if (args.flag("--json"))
     std::printf("%s\n", kv_plan_json(shape, report).dump(2).c_str());

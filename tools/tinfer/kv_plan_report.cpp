@@ -40,6 +40,9 @@ double x_f16(const KvCapacityReport& r, const KvDtypeCapacity& c) {
   return f && f->max_concurrency > 0 ? double(c.max_concurrency) / f->max_concurrency : -1.0;
 }
 
+// The engine names an explicit budget by its own flag (--kv-memory); this tool's is --memory.
+std::string budget_how(const KvCapacityReport& r) { return r.budget.how == "--kv-memory" ? "--memory" : r.budget.how; }
+
 }  // namespace
 
 std::string kv_plan_table(const ModelShape& s, const KvCapacityReport& r) {
@@ -54,8 +57,12 @@ std::string kv_plan_table(const ModelShape& s, const KvCapacityReport& r) {
            ll(c.ctx_len));
   o += fmt("weights      %s%s (%lld bytes, %s, %lld params)\n", s.weight_bytes_exact ? "" : "~", human(double(s.weight_bytes)).c_str(),
            ll(s.weight_bytes), s.weight_type.c_str(), ll(s.params));
+  const std::string how = budget_how(r);
   o += fmt("budget       %s (%lld bytes), sized by %s\n", human(double(r.budget.budget_bytes)).c_str(),
-           ll(int64_t(r.budget.budget_bytes)), r.budget.how.c_str());
+           ll(int64_t(r.budget.budget_bytes)), how.c_str());
+  if (r.budget.mem_available > 0)
+    o += fmt("memory       %s MemAvailable now less the weights (what the engine reads once they are packed)\n",
+             human(double(r.budget.mem_available)).c_str());
   o += fmt("KV types     %s, block %d tokens, context %d\n", r.precision.describe().c_str(), p.block_size, p.context_len);
   o += "layers       K type  K bytes/token  V type  V bytes/token  bytes/token  bytes/block\n";
   for (size_t a = 0; a < r.layers.size();) {
@@ -125,7 +132,7 @@ nlohmann::json kv_plan_json(const ModelShape& s, const KvCapacityReport& r) {
         {"weight_type", s.weight_type},
         {"weight_bytes", s.weight_bytes},
         {"weight_bytes_exact", s.weight_bytes_exact}}},
-      {"budget", {{"bytes", r.budget.budget_bytes}, {"how", r.budget.how}, {"mem_available", r.budget.mem_available}}},
+      {"budget", {{"bytes", r.budget.budget_bytes}, {"how", budget_how(r)}, {"mem_available", r.budget.mem_available}}},
       {"kv_types", r.precision.describe()},
       {"block_size", p.block_size},
       {"context", p.context_len},
