@@ -41,7 +41,8 @@ KvCapacityReport kv_capacity(const ModelConfig& cfg, const KvPrecision& precisio
   const int context = q.context_len > 0 ? q.context_len : int(cfg.ctx_len);
   check(context <= cfg.ctx_len, "context " + std::to_string(context) + " is beyond the model's context length " +
                                     std::to_string(cfg.ctx_len) + " (the engine refuses it)");
-  check(q.block_size >= 1 && q.block_size <= 256, "block size must be in [1, 256], got " + std::to_string(q.block_size));
+  check(q.block_size >= 1 && q.block_size <= 256,
+        "block size must be in [1, 256], got " + std::to_string(q.block_size));
   check(q.max_seqs >= 1, "max_seqs must be >= 1, got " + std::to_string(q.max_seqs));
   KvCapacityReport r;
   r.precision = precision;
@@ -50,15 +51,16 @@ KvCapacityReport kv_capacity(const ModelConfig& cfg, const KvPrecision& precisio
   } else {
     const size_t now = q.mem_available > 0 ? q.mem_available : mem_available_bytes();
     check(now > 0, "cannot read MemAvailable from /proc/meminfo: give the KV budget with --memory");
-    check(int64_t(now) > q.weight_bytes, "the weights (" + gib(q.weight_bytes) + ") do not fit the " + gib(int64_t(now)) +
-                                             " of memory available: no room for a KV cache");
+    check(int64_t(now) > q.weight_bytes, "the weights (" + gib(q.weight_bytes) + ") do not fit the " +
+                                             gib(int64_t(now)) + " of memory available: no room for a KV cache");
     r.budget = kv_budget_of_available(now - size_t(q.weight_bytes), q.kv_fraction, cfg, precision, q.block_size,
                                       q.max_seqs, context);
   }
   r.plan = plan_engine_kv(cfg, r.budget.budget_bytes, q.block_size, context, precision);
   for (int64_t l = 0; l < cfg.n_layers; ++l) {
     const KvLayerTypes t = precision.layers[size_t(l)];
-    r.layers.push_back({t, cfg.n_kv_heads * kv_head_bytes(t.k, cfg.head_dim), cfg.n_kv_heads * kv_head_bytes(t.v, cfg.head_dim)});
+    r.layers.push_back(
+        {t, cfg.n_kv_heads * kv_head_bytes(t.k, cfg.head_dim), cfg.n_kv_heads * kv_head_bytes(t.v, cfg.head_dim)});
   }
   for (const KvDtypeInfo& i : kKvDtypes)
     r.by_dtype.push_back(uniform_capacity(cfg, i.type, r.budget.budget_bytes, q.block_size, context));

@@ -40,8 +40,8 @@ struct KvDtypeCapacity {
 struct KvCapacityReport {
   EngineKvBudget budget;
   KvPrecision precision;
-  std::vector<KvLayerBytes> layers;  // [n_layers]
-  kv::KvMemoryPlan plan;             // what the engine allocates: blocks, tokens, bytes, concurrency
+  std::vector<KvLayerBytes> layers;       // [n_layers]
+  kv::KvMemoryPlan plan;                  // what the engine allocates: blocks, tokens, bytes, concurrency
   std::vector<KvDtypeCapacity> by_dtype;  // f32, f16, int8, int4 in plan's budget (budget.budget_bytes)
 };
 

@@ -1,9 +1,8 @@
 // ModelShape from a Hugging Face config.json (Llama-family keys); every missing or malformed key is reported at once.
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "model/model_shape.h"

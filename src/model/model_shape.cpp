@@ -29,7 +29,8 @@ int64_t weight_bytes_as(int64_t params, const std::string& type) {
   if (!t) {
     std::string known;  // from the type table (GGUF type ids are small integers)
     for (uint32_t id = 0; id < 64; ++id)
-      if (const TypeTraits* row = find_type(static_cast<DType>(id))) known += (known.empty() ? "" : "|") + std::string(row->name);
+      if (const TypeTraits* row = find_type(static_cast<DType>(id)))
+        known += (known.empty() ? "" : "|") + std::string(row->name);
     fail("unknown weight type '" + type + "' (known: " + known + ")");
   }
   // Whole blocks: a partial block still takes its scales.
@@ -44,8 +45,9 @@ ModelShape model_shape_from_gguf(const std::string& path) {
     char magic[4] = {};
     f.read(magic, 4);
     check(f.gcount() == 4 && std::string(magic, 4) == "GGUF",
-          "'" + path + "' is not a GGUF file (no GGUF magic): kv-plan reads a GGUF header; for other models use "
-          "--like or --config config.json");
+          "'" + path +
+              "' is not a GGUF file (no GGUF magic): kv-plan reads a GGUF header; for other models use "
+              "--like or --config config.json");
   }
   // open() maps the file and validates the header and tensor table; no tensor data is touched here.
   GgufFile gguf = GgufFile::open(path);

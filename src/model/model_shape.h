@@ -13,8 +13,8 @@ namespace tinfer {
 
 struct ModelShape {
   ModelConfig config;
-  int64_t params = 0;        // every weight element (GGUF: sum over tensors; else the table or the shapes)
-  int64_t weight_bytes = 0;  // GGUF: sum of tensor bytes as stored; else params x bytes of weight_type
+  int64_t params = 0;               // every weight element (GGUF: sum over tensors; else the table or the shapes)
+  int64_t weight_bytes = 0;         // GGUF: sum of tensor bytes as stored; else params x bytes of weight_type
   bool weight_bytes_exact = false;  // true for GGUF (stored bytes); an estimate from params otherwise
   std::string weight_type;          // "f16", "q4_1", "q4_1 + f32" (GGUF: types by bytes, most first)
   std::string source;               // "GGUF file X", "built-in shape llama-2-7b", "config.json X"
@@ -25,8 +25,8 @@ struct KnownModel {
   const char* name;  // "llama-2-7b" (what --like takes)
   int64_t layers, heads, kv_heads, head_dim, hidden, ffn, vocab, ctx;
   bool tied_embeddings;
-  bool attn_bias;   // q/k/v projections carry biases (Qwen2)
-  int64_t params;   // the checkpoint's parameter count
+  bool attn_bias;  // q/k/v projections carry biases (Qwen2)
+  int64_t params;  // the checkpoint's parameter count
 };
 
 std::span<const KnownModel> known_models();

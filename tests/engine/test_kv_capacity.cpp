@@ -1,9 +1,8 @@
 // kv-plan's arithmetic (engine/kv_capacity.h) against what the engine really allocates: from the GGUF header
 // alone, for every KvDtype and K != V splits, on stories260K (MHA) and a synthetic GQA model with an odd head_dim,
 // the report's blocks, tokens, bytes per token and bytes equal Engine::create's stats and the backend's KvStorage.
-#include <tinfer/engine.h>
-
 #include <gtest/gtest.h>
+#include <tinfer/engine.h>
 
 #include <filesystem>
 
@@ -27,7 +26,8 @@ std::string gqa_model_file() {
     s.n_kv_heads = 2;
     s.n_layers = 3;
     s.ctx_len = 512;
-    const auto p = std::filesystem::path(::testing::TempDir()) / ("tinfer_kv_capacity_" + std::to_string(::getpid()) + ".gguf");
+    const auto p =
+        std::filesystem::path(::testing::TempDir()) / ("tinfer_kv_capacity_" + std::to_string(::getpid()) + ".gguf");
     synthesize_model(s, p.string(), 1);
     return p.string();
   }();
@@ -37,7 +37,7 @@ std::string gqa_model_file() {
 struct Case {
   KvDtype k, v;
 };
-const Case kCases[] = {{KvDtype::f32, KvDtype::f32}, {KvDtype::f16, KvDtype::f16}, {KvDtype::int8, KvDtype::int8},
+const Case kCases[] = {{KvDtype::f32, KvDtype::f32},   {KvDtype::f16, KvDtype::f16},   {KvDtype::int8, KvDtype::int8},
                        {KvDtype::int4, KvDtype::int4}, {KvDtype::int8, KvDtype::int4}, {KvDtype::f16, KvDtype::int8}};
 
 // kv-plan's figures for `path` equal Engine::create's and the KvStorage the backend allocates for that plan.
@@ -58,8 +58,9 @@ void expect_engine_agrees(const std::string& path, int64_t budget, int block_siz
     ec.kv_dtype = c.k;
     if (c.v != c.k) ec.kv_dtype_v = c.v;
     const KvPrecision precision = ec.kv_precision(shape.config.n_layers);
-    const KvCapacityReport r = kv_capacity(
-        shape.config, precision, KvCapacityQuery{.kv_memory_bytes = budget, .block_size = block_size, .context_len = ctx});
+    const KvCapacityReport r =
+        kv_capacity(shape.config, precision,
+                    KvCapacityQuery{.kv_memory_bytes = budget, .block_size = block_size, .context_len = ctx});
 
     const EngineStats st = Engine::create(ec)->stats();
     EXPECT_EQ(r.plan.num_blocks, st.kv_blocks_total);
@@ -118,7 +119,10 @@ TEST(KvCapacity, FractionOfAvailableLessWeights) {
   const ModelShape s = model_shape_like("tinyllama-1.1b", "");
   const KvPrecision f16 = KvPrecision::uniform(22, KvDtype::f16);
   const size_t avail = size_t(16) << 30;
-  KvCapacityQuery q{.kv_fraction = 0.25, .mem_available = avail, .weight_bytes = s.weight_bytes, .max_seqs = 100000,
+  KvCapacityQuery q{.kv_fraction = 0.25,
+                    .mem_available = avail,
+                    .weight_bytes = s.weight_bytes,
+                    .max_seqs = 100000,
                     .context_len = 2048};
   KvCapacityReport r = kv_capacity(s.config, f16, q);
   EXPECT_EQ(r.budget.budget_bytes, size_t(double(avail - size_t(s.weight_bytes)) * 0.25));
@@ -147,8 +151,9 @@ TEST(KvCapacity, RefusesWhatTheEngineRefuses) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("beyond the model's context length 4096"), std::string::npos) << e.what();
   }
-  EXPECT_THROW(kv_capacity(s.config, KvPrecision::uniform(31, KvDtype::f16), KvCapacityQuery{.kv_memory_bytes = 1 << 30}),
-               Error);
+  EXPECT_THROW(
+      kv_capacity(s.config, KvPrecision::uniform(31, KvDtype::f16), KvCapacityQuery{.kv_memory_bytes = 1 << 30}),
+      Error);
 }
 
 }  // namespace

@@ -6,7 +6,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-
 #include <nlohmann/json.hpp>
 
 #include "common/test_env.h"
@@ -29,7 +28,8 @@ json kv_plan(const std::string& args) {
 }
 
 std::string write_temp(const std::string& name, const std::string& text) {
-  const auto p = std::filesystem::path(::testing::TempDir()) / ("tinfer_kvplan_" + std::to_string(::getpid()) + "_" + name);
+  const auto p =
+      std::filesystem::path(::testing::TempDir()) / ("tinfer_kvplan_" + std::to_string(::getpid()) + "_" + name);
   std::ofstream(p) << text;
   return p.string();
 }
@@ -83,10 +83,11 @@ TEST(KvPlanCli, KvSplitPerLayerRowsAndTable) {
   EXPECT_EQ(j["layers"][0]["k_bytes_per_token"], 4 * (64 + 2));  // 4 kv heads x (head_dim 64 codes + fp16 scale)
   EXPECT_EQ(j["layers"][0]["v_bytes_per_token"], 4 * (32 + 4));  // 32 bytes of nibbles + fp16 scale and min
   EXPECT_EQ(j["bytes_per_token"], 22 * 4 * (66 + 36));
-  auto t = test::run_command(test::tinfer_bin() + " kv-plan --like tinyllama-1.1b --memory 1G --ctx 2048 --weight-type q4_0 2>&1");
+  auto t = test::run_command(test::tinfer_bin() +
+                             " kv-plan --like tinyllama-1.1b --memory 1G --ctx 2048 --weight-type q4_0 2>&1");
   ASSERT_EQ(t.status, 0) << t.out;
-  for (const char* want : {"built-in shape tinyllama-1.1b", "0-21", "per token    45056 bytes", "sequences    ",
-                           "q4_0", "int4", "x f16"})
+  for (const char* want :
+       {"built-in shape tinyllama-1.1b", "0-21", "per token    45056 bytes", "sequences    ", "q4_0", "int4", "x f16"})
     EXPECT_NE(t.out.find(want), std::string::npos) << want << "\n" << t.out;
 }
 
@@ -94,20 +95,23 @@ TEST(KvPlanCli, KvSplitPerLayerRowsAndTable) {
 TEST(KvPlanCli, AgreesWithEngineStartLine) {
   const std::string model = test::shared_file("models/stories260K.gguf");
   TINFER_REQUIRE_FILE(model, "models/stories260K.gguf");
-  for (const char* types : {"--kv-dtype f16", "--kv-dtype int8", "--kv-dtype int4", "--kv-dtype-k f32 --kv-dtype-v int4"}) {
+  for (const char* types :
+       {"--kv-dtype f16", "--kv-dtype int8", "--kv-dtype int4", "--kv-dtype-k f32 --kv-dtype-v int4"}) {
     SCOPED_TRACE(types);
     const std::string common = std::string(" --memory 3M --ctx 200 --block-size 16 ") + types;
     const json j = kv_plan("-m " + model + common);
-    auto e = test::run_command(test::tinfer_bin() + " bench throughput -m " + model + " -t 1 --kv-memory 3M --ctx 200 " +
-                               types + " --requests 1 --input-len 8 --output-len 2 2>&1");
+    auto e =
+        test::run_command(test::tinfer_bin() + " bench throughput -m " + model + " -t 1 --kv-memory 3M --ctx 200 " +
+                          types + " --requests 1 --input-len 8 --output-len 2 2>&1");
     ASSERT_EQ(e.status, 0) << e.out;
     char want[256];
     std::snprintf(want, sizeof want, "KV cache: %lld bytes/token (%s), %d blocks x 16 tokens = %lld tokens",
                   j["bytes_per_token"].get<long long>(), j["kv_types"].get<std::string>().c_str(),
                   j["num_blocks"].get<int>(), j["capacity_tokens"].get<long long>());
     EXPECT_NE(e.out.find(want), std::string::npos) << want << "\n" << e.out;
-    EXPECT_NE(e.out.find("max concurrency " + std::to_string(j["max_concurrency"].get<int>()) + " at max_model_len 200"),
-              std::string::npos)
+    EXPECT_NE(
+        e.out.find("max concurrency " + std::to_string(j["max_concurrency"].get<int>()) + " at max_model_len 200"),
+        std::string::npos)
         << e.out;
   }
 }
@@ -123,8 +127,9 @@ TEST(KvPlanCli, RefusesBadInput) {
   expect_error("--like llama-9b --memory 8G", "unknown --like model 'llama-9b' (known: tinyllama-1.1b");
   expect_error("--like llama-2-7b --memory 8G --kv-dtype int3", "--kv-dtype must be f32|f16|int8|int4, got 'int3'");
   expect_error("--like llama-2-7b --memory 8G --kv-dtype-v fp8", "--kv-dtype-v must be f32|f16|int8|int4, got 'fp8'");
-  expect_error("--like llama-2-7b --memory 512M --ctx 2048 --kv-dtype f16",
-               "max_model_len 2048 does not fit the KV cache: kv planner: one sequence of 2048 tokens needs 128 blocks");
+  expect_error(
+      "--like llama-2-7b --memory 512M --ctx 2048 --kv-dtype f16",
+      "max_model_len 2048 does not fit the KV cache: kv planner: one sequence of 2048 tokens needs 128 blocks");
   expect_error("--like llama-2-7b --memory 8G --ctx 8192", "beyond the model's context length 4096");
   expect_error("--like llama-2-7b --memory lots", "--memory: 'lots' is not a byte count");
   expect_error("--like llama-2-7b --memory 8G --block-size 0", "--block-size must be in [1, 256], got 0");
@@ -132,7 +137,8 @@ TEST(KvPlanCli, RefusesBadInput) {
   expect_error("--memory 8G", "give exactly one of -m MODEL.gguf, --like NAME, --config config.json");
   expect_error("--like llama-2-7b --config x.json --memory 8G", "give exactly one of");
   const std::string model = test::shared_file("models/stories260K.gguf");
-  if (!model.empty()) expect_error("-m " + model + " --weight-type q4_0", "--weight-type applies to --like and --config");
+  if (!model.empty())
+    expect_error("-m " + model + " --weight-type q4_0", "--weight-type applies to --like and --config");
 }
 
 }  // namespace

@@ -6,7 +6,6 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
-
 #include <nlohmann/json.hpp>
 
 #include "common/test_env.h"
@@ -145,8 +144,9 @@ TEST(ModelShape, HfConfigRefusesMalformedInput) {
   j = hf_config(known_models()[0]);
   j["tie_word_embeddings"] = 1;
   EXPECT_NE(err(j.dump()).find("'tie_word_embeddings' must be true or false"), std::string::npos);
-  EXPECT_NE(error_of([] { model_shape_from_hf_config("/nonexistent/config.json", ""); }).find("cannot open config file"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of([] { model_shape_from_hf_config("/nonexistent/config.json", ""); }).find("cannot open config file"),
+      std::string::npos);
 }
 
 TEST(ModelShape, GgufHeaderEqualsFullLoad) {

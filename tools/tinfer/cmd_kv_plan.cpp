@@ -30,22 +30,24 @@ ModelShape model_shape(const Args& args) {
 }  // namespace
 
 int cmd_kv_plan(int argc, char** argv) {
-  Args args(argc, argv,
-            concat(kv_type_options(),
-                   {
-                       {"-m,--model", "GGUF model (only its header is read)"},
-                       {"--like", "a built-in shape: " + known_model_names()},
-                       {"--config", "a Hugging Face config.json"},
-                       {"--weight-type", "--like/--config weights as f32|f16|bf16|q8_0|q4_k|... (default: torch_dtype, else f16)"},
-                       {"--memory", "KV budget in bytes (K/M/G suffixes), as the engine's --kv-memory"},
-                       {"--kv-fraction", "else this fraction of MemAvailable less the weights, as the engine", true, "0.5"},
-                       {"--max-seqs", "with --kv-fraction: the engine's cap (max_seqs x context)", true, "64"},
-                       {"-c,--ctx", "context length per sequence (default: the model's)"},
-                       {"--block-size", "KV block size in tokens", true, "16"},
-                       {"--json", "one JSON object instead of the table", false},
-                   }),
-            "tinfer kv-plan (-m MODEL.gguf | --like NAME | --config config.json) [--memory BYTES | --kv-fraction F] "
-            "[--ctx N] [--kv-dtype T] [--json]");
+  Args args(
+      argc, argv,
+      concat(kv_type_options(),
+             {
+                 {"-m,--model", "GGUF model (only its header is read)"},
+                 {"--like", "a built-in shape: " + known_model_names()},
+                 {"--config", "a Hugging Face config.json"},
+                 {"--weight-type",
+                  "--like/--config weights as f32|f16|bf16|q8_0|q4_k|... (default: torch_dtype, else f16)"},
+                 {"--memory", "KV budget in bytes (K/M/G suffixes), as the engine's --kv-memory"},
+                 {"--kv-fraction", "else this fraction of MemAvailable less the weights, as the engine", true, "0.5"},
+                 {"--max-seqs", "with --kv-fraction: the engine's cap (max_seqs x context)", true, "64"},
+                 {"-c,--ctx", "context length per sequence (default: the model's)"},
+                 {"--block-size", "KV block size in tokens", true, "16"},
+                 {"--json", "one JSON object instead of the table", false},
+             }),
+      "tinfer kv-plan (-m MODEL.gguf | --like NAME | --config config.json) [--memory BYTES | --kv-fraction F] "
+      "[--ctx N] [--kv-dtype T] [--json]");
   const ModelShape shape = model_shape(args);
   EngineConfig ec;  // the KV types exactly as every engine tool parses them (so --kv-plan plugs in here too)
   std::vector<std::string> errs;

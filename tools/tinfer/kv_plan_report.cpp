@@ -51,19 +51,21 @@ std::string kv_plan_table(const ModelShape& s, const KvCapacityReport& r) {
   std::string o;
   const bool named = c.name.empty() || s.source.find(c.name) != std::string::npos;
   o += fmt("model        %s%s\n", s.source.c_str(), named ? "" : (" (" + c.name + ")").c_str());
-  o += fmt("shape        %lld layers, %lld heads, %lld kv heads, head_dim %lld, hidden %lld, ffn %lld, vocab %lld, "
-           "context %lld\n",
-           ll(c.n_layers), ll(c.n_heads), ll(c.n_kv_heads), ll(c.head_dim), ll(c.dim), ll(c.ffn_dim), ll(c.n_vocab),
-           ll(c.ctx_len));
-  o += fmt("weights      %s%s (%lld bytes, %s, %lld params)\n", s.weight_bytes_exact ? "" : "~", human(double(s.weight_bytes)).c_str(),
-           ll(s.weight_bytes), s.weight_type.c_str(), ll(s.params));
+  o +=
+      fmt("shape        %lld layers, %lld heads, %lld kv heads, head_dim %lld, hidden %lld, ffn %lld, vocab %lld, "
+          "context %lld\n",
+          ll(c.n_layers), ll(c.n_heads), ll(c.n_kv_heads), ll(c.head_dim), ll(c.dim), ll(c.ffn_dim), ll(c.n_vocab),
+          ll(c.ctx_len));
+  o += fmt("weights      %s%s (%lld bytes, %s, %lld params)\n", s.weight_bytes_exact ? "" : "~",
+           human(double(s.weight_bytes)).c_str(), ll(s.weight_bytes), s.weight_type.c_str(), ll(s.params));
   const std::string how = budget_how(r);
   o += fmt("budget       %s (%lld bytes), sized by %s\n", human(double(r.budget.budget_bytes)).c_str(),
            ll(int64_t(r.budget.budget_bytes)), how.c_str());
   if (r.budget.mem_available > 0)
     o += fmt("memory       %s MemAvailable now less the weights (what the engine reads once they are packed)\n",
              human(double(r.budget.mem_available)).c_str());
-  o += fmt("KV types     %s, block %d tokens, context %d\n", r.precision.describe().c_str(), p.block_size, p.context_len);
+  o += fmt("KV types     %s, block %d tokens, context %d\n", r.precision.describe().c_str(), p.block_size,
+           p.context_len);
   o += "layers       K type  K bytes/token  V type  V bytes/token  bytes/token  bytes/block\n";
   for (size_t a = 0; a < r.layers.size();) {
     size_t b = a + 1;
@@ -72,7 +74,8 @@ std::string kv_plan_table(const ModelShape& s, const KvCapacityReport& r) {
     const std::string range = b - a == 1 ? fmt("%zu", a) : fmt("%zu-%zu", a, b - 1);
     const int64_t tok = l.k_bytes_per_token + l.v_bytes_per_token;
     o += fmt("  %-10s %-6s  %13lld  %-6s  %13lld  %11lld  %11lld\n", range.c_str(), kv_dtype_name(l.types.k),
-             ll(l.k_bytes_per_token), kv_dtype_name(l.types.v), ll(l.v_bytes_per_token), ll(tok), ll(tok * p.block_size));
+             ll(l.k_bytes_per_token), kv_dtype_name(l.types.v), ll(l.v_bytes_per_token), ll(tok),
+             ll(tok * p.block_size));
     a = b;
   }
   o += fmt("per token    %zu bytes (%s), all layers, K and V, scales included\n", p.bytes_per_token,

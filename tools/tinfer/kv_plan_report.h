@@ -1,8 +1,7 @@
 // `tinfer kv-plan`'s output: the model's shape, the KV capacity report as a readable table, or as one JSON object.
 #pragma once
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "engine/kv_capacity.h"
 #include "model/model_shape.h"
