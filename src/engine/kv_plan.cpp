@@ -49,7 +49,13 @@ EngineKvBudget kv_budget(int64_t kv_memory_bytes, double kv_fraction, const Mode
     b.how = "--kv-memory";
     return b;
   }
-  b.mem_available = mem_available_bytes();
+  return kv_budget_of_available(mem_available_bytes(), kv_fraction, cfg, precision, block_size, max_seqs, max_model_len);
+}
+
+EngineKvBudget kv_budget_of_available(size_t mem_available, double kv_fraction, const ModelConfig& cfg,
+                                      const KvPrecision& precision, int block_size, int max_seqs, int max_model_len) {
+  EngineKvBudget b;
+  b.mem_available = mem_available;
   check(b.mem_available > 0, "cannot read MemAvailable from /proc/meminfo: give the KV budget in bytes");
   const size_t fraction = kv::kv_budget_from_fraction(b.mem_available, kv_fraction);
   const size_t blocks_per_seq = (static_cast<size_t>(max_model_len) + block_size - 1) / block_size;

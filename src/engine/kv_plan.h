@@ -26,6 +26,10 @@ size_t mem_available_bytes();
 // explicit budget was given.
 EngineKvBudget kv_budget(int64_t kv_memory_bytes, double kv_fraction, const ModelConfig& cfg, const KvPrecision& precision,
                          int block_size, int max_seqs, int max_model_len);
+// kv_budget's fraction branch with MemAvailable given (tinfer kv-plan: what the engine would see once its
+// weights are packed); Error when mem_available is 0.
+EngineKvBudget kv_budget_of_available(size_t mem_available, double kv_fraction, const ModelConfig& cfg,
+                                      const KvPrecision& precision, int block_size, int max_seqs, int max_model_len);
 
 // The planner's view of a model's cache: per-layer bytes per token from the precision (Error if its layer
 // count is not the model's).

@@ -31,8 +31,8 @@ std::string default_llama2c_tokenizer(const std::string& model_path) {
 
 }  // namespace
 
-Model::Model(GgufFile gguf, std::string path) : gguf_(std::move(gguf)), path_(std::move(path)) {
-  auto arch_name = gguf_.get_string("general.architecture");
+ModelConfig read_model_config(const GgufFile& gguf) {
+  auto arch_name = gguf.get_string("general.architecture");
   check(arch_name.has_value(), "missing metadata key 'general.architecture'");
   const ArchSpec* arch = find_arch(*arch_name);
   if (!arch) {
@@ -40,7 +40,12 @@ Model::Model(GgufFile gguf, std::string path) : gguf_(std::move(gguf)), path_(st
     for (auto& a : known_archs()) known += (known.empty() ? "" : ", ") + a;
     fail("unknown architecture '" + *arch_name + "' (supported: " + known + ")");
   }
-  config_ = arch->read_config(gguf_);
+  return arch->read_config(gguf);
+}
+
+Model::Model(GgufFile gguf, std::string path) : gguf_(std::move(gguf)), path_(std::move(path)) {
+  config_ = read_model_config(gguf_);
+  const ArchSpec* arch = find_arch(*gguf_.get_string("general.architecture"));  // known: read_model_config checked
   tensors_ = arch->bind_tensors(gguf_, config_);
   tokenizer_ = load_tokenizer(gguf_);
   check(tokenizer_->n_vocab() == config_.n_vocab,

@@ -16,6 +16,11 @@ struct ModelLoadOptions {
   std::string tokenizer_path;  // llama2.c .bin models: tokenizer .bin (default: tok<vocab>.bin beside the model)
 };
 
+// The validated configuration of a GGUF file from its metadata and tensor table alone: the architecture's
+// reader without binding tensors, loading the tokenizer or packing anything (tinfer kv-plan). Error naming
+// the problem (missing key, unknown architecture, inconsistent sizes).
+ModelConfig read_model_config(const GgufFile& gguf);
+
 class Model {
  public:
   // Loads and validates; throws Error with a message naming the file and the problem.

@@ -38,7 +38,7 @@ void expect_error(const std::string& args, const std::string& needle) {
 // Every subcommand answers --help (and -h) with its usage on stdout and exit status 0, doing nothing else.
 TEST(Cli, EverySubcommandAnswersHelp) {
   for (std::string cmd : {"run", "chat", "info", "ppl", "synth", "bench", "bench throughput", "bench ladder",
-                          "bench serve", "serve", "tokenize", "quantize"}) {
+                          "bench serve", "serve", "tokenize", "quantize", "kv-plan"}) {
     for (const char* flag : {"--help", "-h"}) {
       auto r = test::run_command(test::tinfer_bin() + " " + cmd + " " + flag + " 2>/dev/null");
       EXPECT_EQ(r.status, 0) << cmd << " " << flag << "\n" << r.out;

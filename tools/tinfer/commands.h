@@ -18,5 +18,6 @@ int cmd_bench_serve(int argc, char** argv);       // `tinfer bench serve`, dispa
 int cmd_tokenize(int argc, char** argv);
 int cmd_quantize(int argc, char** argv);
 int cmd_calibrate_kv(int argc, char** argv);
+int cmd_kv_plan(int argc, char** argv);
 
 }  // namespace tinfer::cli
