@@ -73,31 +73,38 @@ TEST(Cli, BenchProfileAndTrace) {
 
 // bench ladder --tiny runs every rung, and each rung's switches are really applied: the engine's own
 // configuration per rung, and the effects only those switches have (padding rows in rung 0, prefix hits once
-// caching is on, twice the KV tokens with fp16); quality is exact until the KV element type changes. The weight
-// rungs (5..8) run quantized copies: smaller weights, quality measurably away from the base.
+// caching is on, twice the KV tokens with fp16, more again with int8 and the calibrated plan); quality is exact
+// until the KV element type changes. The KV rungs (5, 6) use int8 and a plan from calibrate-kv; the weight rungs
+// (7..10) run quantized copies under an f16 cache: smaller weights, quality measurably away from the base.
 TEST(Cli, BenchLadderTinyAppliesEveryRung) {
   std::string model = test::shared_file("models/stories260K.gguf");
   TINFER_REQUIRE_FILE(model, "models/stories260K.gguf");
   const std::string shared = model.substr(0, model.size() - std::string("models/stories260K.gguf").size());
+  const std::string plan = temp_file("ladder-plan.json", "");
+  auto c = test::run_command(test::tinfer_bin() + " calibrate-kv -m " + model + " --calib-tokens 512 --ctx 256 " +
+                             "--budget-kld 0.01 -t 2 -o " + plan + " 2>&1");
+  ASSERT_EQ(c.status, 0) << c.out;
   auto r = test::run_command("TINFER_SHARED=" + shared + " " + test::tinfer_bin() + " bench ladder -m " + model +
-                             " --tiny --kv-memory 8M --ctx 256 --max-seqs 8 -t 2 --json 2>&1");
+                             " --tiny --kv-memory 8M --ctx 256 --max-seqs 8 -t 2 --kv-plan " + plan + " --json 2>&1");
   ASSERT_EQ(r.status, 0) << r.out;
   const auto j = nlohmann::json::parse(r.out.substr(r.out.rfind("\n{") + 1));
   const auto& rungs = j.at("rungs");
-  ASSERT_EQ(rungs.size(), 9u);
-  const char* batching[] = {"static-padded", "static-padded", "continuous", "continuous", "continuous",
-                            "continuous",    "continuous",    "continuous", "continuous"};
-  const char* layout[] = {"reserved", "paged", "paged", "paged", "paged", "paged", "paged", "paged", "paged"};
-  const char* weights[] = {"as stored", "as stored", "as stored", "as stored", "as stored",
-                           "q8_0:smoothquant", "q4_0:rtn", "q4_0:gptq", "q4_0:awq"};
+  ASSERT_EQ(rungs.size(), 11u);
+  const std::string plan_types = rungs[6].at("applied").at("kv_dtype");
+  EXPECT_NE(plan_types.find("int4"), std::string::npos) << plan_types;  // budget 0.01: int4 somewhere
+  EXPECT_NE(plan_types.find("+k-smooth"), std::string::npos) << plan_types;
   for (size_t k = 0; k < rungs.size(); ++k) {
     const auto& a = rungs[k].at("applied");
-    EXPECT_EQ(a.at("batching"), batching[k]) << k;
-    EXPECT_EQ(a.at("kv_layout"), layout[k]) << k;
+    EXPECT_EQ(a.at("batching"), k < 2 ? "static-padded" : "continuous") << k;
+    EXPECT_EQ(a.at("kv_layout"), k < 1 ? "reserved" : "paged") << k;
     EXPECT_EQ(a.at("chunked_prefill").get<bool>(), k >= 3) << k;
     EXPECT_EQ(a.at("prefix_caching").get<bool>(), k >= 3) << k;
-    EXPECT_EQ(a.at("kv_dtype"), k >= 4 ? "f16" : "f32") << k;
-    EXPECT_EQ(a.at("weights"), weights[k]) << k;
+    const char* kv = k < 4 ? "f32" : k == 5 ? "int8" : "f16";
+    if (k != 6) {
+      EXPECT_EQ(a.at("kv_dtype"), kv) << k;
+    }
+    const char* weights[] = {"q8_0:smoothquant", "q4_0:rtn", "q4_0:gptq", "q4_0:awq"};
+    EXPECT_EQ(a.at("weights"), k < 7 ? "as stored" : weights[k - 7]) << k;
     EXPECT_GT(rungs[k].at("total_tok_s").get<double>(), 0) << k;
     if (k < 4) {
       EXPECT_EQ(rungs[k].at("kld_max").get<double>(), 0.0) << k;  // bit-identical numerics
@@ -107,19 +114,34 @@ TEST(Cli, BenchLadderTinyAppliesEveryRung) {
   EXPECT_EQ(rungs[2].at("padding_tokens").get<int64_t>(), 0);
   EXPECT_EQ(rungs[2].at("prefix_hit_rate").get<double>(), 0.0);
   EXPECT_GT(rungs[3].at("prefix_hit_rate").get<double>(), 0.0);
-  EXPECT_GE(rungs[4].at("kv_capacity_tokens").get<int64_t>(), 2 * rungs[3].at("kv_capacity_tokens").get<int64_t>());
+  auto cap = [&](size_t k) { return rungs[k].at("kv_capacity_tokens").get<int64_t>(); };
+  auto bpt = [&](size_t k) { return rungs[k].at("applied").at("kv_bytes_per_token").get<int64_t>(); };
+  EXPECT_GE(cap(4), 2 * cap(3));
+  EXPECT_EQ(bpt(3), 1280);  // stories260K: 5 layers, 4 kv heads x 8
+  EXPECT_EQ(bpt(4), 640);
+  EXPECT_EQ(bpt(5), 400);
+  EXPECT_GT(cap(5), cap(4));
+  EXPECT_LT(bpt(6), bpt(4));
+  EXPECT_GT(cap(6), cap(4));
   EXPECT_GT(rungs[4].at("kld_mean").get<double>(), 0.0);
   EXPECT_LT(rungs[4].at("kld_mean").get<double>(), 1e-3);
+  EXPECT_GT(rungs[5].at("kld_mean").get<double>(), rungs[4].at("kld_mean").get<double>());
   // stories260K is F32: Q8_0 at least halves the weights (its ffn_down rows, 172 long, stay f16), the Q4_0 mix
   // shrinks them further; the 4-bit rungs lose more than the 8-bit one.
   const double w0 = rungs[0].at("weight_bytes").get<double>();
-  EXPECT_LT(rungs[5].at("weight_bytes").get<double>(), 0.5 * w0);
-  EXPECT_LT(rungs[6].at("weight_bytes").get<double>(), rungs[5].at("weight_bytes").get<double>());
-  for (size_t k = 6; k < 9; ++k) {
-    EXPECT_EQ(rungs[k].at("weight_bytes").get<double>(), rungs[6].at("weight_bytes").get<double>()) << k;
-    EXPECT_GT(rungs[k].at("kld_mean").get<double>(), rungs[5].at("kld_mean").get<double>()) << k;
+  EXPECT_LT(rungs[7].at("weight_bytes").get<double>(), 0.5 * w0);
+  EXPECT_LT(rungs[8].at("weight_bytes").get<double>(), rungs[7].at("weight_bytes").get<double>());
+  for (size_t k = 8; k < 11; ++k) {
+    EXPECT_EQ(rungs[k].at("weight_bytes").get<double>(), rungs[8].at("weight_bytes").get<double>()) << k;
+    EXPECT_GT(rungs[k].at("kld_mean").get<double>(), rungs[7].at("kld_mean").get<double>()) << k;
   }
-  EXPECT_LT(rungs[5].at("kld_mean").get<double>(), 5e-3);
+  EXPECT_LT(rungs[7].at("kld_mean").get<double>(), 5e-3);
+  // Without a plan the plan rung is reported as skipped, not run silently without one.
+  auto s = test::run_command("TINFER_SHARED=" + shared + " " + test::tinfer_bin() + " bench ladder -m " + model +
+                             " --tiny --kv-memory 8M --ctx 256 --max-seqs 8 -t 2 --json 2>&1");
+  ASSERT_EQ(s.status, 0) << s.out;
+  const auto js = nlohmann::json::parse(s.out.substr(s.out.rfind("\n{") + 1));
+  EXPECT_NE(js.at("rungs")[6].at("skipped").get<std::string>().find("--kv-plan"), std::string::npos);
 }
 
 TEST(Cli, MissingModelFile) { expect_error("run -m /nonexistent/model.gguf -p hi", "does not exist"); }

@@ -21,8 +21,10 @@
 #include "core/error.h"
 #include "engine/session.h"
 #include "engine_flags.h"
+#include "kv_plan_file.h"
 #include "ladder_rungs.h"
 #include "model/model.h"
+#include "model/model_identity.h"
 #include "model/tokenizer/tokenizer.h"
 #include "quality_stats.h"
 #include "quant/type_table.h"
@@ -134,6 +136,7 @@ int cmd_bench_ladder(int argc, char** argv) {
                       {"--quality-model", "model scored for quality (default: the default SmolLM2 model)"},
                       {"--quality-text", "text scored for quality (default: shared corpus tinystories)"},
                       {"--quality-tokens", "tokens of the quality text scored per rung", true, "256"},
+                      {"--quality-kv-plan", "the quality model's KV plan for the plan rung (default: --kv-plan)"},
                       {"--calib-tokens", "calibration tokens of the GPTQ/AWQ/SmoothQuant rungs", true, "2048"},
                       {"--tiny", "stories260K, a few requests: runs in seconds (tests)", false},
                       {"--seed", "workload seed", true, "1"},
@@ -144,6 +147,9 @@ int cmd_bench_ladder(int argc, char** argv) {
   const bool tiny = args.flag("--tiny");
   EngineConfig base = engine_config(args);
   base.verbose = false;
+  // --kv-plan is the plan rung's, not the base's: every other rung sets its own KV types.
+  const KvPrecision speed_plan{base.kv_layers, base.kv_k_smooth};
+  base.kv_layers.clear(), base.kv_k_smooth.clear();
   const std::string qmodel_path =
       args.has("--quality-model") ? args.str("--quality-model")
                                   : tiny ? base.model_path : "models/SmolLM2-135M-Instruct.Q4_1.gguf";
@@ -166,6 +172,14 @@ int cmd_bench_ladder(int argc, char** argv) {
   const std::string base_model = base.model_path;
   std::string cur_weights = "as stored";
   const std::vector<int32_t> qtok = quality_tokens(*qmodel, qtext, qn);
+  KvPrecision quality_plan = speed_plan;
+  if (args.has("--quality-kv-plan")) {
+    const KvPlanFile p = read_kv_plan(args.str("--quality-kv-plan"));
+    check_kv_plan_model(p, model_identity(*qmodel), "--quality-kv-plan '" + args.str("--quality-kv-plan") + "'");
+    quality_plan = p.precision;
+  } else if (!speed_plan.layers.empty() && qmodel_path != base.model_path) {
+    quality_plan = {};  // the -m model's plan does not fit another model
+  }
   const size_t v = size_t(qmodel->config().n_vocab);
 
   nlohmann::json rungs = nlohmann::json::array();
@@ -176,6 +190,15 @@ int cmd_bench_ladder(int argc, char** argv) {
               "max seqs | PPL (dPPL) | KLD mean / max | top-1 |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   for (size_t k = 0; k < std::size(kLadder); ++k) {
     kLadder[k].apply(cfg);
+    if (kLadder[k].kv_plan) {
+      if (speed_plan.layers.empty() || quality_plan.layers.empty()) {
+        const char* why = "skipped: give --kv-plan (and --quality-kv-plan for the quality model) from tinfer calibrate-kv";
+        std::printf("| %zu | %s | %s | %s |\n", k, kLadder[k].name, kLadder[k].claim, why);
+        rungs.push_back({{"rung", k}, {"technique", kLadder[k].name}, {"skipped", why}});
+        continue;
+      }
+      cfg.kv_layers = speed_plan.layers, cfg.kv_k_smooth = speed_plan.k_smooth;
+    }
     if (const char* spec = kLadder[k].weights) {  // this rung's weights: quantized copies of the base files
       cur_weights = spec;
       const std::string qpath = weights.get(qmodel_path, spec, true);
@@ -199,7 +222,8 @@ int cmd_bench_ladder(int argc, char** argv) {
     const double tok_s = double(r.prompt_tokens + r.gen_tokens) / r.wall_s;
     if (k == 0) base_tok_s = tok_s;
 
-    LogProbs lp = logprobs(*qbackend, qtok, kvp);
+    const KvPrecision qkvp = kLadder[k].kv_plan ? quality_plan : applied.kv_precision(qmodel->config().n_layers);
+    LogProbs lp = logprobs(*qbackend, qtok, qkvp);
     if (k == 0) base_lp = lp;
     const QualitySummary q = score(base_lp, lp, qtok, v);
     std::printf("| %zu | %s | %s | %.1f (%.2fx) | %.1f | %.2f | %.1f | %.1f | %d | %.4f (%+.4f) | %.2e / %.2e | %.1f%% |\n",
@@ -214,6 +238,7 @@ int cmd_bench_ladder(int argc, char** argv) {
                       {{"batching", batching_mode_name(applied.batching)},
                        {"kv_layout", kv::kv_layout_name(applied.kv_layout)},
                        {"kv_dtype", kvp.describe()},
+                       {"kv_bytes_per_token", kvp.bytes_per_token(mc.n_kv_heads, mc.head_dim)},
                        {"prefix_caching", applied.prefix_caching},
                        {"chunked_prefill", applied.chunked_prefill},
                        {"weights", cur_weights}}},

@@ -3,9 +3,12 @@
 // floor is f16 when an all-f16 cache is within the budget, else f32. Then each layer's K and V, separately, is
 // lowered alone to each --types type and measured (quality vs the base: mean KLD, or ΔPPL); the cheapest plan
 // whose summed costs fit the budget is chosen greedily (kv_plan_search.h), the whole plan is measured, and the
-// most costly lowerings are backed off until the measured quality is within budget. Prints the table and the
-// bytes per token against f16 and f32, and writes the plan (kv_plan_file.h) for --kv-plan. With --k-smooth (on
-// by default) every measured cache, and the plan, carry K smoothing factors calibrated on the same text.
+// most costly lowerings are backed off until the measured quality is within budget; a plan within budget is grown
+// (the greedy's budget doubled, then bisected, each plan measured) since single-slot costs need not add; a uniform
+// type measured within budget and cheaper wins. Prints the table and the bytes per token against f16 and f32,
+// and writes the plan (kv_plan_file.h) for --kv-plan. The written plan's measured quality is within the budget.
+// With --k-smooth (on by default) every measured cache with a quantized K, and the plan, carry K smoothing
+// factors calibrated on the same text.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -195,7 +198,8 @@ int cmd_calibrate_kv(int argc, char** argv) {
   };
   KvPrecision plan;
   QualitySummary measured;
-  int back_offs = 0;
+  int back_offs = 0, growths = 0;
+  constexpr int kGrowthProbes = 6;  // measured plans at most while growing
   if (cheapest_fits) {
     plan = S(KvPrecision::uniform(L, types.back()));
     measured = uniform_q.back();
@@ -211,7 +215,33 @@ int cmd_calibrate_kv(int argc, char** argv) {
       if (!back_off(slots, choice, target)) break;
       ++back_offs;
     }
+    // Within budget, the summed single-slot costs may over-predict by far (on a model whose activations are
+    // quantized, any perturbation of an early layer costs about as much as lowering every layer). So grow the
+    // greedy's budget while the measured plan stays within, doubling, then bisecting at the edge.
+    if (budget.of(measured) <= budget.value) {
+      double lo = predicted_cost(slots, choice), hi = -1;
+      for (int probes = 0; probes < kGrowthProbes && (hi < 0 || hi > 1.05 * lo);) {
+        const double g = hi < 0 ? std::max(2 * lo, budget.value) : 0.5 * (lo + hi);
+        if (g <= lo) break;  // a zero budget
+        const SlotChoice c = choose_within_budget(slots, g);
+        if (plan_bytes(slots, c) >= plan.bytes_per_token(H, D)) {  // nothing new to measure at this budget
+          if (hi < 0 && predicted_cost(slots, c) < g) break;      // every lowering already taken
+          lo = g;
+          continue;
+        }
+        ++probes, ++growths;
+        const KvPrecision p = precision_of(c);
+        const QualitySummary q = probe.measure(p);
+        if (budget.of(q) <= budget.value) plan = p, measured = q, lo = g;
+        else hi = g;
+      }
+    }
   }
+  // A uniform cache already measured within budget and cheaper than the plan wins (e.g. uniform int8).
+  for (size_t i = 0; i < types.size(); ++i)
+    if (budget.of(uniform_q[i]) <= budget.value &&
+        uniform_bytes(types[i]) < plan.bytes_per_token(H, D))
+      plan = S(KvPrecision::uniform(L, types[i])), measured = uniform_q[i];
   const bool all_floor = plan == S(KvPrecision::uniform(L, floor));
   const double secs = now_s() - t0;
 
@@ -246,7 +276,8 @@ int cmd_calibrate_kv(int argc, char** argv) {
   std::printf("measured     KLD mean %.4g, ΔPPL %+.5f (%+.3f%%), top-1 %.2f%% on %lld calibration tokens; budget %s %s%s\n",
               measured.kl_mean, measured.dppl, 100 * measured.dppl / probe.ppl_base(), 100 * measured.top1,
               (long long)probe.scored_tokens(), unit, budget.text.c_str(), within ? "" : " -- NOT MET");
-  std::printf("time         %.1f s, %lld evaluations, %d back-off rounds\n", secs, (long long)probe.evaluations(), back_offs);
+  std::printf("time         %.1f s, %lld evaluations (%d back-off rounds, %d growth probes)\n", secs,
+              (long long)probe.evaluations(), back_offs, growths);
 
   KvPlanFile file{model_identity(*l.model), plan,
                   {{"metric", budget.metric()},

@@ -15,7 +15,18 @@ struct LadderRung {
   // smoothquant; default rtn). nullptr: the previous rung's weights. Rungs with weights replace each
   // other (the INT4 methods are alternatives, not cumulative).
   const char* weights = nullptr;
+  // The calibrated per-layer KV plan rung: applies the --kv-plan file (the -m model's) to the engine and the
+  // --quality-kv-plan file (the quality model's; default --kv-plan) to the quality run, both written by
+  // tinfer calibrate-kv. Without them the rung is reported as skipped, with the reason.
+  bool kv_plan = false;
 };
+
+// The KV cache the weight rungs compare under: f16, as rung 4 (their effect alone, not the KV rungs').
+inline void f16_kv(EngineConfig& c) {
+  c.kv_dtype = KvDtype::f16;
+  c.kv_dtype_k.reset(), c.kv_dtype_v.reset();
+  c.kv_layers.clear(), c.kv_k_smooth.clear();
+}
 
 inline constexpr LadderRung kLadder[] = {
     {"naive: padded static batching, reserved KV, f32 KV, no prefix cache, no chunked prefill", "baseline",
@@ -32,12 +43,16 @@ inline constexpr LadderRung kLadder[] = {
     {"+ chunked prefill + prefix caching", "lower TTFT tail; shared prefixes computed once",
      [](EngineConfig& c) { c.chunked_prefill = true, c.prefix_caching = true; }},
     {"+ fp16 KV cache", "2x KV capacity at dPPL ~ 0", [](EngineConfig& c) { c.kv_dtype = KvDtype::f16; }},
-    // Weight precision (issue 11), against the base file's F16: the base -m should be F16 for these rungs.
-    {"+ INT8 weights: Q8_0 W8A8, SmoothQuant", "INT8 ~1.6x over FP16, dPPL ~ 0", [](EngineConfig&) {},
-     "q8_0:smoothquant"},
-    {"INT4 weights instead: Q4_0 mix, RTN", "INT4 ~2.2x over FP16, dPPL <= 0.5", [](EngineConfig&) {}, "q4_0:rtn"},
-    {"INT4 weights: Q4_0 mix, GPTQ", "lower KLD than RTN at the same size", [](EngineConfig&) {}, "q4_0:gptq"},
-    {"INT4 weights: Q4_0 mix, AWQ", "lower KLD than RTN at the same size", [](EngineConfig&) {}, "q4_0:awq"},
+    // KV precision (issue 12).
+    {"int8 KV cache instead (per-token scales)", "~2x f16's sequences, dPPL < 0.1",
+     [](EngineConfig& c) { c.kv_dtype = KvDtype::int8; }},
+    {"calibrated per-layer KV plan instead (calibrate-kv: int8/int4 + K smoothing)", "int4 where the budget allows",
+     [](EngineConfig&) {}, nullptr, true},
+    // Weight precision (issue 11), against the base file's F16 with an f16 KV cache: the base -m should be F16.
+    {"+ INT8 weights: Q8_0 W8A8, SmoothQuant (f16 KV)", "INT8 ~1.6x over FP16, dPPL ~ 0", f16_kv, "q8_0:smoothquant"},
+    {"INT4 weights instead: Q4_0 mix, RTN", "INT4 ~2.2x over FP16, dPPL <= 0.5", f16_kv, "q4_0:rtn"},
+    {"INT4 weights: Q4_0 mix, GPTQ", "lower KLD than RTN at the same size", f16_kv, "q4_0:gptq"},
+    {"INT4 weights: Q4_0 mix, AWQ", "lower KLD than RTN at the same size", f16_kv, "q4_0:awq"},
 };
 
 }  // namespace tinfer::cli
