@@ -101,4 +101,33 @@ inline std::vector<std::vector<Token>> run_greedy(std::unique_ptr<Model> m, Engi
   return out;
 }
 
+// Prefix hit == miss under `c` (stories260K): a 55-token prompt (three full blocks) run twice through one engine
+// hits 48 cached tokens the second time and gives the same tokens, which also equal a run without caching.
+inline void expect_prefix_hit_equals_miss(const EngineConfig& c) {
+  const std::vector<Token> prompt = prompts(8, 512).back();
+  auto e = Engine::create(stories(), c);
+  const Outputs first = run(*e, {greedy(prompt, 16)});
+  const Outputs second = run(*e, {greedy(prompt, 16)});
+  ASSERT_EQ(second.size(), 1u);
+  EXPECT_EQ(first.begin()->second[0].cached, 0);
+  EXPECT_EQ(second.begin()->second[0].cached, 48);
+  EXPECT_EQ(first.begin()->second[0].tokens, second.begin()->second[0].tokens);
+  EXPECT_GT(e->stats().prefix_hit_rate, 0.4);
+  EngineConfig off = c;
+  off.prefix_caching = false;
+  EXPECT_EQ(run_greedy(stories(), off, {prompt}, 16)[0], first.begin()->second[0].tokens);
+}
+
+// Preempted == uninterrupted under `c` (stories260K): 6 requests in a pool of 10 blocks of bytes_per_token each.
+inline void expect_preempted_equals_uninterrupted(const EngineConfig& c, int64_t bytes_per_token) {
+  const auto ps = prompts(6, 512);
+  EngineConfig tiny = c;
+  tiny.max_model_len = 128;
+  tiny.kv_memory_bytes = bytes_per_token * 160;  // 10 blocks for 6 x ~70 tokens
+  EngineStats st;
+  const auto pre = run_greedy(stories(), tiny, ps, 40, &st);
+  EXPECT_GT(st.preemptions, 0);
+  EXPECT_EQ(pre, run_greedy(stories(), c, ps, 40));
+}
+
 }  // namespace tinfer::engine_test

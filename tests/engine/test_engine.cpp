@@ -51,18 +51,7 @@ TEST(Engine, StoriesBatchedEqualsOneAtATimeAndGenerate) {
 TEST(Engine, PrefixHitEqualsMiss) {
   auto m = stories();
   TINFER_REQUIRE_FILE(m ? std::string("x") : std::string(), "models/stories260K.gguf");
-  std::vector<Token> prompt = prompts(8, 512).back();  // 55 tokens: three full blocks of 16
-  auto e = Engine::create(std::move(m), base_config());
-  const Outputs first = run(*e, {greedy(prompt, 16)});
-  const Outputs second = run(*e, {greedy(prompt, 16)});
-  ASSERT_EQ(second.size(), 1u);
-  EXPECT_EQ(first.begin()->second[0].cached, 0);
-  EXPECT_EQ(second.begin()->second[0].cached, 48);
-  EXPECT_EQ(first.begin()->second[0].tokens, second.begin()->second[0].tokens);
-  EXPECT_GT(e->stats().prefix_hit_rate, 0.4);
-  EngineConfig off = base_config();
-  off.prefix_caching = false;
-  EXPECT_EQ(run_greedy(stories(), off, {prompt}, 16)[0], first.begin()->second[0].tokens);
+  expect_prefix_hit_equals_miss(base_config());
 }
 
 TEST(Engine, ChunkedEqualsUnchunkedAndStaticEqualsContinuous) {
@@ -131,14 +120,7 @@ TEST(Engine, F16CacheDoublesCapacityAndBatchesExactly) {
 TEST(Engine, PreemptedEqualsUninterrupted) {
   auto m = stories();
   TINFER_REQUIRE_FILE(m ? std::string("x") : std::string(), "models/stories260K.gguf");
-  const auto ps = prompts(6, 512);
-  EngineConfig tiny = base_config();
-  tiny.max_model_len = 128;
-  tiny.kv_memory_bytes = int64_t(m->config().kv_bytes_per_token(4)) * 160;  // 10 blocks for 6 x ~70 tokens
-  EngineStats st;
-  const auto pre = run_greedy(stories(), tiny, ps, 40, &st);
-  EXPECT_GT(st.preemptions, 0);
-  EXPECT_EQ(pre, run_greedy(stories(), base_config(), ps, 40));
+  expect_preempted_equals_uninterrupted(base_config(), m->config().kv_bytes_per_token(4));
 }
 
 TEST(Engine, ReservedLayoutSameOutputsMoreWaste) {

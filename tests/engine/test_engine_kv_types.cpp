@@ -88,15 +88,7 @@ TEST(EngineKvTypes, MixedPlanBatchedChunkedEqualsOneAtATime) {
 TEST(EngineKvTypes, MixedPlanPrefixHitEqualsMiss) {
   auto m = stories();
   TINFER_REQUIRE_FILE(m ? std::string("x") : std::string(), "models/stories260K.gguf");
-  const std::vector<Token> prompt = prompts(8, 512).back();  // 55 tokens: three full blocks
-  auto e = Engine::create(std::move(m), mixed_config());
-  const Outputs first = run(*e, {greedy(prompt, 16)});
-  const Outputs second = run(*e, {greedy(prompt, 16)});
-  EXPECT_EQ(second.begin()->second[0].cached, 48);
-  EXPECT_EQ(first.begin()->second[0].tokens, second.begin()->second[0].tokens);
-  EngineConfig off = mixed_config();
-  off.prefix_caching = false;
-  EXPECT_EQ(run_greedy(stories(), off, {prompt}, 16)[0], first.begin()->second[0].tokens);
+  expect_prefix_hit_equals_miss(mixed_config());
 }
 
 TEST(EngineKvTypes, MixedPlanForksMatchSeededSingles) {
@@ -127,14 +119,7 @@ TEST(EngineKvTypes, MixedPlanForksMatchSeededSingles) {
 TEST(EngineKvTypes, MixedPlanPreemptedEqualsUninterrupted) {
   auto m = stories();
   TINFER_REQUIRE_FILE(m ? std::string("x") : std::string(), "models/stories260K.gguf");
-  const auto ps = prompts(6, 512);
-  EngineConfig tiny = mixed_config();
-  tiny.max_model_len = 128;
-  tiny.kv_memory_bytes = kMixedBytes * 160;  // 10 blocks for 6 x ~70 tokens
-  EngineStats st;
-  const auto pre = run_greedy(stories(), tiny, ps, 40, &st);
-  EXPECT_GT(st.preemptions, 0);
-  EXPECT_EQ(pre, run_greedy(stories(), mixed_config(), ps, 40));
+  expect_preempted_equals_uninterrupted(mixed_config(), kMixedBytes);
 }
 
 }  // namespace
