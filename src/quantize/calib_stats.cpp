@@ -127,6 +127,27 @@ class Accumulator {
 
 }  // namespace
 
+void run_calibration_windows(CpuForward& fwd, const std::vector<int32_t>& tokens, int64_t total, int64_t ctx,
+                             int64_t step, const std::function<void(int64_t, bool)>& before_chunk) {
+  constexpr int64_t kBlock = 16;
+  auto kv = fwd.allocate_kv((ctx + kBlock - 1) / kBlock, kBlock, KvDtype::f32);
+  ForwardBatch batch;
+  for (int64_t w0 = 0; w0 < total; w0 += ctx) {
+    const int64_t wn = std::min(ctx, total - w0);
+    for (int64_t p0 = 0; p0 < wn; p0 += step) {
+      const int64_t n = std::min(step, wn - p0), first = w0 + p0;
+      if (before_chunk) before_chunk(first, p0 == 0);
+      batch.clear();
+      batch.tokens.assign(tokens.begin() + first, tokens.begin() + first + n);
+      batch.seq.assign(size_t(n), 0);
+      for (int64_t i = 0; i < n; ++i) batch.positions.push_back(int32_t(p0 + i));
+      batch.block_tables.emplace_back();
+      for (int64_t b = 0; b < (p0 + n + kBlock - 1) / kBlock; ++b) batch.block_tables[0].push_back(int32_t(b));
+      fwd.forward(batch, *kv, nullptr);
+    }
+  }
+}
+
 CalibStats collect_calib_stats(const Model& model, const std::vector<int32_t>& tokens, const CalibOptions& opts) {
   check(tokens.size() >= 2, "calibration needs at least 2 tokens, got " + std::to_string(tokens.size()));
   check(opts.ctx >= 1 && opts.max_tokens >= 1 && opts.sample_rows >= 0 && opts.first_token_weight > 0,
@@ -140,8 +161,6 @@ CalibStats collect_calib_stats(const Model& model, const std::vector<int32_t>& t
 
   ThreadPool pool(opts.threads);
   CpuForward fwd(fm, pool, ctx);
-  constexpr int64_t kBlock = 16;
-  auto kv = fwd.allocate_kv((ctx + kBlock - 1) / kBlock, kBlock, KvDtype::f32);
 
   // Per layer: attn in, attn out, ffn in, ffn mid.
   const int64_t S = std::min(opts.sample_rows, total);
@@ -167,24 +186,8 @@ CalibStats collect_calib_stats(const Model& model, const std::vector<int32_t>& t
     if (which == LinearInput::kAttnQkv) return;  // not a linear layer's input
     acc.add(*per[size_t(layer)][size_t(which)], x, n, cols, first, window_start, sampled);
   });
-  // Each window is one sequence from position 0, run in prefill chunks of kStep tokens (the chunk's
-  // activations stay in L2 while the F32 weights stream by).
-  constexpr int64_t kStep = 128;
-  ForwardBatch batch;
-  for (int64_t w0 = 0; w0 < total; w0 += ctx) {
-    const int64_t wn = std::min(ctx, total - w0);
-    for (int64_t p0 = 0; p0 < wn; p0 += kStep) {
-      const int64_t n = std::min(kStep, wn - p0);
-      first = w0 + p0, window_start = p0 == 0;
-      batch.clear();
-      batch.tokens.assign(tokens.begin() + first, tokens.begin() + first + n);
-      batch.seq.assign(size_t(n), 0);
-      for (int64_t i = 0; i < n; ++i) batch.positions.push_back(int32_t(p0 + i));
-      batch.block_tables.emplace_back();
-      for (int64_t b = 0; b < (p0 + n + kBlock - 1) / kBlock; ++b) batch.block_tables[0].push_back(int32_t(b));
-      fwd.forward(batch, *kv, nullptr);
-    }
-  }
+  // Prefill chunks of 128 tokens: the chunk's activations stay in L2 while the F32 weights stream by.
+  run_calibration_windows(fwd, tokens, total, ctx, 128, [&](int64_t f, bool start) { first = f, window_start = start; });
   for (auto& p : per)
     for (auto& s : p) Accumulator::mirror(*s);
   return stats;

@@ -8,6 +8,7 @@
 #include "core/thread_pool.h"
 #include "model/cpu_forward.h"
 #include "model/model.h"
+#include "quantize/calib_stats.h"
 
 namespace tinfer {
 
@@ -23,8 +24,6 @@ QkAbsMax collect_qk_absmax(const Model& model, const std::vector<int32_t>& token
   st.q = st.k;
   ThreadPool pool(opts.threads);
   CpuForward fwd(model, pool, ctx);
-  constexpr int64_t kBlock = 16, kStep = 256;
-  auto kv = fwd.allocate_kv((ctx + kBlock - 1) / kBlock, kBlock, KvDtype::f32);
   fwd.set_linear_observer([&](int64_t layer, LinearInput which, const float* x, int64_t n, int64_t) {
     if (which != LinearInput::kAttnQkv) return;
     float* km = st.k[size_t(layer)].data();
@@ -37,20 +36,7 @@ QkAbsMax collect_qk_absmax(const Model& model, const std::vector<int32_t>& token
         for (int64_t d = 0; d < hd; ++d) qm[(h / group) * hd + d] = std::max(qm[(h / group) * hd + d], std::fabs(q[h * hd + d]));
     }
   });
-  ForwardBatch batch;
-  for (int64_t w0 = 0; w0 < total; w0 += ctx) {
-    const int64_t wn = std::min(ctx, total - w0);
-    for (int64_t p0 = 0; p0 < wn; p0 += kStep) {
-      const int64_t n = std::min(kStep, wn - p0);
-      batch.clear();
-      batch.tokens.assign(tokens.begin() + w0 + p0, tokens.begin() + w0 + p0 + n);
-      batch.seq.assign(size_t(n), 0);
-      for (int64_t i = 0; i < n; ++i) batch.positions.push_back(int32_t(p0 + i));
-      batch.block_tables.emplace_back();
-      for (int64_t b = 0; b < (p0 + n + kBlock - 1) / kBlock; ++b) batch.block_tables[0].push_back(int32_t(b));
-      fwd.forward(batch, *kv, nullptr);
-    }
-  }
+  run_calibration_windows(fwd, tokens, total, ctx, 256);
   return st;
 }
 
