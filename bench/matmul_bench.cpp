@@ -80,6 +80,7 @@ void shapes(benchmark::internal::Benchmark* b) {
   for (DType t : {DType::Q8_0, DType::Q4_0})
     for (const auto& s : kShapes)
       if (s[0] != 32000) b->Args({int64_t(t), s[0], s[1], 512});
+  for (DType t : {DType::F32, DType::F16, DType::BF16}) b->Args({int64_t(t), 2048, 2048, 512});
   // Batched decode (continuous batching's steps): a few rows, weights still streamed from DRAM.
   for (DType t : {DType::Q8_0, DType::Q4_0})
     for (int64_t m : {4, 8, 16, 32}) b->Args({int64_t(t), 5632, 2048, m});
@@ -112,7 +113,7 @@ void BM_DecodeStep(benchmark::State& state) {
                                               benchmark::Counter::kIs1000);
   state.SetLabel(type_traits(type).name);
 }
-BENCHMARK(BM_DecodeStep)->Arg(int64_t(DType::Q8_0))->Arg(int64_t(DType::Q4_0))->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_DecodeStep)->Arg(int64_t(DType::Q8_0))->Arg(int64_t(DType::Q4_0))->Arg(int64_t(DType::F16))->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 }  // namespace tinfer

@@ -58,6 +58,20 @@ struct GemmArgs {
 
 using GemmFn = void (*)(const GemmArgs& g, int64_t t0, int64_t t1, int64_t i0, int64_t i1);
 
+// One float-weight GEMM call: W in its GGUF row layout (F32, F16 or BF16; rows row_bytes apart), fp32
+// activations x [m][cols], fp32 accumulation: y[i * ldy + r] = W[r] . x[i] (overwritten) for r in
+// [r0, r1), i in [i0, i1).
+struct FloatGemmArgs {
+  DType type = DType::F32;
+  const uint8_t* w = nullptr;
+  int64_t row_bytes = 0;
+  int64_t cols = 0;
+  const float* x = nullptr;
+  float* y = nullptr;
+  int64_t ldy = 0;
+};
+using FloatGemmFn = void (*)(const FloatGemmArgs& g, int64_t r0, int64_t r1, int64_t i0, int64_t i1);
+
 struct KernelTable {
   Isa isa;
   // Quantizes one activation row (cols % 32 == 0) into q[cols], d[cols/32] and the sums of each
@@ -65,6 +79,8 @@ struct KernelTable {
   void (*quantize_act_row)(const float* x, int64_t cols, ActQuant mode, int8_t* q, float* d, int16_t* s16);
   // One GEMM per packed format (packed_format.h), indexed by packed::Fmt.
   std::array<GemmFn, packed::kNumFormats> gemm;
+  // Float weights (F32, F16, BF16): register-tiled fp32 FMA GEMM/GEMV, conversions exact.
+  FloatGemmFn float_gemm;
   // Fast dequantization of one plain-layout row (F16, BF16); false = use the type table.
   bool (*dequant_row)(DType type, const void* src, float* dst, int64_t n);
   // Element-wise ops (semantics in kernels.h).

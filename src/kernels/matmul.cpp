@@ -1,9 +1,10 @@
 // matmul: quantizes the activations once per call into reusable scratch, then splits the packed
 // weight tiles over the thread pool (and blocks over activation rows so they stay in cache).
-// Float types and K-quants take a simpler path: each weight row dequantized once, fp32 dots.
+// Float weights (F32, F16, BF16) skip the quantization and run the table's register-tiled fp32 GEMM.
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "core/error.h"
@@ -76,6 +77,32 @@ QActs quantize_acts(const KernelTable& kt, const float* x, int64_t m, int64_t co
   return a;
 }
 
+// Runs fn(u0, u1, i0, i1) over weight units [0, nu) (16 rows each) x activation rows [0, m).
+template <class Fn>
+void split_work(int64_t nu, int64_t m, ThreadPool& pool, const Fn& fn) {
+  const int64_t n_ic = (m + kMaxGemmRows - 1) / kMaxGemmRows;
+  if (n_ic == 1) {
+    // Decode streams every weight byte from DRAM once, so each thread reads one long contiguous run:
+    // measured on this host, interleaving ~280 KB items between two threads lost 15% of the read
+    // bandwidth; 2 MB runs lose nothing.
+    pool.parallel_for_runs(nu, std::max<int64_t>(1, nu / (16 * pool.size())),
+                           [&](int64_t u0, int64_t u1) { fn(u0, u1, 0, m); });
+    return;
+  }
+  // Prefill: work items are (activation chunk, unit chunk) pairs handed out dynamically, activation-chunk
+  // major (both threads share the L2/L3-resident activation chunk): a late or descheduled worker then
+  // costs only its unclaimed items instead of stalling a static share of the matrix.
+  const int64_t tc = std::max<int64_t>(1, nu / (8 * pool.size())), n_tc = (nu + tc - 1) / tc;
+  std::atomic<int64_t> next{0};
+  auto work = [&](int, int) {
+    for (int64_t item = next.fetch_add(1); item < n_ic * n_tc; item = next.fetch_add(1)) {
+      const int64_t i0 = (item / n_tc) * kMaxGemmRows, t0 = (item % n_tc) * tc;
+      fn(t0, std::min(nu, t0 + tc), i0, std::min(m, i0 + kMaxGemmRows));
+    }
+  };
+  pool.run(work);
+}
+
 void matmul_tiled(const PackedMatrix& w, const packed::PackedFormat& pf, const float* x, int64_t m, float* y,
                   ThreadPool& pool, const KernelTable& kt, OpProfile* prof, Op role, ActQuant act) {
   GemmArgs g;
@@ -90,45 +117,26 @@ void matmul_tiled(const PackedMatrix& w, const packed::PackedFormat& pf, const f
   g.y = y;
   g.ldy = w.rows;
   const GemmFn fn = kt.gemm[size_t(pf.fmt)];
-  const int64_t nt = packed::n_tiles(w.rows), n_ic = (m + kMaxGemmRows - 1) / kMaxGemmRows;
-  if (n_ic == 1) {
-    // Decode streams every weight byte from DRAM once, so each thread reads one long contiguous run:
-    // measured on this host, interleaving ~280 KB items between two threads lost 15% of the read
-    // bandwidth; 2 MB runs lose nothing.
-    pool.parallel_for_runs(nt, std::max<int64_t>(1, nt / (16 * pool.size())),
-                           [&](int64_t t0, int64_t t1) { fn(g, t0, t1, 0, m); });
-    return;
-  }
-  // Prefill: work items are (activation chunk, tile chunk) pairs handed out dynamically, activation-chunk
-  // major (both threads share the L2/L3-resident activation chunk): a late or descheduled worker then
-  // costs only its unclaimed items instead of stalling a static share of the matrix.
-  const int64_t tc = std::max<int64_t>(1, nt / (8 * pool.size())), n_tc = (nt + tc - 1) / tc;
-  std::atomic<int64_t> next{0};
-  auto work = [&](int, int) {
-    for (int64_t item = next.fetch_add(1); item < n_ic * n_tc; item = next.fetch_add(1)) {
-      const int64_t i0 = (item / n_tc) * kMaxGemmRows, t0 = (item % n_tc) * tc;
-      fn(g, t0, std::min(nt, t0 + tc), i0, std::min(m, i0 + kMaxGemmRows));
-    }
-  };
-  pool.run(work);
+  split_work(packed::n_tiles(w.rows), m, pool, [&](int64_t t0, int64_t t1, int64_t i0, int64_t i1) { fn(g, t0, t1, i0, i1); });
 }
 
-void matmul_rows(const PackedMatrix& w, const float* x, int64_t m, float* y, ThreadPool& pool,
-                 const KernelTable& kt) {
-  const size_t rb = row_bytes(w.type, w.cols);
-  const auto to_float = type_traits(w.type).to_float;
-  pool.parallel_for(w.rows, 16, [&](int64_t r0, int64_t r1) {
-    thread_local std::vector<float> row;
-    if (int64_t(row.size()) < w.cols) row.resize(size_t(w.cols));
-    for (int64_t r = r0; r < r1; ++r) {
-      const uint8_t* src = w.data.data() + rb * size_t(r);
-      const float* wr = reinterpret_cast<const float*>(src);
-      if (w.type != DType::F32) {
-        if (!kt.dequant_row(w.type, src, row.data(), w.cols)) to_float(src, row.data(), w.cols);
-        wr = row.data();
-      }
-      for (int64_t i = 0; i < m; ++i) y[i * w.rows + r] = kt.dot_f32(wr, x + i * w.cols, w.cols);
-    }
+// Float weights (F32/F16/BF16 rows): no activation quantization; units of 16 rows as for the tiles.
+void matmul_float(const PackedMatrix& w, const float* x, int64_t m, float* y, ThreadPool& pool,
+                  const KernelTable& kt, OpProfile* prof, Op role) {
+  FloatGemmArgs g;
+  g.type = w.type;
+  g.w = w.data.data();
+  g.row_bytes = int64_t(row_bytes(w.type, w.cols));
+  g.cols = w.cols;
+  g.x = x;
+  g.y = y;
+  g.ldy = w.rows;
+  check(w.type == DType::F32 || w.type == DType::F16 || w.type == DType::BF16,
+        std::string("matmul: unsupported weight type ") + type_traits(w.type).name);
+  OpTimer t(prof, role, double(w.data.size()), 2.0 * double(m) * double(w.rows) * double(w.cols));
+  const int64_t nu = packed::n_tiles(w.rows);
+  split_work(nu, m, pool, [&](int64_t u0, int64_t u1, int64_t i0, int64_t i1) {
+    kt.float_gemm(g, u0 * packed::kTileRows, std::min(w.rows, u1 * packed::kTileRows), i0, i1);
   });
 }
 
@@ -139,8 +147,7 @@ void matmul(const PackedMatrix& w, const float* x, int64_t m, float* y, ThreadPo
   if (m <= 0) return;
   if (const packed::PackedFormat* pf = packed::find_format(w.type))
     return matmul_tiled(w, *pf, x, m, y, pool, kt, prof, role, act);
-  OpTimer t(prof, role, double(w.data.size()), 2.0 * double(m) * double(w.rows) * double(w.cols));
-  matmul_rows(w, x, m, y, pool, kt);
+  matmul_float(w, x, m, y, pool, kt, prof, role);
 }
 
 void matmul(const PackedMatrix& w, const float* x, int64_t m, float* y, ThreadPool& pool, OpProfile* prof, Op role,

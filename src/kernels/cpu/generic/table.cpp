@@ -2,6 +2,7 @@
 #define TINFER_VEC_FLOATS 4
 #include "kernels/cpu/common/vec.h"
 #include "kernels/cpu/common/dequant.h"
+#include "kernels/cpu/common/gemm_float.h"
 #include "kernels/attention.h"
 #include "kernels/kernel_table.h"
 
@@ -10,7 +11,7 @@ namespace tinfer {
 std::array<GemmFn, packed::kNumFormats> generic_gemms();
 
 const KernelTable& kernel_table_generic() {
-  static const KernelTable t{Isa::generic, v_quantize_act_row, generic_gemms(), v_dequant_row, v_rmsnorm, v_silu_mul, v_add_inplace, v_softmax_inplace,
+  static const KernelTable t{Isa::generic, v_quantize_act_row, generic_gemms(), v_float_gemm, v_dequant_row, v_rmsnorm, v_silu_mul, v_add_inplace, v_softmax_inplace,
                              v_dot_f32, v_axpy, v_scale_inplace, generic_paged_attention};
   return t;
 }
