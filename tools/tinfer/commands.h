@@ -19,5 +19,6 @@ int cmd_tokenize(int argc, char** argv);
 int cmd_quantize(int argc, char** argv);
 int cmd_calibrate_kv(int argc, char** argv);
 int cmd_kv_plan(int argc, char** argv);
+int cmd_derive(int argc, char** argv);
 
 }  // namespace tinfer::cli
