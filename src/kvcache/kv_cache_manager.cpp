@@ -132,6 +132,23 @@ void KvCacheManager::free(SeqId seq) {
   seqs_.erase(it);
 }
 
+void KvCacheManager::truncate(SeqId seq, int num_tokens) {
+  auto it = seqs_.find(seq);
+  check(it != seqs_.end(), "kv cache: truncate of unknown sequence " + std::to_string(seq));
+  Seq& s = it->second;
+  check(num_tokens >= 0 && num_tokens <= s.num_tokens,
+        "kv cache: cannot truncate sequence " + std::to_string(seq) + " to " + std::to_string(num_tokens) +
+            " tokens: it holds " + std::to_string(s.num_tokens));
+  const int bs = config_.block_size;
+  if (static_cast<int>(s.hashes.size()) > num_tokens / bs) s.hashes.resize(static_cast<size_t>(num_tokens / bs));
+  if (config_.layout == KvLayout::kPaged)
+    while (static_cast<int>(s.blocks.size()) > blocks_for(num_tokens)) {
+      pool_.release(s.blocks.back());
+      s.blocks.pop_back();
+    }
+  s.num_tokens = num_tokens;
+}
+
 const std::vector<BlockId>& KvCacheManager::block_table(SeqId seq) const {
   auto it = seqs_.find(seq);
   check(it != seqs_.end(), "kv cache: no block table for sequence " + std::to_string(seq));

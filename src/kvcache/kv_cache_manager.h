@@ -72,6 +72,12 @@ class KvCacheManager {
   void fork(SeqId parent, SeqId child);
   // Returns the sequence's blocks, tail first, so chain tails are evicted before their parents.
   void free(SeqId seq);
+  // Rollback (speculative decoding's rejected draft tokens, a beam's discarded tail): the sequence keeps KV
+  // slots for positions [0, num_tokens) only. Blocks wholly past them return to the pool, tail first (the
+  // reserved layout keeps its reservation). A kept block stays as it is: the rejected slots in it are
+  // rewritten by the next allocate(), which copies it first if it is shared or cached, so neither a sharer
+  // nor the prefix cache ever sees the new writes. Hashes of blocks no longer full are dropped.
+  void truncate(SeqId seq, int num_tokens);
 
   bool has(SeqId seq) const { return seqs_.count(seq) != 0; }
   const std::vector<BlockId>& block_table(SeqId seq) const;

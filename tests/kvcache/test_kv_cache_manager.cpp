@@ -170,6 +170,49 @@ TEST(KvCacheManager, ReservedLayoutHoldsMaxContextAndReportsWaste) {
   EXPECT_TRUE(paged.allocate(3, {.num_computed = 0, .num_new = 1, .reserve_tokens = 16}, nullptr));
 }
 
+// Speculative decoding's rollback: 5 committed + 6 drafted tokens (3 blocks), 2 drafts accepted -> 7 kept.
+TEST(KvCacheManager, TruncateReturnsTailBlocksAndNeverLeaksDraftsIntoTheCache) {
+  KvCacheManager kv(cfg(8));
+  auto toks = iota_tokens(11);
+  ASSERT_TRUE(kv.allocate(1, {.num_computed = 0, .num_new = 5}, nullptr));
+  kv.commit(1, toks, 5);  // block 0 cached (tokens 0-3)
+  ASSERT_TRUE(kv.allocate(1, {.num_computed = 5, .num_new = 6}, nullptr));  // drafts at 5..10
+  EXPECT_EQ(kv.block_table(1), (Ids{0, 1, 2}));
+  kv.truncate(1, 7);  // positions 0..6 stay; block 2 (8..10) goes back
+  EXPECT_EQ(kv.block_table(1), (Ids{0, 1}));
+  EXPECT_EQ(kv.pool().free_list().front(), 3);
+  EXPECT_EQ(kv.pool().free_list().back(), 2);  // returned to the back of the free list
+  EXPECT_FALSE(kv.pool().is_cached(1));        // never committed: nobody can hit it
+  toks[7] = 999;                               // the real token at 7 differs from the rejected draft
+  ASSERT_TRUE(kv.allocate(1, {.num_computed = 7, .num_new = 2}, nullptr));  // 8 needs block 2 again
+  EXPECT_EQ(kv.block_table(1), (Ids{0, 1, 3}));
+  kv.commit(1, toks, 9);
+  EXPECT_EQ(kv.match_prefix(toks, 0, 100).num_tokens, 8);  // hashes of the tokens actually kept
+  // Rolling back into a cached block drops its hash from the sequence; the next write copies it, so the
+  // cache keeps the old KV under the old hash.
+  kv.truncate(1, 6);
+  EXPECT_EQ(kv.block_table(1), (Ids{0, 1}));
+  std::vector<CowCopy> cow;
+  ASSERT_TRUE(kv.allocate(1, {.num_computed = 6, .num_new = 1}, &cow));
+  EXPECT_EQ(cow, (std::vector<CowCopy>{{1, 4}}));  // (3 went to the back of the free list)
+  EXPECT_EQ(kv.block_table(1), (Ids{0, 4}));
+  EXPECT_EQ(kv.match_prefix(toks, 0, 100).num_tokens, 8);
+  EXPECT_THROW(kv.truncate(1, 8), Error);  // holds 7
+  EXPECT_THROW(kv.truncate(1, -1), Error);
+  EXPECT_THROW(kv.truncate(5, 0), Error);
+  kv.truncate(1, 0);
+  EXPECT_TRUE(kv.block_table(1).empty());
+  kv.free(1);
+  EXPECT_EQ(kv.stats().used, 0);
+  EXPECT_EQ(kv.stats().free, 8);
+
+  KvCacheManager reserved(cfg(8, false, KvLayout::kReserved));
+  ASSERT_TRUE(reserved.allocate(1, {.num_computed = 0, .num_new = 9, .reserve_tokens = 16}, nullptr));
+  reserved.truncate(1, 2);
+  EXPECT_EQ(reserved.block_table(1).size(), 4u);  // the reservation stays
+  EXPECT_EQ(reserved.stats().waste_slots, 14);
+}
+
 TEST(KvCacheManager, NewSequenceMustStartAtItsHit) {
   KvCacheManager kv(cfg(4));
   EXPECT_THROW(kv.allocate(1, {.num_computed = 4, .num_new = 1}, nullptr), Error);
