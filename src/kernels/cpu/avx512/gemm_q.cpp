@@ -224,10 +224,53 @@ inline void dot_halves(const uint8_t* q, const QActs& a, const uint8_t* blk, int
   }
 }
 
-// Rows r0..r0+MR of an activation group against one sub-block (q: its codes, blk: its activation block).
+// 16-element scales on codes of at most 3 bits (Q2_K, Q3_K): each half's dot fits 16 bits (|dot| <= 16 * 4 *
+// 127), so a row's two half dots are paired in 16-bit lanes and scaled by one vpmaddwd with the rows' (lo, hi)
+// scale pairs `sc`; Q2_K's mins by one more, of its (mn_lo, mn_hi) with the activation's (S_lo, S_hi). Then
+// one float fold: facc += da * (d * isc - dmin * imn).
+template <Geometry G>
+inline __m512 fold_pairs(__m512 facc, __m512i lo, __m512i hi, __m512i sc, __m512i mn, const BlockScales<G>& bs,
+                         const QActs& a, const uint8_t* blk, int r) {
+  const __m512i dots = _mm512_mask_blend_epi16(__mmask32(0xAAAAAAAA), lo, _mm512_slli_epi32(hi, 16));
+  __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_madd_epi16(dots, sc)), bs.d);
+  if constexpr (G.scales == Scales::k_scmn16) {
+    int32_t s16;
+    std::memcpy(&s16, a.s16(blk, r), 4);
+    f = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_madd_epi16(mn, _mm512_set1_epi32(s16))), bs.m, f);
+  }
+  return _mm512_fmadd_ps(f, _mm512_set1_ps(*a.d(blk, r)), facc);
+}
+
+// Rows r0..r0+MR of an activation group against sub-block s of a tile block (q: its codes, blk: its
+// activation block, bs: the tile block's scales).
 template <Geometry G, int MR>
-inline void sub_rows(const uint8_t* q, const QActs& a, const uint8_t* blk, int r0, const SubScale& ss,
+inline void sub_rows(const uint8_t* q, const QActs& a, const uint8_t* blk, int r0, const BlockScales<G>& bs, int s,
                      __m512* facc) {
+  if constexpr (MR > 1 && G.sub16() && G.bits <= 3) {
+    const __m512i pr = bs.pairs(s);
+    __m512i sc = pr, mn = pr;
+    if constexpr (G.scales == Scales::k_scmn16)
+      sc = _mm512_and_si512(pr, _mm512_set1_epi16(15)), mn = _mm512_srli_epi16(pr, 4);
+    __m512i w[4], lo[MR], hi[MR];
+    unpack_half<G.bits, 0>(q, w);
+#pragma GCC unroll 16
+    for (int r = 0; r < MR; ++r) lo[r] = chain_init<G>(a, blk, r0 + r, 0);
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; ++i)
+#pragma GCC unroll 16
+      for (int r = 0; r < MR; ++r) lo[r] = dp(lo[r], w[i], a.q(blk, r0 + r) + 4 * i);
+    unpack_half<G.bits, 1>(q, w);
+#pragma GCC unroll 16
+    for (int r = 0; r < MR; ++r) hi[r] = chain_init<G>(a, blk, r0 + r, 1);
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; ++i)
+#pragma GCC unroll 16
+      for (int r = 0; r < MR; ++r) hi[r] = dp(hi[r], w[i], a.q(blk, r0 + r) + 16 + 4 * i);
+#pragma GCC unroll 16
+    for (int r = 0; r < MR; ++r) facc[r] = fold_pairs<G>(facc[r], lo[r], hi[r], sc, mn, bs, a, blk, r0 + r);
+    return;
+  }
+  const SubScale ss = bs.sub(s);
   if constexpr (MR == 1) {
     static_assert(!G.sub16());  // (gemv_k)
     __m512i lo, hi;
@@ -332,7 +375,7 @@ inline void tile_rows(const uint8_t* tile, const QActs& a, int64_t g, int r0, in
       for (int s = 0; s < G.subs(); ++s) {
         const uint8_t* q = qb + s * G.sub_bytes();
         if (prefetch) prefetch_weights<MR>(q, int(G.sub_bytes()));  // (past tile ends too: the next tile follows)
-        sub_rows<G, MR>(q, a, a.block(g, b * G.subs() + s), r0, bs.sub(s), facc);
+        sub_rows<G, MR>(q, a, a.block(g, b * G.subs() + s), r0, bs, s, facc);
       }
     }
     for (int r = 0; r < MR; ++r) _mm512_storeu_ps(acc_io + 16 * r, facc[r]);
