@@ -10,6 +10,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <utility>
 
@@ -197,10 +198,12 @@ inline __m512 fold(__m512 facc, __m512i isum, const SubScale& ss, const QActs& a
 
 // Decode: one row's int dots over the two halves of a sub-block (quads 0-3 and 4-7: two chains for
 // latency, which are also the two 16-element halves), each from its chain start.
-template <Geometry G>
+// (Init = false: both chains start at 0, the caller applies the codes' offset.)
+template <Geometry G, bool Init = true>
 inline void dot_halves(const uint8_t* q, const QActs& a, const uint8_t* blk, int r, __m512i& lo, __m512i& hi) {
   const int8_t* x = a.q(blk, r);
-  lo = chain_init<G>(a, blk, r, 0), hi = chain_init<G>(a, blk, r, 1);
+  if constexpr (Init) lo = chain_init<G>(a, blk, r, 0), hi = chain_init<G>(a, blk, r, 1);
+  else lo = hi = _mm512_setzero_si512();
   if constexpr (G.bits == 4) {
     // Multiply the high nibbles in place (v & 0xf0 = 16 * code, no shift per plane); one exact
     // arithmetic shift of that chain's sum per sub-block removes the 16.
@@ -326,7 +329,10 @@ inline void gemv_k(const uint8_t* tile, const QActs& a, int64_t g, int r0, int64
     for (int s = 0; s < G.subs(); ++s) {
       const uint8_t* blk = a.block(g, b * G.subs() + s);
       __m512i lo, hi, isc;
-      dot_halves<G>(qb + s * G.sub_bytes(), a, blk, r0, lo, hi);
+      // Codes of <= 3 bits: the offset goes on the 16-bit pairs below (a shift and a subtract from the
+      // half sums' pair, instead of two integer broadcasts from scalar registers).
+      constexpr bool pair_corr = G.bits <= 3 && G.corr != 0;
+      dot_halves<G, !pair_corr>(qb + s * G.sub_bytes(), a, blk, r0, lo, hi);
       const __m512 da = _mm512_set1_ps(*a.d(blk, r0));
       if constexpr (G.scales == Scales::k_sc_mn) {
         isc = _mm512_mullo_epi32(_mm512_add_epi32(lo, hi), u8x16(bs.sc + G.sc_at + 16 * s));
@@ -334,7 +340,16 @@ inline void gemv_k(const uint8_t* tile, const QActs& a, int64_t g, int r0, int64
                                 acc_m);
       } else if constexpr (G.bits <= 3) {
         const __m512i pr = bs.pairs(s);
-        const __m512i dots = _mm512_mask_blend_epi16(__mmask32(0xAAAAAAAA), lo, _mm512_slli_epi32(hi, 16));
+        __m512i dots = _mm512_mask_blend_epi16(__mmask32(0xAAAAAAAA), lo, _mm512_slli_epi32(hi, 16));
+        if constexpr (pair_corr) {  // + corr * (S_lo, S_hi): |raw dot| <= 16 * 7 * 127 and the sum fit 16 bits
+          int32_t s16;
+          std::memcpy(&s16, a.s16(blk, r0), 4);
+          const __m512i sums = _mm512_set1_epi32(s16);
+          if constexpr (std::has_single_bit(unsigned(-G.corr)))
+            dots = _mm512_sub_epi16(dots, _mm512_slli_epi16(sums, std::countr_zero(unsigned(-G.corr))));
+          else
+            dots = _mm512_add_epi16(dots, _mm512_mullo_epi16(sums, _mm512_set1_epi16(int16_t(G.corr))));
+        }
         if constexpr (G.scales == Scales::k_scmn16) {
           isc = _mm512_madd_epi16(dots, _mm512_and_si512(pr, _mm512_set1_epi16(15)));
           int32_t s16;
@@ -403,14 +418,15 @@ void gemm(const GemmArgs& ga, int64_t t0, int64_t t1, int64_t i0, int64_t i1) {
   constexpr int64_t kSliceBytes = 4096;
   constexpr int64_t slice = std::max<int64_t>(1, kSliceBytes / G.quant_bytes());
   const int64_t nb = ga.a.nb / G.subs(), rows = i1 - i0;
+  const int64_t step = rows <= kActGroup ? nb : slice;  // one group: nothing rereads a slice
   alignas(64) float acc[kMaxGemmRows * 16];
   for (int64_t t = t0; t < t1; ++t) {
     const int valid = int(std::min<int64_t>(packed::kTileRows, ga.rows - t * packed::kTileRows));
     const __mmask16 mask = __mmask16((1u << valid) - 1);
     const uint8_t* tile = ga.w + t * ga.tile_bytes;
     std::memset(acc, 0, sizeof(float) * 16 * size_t(rows));
-    for (int64_t b0 = 0; b0 < nb; b0 += slice) {
-      const int64_t b1 = std::min(nb, b0 + slice);
+    for (int64_t b0 = 0; b0 < nb; b0 += step) {
+      const int64_t b1 = std::min(nb, b0 + step);
       for (int64_t g = i0 / kActGroup; g * kActGroup < i1; ++g) {
         const int n = int(std::min<int64_t>(kActGroup, i1 - g * kActGroup));
         group_rows<G>(tile, ga.a, g, n, b0, b1, acc + 16 * (g * kActGroup - i0), g * kActGroup == i0);
