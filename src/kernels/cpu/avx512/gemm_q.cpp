@@ -227,21 +227,21 @@ inline void dot_halves(const uint8_t* q, const QActs& a, const uint8_t* blk, int
   }
 }
 
-// 16-element scales on codes of at most 3 bits (Q2_K, Q3_K): each half's dot fits 16 bits (|dot| <= 16 * 4 *
-// 127), so a row's two half dots are paired in 16-bit lanes and scaled by one vpmaddwd with the rows' (lo, hi)
-// scale pairs `sc`; Q2_K's mins by one more, of its (mn_lo, mn_hi) with the activation's (S_lo, S_hi). Then
-// one float fold: facc += da * (d * isc - dmin * imn).
+// Q2_K (16-element scales and mins, 2-bit codes): each half's dot fits 16 bits (|dot| <= 16 * 3 * 127), so a
+// row's two half dots are paired in 16-bit lanes and scaled by one vpmaddwd with the rows' (sc_lo, sc_hi) pairs,
+// its mins by one more, of (mn_lo, mn_hi) with the activation's half sums (S_lo, S_hi); then one float fold per
+// sub-block: facc += da * (d * isc - dmin * imn). (Q3_K's half dots fit as well, but without mins to fold
+// it measured no faster than per-half folds.)
 template <Geometry G>
 inline __m512 fold_pairs(__m512 facc, __m512i lo, __m512i hi, __m512i sc, __m512i mn, const BlockScales<G>& bs,
                          const QActs& a, const uint8_t* blk, int r) {
+  static_assert(G.scales == Scales::k_scmn16 && G.bits == 2);
   const __m512i dots = _mm512_mask_blend_epi16(__mmask32(0xAAAAAAAA), lo, _mm512_slli_epi32(hi, 16));
-  __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_madd_epi16(dots, sc)), bs.d);
-  if constexpr (G.scales == Scales::k_scmn16) {
-    int32_t s16;
-    std::memcpy(&s16, a.s16(blk, r), 4);
-    f = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_madd_epi16(mn, _mm512_set1_epi32(s16))), bs.m, f);
-  }
-  return _mm512_fmadd_ps(f, _mm512_set1_ps(*a.d(blk, r)), facc);
+  int32_t s16;
+  std::memcpy(&s16, a.s16(blk, r), 4);
+  const __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_madd_epi16(dots, sc)), bs.d);
+  const __m512i imn = _mm512_madd_epi16(mn, _mm512_set1_epi32(s16));
+  return _mm512_fmadd_ps(_mm512_fmadd_ps(_mm512_cvtepi32_ps(imn), bs.m, f), _mm512_set1_ps(*a.d(blk, r)), facc);
 }
 
 // Rows r0..r0+MR of an activation group against sub-block s of a tile block (q: its codes, blk: its
@@ -249,11 +249,9 @@ inline __m512 fold_pairs(__m512 facc, __m512i lo, __m512i hi, __m512i sc, __m512
 template <Geometry G, int MR>
 inline void sub_rows(const uint8_t* q, const QActs& a, const uint8_t* blk, int r0, const BlockScales<G>& bs, int s,
                      __m512* facc) {
-  if constexpr (MR > 1 && G.sub16() && G.bits <= 3) {
+  if constexpr (MR > 1 && G.scales == Scales::k_scmn16) {
     const __m512i pr = bs.pairs(s);
-    __m512i sc = pr, mn = pr;
-    if constexpr (G.scales == Scales::k_scmn16)
-      sc = _mm512_and_si512(pr, _mm512_set1_epi16(15)), mn = _mm512_srli_epi16(pr, 4);
+    const __m512i sc = _mm512_and_si512(pr, _mm512_set1_epi16(15)), mn = _mm512_srli_epi16(pr, 4);
     __m512i w[4], lo[MR], hi[MR];
     unpack_half<G.bits, 0>(q, w);
 #pragma GCC unroll 16
