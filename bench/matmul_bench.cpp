@@ -87,6 +87,35 @@ void shapes(benchmark::internal::Benchmark* b) {
 }
 BENCHMARK(BM_Matmul)->Apply(shapes)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
+// Every packed type's kernel in cache: decode (m=1) on a 512 x 2048 matrix (0.2-1.1 MB: L2) reported as weight
+// GB/s, i.e. the compute throughput a type's GEMV reaches when memory is no limit (compare with the read
+// bandwidth per thread the host's memory can feed); and prefill (m=512) on 2048 x 2048 as int8 GOPS.
+// Run one thread for per-core figures: TINFER_THREADS=1 build/bench/bench_matmul --benchmark_filter=Hot
+void BM_HotGemv(benchmark::State& state) {
+  const DType type = DType(state.range(0));
+  const int64_t rows = state.range(1), cols = state.range(2), m = state.range(3);
+  const PackedMatrix w = random_packed(type, rows, cols);
+  const auto x = random_x(m * cols);
+  std::vector<float> y(static_cast<size_t>(m * rows));
+  for (auto _ : state) {
+    matmul(w, x.data(), m, y.data(), pool());
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.counters["GB/s"] = benchmark::Counter(double(w.data.size()), benchmark::Counter::kIsIterationInvariantRate,
+                                              benchmark::Counter::kIs1000);
+  state.counters["GOPS"] = benchmark::Counter(2.0 * double(rows * cols * m),
+                                              benchmark::Counter::kIsIterationInvariantRate,
+                                              benchmark::Counter::kIs1000);
+  state.SetLabel(type_traits(type).name);
+}
+void hot_shapes(benchmark::internal::Benchmark* b) {
+  const DType kTypes[] = {DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1,
+                          DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K};
+  for (DType t : kTypes) b->Args({int64_t(t), 512, 2048, 1});
+  for (DType t : kTypes) b->Args({int64_t(t), 2048, 2048, 512});
+}
+BENCHMARK(BM_HotGemv)->Apply(hot_shapes)->Unit(benchmark::kMicrosecond)->UseRealTime();
+
 // A whole TinyLlama decode step (m=1): 22 layers of q,k,v,o,gate,up,down + the output matrix.
 // Four distinct layers are cycled (~180 MiB for Q8_0) so weights stream from DRAM.
 void BM_DecodeStep(benchmark::State& state) {

@@ -126,6 +126,10 @@ struct BlockScales {
     if constexpr (G.scales == Scales::k_sc_mn || G.scales == Scales::k_scmn16)
       m = _mm256_sub_ps(_mm256_setzero_ps(), m);
   }
+  // Q2_K: the scale bytes (sc | mn << 4) of sub-block s for these 8 rows as (lo, hi) 16-bit lane pairs.
+  __m256i pair_bytes(int s) const {
+    return _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sc + G.sc_at + 32 * s + 16 * half)));
+  }
   SubScale sub(int s) const {
     SubScale r;
     const uint8_t* p = sc + 8 * half;
@@ -194,7 +198,7 @@ inline void half_rows(const uint8_t* tile, const QActs& a, int64_t g, int r0, in
     for (int s = 0; s < G.subs(); ++s) {
       const uint8_t* q = qb + s * G.sub_bytes();
       const uint8_t* blk = a.block(g, b * G.subs() + s);
-      const SubScale ss = bs.sub(s);
+      [[maybe_unused]] const SubScale ss = bs.sub(s);  // (unused by the pair path)
       if constexpr (!G.sub16()) {
         __m256i acc[MR];
 #pragma GCC unroll 16
@@ -212,6 +216,37 @@ inline void half_rows(const uint8_t* tile, const QActs& a, int64_t g, int r0, in
         }
 #pragma GCC unroll 16
         for (int r = 0; r < MR; ++r) facc[r] = fold<G>(facc[r], acc[r], ss, a, blk, r0 + r, 0);
+      } else if constexpr (MR > 1 && G.scales == Scales::k_scmn16) {
+        // Q2_K: a row's two half dots fit 16 bits, so they are paired in 16-bit lanes and scaled by one
+        // vpmaddwd with the rows' (lo, hi) scale pairs, the mins by one more, then one float fold per
+        // sub-block (as the AVX-512 kernel).
+        __m256i w[4], lo[MR], hi[MR];
+        unpack_half<G.bits, 0>(q, w);
+#pragma GCC unroll 16
+        for (int r = 0; r < MR; ++r) lo[r] = chain_init<G>(a, blk, r0 + r, 0);
+#pragma GCC unroll 4
+        for (int i = 0; i < 4; ++i)
+#pragma GCC unroll 16
+          for (int r = 0; r < MR; ++r) lo[r] = _mm256_add_epi32(lo[r], dot4<G.bits>(w[i], a.q(blk, r0 + r) + 4 * i));
+        unpack_half<G.bits, 1>(q, w);
+#pragma GCC unroll 16
+        for (int r = 0; r < MR; ++r) hi[r] = chain_init<G>(a, blk, r0 + r, 1);
+#pragma GCC unroll 4
+        for (int i = 0; i < 4; ++i)
+#pragma GCC unroll 16
+          for (int r = 0; r < MR; ++r)
+            hi[r] = _mm256_add_epi32(hi[r], dot4<G.bits>(w[i], a.q(blk, r0 + r) + 16 + 4 * i));
+        const __m256i pr = bs.pair_bytes(s);
+        const __m256i sc = _mm256_and_si256(pr, _mm256_set1_epi16(15)), mn = _mm256_srli_epi16(pr, 4);
+#pragma GCC unroll 16
+        for (int r = 0; r < MR; ++r) {
+          const __m256i dots = _mm256_blend_epi16(lo[r], _mm256_slli_epi32(hi[r], 16), 0xAA);
+          int32_t s16;
+          std::memcpy(&s16, a.s16(blk, r0 + r), 4);
+          __m256 f = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(dots, sc)), bs.d);
+          f = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(mn, _mm256_set1_epi32(s16))), bs.m, f);
+          facc[r] = _mm256_fmadd_ps(f, _mm256_set1_ps(*a.d(blk, r0 + r)), facc[r]);
+        }
       } else {
 #pragma GCC unroll 2
         for (int h = 0; h < 2; ++h) {

@@ -10,6 +10,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <utility>
 
@@ -197,10 +198,12 @@ inline __m512 fold(__m512 facc, __m512i isum, const SubScale& ss, const QActs& a
 
 // Decode: one row's int dots over the two halves of a sub-block (quads 0-3 and 4-7: two chains for
 // latency, which are also the two 16-element halves), each from its chain start.
-template <Geometry G>
+// (Init = false: both chains start at 0, the caller applies the codes' offset.)
+template <Geometry G, bool Init = true>
 inline void dot_halves(const uint8_t* q, const QActs& a, const uint8_t* blk, int r, __m512i& lo, __m512i& hi) {
   const int8_t* x = a.q(blk, r);
-  lo = chain_init<G>(a, blk, r, 0), hi = chain_init<G>(a, blk, r, 1);
+  if constexpr (Init) lo = chain_init<G>(a, blk, r, 0), hi = chain_init<G>(a, blk, r, 1);
+  else lo = hi = _mm512_setzero_si512();
   if constexpr (G.bits == 4) {
     // Multiply the high nibbles in place (v & 0xf0 = 16 * code, no shift per plane); one exact
     // arithmetic shift of that chain's sum per sub-block removes the 16.
@@ -224,10 +227,51 @@ inline void dot_halves(const uint8_t* q, const QActs& a, const uint8_t* blk, int
   }
 }
 
-// Rows r0..r0+MR of an activation group against one sub-block (q: its codes, blk: its activation block).
+// Q2_K (16-element scales and mins, 2-bit codes): each half's dot fits 16 bits (|dot| <= 16 * 3 * 127), so a
+// row's two half dots are paired in 16-bit lanes and scaled by one vpmaddwd with the rows' (sc_lo, sc_hi) pairs,
+// its mins by one more, of (mn_lo, mn_hi) with the activation's half sums (S_lo, S_hi); then one float fold per
+// sub-block: facc += da * (d * isc - dmin * imn). (Q3_K's half dots fit as well, but without mins to fold
+// it measured no faster than per-half folds.)
+template <Geometry G>
+inline __m512 fold_pairs(__m512 facc, __m512i lo, __m512i hi, __m512i sc, __m512i mn, const BlockScales<G>& bs,
+                         const QActs& a, const uint8_t* blk, int r) {
+  static_assert(G.scales == Scales::k_scmn16 && G.bits == 2);
+  const __m512i dots = _mm512_mask_blend_epi16(__mmask32(0xAAAAAAAA), lo, _mm512_slli_epi32(hi, 16));
+  int32_t s16;
+  std::memcpy(&s16, a.s16(blk, r), 4);
+  const __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_madd_epi16(dots, sc)), bs.d);
+  const __m512i imn = _mm512_madd_epi16(mn, _mm512_set1_epi32(s16));
+  return _mm512_fmadd_ps(_mm512_fmadd_ps(_mm512_cvtepi32_ps(imn), bs.m, f), _mm512_set1_ps(*a.d(blk, r)), facc);
+}
+
+// Rows r0..r0+MR of an activation group against sub-block s of a tile block (q: its codes, blk: its
+// activation block, bs: the tile block's scales).
 template <Geometry G, int MR>
-inline void sub_rows(const uint8_t* q, const QActs& a, const uint8_t* blk, int r0, const SubScale& ss,
+inline void sub_rows(const uint8_t* q, const QActs& a, const uint8_t* blk, int r0, const BlockScales<G>& bs, int s,
                      __m512* facc) {
+  if constexpr (MR > 1 && G.scales == Scales::k_scmn16) {
+    const __m512i pr = bs.pairs(s);
+    const __m512i sc = _mm512_and_si512(pr, _mm512_set1_epi16(15)), mn = _mm512_srli_epi16(pr, 4);
+    __m512i w[4], lo[MR], hi[MR];
+    unpack_half<G.bits, 0>(q, w);
+#pragma GCC unroll 16
+    for (int r = 0; r < MR; ++r) lo[r] = chain_init<G>(a, blk, r0 + r, 0);
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; ++i)
+#pragma GCC unroll 16
+      for (int r = 0; r < MR; ++r) lo[r] = dp(lo[r], w[i], a.q(blk, r0 + r) + 4 * i);
+    unpack_half<G.bits, 1>(q, w);
+#pragma GCC unroll 16
+    for (int r = 0; r < MR; ++r) hi[r] = chain_init<G>(a, blk, r0 + r, 1);
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; ++i)
+#pragma GCC unroll 16
+      for (int r = 0; r < MR; ++r) hi[r] = dp(hi[r], w[i], a.q(blk, r0 + r) + 16 + 4 * i);
+#pragma GCC unroll 16
+    for (int r = 0; r < MR; ++r) facc[r] = fold_pairs<G>(facc[r], lo[r], hi[r], sc, mn, bs, a, blk, r0 + r);
+    return;
+  }
+  const SubScale ss = bs.sub(s);
   if constexpr (MR == 1) {
     static_assert(!G.sub16());  // (gemv_k)
     __m512i lo, hi;
@@ -283,7 +327,10 @@ inline void gemv_k(const uint8_t* tile, const QActs& a, int64_t g, int r0, int64
     for (int s = 0; s < G.subs(); ++s) {
       const uint8_t* blk = a.block(g, b * G.subs() + s);
       __m512i lo, hi, isc;
-      dot_halves<G>(qb + s * G.sub_bytes(), a, blk, r0, lo, hi);
+      // Codes of <= 3 bits: the offset goes on the 16-bit pairs below (a shift and a subtract from the
+      // half sums' pair, instead of two integer broadcasts from scalar registers).
+      constexpr bool pair_corr = G.bits <= 3 && G.corr != 0;
+      dot_halves<G, !pair_corr>(qb + s * G.sub_bytes(), a, blk, r0, lo, hi);
       const __m512 da = _mm512_set1_ps(*a.d(blk, r0));
       if constexpr (G.scales == Scales::k_sc_mn) {
         isc = _mm512_mullo_epi32(_mm512_add_epi32(lo, hi), u8x16(bs.sc + G.sc_at + 16 * s));
@@ -291,7 +338,16 @@ inline void gemv_k(const uint8_t* tile, const QActs& a, int64_t g, int r0, int64
                                 acc_m);
       } else if constexpr (G.bits <= 3) {
         const __m512i pr = bs.pairs(s);
-        const __m512i dots = _mm512_mask_blend_epi16(__mmask32(0xAAAAAAAA), lo, _mm512_slli_epi32(hi, 16));
+        __m512i dots = _mm512_mask_blend_epi16(__mmask32(0xAAAAAAAA), lo, _mm512_slli_epi32(hi, 16));
+        if constexpr (pair_corr) {  // + corr * (S_lo, S_hi): |raw dot| <= 16 * 7 * 127 and the sum fit 16 bits
+          int32_t s16;
+          std::memcpy(&s16, a.s16(blk, r0), 4);
+          const __m512i sums = _mm512_set1_epi32(s16);
+          if constexpr (std::has_single_bit(unsigned(-G.corr)))
+            dots = _mm512_sub_epi16(dots, _mm512_slli_epi16(sums, std::countr_zero(unsigned(-G.corr))));
+          else
+            dots = _mm512_add_epi16(dots, _mm512_mullo_epi16(sums, _mm512_set1_epi16(int16_t(G.corr))));
+        }
         if constexpr (G.scales == Scales::k_scmn16) {
           isc = _mm512_madd_epi16(dots, _mm512_and_si512(pr, _mm512_set1_epi16(15)));
           int32_t s16;
@@ -332,7 +388,7 @@ inline void tile_rows(const uint8_t* tile, const QActs& a, int64_t g, int r0, in
       for (int s = 0; s < G.subs(); ++s) {
         const uint8_t* q = qb + s * G.sub_bytes();
         if (prefetch) prefetch_weights<MR>(q, int(G.sub_bytes()));  // (past tile ends too: the next tile follows)
-        sub_rows<G, MR>(q, a, a.block(g, b * G.subs() + s), r0, bs.sub(s), facc);
+        sub_rows<G, MR>(q, a, a.block(g, b * G.subs() + s), r0, bs, s, facc);
       }
     }
     for (int r = 0; r < MR; ++r) _mm512_storeu_ps(acc_io + 16 * r, facc[r]);
@@ -360,14 +416,15 @@ void gemm(const GemmArgs& ga, int64_t t0, int64_t t1, int64_t i0, int64_t i1) {
   constexpr int64_t kSliceBytes = 4096;
   constexpr int64_t slice = std::max<int64_t>(1, kSliceBytes / G.quant_bytes());
   const int64_t nb = ga.a.nb / G.subs(), rows = i1 - i0;
+  const int64_t step = rows <= kActGroup ? nb : slice;  // one group: nothing rereads a slice
   alignas(64) float acc[kMaxGemmRows * 16];
   for (int64_t t = t0; t < t1; ++t) {
     const int valid = int(std::min<int64_t>(packed::kTileRows, ga.rows - t * packed::kTileRows));
     const __mmask16 mask = __mmask16((1u << valid) - 1);
     const uint8_t* tile = ga.w + t * ga.tile_bytes;
     std::memset(acc, 0, sizeof(float) * 16 * size_t(rows));
-    for (int64_t b0 = 0; b0 < nb; b0 += slice) {
-      const int64_t b1 = std::min(nb, b0 + slice);
+    for (int64_t b0 = 0; b0 < nb; b0 += step) {
+      const int64_t b1 = std::min(nb, b0 + step);
       for (int64_t g = i0 / kActGroup; g * kActGroup < i1; ++g) {
         const int n = int(std::min<int64_t>(kActGroup, i1 - g * kActGroup));
         group_rows<G>(tile, ga.a, g, n, b0, b1, acc + 16 * (g * kActGroup - i0), g * kActGroup == i0);
