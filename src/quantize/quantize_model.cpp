@@ -241,15 +241,23 @@ QuantizeResult quantize_model(const Model& source, const std::string& out_path, 
       const TypeTraits& tt = type_traits(c.type);
       auto it = stats.find(c.name);
       const InputStats* x = it != stats.end() && it->second && it->second->cols == cols ? it->second.get() : nullptr;
-      if (is_float_type(c.type) || !x || (!use_gptq && !use_importance)) {
+      if (opts.clip && !is_float_type(c.type) && x && !use_gptq) {
+        // RTN (importance-weighted for rtn, plain after AWQ / SmoothQuant folds) on clip-searched grids.
+        r.how = use_importance ? "rtn+importance+clip" : "rtn+clip";
+        ClipOptions co = opts.clip_options;
+        co.threads = pool.size();
+        const std::vector<float> importance = use_importance ? activation_importance(*x) : std::vector<float>{};
+        qbuf = quantize_rtn_clipped(c.type, w, rows, cols, *x, use_importance ? importance.data() : nullptr, co);
+      } else if (is_float_type(c.type) || !x || (!use_gptq && !use_importance)) {
         // Plain round-to-nearest: the type table's reference quantizer (bit-exact with ggml's).
         r.how = is_float_type(c.type) ? "convert" : "rtn";
         parallel_rows(pool, rows, [&](int64_t r0, int64_t r1) {
           tt.from_float(w + r0 * cols, qbuf.data() + rb * size_t(r0), (r1 - r0) * cols);
         });
       } else if (use_gptq) {
-        r.how = "gptq";
+        r.how = opts.clip ? "gptq+clip" : "gptq";
         GptqOptions go = opts.gptq;
+        if (opts.clip) go.clip = opts.clip_options;
         go.threads = pool.size();  // quantize_gptq splits the rows over its own workers
         qbuf = quantize_gptq(c.type, w, rows, cols, *x, go);
       } else {

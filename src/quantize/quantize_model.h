@@ -34,6 +34,10 @@ struct QuantizeOptions {
   std::vector<int32_t> calib_tokens;
   CalibOptions calib;  // max_tokens, ctx, sample rows (threads: taken from `threads`)
   GptqOptions gptq;
+  // Clip search (methods.h ClipOptions) for every quantized matrix with calibration statistics: GPTQ's block
+  // fits, or RTN (importance-weighted for rtn, plain after the folds of awq / smoothquant).
+  bool clip = false;
+  ClipOptions clip_options;
   int threads = 0;        // 0 = hardware concurrency
   FILE* log = stderr;     // warnings, fallback notes, the progress bar; nullptr = silent
   int progress_tty = -1;  // -1: redraw in place iff `log` is a terminal
