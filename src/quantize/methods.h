@@ -88,6 +88,10 @@ struct ScaleSearchOptions {
   // tensors differ from the target); unset = `type` for every tensor. AWQ searches each group with the type
   // of its first consumer (a group whose consumers' types differ in block size uses the first's).
   std::function<DType(const std::string& tensor)> type_of;
+  // AWQ: the loss includes the runtime's int8 activation rounding (per 32-block, as the CPU kernels round
+  // them): || X W^T - Qa(X diag(s)^-1) Q(W diag(s))^T ||^2, so scales that also tame activation outliers win.
+  // Groups whose input width is not a multiple of 32 keep the weight-only loss.
+  bool act_quant = false;
 };
 
 // The groups both methods fold into, per layer: attn_norm -> q,k,v; v -> o (only when n_kv_heads ==

@@ -38,6 +38,11 @@ struct QuantizeOptions {
   // fits, or RTN (importance-weighted for rtn, plain after the folds of awq / smoothquant).
   bool clip = false;
   ClipOptions clip_options;
+  // GPTQ methods only: sequential calibration, each layer's statistics taken from the model whose earlier
+  // layers are already quantized (quantize_model.cpp sequential_gptq; about n_layers/2 calibration passes).
+  bool sequential = false;
+  // AWQ methods: the scale search's loss includes the runtime's int8 activation rounding.
+  bool awq_act_quant = false;
   int threads = 0;        // 0 = hardware concurrency
   FILE* log = stderr;     // warnings, fallback notes, the progress bar; nullptr = silent
   int progress_tty = -1;  // -1: redraw in place iff `log` is a terminal
