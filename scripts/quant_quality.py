@@ -3,7 +3,8 @@
 (dPPL, KLD, top-1 on the same windows). Prints a Markdown table and writes the rows as JSON.
 
   scripts/quant_quality.py --tinfer build/tools/tinfer/tinfer --model SRC.gguf --eval TEXT \
-      --calib CALIB.txt --types q8_0,q4_0 --methods rtn,rtn+imatrix,gptq,awq [--eval-tokens 1000 --ctx 512]
+      --calib CALIB.txt --types q8_0,q4_0 --methods rtn,rtn+imatrix,gptq,awq [--eval-tokens 1000 --ctx 512] \
+      [--quantize-arg '--clip' ...]
 
 `rtn+imatrix` is importance-weighted RTN (rtn with --calib); the other methods calibrate on --calib too, so
 every row sees the same calibration text (keep it disjoint from --eval)."""
@@ -24,6 +25,8 @@ def run(a, typ, method):
         cmd += ["--calib", a.calib]
     for o in a.tensor_type:
         cmd += ["--tensor-type", o]
+    for x in a.quantize_arg:
+        cmd += x.split()
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
         sys.exit(f"failed: {' '.join(cmd)}\n{p.stderr}")
@@ -40,6 +43,8 @@ def main():
     ap.add_argument("--types", default="q8_0,q4_0")
     ap.add_argument("--methods", default="rtn,rtn+imatrix,gptq,awq")
     ap.add_argument("--tensor-type", action="append", default=[])
+    ap.add_argument("--quantize-arg", action="append", default=[],
+                    help="extra tinfer quantize arguments for every row, e.g. '--clip' or '--first-token-weight 64'")
     ap.add_argument("--eval-tokens", type=int, default=1000)
     ap.add_argument("--calib-tokens", type=int, default=4096)
     ap.add_argument("--ctx", type=int, default=512)
@@ -60,8 +65,10 @@ def main():
                 j = run(a, typ, m)
                 e = j["eval"]
                 rows.append({"type": typ, "method": m, "report": j})
-                print(f"| {typ} | {m} | {j['bpw_weights']:.3f} | {e['ppl_base']:.4f} | {e['ppl']:.4f} | "
-                      f"{e['dppl']:+.4f} ± {e['dppl_se']:.4f} | {100 * e['dppl'] / e['ppl_base']:+.2f}% | "
+                label = " ".join([m] + a.quantize_arg)
+                print(f"| {typ} | {label} | {j['bpw_weights']:.3f} | {e['ppl_base']:.4f} | {e['ppl']:.4f} | "
+                      f"{e['dppl']:+.4f} ± {e['dppl_se']:.4f} | {100 * e['dppl'] / e['ppl_base']:+.2f}% "
+                      f"(ln ratio {100 * e['ln_ratio']:+.2f} ± {100 * e['ln_ratio_se']:.2f}%) | "
                       f"{e['kld_mean']:.5f} | {e['kld_p99']:.4f} | {100 * e['top1']:.1f}% | {j['seconds']['total']:.1f} |",
                       flush=True)
     if a.json_out:

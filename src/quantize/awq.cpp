@@ -1,6 +1,7 @@
 // AWQ: activation-aware per-channel scales. Per group: s(alpha) = mean|x|^alpha normalised, the group's
 // stacked matrices quantized as W diag(s) and read back as Q(W diag(s)) diag(s)^-1; the loss is the output
-// error on the calibration sample, || X (W - W_hat)^T ||^2, relative to || X W^T ||^2.
+// error on the calibration sample, || X (W - W_hat)^T ||^2, relative to || X W^T ||^2; with act_quant the
+// runtime's: || X W^T - Qa(X diag(s)^-1) Q(W diag(s))^T ||^2, Qa the int8 activation rounding per 32-block.
 #include <algorithm>
 #include <cmath>
 
@@ -21,6 +22,8 @@ double sum_squares(const std::vector<float>& y) {
   for (float v : y) e += double(v) * v;
   return e;
 }
+
+constexpr int64_t kActBlock = 32;  // the CPU kernels' int8 activation block
 
 }  // namespace
 
@@ -53,6 +56,9 @@ std::vector<ScaleFold> awq_apply(FloatModel& m, CalibStats& stats, DType target,
     std::vector<float> y(static_cast<size_t>(n * rows));
     float_gemm(w.data(), rows, cols, x.data(), n, y.data(), pool);
     const double ref = std::max(sum_squares(y), 1e-30);
+    const bool act_quant = opts.act_quant && cols % kActBlock == 0;
+    std::vector<float> y_ref, xs;
+    if (act_quant) y_ref = y, xs.resize(x.size());
 
     const InputStats& st = *g.stats;
     std::vector<double> mean_abs(static_cast<size_t>(cols));
@@ -77,6 +83,18 @@ std::vector<ScaleFold> awq_apply(FloatModel& m, CalibStats& stats, DType target,
       for (size_t c = 0; c < imp.size(); ++c) imp_s[c] = float(imp[c] / (s[c] * s[c]));  // energy of x / s
       const std::vector<uint8_t> q = rtn(tt, ws.data(), rows, cols, opts.weighted ? imp_s.data() : nullptr, pool);
       const size_t rb = row_bytes(type, cols);
+      if (act_quant) {  // the runtime's product: int8 (x / s) times the dequantized W diag(s)
+        pool.parallel_for(rows, 1, [&](int64_t r0, int64_t r1) {
+          for (int64_t r = r0; r < r1; ++r) tt.to_float(q.data() + rb * size_t(r), &deq[r * cols], cols);
+        });
+        for (int64_t i = 0; i < n; ++i)
+          for (int64_t c = 0; c < cols; ++c) xs[i * cols + c] = float(x[i * cols + c] / s[c]);
+        fake_quant_act(xs.data(), n, cols, kActBlock);
+        float_gemm(deq.data(), rows, cols, xs.data(), n, y.data(), pool);
+        double err = 0;
+        for (size_t k = 0; k < y.size(); ++k) err += double(y[k] - y_ref[k]) * (y[k] - y_ref[k]);
+        return err / ref;
+      }
       pool.parallel_for(rows, 1, [&](int64_t r0, int64_t r1) {
         for (int64_t r = r0; r < r1; ++r) {
           tt.to_float(q.data() + rb * size_t(r), &deq[r * cols], cols);

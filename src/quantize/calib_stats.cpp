@@ -166,7 +166,10 @@ CalibStats collect_calib_stats(const Model& model, const std::vector<int32_t>& t
   const int64_t S = std::min(opts.sample_rows, total);
   std::vector<std::array<std::shared_ptr<InputStats>, 4>> per(size_t(c.n_layers));
   CalibStats stats;
+  check(opts.only_layer < c.n_layers, "calibration: layer " + std::to_string(opts.only_layer) + " of a model of " +
+                                          std::to_string(c.n_layers));
   for (int64_t l = 0; l < c.n_layers; ++l) {
+    if (opts.only_layer >= 0 && l != opts.only_layer) continue;
     auto& p = per[size_t(l)];
     p[0] = make_stats(c.dim, S), p[1] = make_stats(c.q_dim(), S), p[2] = make_stats(c.dim, S);
     p[3] = make_stats(c.ffn_dim, S);
@@ -184,12 +187,14 @@ CalibStats collect_calib_stats(const Model& model, const std::vector<int32_t>& t
   bool window_start = false;
   fwd.set_linear_observer([&](int64_t layer, LinearInput which, const float* x, int64_t n, int64_t cols) {
     if (which == LinearInput::kAttnQkv) return;  // not a linear layer's input
+    if (opts.only_layer >= 0 && layer != opts.only_layer) return;
     acc.add(*per[size_t(layer)][size_t(which)], x, n, cols, first, window_start, sampled);
   });
   // Prefill chunks of 128 tokens: the chunk's activations stay in L2 while the F32 weights stream by.
   run_calibration_windows(fwd, tokens, total, ctx, 128, [&](int64_t f, bool start) { first = f, window_start = start; });
   for (auto& p : per)
-    for (auto& s : p) Accumulator::mirror(*s);
+    for (auto& s : p)
+      if (s) Accumulator::mirror(*s);
   return stats;
 }
 

@@ -41,6 +41,8 @@ struct CalibOptions {
   // weight 1 GPTQ on attn_v trades that row's error away (SmolLM2-135M, Q4_0, ctx 512: perplexity 31.1 with
   // GPTQ on v alone vs 27.5 with importance-weighted RTN).
   double first_token_weight = 1;
+  // >= 0: gather the statistics of this layer only (the map holds its 7 tensors; sequential calibration).
+  int64_t only_layer = -1;
 };
 
 // The model's float image: nullptr when `model` already computes its layer matrices (and, with_head, the

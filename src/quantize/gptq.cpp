@@ -5,6 +5,7 @@
 //     of the type block, so those columns have every update from the columns before them;
 //   - with act_order the columns go in order of decreasing diag(H) and all block scales are fitted up front
 //     on the original weights ("static groups": the grid is per contiguous block of a row);
+//   - with opts.clip, that fit is the clip search of fit_block_clipped under the block's part of X^T X;
 //   - each column is snapped to its grid, its error divided by U[i][i] is spread over the rest of the
 //     lazy block at once and over the columns after it per lazy block (U^T U = H^-1, upper).
 #include <atomic>
@@ -92,12 +93,18 @@ std::vector<uint8_t> gptq(const TypeTraits& tt, const float* w, int64_t rows, in
     });
   }
 
+  const bool clip = opts.clip.n_grid > 1 && !opts.act_order;
+  auto metric_at = [&](int64_t i) {  // the clip search's error for the block starting at column i
+    return opts.clip_compensated ? BlockMetric{.u = &u[size_t(i * cols + i)], .ld = cols}
+                                 : BlockMetric{.h = &hp[size_t(i * cols + i)], .ld = cols};
+  };
   const int64_t n_tiles = (rows + kTileRows - 1) / kTileRows;
   std::atomic<int64_t> next{0};
   pool.run([&](int, int) {
     std::vector<float> wt(size_t(kTileRows * cols)), wr(static_cast<size_t>(cols)), err(size_t(kTileRows * lazy));
     std::vector<float> b_scale(size_t(kTileRows * B)), b_offset(size_t(kTileRows * B));
     std::vector<int32_t> b_code(size_t(kTileRows * B));
+    ClipScratch scratch;
     for (int64_t tile = next.fetch_add(1); tile < n_tiles; tile = next.fetch_add(1)) {
       const int64_t r0 = tile * kTileRows, nr = std::min(kTileRows, rows - r0);
       for (int64_t t = 0; t < nr; ++t) {  // the tile's rows, columns in processing order
@@ -110,7 +117,10 @@ std::vector<uint8_t> gptq(const TypeTraits& tt, const float* w, int64_t rows, in
           if (!opts.act_order && i % B == 0) {
             for (int64_t t = 0; t < nr; ++t) {
               uint8_t* blk = out.data() + rb * size_t(r0 + t) + size_t(i / B) * tt.block_bytes;
-              tt.from_float_weighted(&wt[t * cols + i], blk, B, &imp[i]);
+              if (clip)
+                fit_block_clipped(tt, &wt[t * cols + i], B, &imp[i], metric_at(i), opts.clip, blk, scratch, nullptr);
+              else
+                tt.from_float_weighted(&wt[t * cols + i], blk, B, &imp[i]);
               tt.grid(blk, &b_scale[t * B], &b_offset[t * B], B);
               tt.get_codes(blk, &b_code[t * B], B);
             }

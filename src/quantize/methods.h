@@ -25,11 +25,37 @@ std::vector<uint8_t> quantize_rtn(DType type, const float* w, int64_t rows, int6
 // and the one GPTQ fits its block scales with (so GPTQ without cross-column updates == this RTN).
 std::vector<float> activation_importance(const InputStats& x);
 
+// Clip search: each block's grid fitted to its weights clamped at +-r max|w|, r on n_grid points from 1 down
+// to 1 - max_shrink, chosen per row and block by the output error on the calibration inputs (X^T X).
+struct ClipOptions {
+  int n_grid = 11;          // r = 1, 0.95, ..., 0.5 with the defaults
+  double max_shrink = 0.5;  // the smallest ratio is 1 - max_shrink
+  int threads = 0;          // 0 = hardware concurrency
+};
+struct ClipReport {
+  int64_t blocks = 0, clipped = 0;             // blocks, and those whose best ratio is below 1
+  double err_plain = 0, err_clipped = 0;       // summed block output errors without and with the search
+};
+// RTN with a clip search: per row and type block, the grid of the best clip ratio (block_output_error in
+// grid_quant.h: the block's error under the diagonal sub-blocks of X^T X); the weights themselves are
+// snapped unclamped onto it. importance: nullptr = the type's plain from_float fit, else the importance-
+// weighted fit (as quantize_rtn). Never a larger summed block error than the unclipped fit (r = 1 is on
+// the grid). report (optional): the counts and errors.
+std::vector<uint8_t> quantize_rtn_clipped(DType type, const float* w, int64_t rows, int64_t cols, const InputStats& x,
+                                          const float* importance, const ClipOptions& opts,
+                                          ClipReport* report = nullptr);
+
 struct GptqOptions {
   double damp = 0.01;      // lambda = damp * mean(diag(H)) added to the diagonal
   int64_t block = 128;     // columns per lazy-update block
   bool act_order = false;  // quantize columns in order of decreasing diag(H) (within the type's grid)
   int threads = 0;         // 0 = hardware concurrency
+  // Clip search in each block's scale fit (not with act_order): the grid fitted to the error-updated block
+  // clamped at the ratio of least block output error (ClipOptions, n_grid 1 = off).
+  ClipOptions clip{.n_grid = 1};
+  // The clip search's error: false = the block's output error under X^T X (as quantize_rtn_clipped), true =
+  // what is left of it after the later columns compensate (GPTQ's own loss, via the inverse Hessian's factor).
+  bool clip_compensated = true;
 };
 // GPTQ: columns quantized one at a time onto the grid, each block's scales fitted to the
 // error-updated weights when the column enters a new (super-)block (from_float_weighted with
@@ -62,6 +88,10 @@ struct ScaleSearchOptions {
   // tensors differ from the target); unset = `type` for every tensor. AWQ searches each group with the type
   // of its first consumer (a group whose consumers' types differ in block size uses the first's).
   std::function<DType(const std::string& tensor)> type_of;
+  // AWQ: the loss includes the runtime's int8 activation rounding (per 32-block, as the CPU kernels round
+  // them): || X W^T - Qa(X diag(s)^-1) Q(W diag(s))^T ||^2, so scales that also tame activation outliers win.
+  // Groups whose input width is not a multiple of 32 keep the weight-only loss.
+  bool act_quant = false;
 };
 
 // The groups both methods fold into, per layer: attn_norm -> q,k,v; v -> o (only when n_kv_heads ==

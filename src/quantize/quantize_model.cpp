@@ -12,6 +12,7 @@
 #include "core/thread_pool.h"
 #include "core/timer.h"
 #include "model/gguf.h"
+#include "quantize/calib_stats.h"
 #include "model/model.h"
 #include "quant/type_table.h"
 #include "quantize/float_model.h"
@@ -88,6 +89,88 @@ const float* float_rows(const GgufTensor& src, const FloatModel* fm, std::vector
   return buf.data();
 }
 
+// The layer of "blk.N.xxx", or -1.
+int64_t layer_index(const std::string& name) {
+  if (name.rfind("blk.", 0) != 0) return -1;
+  int64_t l = 0;
+  size_t i = 4;
+  for (; i < name.size() && name[i] >= '0' && name[i] <= '9'; ++i) l = l * 10 + (name[i] - '0');
+  return i > 4 && i < name.size() && name[i] == '.' ? l : -1;
+}
+
+// t's values replaced by what `type`'s bytes of them read back as.
+void round_trip(FloatTensor& t, DType type, const std::vector<uint8_t>& q, ThreadPool& pool) {
+  const TypeTraits& tt = type_traits(type);
+  const int64_t cols = t.cols();
+  const size_t rb = row_bytes(type, cols);
+  parallel_rows(pool, t.rows(), [&](int64_t r0, int64_t r1) {
+    tt.to_float(q.data() + rb * size_t(r0), t.data.data() + r0 * cols, (r1 - r0) * cols);
+  });
+}
+
+// Sequential GPTQ: the layers in order, each one's input statistics gathered on the model whose embedding
+// and earlier layers already hold their quantized values (read back to fp32), so GPTQ fits layer l to the
+// inputs the quantized model will give it. Each pass runs a copy of the model cut after layer l (its
+// block_count set to l + 1) over the calibration tokens and observes layer l only: about L/2 times the
+// forward work of one calibration pass. Returns the quantized bytes of every layer matrix it quantized;
+// the non-layer matrices are quantized the way the main loop writes them (the plain reference quantizer),
+// here only to feed layer 0.
+std::map<std::string, std::vector<uint8_t>> sequential_gptq(const Model& source, const FloatModel* folded,
+                                                            const std::vector<TensorChoice>& plan,
+                                                            const QuantizeOptions& opts, ThreadPool& pool) {
+  const GgufFile& src = source.gguf();
+  FloatModel work = folded ? *folded : load_float_model(source);
+  const std::string arch = src.get_string("general.architecture").value_or("");
+  check(!arch.empty() && src.find(arch + ".block_count"),
+        "--sequential: the source has no " + (arch.empty() ? std::string("general.architecture") : arch + ".block_count"));
+  for (const TensorChoice& c : plan) {
+    if (c.shape.size() < 2 || layer_index(c.name) >= 0 || is_float_type(c.type)) continue;
+    FloatTensor& t = work.tensors.at(c.name);
+    const TypeTraits& tt = type_traits(c.type);
+    const size_t rb = row_bytes(c.type, t.cols());
+    std::vector<uint8_t> q(rb * size_t(t.rows()));
+    parallel_rows(pool, t.rows(), [&](int64_t r0, int64_t r1) {
+      tt.from_float(t.data.data() + r0 * t.cols(), q.data() + rb * size_t(r0), (r1 - r0) * t.cols());
+    });
+    round_trip(t, c.type, q, pool);
+  }
+  std::map<std::string, std::vector<uint8_t>> out;
+  const int64_t n_layers = work.config.n_layers;
+  for (int64_t l = 0; l < n_layers; ++l) {
+    log_line(opts, "sequential calibration: layer " + std::to_string(l + 1) + " of " + std::to_string(n_layers));
+    std::unique_ptr<Model> cut;
+    {
+      GgufWriter w;
+      copy_metadata(src, w);
+      w.set_u32(arch + ".block_count", uint32_t(l + 1));
+      for (const GgufTensor& gt : src.tensors()) {
+        if (layer_index(gt.name) > l) continue;
+        const FloatTensor& t = work.tensors.at(gt.name);
+        w.add_tensor(gt.name, DType::F32, t.shape, t.data.data(), t.data.size() * sizeof(float));
+      }
+      cut = Model::from_gguf_bytes(w.to_bytes());
+    }
+    CalibOptions co = opts.calib;
+    co.threads = pool.size();
+    co.only_layer = l;
+    const CalibStats stats = collect_calib_stats(*cut, opts.calib_tokens, co);
+    cut.reset();
+    for (const TensorChoice& c : plan) {
+      if (layer_index(c.name) != l || c.shape.size() < 2 || is_float_type(c.type)) continue;
+      auto it = stats.find(c.name);
+      FloatTensor& t = work.tensors.at(c.name);
+      if (it == stats.end() || !it->second || it->second->cols != t.cols()) continue;
+      GptqOptions go = opts.gptq;
+      if (opts.clip) go.clip = opts.clip_options;
+      go.threads = pool.size();
+      std::vector<uint8_t> q = quantize_gptq(c.type, t.data.data(), t.rows(), t.cols(), *it->second, go);
+      round_trip(t, c.type, q, pool);
+      out.emplace(c.name, std::move(q));
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 bool parse_quant_method(const std::string& name, QuantMethod* out) {
@@ -155,7 +238,8 @@ QuantizeResult quantize_model(const Model& source, const std::string& out_path, 
         "--method smoothquant migrates activation outliers for W8A8: it needs --type q8_0");
 
   QuantizeResult res;
-  res.method = method_label(opts.method, calibrated);
+  res.method = method_label(opts.method, calibrated) + (opts.clip ? " + clip" : "") +
+               (opts.sequential ? " (sequential)" : "");
   const GgufFile& src = source.gguf();
   const std::vector<TensorChoice> plan = plan_tensor_types(src, opts.target, opts.overrides, &res.warnings);
 
@@ -201,6 +285,7 @@ QuantizeResult quantize_model(const Model& source, const std::string& out_path, 
     fm.emplace(load_float_model(source));
     ScaleSearchOptions so;
     so.threads = pool.size();
+    so.act_quant = opts.awq_act_quant;
     so.type_of = [&plan, &opts](const std::string& name) {
       for (const TensorChoice& c : plan)
         if (c.name == name) return c.type;
@@ -212,6 +297,13 @@ QuantizeResult quantize_model(const Model& source, const std::string& out_path, 
   }
   const bool use_gptq = opts.method == QuantMethod::gptq || opts.method == QuantMethod::awq_gptq;
   const bool use_importance = opts.method == QuantMethod::rtn && calibrated;
+  check(!opts.sequential || use_gptq, "--sequential is for the GPTQ methods (gptq, awq+gptq)");
+  std::map<std::string, std::vector<uint8_t>> done;  // sequential GPTQ's bytes, by tensor name
+  if (opts.sequential) {
+    const double t0 = now_s();
+    done = sequential_gptq(source, fm ? &*fm : nullptr, plan, opts, pool);
+    res.calib_s += now_s() - t0;
+  }
 
   // The progress bar's measure of work: elements to quantize; a copied tensor costs next to nothing.
   auto copies = [&](const TensorChoice& c) { return !fm && c.source_type == c.type; };
@@ -241,15 +333,27 @@ QuantizeResult quantize_model(const Model& source, const std::string& out_path, 
       const TypeTraits& tt = type_traits(c.type);
       auto it = stats.find(c.name);
       const InputStats* x = it != stats.end() && it->second && it->second->cols == cols ? it->second.get() : nullptr;
-      if (is_float_type(c.type) || !x || (!use_gptq && !use_importance)) {
+      if (auto d = done.find(c.name); d != done.end()) {
+        r.how = opts.clip ? "gptq+clip (sequential)" : "gptq (sequential)";
+        qbuf = std::move(d->second);
+        done.erase(d);
+      } else if (opts.clip && !is_float_type(c.type) && x && !use_gptq) {
+        // RTN (importance-weighted for rtn, plain after AWQ / SmoothQuant folds) on clip-searched grids.
+        r.how = use_importance ? "rtn+importance+clip" : "rtn+clip";
+        ClipOptions co = opts.clip_options;
+        co.threads = pool.size();
+        const std::vector<float> importance = use_importance ? activation_importance(*x) : std::vector<float>{};
+        qbuf = quantize_rtn_clipped(c.type, w, rows, cols, *x, use_importance ? importance.data() : nullptr, co);
+      } else if (is_float_type(c.type) || !x || (!use_gptq && !use_importance)) {
         // Plain round-to-nearest: the type table's reference quantizer (bit-exact with ggml's).
         r.how = is_float_type(c.type) ? "convert" : "rtn";
         parallel_rows(pool, rows, [&](int64_t r0, int64_t r1) {
           tt.from_float(w + r0 * cols, qbuf.data() + rb * size_t(r0), (r1 - r0) * cols);
         });
       } else if (use_gptq) {
-        r.how = "gptq";
+        r.how = opts.clip ? "gptq+clip" : "gptq";
         GptqOptions go = opts.gptq;
+        if (opts.clip) go.clip = opts.clip_options;
         go.threads = pool.size();  // quantize_gptq splits the rows over its own workers
         qbuf = quantize_gptq(c.type, w, rows, cols, *x, go);
       } else {

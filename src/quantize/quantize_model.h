@@ -34,6 +34,15 @@ struct QuantizeOptions {
   std::vector<int32_t> calib_tokens;
   CalibOptions calib;  // max_tokens, ctx, sample rows (threads: taken from `threads`)
   GptqOptions gptq;
+  // Clip search (methods.h ClipOptions) for every quantized matrix with calibration statistics: GPTQ's block
+  // fits, or RTN (importance-weighted for rtn, plain after the folds of awq / smoothquant).
+  bool clip = false;
+  ClipOptions clip_options;
+  // GPTQ methods only: sequential calibration, each layer's statistics taken from the model whose earlier
+  // layers are already quantized (quantize_model.cpp sequential_gptq; about n_layers/2 calibration passes).
+  bool sequential = false;
+  // AWQ methods: the scale search's loss includes the runtime's int8 activation rounding.
+  bool awq_act_quant = false;
   int threads = 0;        // 0 = hardware concurrency
   FILE* log = stderr;     // warnings, fallback notes, the progress bar; nullptr = silent
   int progress_tty = -1;  // -1: redraw in place iff `log` is a terminal

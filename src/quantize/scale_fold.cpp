@@ -1,6 +1,9 @@
 // Fold groups and the exact fold shared by AWQ and SmoothQuant.
 #include "quantize/scale_fold.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "kernels/kernels.h"
@@ -115,6 +118,18 @@ void fold_winner(FloatModel& m, const FoldGroup& g, const std::vector<double>& b
   }
   apply_fold(m, g, best);
   f.folded = true;
+}
+
+void fake_quant_act(float* x, int64_t n, int64_t cols, int64_t block) {
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t b0 = 0; b0 < cols; b0 += block) {
+      float* v = x + i * cols + b0;
+      const int64_t len = std::min(block, cols - b0);
+      float amax = 0;
+      for (int64_t k = 0; k < len; ++k) amax = std::max(amax, std::fabs(v[k]));
+      const float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+      for (int64_t k = 0; k < len; ++k) v[k] = d * std::nearbyint(v[k] * id);
+    }
 }
 
 }  // namespace tinfer::quantize_detail

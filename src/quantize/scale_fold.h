@@ -40,6 +40,10 @@ std::vector<float> stacked_weights(const FloatModel& m, const FoldGroup& g, int6
 // y = x w^T: x [n][cols], w [rows][cols] (fp32 GEMM), y [n][rows].
 void float_gemm(const float* w, int64_t rows, int64_t cols, const float* x, int64_t n, float* y, ThreadPool& pool);
 
+// In place: each row of x [n][cols] replaced by its int8 reading, d = amax / 127 and q = round(x / d) per
+// block of `block` values (kernels/ref: quantize_act_row): the runtime's dynamic activation quantization.
+void fake_quant_act(float* x, int64_t n, int64_t cols, int64_t block);
+
 // The group's sample rows the losses use (at most max_rows; 0 = all), as [n][cols].
 std::vector<float> loss_sample(const InputStats& s, int64_t max_rows, int64_t& n);
 

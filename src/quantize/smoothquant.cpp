@@ -15,23 +15,6 @@ namespace tinfer {
 
 using namespace quantize_detail;
 
-namespace {
-
-// In place: each row of x [n][cols] replaced by its int8 reading, d = amax / 127 and q = round(x / d) per
-// block of `block` values (kernels/ref: quantize_act_row).
-void fake_quant_act(float* x, int64_t n, int64_t cols, int64_t block) {
-  for (int64_t i = 0; i < n; ++i)
-    for (int64_t b0 = 0; b0 < cols; b0 += block) {
-      float* v = x + i * cols + b0;
-      const int64_t len = std::min(block, cols - b0);
-      float amax = 0;
-      for (int64_t k = 0; k < len; ++k) amax = std::max(amax, std::fabs(v[k]));
-      const float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
-      for (int64_t k = 0; k < len; ++k) v[k] = d * std::nearbyint(v[k] * id);
-    }
-}
-
-}  // namespace
 
 std::vector<ScaleFold> smoothquant_apply(FloatModel& m, CalibStats& stats, DType type, const ScaleSearchOptions& opts) {
   const TypeTraits& tt = type_traits(type);

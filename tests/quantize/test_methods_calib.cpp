@@ -73,6 +73,23 @@ TEST(CalibStats, Stories260K) {
     }
   }
 
+  // One layer only (sequential calibration): the same statistics for that layer, no others.
+  {
+    CalibOptions one = opts;
+    one.only_layer = 1;
+    const CalibStats s1 = collect_calib_stats(*model, tokens, one);
+    ASSERT_EQ(s1.size(), 7u);
+    for (const auto& [name, s] : s1) {
+      SCOPED_TRACE(name);
+      ASSERT_EQ(name.rfind("blk.1.", 0), 0u);
+      const InputStats& full = *stats.at(name);
+      EXPECT_EQ(s->n_tokens, full.n_tokens);
+      EXPECT_EQ(s->xtx, full.xtx);
+      EXPECT_EQ(s->sum_sq, full.sum_sq);
+      EXPECT_EQ(s->sample, full.sample);
+    }
+  }
+
   // Hand check: rerun the first window's forward with an observer and recompute entries in double.
   CpuForward fwd(*model, BackendOptions{1, nullptr, 128});
   auto kv = fwd.allocate_kv(8, 16, KvDtype::f32);

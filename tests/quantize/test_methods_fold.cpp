@@ -169,6 +169,27 @@ TEST(Awq, WeightedSearchQ4K) {
   check_method(*model, synth_tokens(256, 3), synth_tokens(12, 4), true, DType::Q4_K, 4, so);
 }
 
+// AWQ whose loss includes the runtime's int8 activation rounding: still an exact fold, never worse than no
+// scales under that loss, and the loss is the larger one (it adds the activations' rounding).
+TEST(Awq, ActQuantLoss) {
+  auto model = mha_synth();
+  ScaleSearchOptions so;
+  so.act_quant = true;
+  check_method(*model, synth_tokens(256, 3), synth_tokens(20, 4), true, DType::Q4_0, 8, so);
+  FloatModel a = load_float_model(*model), b = load_float_model(*model);
+  CalibStats sa = collect_calib_stats(*model, synth_tokens(256, 3), small_calib());
+  CalibStats sb = collect_calib_stats(*model, synth_tokens(256, 3), small_calib());
+  so.threads = 2;
+  const auto with = awq_apply(a, sa, DType::Q4_0, so);
+  so.act_quant = false;
+  const auto without = awq_apply(b, sb, DType::Q4_0, so);
+  ASSERT_EQ(with.size(), without.size());
+  for (size_t i = 0; i < with.size(); ++i)
+    if (with[i].note.empty() || with[i].folded) {
+      EXPECT_GT(with[i].err_plain, without[i].err_plain) << with[i].group;
+    }
+}
+
 TEST(SmoothQuant, PerToken) {
   auto model = mha_synth();
   ScaleSearchOptions so;

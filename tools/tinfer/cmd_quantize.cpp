@@ -143,6 +143,18 @@ int cmd_quantize(int argc, char** argv) {
              {"--calib", "calibration text file (rtn: importance-weighted rounding; default for the other methods: " +
                              default_calib + ")"},
              {"--calib-tokens", "calibration tokens", true, "4096"},
+             {"--first-token-weight",
+              "weight of each calibration window's first token (the attention sink) in the GPTQ Hessian X^T X", true,
+              "1"},
+             {"--clip", "clip search: each block's grid fitted to its weights clamped at the ratio (1 down to 0.5) of "
+              "least output error on the calibration inputs (methods with calibration)", false},
+             {"--sequential",
+              "gptq, awq+gptq: calibrate layer by layer on the partly quantized model (each layer sees the inputs "
+              "its quantized predecessors give it; about n_layers/2 times the calibration work)",
+              false},
+             {"--awq-act-quant",
+              "awq, awq+gptq: the scale search's loss includes the runtime's int8 activation rounding (per 32-block)",
+              false},
              {"--tensor-type",
               "PATTERN=TYPE, repeatable, later wins: matrices whose name matches the glob, or contains PATTERN "
               "as whole dot-separated parts, get TYPE: attn_v=q8_0 'blk.0.*=f16' output.weight=q8_0 blk.3=q8_0",
@@ -174,6 +186,16 @@ int cmd_quantize(int argc, char** argv) {
   check(calib_tokens >= 2, "--calib-tokens must be at least 2");
   opts.threads = int(threads);
   opts.calib.max_tokens = calib_tokens;
+  opts.calib.first_token_weight = args.number("--first-token-weight");
+  opts.clip = args.flag("--clip");
+  opts.sequential = args.flag("--sequential");
+  opts.awq_act_quant = args.flag("--awq-act-quant");
+  check(!opts.awq_act_quant || opts.method == QuantMethod::awq || opts.method == QuantMethod::awq_gptq,
+        "--awq-act-quant needs --method awq or awq+gptq");
+  check(!opts.sequential || opts.method == QuantMethod::gptq || opts.method == QuantMethod::awq_gptq,
+        "--sequential needs --method gptq or awq+gptq");
+  check(opts.calib.first_token_weight > 0 && opts.calib.first_token_weight <= 1e6,
+        "--first-token-weight must be in (0, 1e6]");
   const bool dry_run = args.flag("--dry-run"), json = args.flag("--json");
   if (!dry_run) check_output_path(in_path, out_path);
 
@@ -277,7 +299,13 @@ int cmd_quantize(int argc, char** argv) {
       calib ? calib->label + ", " + std::to_string(res.calib_tokens) + " tokens" : std::string("none");
 
   j["method"] = res.method;
-  j["calibration"] = calib ? nlohmann::json{{"text", calib->label}, {"tokens", res.calib_tokens}} : nlohmann::json();
+  j["calibration"] = calib ? nlohmann::json{{"text", calib->label},
+                                            {"tokens", res.calib_tokens},
+                                            {"first_token_weight", opts.calib.first_token_weight}}
+                           : nlohmann::json();
+  j["clip"] = opts.clip;
+  j["sequential"] = opts.sequential;
+  j["awq_act_quant"] = opts.awq_act_quant;
   j["requantized"] = res.requantized;
   j["warnings"] = res.warnings;
   j["tensors_by_type"] = per_type;
