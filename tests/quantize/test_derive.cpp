@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "common/greedy_text.h"
+#include "common/temp_dir.h"
 #include "common/test_env.h"
 #include "core/error.h"
 #include "model/gguf.h"
@@ -22,14 +23,8 @@ namespace fs = std::filesystem;
 
 std::string stories() { return test::shared_file("models/stories260K.gguf"); }
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string t = (fs::temp_directory_path() / "tinfer_derive_XXXXXX").string();
-    path = mkdtemp(t.data());
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::string file(const std::string& n) const { return (path / n).string(); }
+struct TempDir : test::TempDir {
+  TempDir() : test::TempDir("tinfer_derive") {}
 };
 
 TEST(DeriveLayers, ParsesRangesListsAndAll) {

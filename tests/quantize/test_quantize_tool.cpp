@@ -14,6 +14,7 @@
 #include <set>
 
 #include "common/greedy_text.h"
+#include "common/temp_dir.h"
 #include "common/test_env.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
@@ -37,20 +38,8 @@ using D = DType;
 
 std::string stories() { return test::shared_file("models/stories260K.gguf"); }
 
-// A fresh directory per test, removed at the end.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string t = (fs::temp_directory_path() / "tinfer_qtool_XXXXXX").string();
-    path = mkdtemp(t.data());
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::string file(const std::string& n) const { return (path / n).string(); }
-  std::vector<std::string> entries() const {
-    std::vector<std::string> v;
-    for (const auto& e : fs::directory_iterator(path)) v.push_back(e.path().filename().string());
-    return v;
-  }
+struct TempDir : test::TempDir {
+  TempDir() : test::TempDir("tinfer_qtool") {}
 };
 
 QuantizeOptions quiet(DType target) {
