@@ -116,10 +116,12 @@ void hot_shapes(benchmark::internal::Benchmark* b) {
 }
 BENCHMARK(BM_HotGemv)->Apply(hot_shapes)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
-// A whole TinyLlama decode step (m=1): 22 layers of q,k,v,o,gate,up,down + the output matrix.
+// A whole TinyLlama decode step: 22 layers of q,k,v,o,gate,up,down + the output matrix, for m token rows
+// (m = 1: plain decode; m = K + 1: a speculative verify step of K drafted tokens, weights part only).
 // Four distinct layers are cycled (~180 MiB for Q8_0) so weights stream from DRAM.
 void BM_DecodeStep(benchmark::State& state) {
   const DType type = DType(state.range(0));
+  const int64_t m = state.range(1);
   const int64_t kLayer[][2] = {{2048, 2048}, {256, 2048}, {256, 2048}, {2048, 2048},
                                {5632, 2048}, {5632, 2048}, {2048, 5632}};
   std::vector<std::vector<PackedMatrix>> layers(4);
@@ -129,12 +131,12 @@ void BM_DecodeStep(benchmark::State& state) {
   for (auto& w : layers[0]) bytes += w.data.size() * 22;
   const PackedMatrix out = random_packed(type, 32000, 2048);
   bytes += out.data.size();
-  const auto x = random_x(5632);
-  std::vector<float> y(32000);
+  const auto x = random_x(5632 * m);
+  std::vector<float> y(size_t(32000 * m));
   for (auto _ : state) {
     for (int l = 0; l < 22; ++l)
-      for (auto& w : layers[size_t(l % 4)]) matmul(w, x.data(), 1, y.data(), pool());
-    matmul(out, x.data(), 1, y.data(), pool());
+      for (auto& w : layers[size_t(l % 4)]) matmul(w, x.data(), m, y.data(), pool());
+    matmul(out, x.data(), m, y.data(), pool());
     benchmark::DoNotOptimize(y.data());
   }
   state.counters["tok/s"] = benchmark::Counter(1.0, benchmark::Counter::kIsIterationInvariantRate);
@@ -142,7 +144,11 @@ void BM_DecodeStep(benchmark::State& state) {
                                               benchmark::Counter::kIs1000);
   state.SetLabel(type_traits(type).name);
 }
-BENCHMARK(BM_DecodeStep)->Arg(int64_t(DType::Q8_0))->Arg(int64_t(DType::Q4_0))->Arg(int64_t(DType::F16))->Unit(benchmark::kMillisecond)->UseRealTime();
+void decode_steps(benchmark::internal::Benchmark* b) {
+  for (DType t : {DType::Q8_0, DType::Q4_0, DType::F16})
+    for (int64_t m : {1, 2, 3, 5, 9}) b->Args({int64_t(t), m});
+}
+BENCHMARK(BM_DecodeStep)->Apply(decode_steps)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 }  // namespace tinfer
