@@ -183,6 +183,20 @@ inline __m256 fold(__m256 facc, __m256i isum, const SubScale& ss, const QActs& a
   return facc;
 }
 
+// acc[r] = row r0 + r's chain start + its int dot with half h (quads 4h..4h+3) of a sub-block's codes.
+template <Geometry G, int MR, int h>
+inline void half_dots(const uint8_t* q, const QActs& a, const uint8_t* blk, int r0, __m256i* acc) {
+  __m256i w[4];
+  unpack_half<G.bits, h>(q, w);
+#pragma GCC unroll 16
+  for (int r = 0; r < MR; ++r) acc[r] = chain_init<G>(a, blk, r0 + r, h);
+#pragma GCC unroll 4
+  for (int i = 0; i < 4; ++i)
+#pragma GCC unroll 16
+    for (int r = 0; r < MR; ++r)
+      acc[r] = _mm256_add_epi32(acc[r], dot4<G.bits>(w[i], a.q(blk, r0 + r) + 16 * h + 4 * i));
+}
+
 // Rows [r0, r0 + MR) of activation group g against half `half` (rows 8h..8h+7) of one tile, all blocks;
 // writes y.
 template <Geometry G, int MR>
@@ -220,22 +234,9 @@ inline void half_rows(const uint8_t* tile, const QActs& a, int64_t g, int r0, in
         // Q2_K: a row's two half dots fit 16 bits, so they are paired in 16-bit lanes and scaled by one
         // vpmaddwd with the rows' (lo, hi) scale pairs, the mins by one more, then one float fold per
         // sub-block (as the AVX-512 kernel).
-        __m256i w[4], lo[MR], hi[MR];
-        unpack_half<G.bits, 0>(q, w);
-#pragma GCC unroll 16
-        for (int r = 0; r < MR; ++r) lo[r] = chain_init<G>(a, blk, r0 + r, 0);
-#pragma GCC unroll 4
-        for (int i = 0; i < 4; ++i)
-#pragma GCC unroll 16
-          for (int r = 0; r < MR; ++r) lo[r] = _mm256_add_epi32(lo[r], dot4<G.bits>(w[i], a.q(blk, r0 + r) + 4 * i));
-        unpack_half<G.bits, 1>(q, w);
-#pragma GCC unroll 16
-        for (int r = 0; r < MR; ++r) hi[r] = chain_init<G>(a, blk, r0 + r, 1);
-#pragma GCC unroll 4
-        for (int i = 0; i < 4; ++i)
-#pragma GCC unroll 16
-          for (int r = 0; r < MR; ++r)
-            hi[r] = _mm256_add_epi32(hi[r], dot4<G.bits>(w[i], a.q(blk, r0 + r) + 16 + 4 * i));
+        __m256i lo[MR], hi[MR];
+        half_dots<G, MR, 0>(q, a, blk, r0, lo);
+        half_dots<G, MR, 1>(q, a, blk, r0, hi);
         const __m256i pr = bs.pair_bytes(s);
         const __m256i sc = _mm256_and_si256(pr, _mm256_set1_epi16(15)), mn = _mm256_srli_epi16(pr, 4);
 #pragma GCC unroll 16
@@ -248,22 +249,13 @@ inline void half_rows(const uint8_t* tile, const QActs& a, int64_t g, int r0, in
           facc[r] = _mm256_fmadd_ps(f, _mm256_set1_ps(*a.d(blk, r0 + r)), facc[r]);
         }
       } else {
-#pragma GCC unroll 2
-        for (int h = 0; h < 2; ++h) {
-          __m256i w[4];
-          if (h == 0) unpack_half<G.bits, 0>(q, w);
-          else unpack_half<G.bits, 1>(q, w);
-          __m256i acc[MR];
+        __m256i acc[MR];
+        half_dots<G, MR, 0>(q, a, blk, r0, acc);
 #pragma GCC unroll 16
-          for (int r = 0; r < MR; ++r) acc[r] = chain_init<G>(a, blk, r0 + r, h);
-#pragma GCC unroll 4
-          for (int i = 0; i < 4; ++i)
+        for (int r = 0; r < MR; ++r) facc[r] = fold<G>(facc[r], acc[r], ss, a, blk, r0 + r, 0);
+        half_dots<G, MR, 1>(q, a, blk, r0, acc);
 #pragma GCC unroll 16
-            for (int r = 0; r < MR; ++r)
-              acc[r] = _mm256_add_epi32(acc[r], dot4<G.bits>(w[i], a.q(blk, r0 + r) + 16 * h + 4 * i));
-#pragma GCC unroll 16
-          for (int r = 0; r < MR; ++r) facc[r] = fold<G>(facc[r], acc[r], ss, a, blk, r0 + r, h);
-        }
+        for (int r = 0; r < MR; ++r) facc[r] = fold<G>(facc[r], acc[r], ss, a, blk, r0 + r, 1);
       }
     }
   }

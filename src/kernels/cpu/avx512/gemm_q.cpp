@@ -244,6 +244,19 @@ inline __m512 fold_pairs(__m512 facc, __m512i lo, __m512i hi, __m512i sc, __m512
   return _mm512_fmadd_ps(_mm512_fmadd_ps(_mm512_cvtepi32_ps(imn), bs.m, f), _mm512_set1_ps(*a.d(blk, r)), facc);
 }
 
+// acc[r] = row r0 + r's chain start + its int dot with half h (quads 4h..4h+3) of a sub-block's codes.
+template <Geometry G, int MR, int h>
+inline void half_dots(const uint8_t* q, const QActs& a, const uint8_t* blk, int r0, __m512i* acc) {
+  __m512i w[4];
+  unpack_half<G.bits, h>(q, w);
+#pragma GCC unroll 16
+  for (int r = 0; r < MR; ++r) acc[r] = chain_init<G>(a, blk, r0 + r, h);
+#pragma GCC unroll 4
+  for (int i = 0; i < 4; ++i)
+#pragma GCC unroll 16
+    for (int r = 0; r < MR; ++r) acc[r] = dp(acc[r], w[i], a.q(blk, r0 + r) + 16 * h + 4 * i);
+}
+
 // Rows r0..r0+MR of an activation group against sub-block s of a tile block (q: its codes, blk: its
 // activation block, bs: the tile block's scales).
 template <Geometry G, int MR>
@@ -252,21 +265,9 @@ inline void sub_rows(const uint8_t* q, const QActs& a, const uint8_t* blk, int r
   if constexpr (MR > 1 && G.scales == Scales::k_scmn16) {
     const __m512i pr = bs.pairs(s);
     const __m512i sc = _mm512_and_si512(pr, _mm512_set1_epi16(15)), mn = _mm512_srli_epi16(pr, 4);
-    __m512i w[4], lo[MR], hi[MR];
-    unpack_half<G.bits, 0>(q, w);
-#pragma GCC unroll 16
-    for (int r = 0; r < MR; ++r) lo[r] = chain_init<G>(a, blk, r0 + r, 0);
-#pragma GCC unroll 4
-    for (int i = 0; i < 4; ++i)
-#pragma GCC unroll 16
-      for (int r = 0; r < MR; ++r) lo[r] = dp(lo[r], w[i], a.q(blk, r0 + r) + 4 * i);
-    unpack_half<G.bits, 1>(q, w);
-#pragma GCC unroll 16
-    for (int r = 0; r < MR; ++r) hi[r] = chain_init<G>(a, blk, r0 + r, 1);
-#pragma GCC unroll 4
-    for (int i = 0; i < 4; ++i)
-#pragma GCC unroll 16
-      for (int r = 0; r < MR; ++r) hi[r] = dp(hi[r], w[i], a.q(blk, r0 + r) + 16 + 4 * i);
+    __m512i lo[MR], hi[MR];
+    half_dots<G, MR, 0>(q, a, blk, r0, lo);
+    half_dots<G, MR, 1>(q, a, blk, r0, hi);
 #pragma GCC unroll 16
     for (int r = 0; r < MR; ++r) facc[r] = fold_pairs<G>(facc[r], lo[r], hi[r], sc, mn, bs, a, blk, r0 + r);
     return;
@@ -293,21 +294,13 @@ inline void sub_rows(const uint8_t* q, const QActs& a, const uint8_t* blk, int r
     for (int r = 0; r < MR; ++r) facc[r] = fold<G>(facc[r], acc[r], ss, a, blk, r0 + r, 0);
   } else {
     // 16-element scales: each half's chains are folded before the next half starts (registers).
-#pragma GCC unroll 2
-    for (int h = 0; h < 2; ++h) {
-      __m512i w[4];
-      if (h == 0) unpack_half<G.bits, 0>(q, w);
-      else unpack_half<G.bits, 1>(q, w);
-      __m512i acc[MR];
+    __m512i acc[MR];
+    half_dots<G, MR, 0>(q, a, blk, r0, acc);
 #pragma GCC unroll 16
-      for (int r = 0; r < MR; ++r) acc[r] = chain_init<G>(a, blk, r0 + r, h);
-#pragma GCC unroll 4
-      for (int i = 0; i < 4; ++i)
+    for (int r = 0; r < MR; ++r) facc[r] = fold<G>(facc[r], acc[r], ss, a, blk, r0 + r, 0);
+    half_dots<G, MR, 1>(q, a, blk, r0, acc);
 #pragma GCC unroll 16
-        for (int r = 0; r < MR; ++r) acc[r] = dp(acc[r], w[i], a.q(blk, r0 + r) + 16 * h + 4 * i);
-#pragma GCC unroll 16
-      for (int r = 0; r < MR; ++r) facc[r] = fold<G>(facc[r], acc[r], ss, a, blk, r0 + r, h);
-    }
+    for (int r = 0; r < MR; ++r) facc[r] = fold<G>(facc[r], acc[r], ss, a, blk, r0 + r, 1);
   }
 }
 
