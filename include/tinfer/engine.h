@@ -14,6 +14,7 @@
 #include "core/kv_precision.h"
 #include "core/op_profile.h"
 #include "engine/batching_mode.h"
+#include "engine/decoding/spec_config.h"
 #include "engine/request.h"
 #include "engine/request_resolver.h"
 #include "engine/sampler.h"
@@ -54,6 +55,7 @@ struct EngineConfig {
   int long_request_tokens = 0;
   int max_background_running = 2;
   bool verbose = true;              // print the KV plan at start (bytes/token, capacity, concurrency)
+  SpecConfig spec;                  // speculative decoding (mode none: off)
 
   std::vector<std::string> validate() const;  // every problem, one message each
   // What the cache holds per layer for a model of n_layers; throws Error if kv_layers names another count.
@@ -89,6 +91,10 @@ struct EngineStats {
   int64_t kv_capacity_tokens = 0;    // kv_blocks_total x block_size
   int64_t kv_bytes_per_token = 0;    // every layer's K and V, scales included
   std::string kv_types;              // KvPrecision::describe(): "f16", "k=int8 v=int4", "mixed: ..."
+  // Speculative decoding: draft tokens verified, of which kept, and the decode steps that carried drafts.
+  std::string spec_mode = "none";
+  int64_t spec_drafted = 0, spec_accepted = 0, spec_steps = 0;
+  double spec_acceptance() const { return spec_drafted > 0 ? double(spec_accepted) / double(spec_drafted) : 0.0; }
 };
 
 class Engine {

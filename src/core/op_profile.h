@@ -28,6 +28,7 @@ enum class Op : uint8_t {
   kLmHead,
   kSample,        // engine: sampling, penalties, logprobs
   kSchedule,      // engine: scheduler plan + update, CoW copies
+  kDraft,         // engine: speculative drafting (prompt lookup, or the whole draft model's forwards)
   kCount
 };
 constexpr int kNumOps = static_cast<int>(Op::kCount);

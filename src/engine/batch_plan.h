@@ -15,17 +15,22 @@ struct ScheduledRequest {
   int start_pos = 0;                     // == num_computed_tokens before the step
   std::vector<Token> tokens;             // ids at positions start_pos .. start_pos + tokens.size() - 1
   std::vector<kv::BlockId> block_table;  // covers positions 0 .. start_pos + tokens.size() - 1
-  bool needs_logits = false;             // chunk ends at the last known token: sample exactly one token
+  bool needs_logits = false;             // chunk ends at the last known token: sample (1 + num_draft rows)
+  // Speculative decoding: the last num_draft tokens are drafts proposed after the last known token, not yet
+  // verified. Their KV is written like any other; the caller keeps a prefix of them (update()) and the rest
+  // is rolled back. 0 for every prefill chunk and for plain decoding.
+  int num_draft = 0;
   std::vector<kv::CowCopy> copies;       // copy these blocks (all layers, K and V) before writing
   bool padding = false;                  // a row computed for the batch's shape only (a policy's padding row):
                                          // nobody samples it; its output is discarded
   int context_len() const { return start_pos + static_cast<int>(tokens.size()); }  // attend over [0, this)
+  int num_logits() const { return needs_logits ? 1 + num_draft : 0; }  // logit rows: the last token's and the drafts'
 };
 
 struct BatchPlan {
   uint64_t step = 0;
   int block_size = 0;
-  int num_tokens = 0;  // sum of tokens.size(); <= max_batched_tokens
+  int num_tokens = 0;  // sum of tokens.size() (drafts included); <= max_batched_tokens
   std::vector<ScheduledRequest> requests;
   std::vector<RequestId> preempted;  // lost their KV this step; they recompute later
   bool empty() const { return requests.empty(); }

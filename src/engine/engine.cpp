@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "core/error.h"
+#include "engine/decoding/speculator.h"
 #include "engine/kv_plan.h"
 #include "engine/model_runner.h"
 #include "engine/scheduler.h"
@@ -80,6 +81,15 @@ class EngineImpl final : public Engine {
     for (int32_t t = 0; t < mc.n_vocab; ++t)
       if (model_->tokenizer().is_eog(t)) limits_.eos_ids.push_back(t);
     runner_ = std::make_unique<ModelRunner>(*fwd_, *kv_);
+    if (config_.spec.mode != SpecMode::kNone)
+      spec_ = std::make_unique<Speculator>(
+          config_.spec, make_drafter(config_.spec, *model_,
+                                     DrafterEnv{.threads = config_.threads,
+                                                .act_quant = config_.act_quant,
+                                                .max_len = max_len_,
+                                                .block_size = plan_.block_size,
+                                                .kv_tokens = int64_t(plan_.num_blocks) * plan_.block_size,
+                                                .verbose = config_.verbose}));
     publish_stats();
   }
 
@@ -156,6 +166,7 @@ class EngineImpl final : public Engine {
   std::unique_ptr<KvCache> kv_;
   std::unique_ptr<Scheduler> sched_;
   std::unique_ptr<ModelRunner> runner_;
+  std::unique_ptr<Speculator> spec_;  // null without speculative decoding
   RequestLimits limits_;
   int max_model_len_cfg_ = 0;
   int max_len_ = 0;
@@ -203,7 +214,10 @@ void EngineImpl::emit(Live& l, int index, const SampleResult* s, Token tok, bool
   if (finished && !l.done[index]) {
     l.done[index] = true;
     ++l.num_done;
-    if (l.seqs[index]) owner_.erase(l.seqs[index]);
+    if (l.seqs[index]) {
+      owner_.erase(l.seqs[index]);
+      if (spec_) spec_->release(l.seqs[index]);
+    }
   }
   if (l.on_event) l.on_event(ev);
 }
@@ -290,6 +304,14 @@ bool EngineImpl::step() {
   bool did = false;
   std::optional<OpTimer> timer(std::in_place, prof, Op::kSchedule);
   drain_inbox(&did);
+  if (spec_) {  // drafts for the decoding requests that allow them, handed to the scheduler
+    timer.emplace(prof, Op::kDraft);
+    spec_->propose(*sched_, [&](kv::SeqId seq) {
+      auto it = owner_.find(seq);
+      return it != owner_.end() && it->second.live->forked && it->second.live->req.speculative;
+    });
+    timer.emplace(prof, Op::kSchedule);
+  }
   const BatchPlan plan = sched_->schedule();
   if (plan.empty()) {
     timer.reset();
@@ -301,18 +323,20 @@ bool EngineImpl::step() {
   runner_->run(plan);  // (the backend times the forward's own categories)
   timer.emplace(prof, Op::kSample);
 
-  // Sample. A not-yet-forked n > 1 request draws all n first tokens from the same logits row.
-  std::vector<Token> sampled(plan.requests.size(), -1);
-  std::vector<SampleResult> results(plan.requests.size());
+  // Sample (and verify drafts). A not-yet-forked n > 1 request draws all n first tokens from the same row.
+  std::vector<std::vector<Token>> committed(plan.requests.size());
+  std::vector<std::vector<SampleResult>> results(plan.requests.size());
   std::unordered_map<kv::SeqId, std::vector<SampleResult>> firsts;  // parent seq -> n first samples
   for (size_t i = 0; i < plan.requests.size(); ++i) {
+    const ScheduledRequest& s = plan.requests[i];
     const float* logits = runner_->logits(i);
-    if (!logits || plan.requests[i].padding) continue;  // (a padding row's output is discarded)
-    const Owner o = owner_.at(plan.requests[i].id);
+    if (!logits || s.padding) continue;  // (a padding row's output is discarded)
+    const Owner o = owner_.at(s.id);
     Live& l = *o.live;
     if (l.forked) {
-      results[i] = l.samplers[o.index].sample(logits);
-      l.samplers[o.index].accept(results[i].token);
+      const std::span<const Token> draft(s.tokens.end() - s.num_draft, s.tokens.end());
+      const int kept = commit_run(l.samplers[o.index], logits, runner_->n_vocab(), draft, &results[i]);
+      if (spec_) spec_->record(s.id, s.num_draft, kept);
     } else {
       std::vector<SampleResult> all;
       for (int k = 0; k < l.req.n; ++k) all.push_back(l.samplers[k].sample(logits));
@@ -320,19 +344,19 @@ bool EngineImpl::step() {
       int p = 0;
       while (p + 1 < l.req.n && is_stop(l, all[p].token)) ++p;
       l.samplers[p].accept(all[p].token);
-      results[i] = all[p];
+      results[i] = {all[p]};
       if (p != 0) {
         l.seqs[p] = l.seqs[0];
         l.seqs[0] = 0;
-        owner_[plan.requests[i].id] = {&l, p};
+        owner_[s.id] = {&l, p};
       }
-      firsts.emplace(plan.requests[i].id, std::move(all));
+      firsts.emplace(s.id, std::move(all));
     }
-    sampled[i] = results[i].token;
+    for (const SampleResult& r : results[i]) committed[i].push_back(r.token);
   }
 
   timer.emplace(prof, Op::kSchedule);  // update, events and bookkeeping
-  const std::vector<RequestOutput> outs = sched_->update(plan, sampled);
+  const std::vector<RequestOutput> outs = sched_->update(plan, std::span<const std::vector<Token>>(committed));
   std::unordered_map<kv::SeqId, size_t> plan_index;
   for (size_t i = 0; i < plan.requests.size(); ++i) plan_index[plan.requests[i].id] = i;
   std::vector<RequestId> touched;
@@ -340,9 +364,13 @@ bool EngineImpl::step() {
     const Owner o = owner_.at(out.id);
     Live& l = *o.live;
     const size_t i = plan_index.at(out.id);
-    const bool has = !out.new_tokens.empty();
-    emit(l, o.index, has ? &results[i] : nullptr, has ? out.new_tokens[0] : -1, out.finished, out.finish_reason,
-         out.num_cached_prompt_tokens);
+    const size_t nt = out.new_tokens.size();
+    if (nt == 0) emit(l, o.index, nullptr, -1, out.finished, out.finish_reason, out.num_cached_prompt_tokens);
+    for (size_t t = 0; t < nt; ++t) {  // one event per committed token; the last one carries the finish
+      const bool last = t + 1 == nt;
+      emit(l, o.index, &results[i][t], out.new_tokens[t], last && out.finished,
+           last ? out.finish_reason : FinishReason::kNone, out.num_cached_prompt_tokens);
+    }
     auto f = firsts.find(out.id);
     if (f != firsts.end()) fork_samples(l, out.id, o.index, f->second);
     touched.push_back(l.id);
@@ -383,6 +411,10 @@ void EngineImpl::publish_stats() {
   stats_.kv_capacity_tokens = static_cast<int64_t>(ks.num_blocks) * plan_.block_size;
   stats_.kv_bytes_per_token = static_cast<int64_t>(plan_.bytes_per_token);
   stats_.kv_types = precision_.describe();
+  stats_.spec_mode = spec_mode_name(config_.spec.mode);
+  stats_.spec_drafted = ss.spec_drafted;
+  stats_.spec_accepted = ss.spec_accepted;
+  stats_.spec_steps = ss.spec_steps;
 }
 
 }  // namespace

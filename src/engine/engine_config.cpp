@@ -22,6 +22,7 @@ std::vector<std::string> EngineConfig::validate() const {
   if (default_max_tokens > max_tokens_cap) e.push_back("default_max_tokens must be <= max_tokens_cap");
   if (long_request_tokens < 0) e.push_back("long_request_tokens must be >= 0 (0 = no background class)");
   if (max_background_running < 1) e.push_back("max_background_running must be >= 1");
+  for (std::string& s : spec.validate()) e.push_back(std::move(s));
   return e;
 }
 

@@ -19,9 +19,10 @@ void ModelRunner::run(const BatchPlan& plan) {
       batch_.positions.push_back(s.start_pos + static_cast<int32_t>(t));
       batch_.seq.push_back(seq);
     }
-    if (s.needs_logits) {
+    if (s.needs_logits) {  // the chunk's last known token, then every draft
       row_[i] = static_cast<int>(batch_.logit_rows.size());
-      batch_.logit_rows.push_back(static_cast<int32_t>(batch_.tokens.size() - 1));  // the chunk's last token
+      const int32_t end = static_cast<int32_t>(batch_.tokens.size());
+      for (int32_t r = end - s.num_logits(); r < end; ++r) batch_.logit_rows.push_back(r);
     }
   }
   n_vocab_ = static_cast<size_t>(fwd_.config().n_vocab);

@@ -1,5 +1,6 @@
 // ModelRunner: executes one BatchPlan on a Backend: copy-on-write block copies first, then every
-// scheduled token of every request as one ragged ForwardBatch, logits only for requests that sample.
+// scheduled token of every request as one ragged ForwardBatch, logits only for requests that sample (one row,
+// or with speculative drafts one row per draft more).
 #pragma once
 #include <vector>
 
@@ -13,9 +14,11 @@ class ModelRunner {
  public:
   ModelRunner(Backend& backend, KvCache& kv) : fwd_(backend), kv_(kv) {}
 
-  // Runs the plan. Afterwards logits(i) is the [n_vocab] row of plan.requests[i] (nullptr unless needs_logits).
+  // Runs the plan. Afterwards logits(i) is plan.requests[i]'s first of num_logits() consecutive [n_vocab] rows
+  // (the last known token's, then each draft's), or nullptr without logits.
   void run(const BatchPlan& plan);
   const float* logits(size_t i) const { return row_[i] < 0 ? nullptr : &logits_[size_t(row_[i]) * n_vocab_]; }
+  size_t n_vocab() const { return n_vocab_; }
 
  private:
   Backend& fwd_;

@@ -51,6 +51,7 @@ struct GenerationRequest {
   int n = 1;                         // parallel samples sharing the prompt's KV blocks (forked after prefill)
   uint64_t cache_salt = 0;           // mixed into prefix-cache hashes: requests with different salts never share
   Priority priority = Priority::kAuto;
+  bool speculative = true;           // false: never draft for this request, even when the engine speculates
 };
 
 // A resolved request as the scheduler takes it: every limit final (see ResolvedRequest).

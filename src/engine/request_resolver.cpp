@@ -63,6 +63,7 @@ ResolvedRequest resolve_request(GenerationRequest req, const RequestLimits& lim)
   for (Token t : req.stop_token_ids)
     if (std::find(r.stop_ids.begin(), r.stop_ids.end(), t) == r.stop_ids.end()) r.stop_ids.push_back(t);
   r.priority = req.priority;
+  r.speculative = req.speculative;
   if (r.priority == Priority::kAuto)
     r.priority = lim.background_min_tokens > 0 && mt > lim.background_min_tokens ? Priority::kBackground
                                                                                  : Priority::kInteractive;

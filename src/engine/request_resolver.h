@@ -48,6 +48,7 @@ struct ResolvedRequest {
   std::vector<Token> stop_ids;       // finish with "stop" when sampled: EOS (unless ignore_eos) + stop_token_ids
   uint64_t cache_salt = 0;
   Priority priority = Priority::kInteractive;  // kAuto resolved
+  bool speculative = true;
 
  private:
   ResolvedRequest() = default;

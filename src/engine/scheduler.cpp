@@ -56,16 +56,50 @@ void Scheduler::add(RequestId id, RequestParams p) {
   requests_.emplace(id, std::move(r));
 }
 
-void Scheduler::emit(BatchPlan& plan, const Request& r, int n, std::vector<kv::CowCopy> copies) {
+void Scheduler::emit(BatchPlan& plan, const Request& r, int n, std::vector<kv::CowCopy> copies,
+                     std::span<const Token> draft) {
   ScheduledRequest s;
   s.id = r.id;
   s.start_pos = r.num_computed_tokens;
   s.tokens.assign(r.tokens.begin() + s.start_pos, r.tokens.begin() + s.start_pos + n);
+  s.tokens.insert(s.tokens.end(), draft.begin(), draft.end());
+  s.num_draft = static_cast<int>(draft.size());
   s.block_table = kv_.block_table(r.id);
   s.needs_logits = s.start_pos + n == r.num_tokens();
   s.copies = std::move(copies);
-  plan.num_tokens += n;
+  plan.num_tokens += static_cast<int>(s.tokens.size());
   plan.requests.push_back(std::move(s));
+}
+
+void Scheduler::propose(RequestId id, std::vector<Token> draft) {
+  auto it = requests_.find(id);
+  check(it != requests_.end() && it->second.status == RequestStatus::kRunning,
+        "propose: request " + std::to_string(id) + " is not running");
+  if (draft.empty()) {
+    drafts_.erase(id);
+    return;
+  }
+  drafts_[id] = std::move(draft);
+}
+
+std::vector<RequestId> Scheduler::decoding() const {
+  std::vector<RequestId> out;
+  for (RequestId id : running_) {
+    const Request& r = requests_.at(id);
+    if (r.num_tokens() - r.num_computed_tokens == 1) out.push_back(id);
+  }
+  return out;
+}
+
+int Scheduler::draft_room(const Request& r, int budget) const {
+  auto it = drafts_.find(r.id);
+  if (it == drafts_.end() || r.num_tokens() - r.num_computed_tokens != 1) return 0;
+  // Every kept draft plus the token sampled after them must fit the output limit and the length limit, so
+  // at most k + 1 tokens join the request.
+  const int by_output = r.max_tokens - r.num_output_tokens() - 1;
+  const int by_length = max_len_ - r.num_tokens() - 1;
+  const int k = std::min({static_cast<int>(it->second.size()), budget, by_output, by_length});
+  return std::max(k, 0);
 }
 
 BatchPlan Scheduler::schedule() {
@@ -88,7 +122,10 @@ BatchPlan Scheduler::schedule() {
     Request& r = requests_.at(id);
     if (r.status != RequestStatus::kRunning) continue;  // preempted earlier in this loop
     const int n = std::min(r.num_tokens() - r.num_computed_tokens, budget);
-    const kv::AllocRequest a{.num_computed = r.num_computed_tokens, .num_new = n};
+    // Drafts ride along only when their slots are free now: they never cost anyone a preemption.
+    int k = draft_room(r, budget - n);
+    while (k > 0 && !kv_.can_allocate(id, {.num_computed = r.num_computed_tokens, .num_new = n + k})) --k;
+    const kv::AllocRequest a{.num_computed = r.num_computed_tokens, .num_new = n + k};
     std::vector<kv::CowCopy> copies;
     bool runs = true;
     while (runs && !kv_.allocate(id, a, &copies)) {
@@ -97,10 +134,13 @@ BatchPlan Scheduler::schedule() {
       preempted_any = preempted_any || plan.preempted.size() > before;
     }
     if (!runs) continue;
-    emit(plan, r, n, std::move(copies));
+    const std::span<const Token> draft = k > 0 ? std::span<const Token>(drafts_.at(id)).first(size_t(k))
+                                               : std::span<const Token>();
+    emit(plan, r, n, std::move(copies), draft);
     scheduled.insert(id);
-    budget -= n;
+    budget -= n + k;
   }
+  drafts_.clear();
 
   // Waiting requests join in FCFS order; none after a preemption (the pool is short) or when the policy says no.
   if (!preempted_any && policy_->may_admit(num_running_at_start)) {
@@ -211,33 +251,72 @@ std::vector<RequestOutput> Scheduler::update(const BatchPlan& plan, std::span<co
   check(sampled.size() == plan.requests.size(), "scheduler update: " + std::to_string(sampled.size()) +
                                                     " sampled tokens for " + std::to_string(plan.requests.size()) +
                                                     " scheduled requests");
+  std::vector<std::vector<Token>> runs(sampled.size());
+  for (size_t i = 0; i < sampled.size(); ++i) runs[i] = {sampled[i]};
+  return update(plan, std::span<const std::vector<Token>>(runs));
+}
+
+std::vector<RequestOutput> Scheduler::update(const BatchPlan& plan, std::span<const std::vector<Token>> committed) {
+  check(committed.size() == plan.requests.size(), "scheduler update: " + std::to_string(committed.size()) +
+                                                      " committed runs for " + std::to_string(plan.requests.size()) +
+                                                      " scheduled requests");
   std::vector<RequestOutput> outs;
+  std::vector<Token> firsts(plan.requests.size(), -1);  // for the batching policy's rows
   for (size_t i = 0; i < plan.requests.size(); ++i) {
     const ScheduledRequest& s = plan.requests[i];
+    if (!committed[i].empty()) firsts[i] = committed[i][0];
     auto it = requests_.find(s.id);
     if (it == requests_.end()) continue;  // aborted since
     Request& r = it->second;
     if (r.status != RequestStatus::kRunning || r.num_computed_tokens != s.start_pos) continue;  // preempted since
-    r.num_computed_tokens += static_cast<int>(s.tokens.size());
-    kv_.commit(r.id, r.tokens, r.num_computed_tokens);
-    if (!s.needs_logits) continue;
-    r.tokens.push_back(sampled[i]);
-    const FinishReason reason = stop_reason(r);
+    const int n_known = static_cast<int>(s.tokens.size()) - s.num_draft;
+    if (!s.needs_logits) {
+      r.num_computed_tokens += n_known;
+      kv_.commit(r.id, r.tokens, r.num_computed_tokens);
+      continue;
+    }
+    const std::vector<Token>& run = committed[i];
+    const int accepted = static_cast<int>(run.size()) - 1;
+    check(accepted >= 0 && accepted <= s.num_draft,
+          "scheduler update: request " + std::to_string(s.id) + " commits " + std::to_string(run.size()) +
+              " tokens after " + std::to_string(s.num_draft) + " drafts");
+    check(std::equal(run.begin(), run.begin() + accepted, s.tokens.end() - s.num_draft),
+          "scheduler update: request " + std::to_string(s.id) + " keeps tokens that are not its drafts");
+    // Kept drafts have their KV (computed from kept tokens only); the rejected ones' slots are given back
+    // before commit() hashes any block, so the prefix cache never sees an unverified token.
+    r.num_computed_tokens += n_known + accepted;
+    if (s.num_draft > 0) {
+      kv_.truncate(r.id, r.num_computed_tokens);
+      stats_.spec_drafted += s.num_draft;
+      stats_.spec_accepted += accepted;
+      ++stats_.spec_steps;
+    }
+    RequestOutput o;
+    o.id = r.id;
+    o.num_prompt_tokens = r.num_prompt_tokens;
+    o.num_cached_prompt_tokens = r.num_cached_prompt_tokens;
+    FinishReason reason = FinishReason::kNone;
+    for (Token t : run) {
+      r.tokens.push_back(t);
+      o.new_tokens.push_back(t);
+      reason = stop_reason(r);
+      if (reason != FinishReason::kNone) break;  // later tokens are dropped with the request
+    }
+    kv_.commit(r.id, r.tokens, std::min(r.num_computed_tokens, r.num_tokens()));
     if (reason == FinishReason::kNone) {
-      RequestOutput o;
-      o.id = r.id;
-      o.new_tokens = {sampled[i]};
-      o.num_prompt_tokens = r.num_prompt_tokens;
-      o.num_cached_prompt_tokens = r.num_cached_prompt_tokens;
       outs.push_back(std::move(o));
     } else {
+      if (r.num_computed_tokens >= r.num_tokens()) {  // stopped inside the kept drafts: drop the KV past the end
+        r.num_computed_tokens = r.num_tokens() - 1;    // (a policy row that adopts r computes its last token)
+        kv_.truncate(r.id, r.num_computed_tokens);
+      }
       const bool adopted = policy_->adopt_finished(r);  // (static-padded: keeps computing its row)
-      RequestOutput o = finish(r, reason, !adopted);
-      o.new_tokens = {sampled[i]};
-      outs.push_back(std::move(o));
+      RequestOutput f = finish(r, reason, !adopted);
+      f.new_tokens = std::move(o.new_tokens);
+      outs.push_back(std::move(f));
     }
   }
-  policy_->update_rows(plan, sampled, static_cast<int>(running_.size()), max_len_, kv_);
+  policy_->update_rows(plan, firsts, static_cast<int>(running_.size()), max_len_, kv_);
   return outs;
 }
 

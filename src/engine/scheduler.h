@@ -33,7 +33,7 @@ struct SchedulerConfig {
 // An event for the client: a sampled token, and/or the end of the request.
 struct RequestOutput {
   RequestId id = 0;
-  std::vector<Token> new_tokens;  // sampled this step (zero or one)
+  std::vector<Token> new_tokens;  // committed this step: none, one, or (speculative) several
   bool finished = false;
   FinishReason finish_reason = FinishReason::kNone;
   std::vector<Token> output_tokens;  // every output token; filled when finished
@@ -47,6 +47,9 @@ struct SchedulerStats {
   int64_t scheduled_tokens = 0;  // tokens computed over all steps (prefill + decode + recompute + padding)
   int64_t padding_tokens = 0;    // of which the batching policy's own rows (PaddedStaticBatching)
   int64_t finished = 0;
+  // Speculative decoding: draft tokens scheduled for verification, how many were kept, and the decode steps
+  // that carried drafts.
+  int64_t spec_drafted = 0, spec_accepted = 0, spec_steps = 0;
 };
 
 class Scheduler {
@@ -58,9 +61,20 @@ class Scheduler {
   // Queues a resolved request (engine/request_resolver.h): limits and stop ids are taken as given. Throws for
   // a duplicate id, an empty prompt, a prompt leaving no room for one output, or max_tokens < 1.
   void add(RequestId id, RequestParams params);
+  // Speculative decoding: `draft` are tokens proposed to follow running request `id`'s last token. If the next
+  // schedule() runs the request's decode step, it appends as many of them as its budget, its output and length
+  // limits and the free blocks allow (drafts never preempt anyone); the caller verifies them and update() keeps
+  // a prefix. Proposals not used by the next schedule() are dropped.
+  void propose(RequestId id, std::vector<Token> draft);
+  // Running requests whose next step is a decode (exactly one token without KV), in admission order.
+  std::vector<RequestId> decoding() const;
   BatchPlan schedule();
-  // sampled[i] is the token drawn for plan.requests[i] (ignored unless needs_logits). Requests aborted or
+  // committed[i] is what plan.requests[i] keeps (ignored unless needs_logits): its accepted drafts (a prefix of
+  // them, checked) followed by one sampled token. KV of the rejected drafts is rolled back before the prefix
+  // cache sees the blocks. Outputs stop at the first token that finishes the request. Requests aborted or
   // preempted since the plan was made are skipped. Finished requests leave at once, their blocks returned.
+  std::vector<RequestOutput> update(const BatchPlan& plan, std::span<const std::vector<Token>> committed);
+  // Without drafts: sampled[i] is the one token drawn for plan.requests[i].
   std::vector<RequestOutput> update(const BatchPlan& plan, std::span<const Token> sampled);
   // Any state; blocks return at once. nullopt for an unknown (or already finished) id.
   std::optional<RequestOutput> abort(RequestId id);
@@ -98,7 +112,10 @@ class Scheduler {
   // Blocks ran out for running request `id`: the policy's rows give theirs first, then the newest running
   // request not yet scheduled this step is preempted. False when `id` itself had to go.
   bool make_room(RequestId id, const std::unordered_set<RequestId>& scheduled, BatchPlan& plan);
-  void emit(BatchPlan& plan, const Request& r, int n, std::vector<kv::CowCopy> copies);
+  void emit(BatchPlan& plan, const Request& r, int n, std::vector<kv::CowCopy> copies,
+            std::span<const Token> draft = {});
+  // How many of the proposed drafts request r's decode step can carry with `budget` tokens left.
+  int draft_room(const Request& r, int budget) const;
 
   SchedulerConfig config_;
   kv::KvCacheManager kv_;
@@ -109,6 +126,7 @@ class Scheduler {
   std::deque<RequestId> background_;                 // background class, FCFS; admitted after waiting_
   int background_running_ = 0;
   std::vector<RequestId> running_;                   // admission order
+  std::unordered_map<RequestId, std::vector<Token>> drafts_;  // propose() -> the next schedule()
   uint64_t next_admit_ = 0;
   uint64_t next_step_ = 0;
   SchedulerStats stats_;

@@ -207,6 +207,24 @@ int cmd_bench_throughput(int argc, char** argv) {
   j["kv_waste_peak_slots"] = r.peak_waste_slots;
   j["steps"] = s.steps;
   j["padding_tokens"] = s.padding_tokens;
+  j["spec"] = s.spec_mode;
+  if (s.spec_mode != "none") {
+    const OpStat draft = prof[Op::kDraft];
+    double forward_s = 0;
+    for (int op = 0; op < static_cast<int>(Op::kSample); ++op) forward_s += prof[Op(op)].seconds;
+    std::printf("speculative (%s): drafted %lld, accepted %lld (acceptance %.1f%%), %lld verify steps, "
+                "%.2f tokens per decode step with drafts; time in draft %.2f s, in forward (verify) %.2f s\n",
+                s.spec_mode.c_str(), (long long)s.spec_drafted, (long long)s.spec_accepted,
+                100 * s.spec_acceptance(), (long long)s.spec_steps,
+                s.spec_steps > 0 ? 1.0 + double(s.spec_accepted) / double(s.spec_steps) : 0.0, draft.seconds,
+                forward_s);
+    j["spec_drafted"] = s.spec_drafted;
+    j["spec_accepted"] = s.spec_accepted;
+    j["spec_steps"] = s.spec_steps;
+    j["spec_acceptance"] = s.spec_acceptance();
+    j["spec_draft_s"] = draft.seconds;
+    j["spec_forward_s"] = forward_s;
+  }
   if (args.flag("--profile")) {
     print_profile(stdout, "engine step", prof, s.steps, r.wall_s, roof);
     j["profile"] = nlohmann::json::parse(profile_json(prof, s.steps, r.wall_s));

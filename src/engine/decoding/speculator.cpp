@@ -1,0 +1,150 @@
+// Speculator: drafting, adaptive K and verification (see speculator.h).
+#include "engine/decoding/speculator.h"
+
+#include <algorithm>
+#include <cmath>
+#include <queue>
+
+#include "core/error.h"
+#include "engine/scheduler.h"
+
+namespace tinfer {
+
+const char* spec_mode_name(SpecMode m) {
+  switch (m) {
+    case SpecMode::kNone:
+      return "none";
+    case SpecMode::kNgram:
+      return "ngram";
+    case SpecMode::kDraft:
+      return "draft";
+    case SpecMode::kSelf:
+      return "self";
+  }
+  return "?";
+}
+
+std::optional<SpecMode> parse_spec_mode(std::string_view s) {
+  for (SpecMode m : {SpecMode::kNone, SpecMode::kNgram, SpecMode::kDraft, SpecMode::kSelf})
+    if (s == spec_mode_name(m)) return m;
+  return std::nullopt;
+}
+
+std::vector<std::string> SpecConfig::validate() const {
+  std::vector<std::string> errs;
+  if (num_tokens < 1 || num_tokens > 16) errs.push_back("spec num_tokens must be in [1, 16]");
+  if (disable_batch < 0) errs.push_back("spec disable_batch must be >= 0 (0 = never)");
+  if (!(row_cost > 0 && row_cost <= 1)) errs.push_back("spec row_cost must be in (0, 1]");
+  if (ngram_min < 1 || ngram_max > 8 || ngram_min > ngram_max)
+    errs.push_back("spec ngram sizes must satisfy 1 <= min <= max <= 8");
+  if (mode == SpecMode::kDraft && draft_model.empty()) errs.push_back("--spec draft needs --draft-model FILE");
+  if (mode != SpecMode::kDraft && !draft_model.empty()) errs.push_back("--draft-model is only used with --spec draft");
+  if (mode == SpecMode::kSelf && self_layers < 1) errs.push_back("--spec self needs --spec-self-layers L >= 1");
+  return errs;
+}
+
+Speculator::Speculator(const SpecConfig& config, std::unique_ptr<Drafter> drafter)
+    : config_(config), drafter_(std::move(drafter)) {
+  check(drafter_ != nullptr, "speculator: no drafter");
+}
+
+std::vector<int> Speculator::allocate(std::span<const double> acceptance, std::span<const int> idle_steps,
+                                      int batch) const {
+  const size_t n = acceptance.size();
+  std::vector<int> k(n, 0);
+  if (n == 0) return k;
+  const int kmax = config_.num_tokens;
+  if (!config_.adaptive) {
+    std::fill(k.begin(), k.end(), kmax);
+    return k;
+  }
+  // Greedy by marginal gain a_i^(k_i + 1): the next row of request i adds that many expected tokens.
+  const double c = config_.row_cost;
+  const double b = double(std::max<int>(batch, static_cast<int>(n)));
+  double tokens = b, rows = b;
+  using Item = std::pair<double, size_t>;  // (gain, request)
+  std::priority_queue<Item> pq;
+  for (size_t i = 0; i < n; ++i) pq.push({acceptance[i], i});
+  while (!pq.empty()) {
+    const auto [gain, i] = pq.top();
+    pq.pop();
+    if (gain <= c * tokens / (1.0 + c * (rows - 1.0))) break;  // no row left raises tokens per unit time
+    ++k[i];
+    tokens += gain;
+    rows += 1.0;
+    if (k[i] < kmax) pq.push({gain * acceptance[i], i});
+  }
+  for (size_t i = 0; i < n; ++i)
+    if (k[i] == 0 && idle_steps[i] >= kProbeEvery) k[i] = 1;  // probe: acceptance may have come back
+  return k;
+}
+
+double Speculator::acceptance(kv::SeqId seq) const {
+  auto it = seqs_.find(seq);
+  const SeqState s = it == seqs_.end() ? SeqState{} : it->second;
+  return s.kept / s.tried;
+}
+
+void Speculator::propose(Scheduler& sched, const std::function<bool(kv::SeqId)>& allowed) {
+  std::vector<kv::SeqId> ids = sched.decoding();
+  const int batch = static_cast<int>(ids.size());
+  if (config_.disable_batch > 0 && batch >= config_.disable_batch) return;
+  std::erase_if(ids, [&](kv::SeqId s) { return !allowed(s); });
+  if (ids.empty()) return;
+  std::vector<double> acc(ids.size());
+  std::vector<int> idle(ids.size());
+  for (size_t i = 0; i < ids.size(); ++i) {
+    acc[i] = acceptance(ids[i]);
+    idle[i] = seqs_[ids[i]].idle;
+  }
+  const std::vector<int> k = allocate(acc, idle, batch);
+  queries_.clear();
+  for (size_t i = 0; i < ids.size(); ++i) {
+    SeqState& st = seqs_[ids[i]];
+    if (k[i] == 0) {
+      ++st.idle;
+      continue;
+    }
+    st.idle = 0;
+    const Request* r = sched.find(ids[i]);
+    queries_.push_back(DraftQuery{.seq = ids[i], .tokens = r->tokens, .k = k[i], .draft = {}});
+  }
+  if (queries_.empty()) return;
+  drafter_->propose(queries_);
+  for (DraftQuery& q : queries_) {
+    if (q.draft.empty()) continue;
+    if (static_cast<int>(q.draft.size()) > q.k) q.draft.resize(size_t(q.k));
+    ++stats_.proposals;
+    stats_.proposed += static_cast<int64_t>(q.draft.size());
+    sched.propose(q.seq, std::move(q.draft));
+  }
+}
+
+void Speculator::record(kv::SeqId seq, int drafted, int accepted) {
+  if (drafted <= 0) return;
+  SeqState& s = seqs_[seq];
+  // Drafts are tried in order until one fails: `accepted` successes in accepted (+1 if one failed) trials.
+  // Decay 0.8 per verify step: the estimate follows the last few steps of text.
+  s.kept = 0.8 * s.kept + accepted;
+  s.tried = 0.8 * s.tried + accepted + (accepted < drafted ? 1 : 0);
+}
+
+void Speculator::release(kv::SeqId seq) {
+  seqs_.erase(seq);
+  drafter_->release(seq);
+}
+
+int commit_run(Sampler& sampler, const float* rows, size_t n_vocab, std::span<const kv::Token> draft,
+               std::vector<SampleResult>* out) {
+  out->clear();
+  for (size_t j = 0; j <= draft.size(); ++j) {
+    const float* row = rows + j * n_vocab;
+    const SampleResult& r = sampler.sample(row);
+    sampler.accept(r.token);
+    out->push_back(r);
+    if (j == draft.size() || r.token != draft[j]) return static_cast<int>(j);
+  }
+  return static_cast<int>(draft.size());  // (not reached)
+}
+
+}  // namespace tinfer

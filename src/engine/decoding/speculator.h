@@ -1,0 +1,81 @@
+// Speculator: speculative decoding's per-step policy, between the engine and the scheduler. Before a step it
+// asks the drafter for tokens to follow every decoding request that opted in and hands them to the scheduler
+// (Scheduler::propose); after the forward, commit_run() verifies one request's drafts with its own sampler.
+//
+// Adaptive K. A decode step's cost is modelled as T(R) = T1 * (1 + c * (R - 1)) for R rows (one weight pass,
+// c = SpecConfig::row_cost per extra row), and request i's drafts as kept one after another with probability
+// a_i (its measured acceptance, decayed so it follows the text). The j-th draft of request i then adds a_i^j
+// expected tokens for one more row. Rows are handed out greedily, best marginal gain first, while a row still
+// raises the step's expected tokens per unit time: a_i^j > c * E / (1 + c * (R - 1)), E and R being the
+// expected tokens and rows so far. At batch 1 a draft pays as soon as a > c; as the batch grows each row's
+// price grows with it and drafting fades out; from SpecConfig::disable_batch up it is off. A request whose
+// acceptance priced it out is probed with one draft every kProbeEvery steps so it can come back.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/decoding/drafter.h"
+#include "engine/decoding/spec_config.h"
+#include "engine/sampler.h"
+#include "kvcache/types.h"
+
+namespace tinfer {
+
+class Scheduler;
+
+struct SpecStats {
+  int64_t proposals = 0;  // requests that received a non-empty draft
+  int64_t proposed = 0;   // draft tokens proposed (the scheduler may schedule fewer)
+};
+
+class Speculator {
+ public:
+  static constexpr int kProbeEvery = 8;
+
+  Speculator(const SpecConfig& config, std::unique_ptr<Drafter> drafter);
+
+  // Before schedule(): drafts for the decoding requests `allowed` accepts, handed to the scheduler.
+  void propose(Scheduler& sched, const std::function<bool(kv::SeqId)>& allowed);
+  // After verification: `accepted` of `drafted` tokens were kept for seq.
+  void record(kv::SeqId seq, int drafted, int accepted);
+  void release(kv::SeqId seq);  // the sequence is gone
+
+  // The number of drafts each speculating request gets this step, given their acceptance estimates, the steps
+  // since each last drafted, and how many requests decode in the step in all (those that do not speculate
+  // are rows too). Exposed for tests.
+  std::vector<int> allocate(std::span<const double> acceptance, std::span<const int> idle_steps, int batch) const;
+  double acceptance(kv::SeqId seq) const;
+  const SpecStats& stats() const { return stats_; }
+  const SpecConfig& config() const { return config_; }
+
+ private:
+  struct SeqState {
+    double kept = 1.0, tried = 2.0;  // decayed counts; the prior is one of two kept
+    int idle = 0;                     // steps since it last drafted
+  };
+  SpecConfig config_;
+  std::unique_ptr<Drafter> drafter_;
+  std::unordered_map<kv::SeqId, SeqState> seqs_;
+  SpecStats stats_;
+  std::vector<DraftQuery> queries_;
+};
+
+// Verifies one request's drafts against its logit rows (rows[j * n_vocab ...] scores the position after the
+// last known token and j drafts) with its sampler, position by position: the sampler draws the token exactly as
+// it would without speculation (same penalties, filters and seeded draw), the result is accepted into the
+// sampler and appended to *out, and the run stops at the first draw that differs from the draft, or after the
+// draw past the last draft. Returns the number of drafts kept.
+//
+// For a deterministic drafter (prompt lookup, a greedy draft model: q is the point mass at the draft x) this
+// is the standard rejection rule of spec_verify.h coupled to the target's own draw: x is kept with probability
+// p(x), and a rejected position's token is distributed as p restricted to tokens other than x, i.e. the
+// residual max(0, p - q) renormalised. So every committed token is exactly what non-speculative decoding
+// would commit, greedy or seeded sampling alike, and speculation changes only how many are committed a step.
+int commit_run(Sampler& sampler, const float* rows, size_t n_vocab, std::span<const kv::Token> draft,
+               std::vector<SampleResult>* out);
+
+}  // namespace tinfer

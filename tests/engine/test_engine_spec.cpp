@@ -1,0 +1,224 @@
+// Speculative decoding through the engine (stories260K, whose greedy stories repeat themselves, so prompt
+// lookup finds drafts that are partly right): the committed tokens equal non-speculative decoding token for
+// token for every K, adaptive or fixed, through chunked prefill, preemption, prefix hits, static batching,
+// penalties, stop ids, seeded sampling and parallel samples; aborts and completions return every block; the
+// per-request opt-out drafts nothing; the acceptance statistics add up.
+#include <tinfer/engine.h>
+
+#include <gtest/gtest.h>
+
+#include "common/test_env.h"
+#include "engine/decoding/speculator.h"
+#include "engine_test_util.h"
+
+namespace tinfer {
+namespace {
+
+using namespace engine_test;
+
+EngineConfig spec_config(int k, bool adaptive) {
+  EngineConfig c = base_config();
+  c.spec.mode = SpecMode::kNgram;
+  c.spec.num_tokens = k;
+  c.spec.adaptive = adaptive;
+  return c;
+}
+
+
+TEST(EngineSpec, GreedyEqualsPlainForEveryK) {
+  auto m = stories();
+  TINFER_REQUIRE_FILE(m ? std::string("x") : std::string(), "models/stories260K.gguf");
+  const auto ps = prompts(6, 512);
+  const auto want = run_greedy(stories(), base_config(), ps, 60);
+  for (int k : {1, 2, 4, 7}) {
+    for (bool adaptive : {false, true}) {
+      EngineStats st;
+      EXPECT_EQ(run_greedy(stories(), spec_config(k, adaptive), ps, 60, &st), want) << "K " << k;
+      EXPECT_GT(st.spec_drafted, 0) << "K " << k;
+      EXPECT_GT(st.spec_accepted, 0) << "K " << k;           // some drafts are right ...
+      EXPECT_LT(st.spec_accepted, st.spec_drafted) << "K " << k;  // ... and some are rolled back
+      EXPECT_LE(st.spec_drafted, int64_t(k) * st.spec_steps);
+      // Fewer steps than tokens: accepted drafts commit several tokens a step.
+      EXPECT_LT(st.steps, 6 * 60) << "K " << k;
+      EXPECT_EQ(st.spec_mode, "ngram");
+    }
+  }
+}
+
+TEST(EngineSpec, GreedyEqualsPlainThroughChunkingStaticAndPreemption) {
+  auto m = stories();
+  TINFER_REQUIRE_FILE(m ? std::string("x") : std::string(), "models/stories260K.gguf");
+  const auto ps = prompts(5, 512);
+  const auto want = run_greedy(stories(), base_config(), ps, 40);
+  EngineConfig chunked = spec_config(4, false);
+  chunked.max_batched_tokens = 7;  // drafts compete with prefill chunks for a tiny budget
+  EXPECT_EQ(run_greedy(stories(), chunked, ps, 40), want);
+  EngineConfig stat = spec_config(4, false);
+  stat.batching = BatchingMode::kStatic;
+  stat.max_seqs = 2;
+  EXPECT_EQ(run_greedy(stories(), stat, ps, 40), want);
+  EngineConfig padded = spec_config(3, false);
+  padded.batching = BatchingMode::kStaticPadded;
+  padded.max_seqs = 3;
+  EXPECT_EQ(run_greedy(stories(), padded, ps, 40), want);
+  // A pool too small for everyone: drafts never preempt, requests do, and the outputs do not change.
+  expect_preempted_equals_uninterrupted(spec_config(4, false), m->config().kv_bytes_per_token(4));
+}
+
+TEST(EngineSpec, PrefixHitEqualsMissWithDrafts) {
+  auto m = stories();
+  TINFER_REQUIRE_FILE(m ? std::string("x") : std::string(), "models/stories260K.gguf");
+  expect_prefix_hit_equals_miss(spec_config(4, false));
+}
+
+// Penalties see every kept token, in order, so a penalised greedy run is still identical; stop ids end the
+// request at the same token even when it arrives inside a run of accepted drafts; max_tokens is exact.
+TEST(EngineSpec, PenaltiesStopIdsAndLimitsMatchPlain) {
+  auto m = stories();
+  TINFER_REQUIRE_FILE(m ? std::string("x") : std::string(), "models/stories260K.gguf");
+  const auto ps = prompts(4, 512);
+  auto with = [&](const EngineConfig& c, auto&& edit) {
+    auto e = Engine::create(stories(), c);
+    std::vector<GenerationRequest> reqs;
+    for (const auto& p : ps) reqs.push_back(edit(greedy(p, 50)));
+    Outputs o = run(*e, reqs);
+    EXPECT_EQ(e->stats().kv_blocks_used, 0);
+    return o;
+  };
+  auto penalised = [](GenerationRequest r) {
+    r.sampling.repetition_penalty = 1.1f;
+    r.sampling.presence_penalty = 0.3f;
+    r.sampling.frequency_penalty = 0.2f;
+    return r;
+  };
+  const Outputs plain_pen = with(base_config(), penalised);
+  const Outputs spec_pen = with(spec_config(4, false), penalised);
+  ASSERT_EQ(tokens_of(spec_pen), tokens_of(plain_pen));
+  // Stop at the 12th token of each plain output (a token the stories repeat, so drafts often carry it).
+  const Outputs plain = with(base_config(), [](GenerationRequest r) { return r; });
+  std::vector<Token> stops;
+  for (const auto& [id, s] : plain) stops.push_back(s[0].tokens.at(11));
+  size_t i = 0;
+  auto stopping = [&](GenerationRequest r) {
+    r.stop_token_ids = {stops[i++ % stops.size()]};
+    return r;
+  };
+  const Outputs plain_stop = with(base_config(), stopping);
+  i = 0;
+  const Outputs spec_stop = with(spec_config(7, false), stopping);
+  ASSERT_EQ(plain_stop.size(), spec_stop.size());
+  for (auto a = plain_stop.begin(), b = spec_stop.begin(); a != plain_stop.end(); ++a, ++b) {
+    EXPECT_EQ(a->second[0].tokens, b->second[0].tokens);
+    EXPECT_EQ(a->second[0].reason, b->second[0].reason);
+    EXPECT_EQ(b->second[0].reason, FinishReason::kStop);
+    EXPECT_LE(b->second[0].tokens.size(), 12u);
+  }
+}
+
+// Seeded sampling: the sampler's own draw decides every position and a draft is kept when it equals it, so a
+// seeded sample is the same token for token with and without speculation (and n > 1 forks too).
+TEST(EngineSpec, SeededSamplingEqualsPlain) {
+  auto m = stories();
+  TINFER_REQUIRE_FILE(m ? std::string("x") : std::string(), "models/stories260K.gguf");
+  std::vector<GenerationRequest> reqs;
+  for (const auto& p : prompts(4, 512)) {
+    GenerationRequest r = greedy(p, 48);
+    r.sampling.temperature = 0.7f;
+    r.sampling.top_p = 0.95f;
+    r.sampling.seed = 1234 + p.size();
+    reqs.push_back(r);
+  }
+  reqs.back().n = 3;
+  auto plain = Engine::create(stories(), base_config());
+  auto spec = Engine::create(stories(), spec_config(4, true));
+  const Outputs a = run(*plain, reqs), b = run(*spec, reqs);
+  ASSERT_EQ(a.size(), b.size());
+  for (auto x = a.begin(), y = b.begin(); x != a.end(); ++x, ++y) {
+    ASSERT_EQ(x->second.size(), y->second.size());
+    for (size_t s = 0; s < x->second.size(); ++s) EXPECT_EQ(x->second[s].tokens, y->second[s].tokens);
+  }
+  EXPECT_GT(spec->stats().spec_accepted, 0);
+  EXPECT_EQ(spec->stats().kv_blocks_used, 0);
+}
+
+TEST(EngineSpec, OptOutDraftsNothingAndAbortReturnsBlocks) {
+  auto m = stories();
+  TINFER_REQUIRE_FILE(m ? std::string("x") : std::string(), "models/stories260K.gguf");
+  const auto ps = prompts(4, 512);
+  {
+    auto e = Engine::create(stories(), spec_config(4, false));
+    std::vector<GenerationRequest> reqs;
+    for (const auto& p : ps) {
+      reqs.push_back(greedy(p, 40));
+      reqs.back().speculative = false;
+    }
+    EXPECT_EQ(tokens_of(run(*e, reqs)), run_greedy(stories(), base_config(), ps, 40));
+    EXPECT_EQ(e->stats().spec_drafted, 0);
+  }
+  // Abort two of four mid-way: the other two finish as they would alone, and the pool ends empty.
+  EngineConfig c = spec_config(4, false);
+  c.prefix_caching = false;
+  auto e = Engine::create(stories(), c);
+  Outputs out;
+  std::vector<RequestId> ids;
+  for (const auto& p : ps)
+    ids.push_back(e->add_request(greedy(p, 80), [&](const TokenEvent& ev) {
+      auto& v = out[ev.id];
+      v.resize(1);
+      if (ev.has_token) v[0].tokens.push_back(ev.token);
+      if (ev.finished) v[0].reason = ev.finish_reason;
+    }));
+  for (int i = 0; i < 12; ++i) e->step();
+  EXPECT_GT(e->stats().spec_drafted, 0);
+  e->abort(ids[0]);
+  e->abort(ids[2]);
+  while (e->has_work()) e->step();
+  EXPECT_EQ(e->stats().kv_blocks_used, 0);
+  EXPECT_EQ(out[ids[0]][0].reason, FinishReason::kAbort);
+  const auto alone = run_greedy(stories(), base_config(), {ps[1], ps[3]}, 80);
+  EXPECT_EQ(out[ids[1]][0].tokens, alone[0]);
+  EXPECT_EQ(out[ids[3]][0].tokens, alone[1]);
+}
+
+// Adaptive K: more drafts for a request that keeps them, none once acceptance cannot pay for a row, fewer as
+// the batch grows, a probe after kProbeEvery idle steps.
+TEST(EngineSpec, AdaptiveKFollowsAcceptanceAndBatch) {
+  SpecConfig c;
+  c.mode = SpecMode::kNgram;
+  c.num_tokens = 6;
+  c.row_cost = 0.12;
+  Speculator s(c, make_ngram_drafter(1, 3));
+  auto k1 = [&](double a, int idle = 0, int batch = 1) {
+    return s.allocate(std::vector<double>{a}, std::vector<int>{idle}, batch)[0];
+  };
+  EXPECT_EQ(k1(0.95), 6);
+  EXPECT_GT(k1(0.8), k1(0.5));
+  EXPECT_GE(k1(0.5), 1);
+  EXPECT_EQ(k1(0.08), 0);
+  EXPECT_EQ(k1(0.08, Speculator::kProbeEvery), 1);
+  EXPECT_GT(k1(0.7, 0, 1), k1(0.7, 0, 12));
+  EXPECT_EQ(k1(0.4, 0, 15), 0);
+  // The best of two requests gets its rows first.
+  const std::vector<int> two = s.allocate(std::vector<double>{0.3, 0.9}, std::vector<int>{0, 0}, 2);
+  EXPECT_GT(two[1], two[0]);
+  // Fixed K without the model.
+  c.adaptive = false;
+  Speculator fixed(c, make_ngram_drafter(1, 3));
+  EXPECT_EQ(fixed.allocate(std::vector<double>{0.01}, std::vector<int>{0}, 1)[0], 6);
+}
+
+TEST(EngineSpec, ConfigErrorsAreNamed) {
+  EngineConfig c = base_config();
+  c.spec.mode = SpecMode::kDraft;
+  auto errs = c.validate();
+  ASSERT_EQ(errs.size(), 1u);
+  EXPECT_NE(errs[0].find("--draft-model"), std::string::npos);
+  c.spec.mode = SpecMode::kSelf;
+  c.spec.num_tokens = 0;
+  EXPECT_EQ(c.validate().size(), 2u);
+  EXPECT_EQ(parse_spec_mode("ngram"), SpecMode::kNgram);
+  EXPECT_FALSE(parse_spec_mode("eagle").has_value());
+}
+
+}  // namespace
+}  // namespace tinfer
