@@ -62,6 +62,9 @@ class OpProfile {
     c.stats_ = stats_;
     return c;
   }
+  // Puts back totals taken by counters() (work that is accounted elsewhere, e.g. a self-draft's forward, which
+  // the engine counts as drafting); the trace keeps its events.
+  void restore_counters(const OpProfile& c) { stats_ = c.stats_; }
 
   // Trace: when enabled, every timed operation is also kept as an event (at most max_events).
   void enable_trace(size_t max_events) { trace_cap_ = max_events; }

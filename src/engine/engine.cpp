@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "core/error.h"
+#include "core/thread_pool.h"
 #include "engine/decoding/speculator.h"
 #include "engine/kv_plan.h"
 #include "engine/model_runner.h"
@@ -50,7 +51,8 @@ class EngineImpl final : public Engine {
     const ModelConfig& mc = model_->config();
     max_model_len_cfg_ = config_.max_model_len > 0 ? config_.max_model_len : static_cast<int>(mc.ctx_len);
     // Packs the weights (MemAvailable is read after); refuses a context the model cannot position.
-    fwd_ = create_backend("cpu", *model_, BackendOptions{.threads = config_.threads, .max_positions = max_model_len_cfg_,
+    pool_ = std::make_unique<ThreadPool>(config_.threads);  // shared with a draft model's backend
+    fwd_ = create_backend("cpu", *model_, BackendOptions{.pool = pool_.get(), .max_positions = max_model_len_cfg_,
                                                           .act_quant = config_.act_quant});
     precision_ = config_.kv_precision(mc.n_layers);
     const KvPrecision& dtype = precision_;
@@ -84,11 +86,15 @@ class EngineImpl final : public Engine {
     if (config_.spec.mode != SpecMode::kNone)
       spec_ = std::make_unique<Speculator>(
           config_.spec, make_drafter(config_.spec, *model_,
-                                     DrafterEnv{.threads = config_.threads,
+                                     DrafterEnv{.pool = pool_.get(),
+                                                .target = fwd_.get(),
                                                 .act_quant = config_.act_quant,
                                                 .max_len = max_len_,
                                                 .block_size = plan_.block_size,
                                                 .kv_tokens = int64_t(plan_.num_blocks) * plan_.block_size,
+                                                .disable_batch = config_.spec.disable_batch > 0
+                                                                     ? config_.spec.disable_batch
+                                                                     : config_.max_seqs,
                                                 .verbose = config_.verbose}));
     publish_stats();
   }
@@ -160,6 +166,7 @@ class EngineImpl final : public Engine {
 
   EngineConfig config_;
   std::unique_ptr<Model> model_;
+  std::unique_ptr<ThreadPool> pool_;
   std::unique_ptr<Backend> fwd_;
   kv::KvMemoryPlan plan_;
   KvPrecision precision_;

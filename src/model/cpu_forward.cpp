@@ -156,6 +156,9 @@ void CpuForward::forward(const ForwardBatch& batch, KvStorage& kv, float* logits
   for (int32_t p : batch.positions)  // once here, so the per-token workers never see a bad position
     check(p >= 0 && p < rope_.n_positions(), "position " + std::to_string(p) + " outside this forward's context [0, " +
                                                  std::to_string(rope_.n_positions()) + ")");
+  const int64_t n_layers = batch.n_layers > 0 ? std::min<int64_t>(batch.n_layers, c.n_layers) : c.n_layers;
+  check(kv.n_layers() >= n_layers, "cpu backend: the KV cache holds " + std::to_string(kv.n_layers()) +
+                                       " layers, the forward runs " + std::to_string(n_layers));
   ensure_scratch(n, int64_t(batch.logit_rows.size()));
   OpProfile* prof = &profile_;
   {
@@ -186,7 +189,7 @@ void CpuForward::forward(const ForwardBatch& batch, KvStorage& kv, float* logits
       for (int64_t i = b; i < e; ++i) fn(i);
     });
   };
-  for (int64_t l = 0; l < c.n_layers; ++l) {
+  for (int64_t l = 0; l < n_layers; ++l) {
     const Layer& L = layers_[l];
     {
       OpTimer t(prof, Op::kNorm);

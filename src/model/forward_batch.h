@@ -13,9 +13,13 @@ struct ForwardBatch {
   std::vector<int32_t> seq;        // [n] index into block_tables
   std::vector<std::vector<int32_t>> block_tables;  // per sequence: KV block ids covering its positions
   std::vector<int32_t> logit_rows;  // indices into tokens whose logits are wanted, in output order
+  // Run only the first n_layers decoder layers, then the final norm and the head (self-speculative drafting:
+  // the target's own early layers as its draft); 0 = every layer. The cache must hold at least that many.
+  int32_t n_layers = 0;
 
   void clear() {
     tokens.clear(), positions.clear(), seq.clear(), block_tables.clear(), logit_rows.clear();
+    n_layers = 0;
   }
 };
 

@@ -11,15 +11,15 @@
 namespace tinfer {
 
 KvStorage::KvStorage(const ModelConfig& cfg, int64_t n_blocks, int64_t block_size, const KvPrecision& precision)
-    : n_layers_(cfg.n_layers),
+    : n_layers_(precision.n_layers()),
       n_blocks_(n_blocks),
       block_size_(block_size),
       n_kv_heads_(cfg.n_kv_heads),
       head_dim_(cfg.head_dim),
       precision_(precision) {
   check(n_blocks > 0 && block_size > 0, "KV cache needs at least one block of at least one token");
-  check(precision.n_layers() == n_layers_, "KV precision names " + std::to_string(precision.n_layers()) +
-                                               " layers but the model has " + std::to_string(n_layers_));
+  check(n_layers_ >= 1 && n_layers_ <= cfg.n_layers, "KV precision names " + std::to_string(n_layers_) +
+                                                          " layers but the model has " + std::to_string(cfg.n_layers));
   check(head_dim_ > 0 && head_dim_ <= kKvMaxHeadDim,
         "KV cache: head_dim " + std::to_string(head_dim_) + " outside 1.." + std::to_string(kKvMaxHeadDim));
   check(precision.k_smooth.empty() || precision.n_layers() == int64_t(precision.k_smooth.size()),

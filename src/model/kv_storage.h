@@ -15,13 +15,15 @@
 
 namespace tinfer {
 
-// The CPU backend's KvCache.
+// The CPU backend's KvCache. Usually every layer of the model; a precision naming fewer layers gives a cache of
+// the first layers only, for forwards limited to them (ForwardBatch::n_layers: a self-draft's own cache).
 class KvStorage final : public KvCache {
  public:
   KvStorage(const ModelConfig& cfg, int64_t n_blocks, int64_t block_size, const KvPrecision& precision);
   KvStorage(const ModelConfig& cfg, int64_t n_blocks, int64_t block_size, KvDtype dtype = KvDtype::f32)
       : KvStorage(cfg, n_blocks, block_size, KvPrecision::uniform(cfg.n_layers, dtype)) {}
 
+  int64_t n_layers() const { return n_layers_; }
   int64_t n_blocks() const override { return n_blocks_; }
   int64_t block_size() const override { return block_size_; }
   int64_t kv_dim() const { return n_kv_heads_ * head_dim_; }

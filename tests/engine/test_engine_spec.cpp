@@ -7,7 +7,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+
 #include "common/test_env.h"
+#include "core/error.h"
 #include "engine/decoding/speculator.h"
 #include "engine_test_util.h"
 
@@ -205,6 +208,75 @@ TEST(EngineSpec, AdaptiveKFollowsAcceptanceAndBatch) {
   c.adaptive = false;
   Speculator fixed(c, make_ngram_drafter(1, 3));
   EXPECT_EQ(fixed.allocate(std::vector<double>{0.01}, std::vector<int>{0}, 1)[0], 6);
+}
+
+// A draft model: stories260K drafting for itself keeps nearly every draft (the batched draft forward and the
+// verify rows may differ only in rounding), and the output is still exactly plain greedy decoding.
+TEST(EngineSpec, DraftModelGreedyEqualsPlain) {
+  auto m = stories();
+  TINFER_REQUIRE_FILE(m ? std::string("x") : std::string(), "models/stories260K.gguf");
+  const auto ps = prompts(5, 512);
+  const auto want = run_greedy(stories(), base_config(), ps, 40);
+  for (int k : {1, 3, 5}) {
+    EngineConfig c = spec_config(k, false);
+    c.spec.mode = SpecMode::kDraft;
+    c.spec.draft_model = test::shared_file("models/stories260K.gguf");
+    EngineStats st;
+    EXPECT_EQ(run_greedy(stories(), c, ps, 40, &st), want) << "K " << k;
+    EXPECT_GT(st.spec_drafted, 0);
+    EXPECT_GT(st.spec_acceptance(), 0.95) << "K " << k;
+    EXPECT_EQ(st.spec_mode, "draft");
+  }
+  // Chunked prefill and preemption with a draft model (its cache follows the target's rollbacks).
+  EngineConfig c = spec_config(4, true);
+  c.spec.mode = SpecMode::kDraft;
+  c.spec.draft_model = test::shared_file("models/stories260K.gguf");
+  EngineConfig small_budget = c;
+  small_budget.max_batched_tokens = 9;
+  EXPECT_EQ(run_greedy(stories(), small_budget, ps, 40), want);
+  expect_preempted_equals_uninterrupted(c, m->config().kv_bytes_per_token(4));
+}
+
+// Self-draft: the target's first 3 of 5 layers propose; some drafts are kept, some rolled back, output exact.
+TEST(EngineSpec, SelfDraftGreedyEqualsPlain) {
+  auto m = stories();
+  TINFER_REQUIRE_FILE(m ? std::string("x") : std::string(), "models/stories260K.gguf");
+  const auto ps = prompts(5, 512);
+  const auto want = run_greedy(stories(), base_config(), ps, 40);
+  EngineConfig c = spec_config(3, false);
+  c.spec.mode = SpecMode::kSelf;
+  c.spec.self_layers = 3;
+  EngineStats st;
+  EXPECT_EQ(run_greedy(stories(), c, ps, 40, &st), want);
+  EXPECT_GT(st.spec_accepted, 0);
+  EXPECT_LT(st.spec_accepted, st.spec_drafted);
+  c.spec.self_layers = 5;  // all layers is not a draft
+  EXPECT_THROW(Engine::create(stories(), c), Error);
+}
+
+// A draft whose tokenizer is not the target's is refused at start, naming the difference.
+TEST(EngineSpec, DraftWithAnotherTokenizerIsRefused) {
+  auto m = stories();
+  TINFER_REQUIRE_FILE(m ? std::string("x") : std::string(), "models/stories260K.gguf");
+  const std::string path = ::testing::TempDir() + "/spec_other_tokenizer.gguf";
+  {
+    SynthSpec s;  // a synthetic model: its own vocabulary
+    const std::vector<uint8_t> bytes = synthesize_model_bytes(s);
+    FILE* f = std::fopen(path.c_str(), "wb");
+    ASSERT_NE(f, nullptr);
+    std::fwrite(bytes.data(), 1, bytes.size(), f);
+    std::fclose(f);
+  }
+  EngineConfig c = spec_config(4, true);
+  c.spec.mode = SpecMode::kDraft;
+  c.spec.draft_model = path;
+  try {
+    Engine::create(stories(), c);
+    FAIL() << "a draft with another tokenizer was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("tokenizer differs from the target's"), std::string::npos) << e.what();
+  }
+  std::remove(path.c_str());
 }
 
 TEST(EngineSpec, ConfigErrorsAreNamed) {

@@ -14,7 +14,9 @@
 
 namespace tinfer {
 
+class Backend;
 class Model;
+class ThreadPool;
 
 struct DraftQuery {
   kv::SeqId seq = 0;
@@ -34,14 +36,17 @@ class Drafter {
 // Prompt lookup over each sequence's own tokens (NgramDrafter per sequence).
 std::unique_ptr<Drafter> make_ngram_drafter(int min_n, int max_n);
 
-// What a model-backed drafter is sized by: the engine's threads and activation quantization, the longest
+// What a model-backed drafter runs on and is sized by: the engine's thread pool (drafting and verifying take
+// turns on it), the target's backend (a self-draft runs its first layers), activation quantization, the longest
 // sequence, the block size and the target's KV capacity in tokens (the draft's own cache holds as many).
 struct DrafterEnv {
-  int threads = 0;
+  ThreadPool* pool = nullptr;
+  Backend* target = nullptr;
   ActQuant act_quant = ActQuant::block32;
   int max_len = 0;
   int block_size = 16;
   int64_t kv_tokens = 0;
+  int disable_batch = 16;  // SpecConfig::disable_batch: most sequences drafting at once (0 = no limit)
   bool verbose = false;
 };
 
