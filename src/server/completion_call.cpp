@@ -160,6 +160,7 @@ std::unique_ptr<CompletionCall> CompletionCall::start(ServerContext& ctx, const 
     gr.ignore_eos = req.ignore_eos;
     gr.stop_token_ids = req.stop_token_ids;
     gr.n = req.n;
+    gr.speculative = req.speculative;
     try {
       pc.resolved.emplace(ctx.driver.engine().resolve(std::move(gr)));
     } catch (const RequestError& e) {

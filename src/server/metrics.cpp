@@ -68,6 +68,16 @@ std::string Metrics::render(const EngineStats& s, int queued, bool ready, const 
   gauge(o, "tinfer:generation_tokens_total", "counter", "Tokens generated.", static_cast<double>(s.generated_tokens));
   gauge(o, "tinfer:num_preemptions_total", "counter", "Requests preempted by the scheduler.",
         static_cast<double>(s.preemptions));
+  o += "# HELP tinfer:spec_decode_info Speculative decoding mode (none, ngram, draft, self).\n"
+       "# TYPE tinfer:spec_decode_info gauge\ntinfer:spec_decode_info{mode=\"" + s.spec_mode + "\"} 1\n";
+  gauge(o, "tinfer:spec_decode_num_draft_tokens_total", "counter", "Draft tokens verified by the target.",
+        static_cast<double>(s.spec_drafted));
+  gauge(o, "tinfer:spec_decode_num_accepted_tokens_total", "counter", "Draft tokens the target kept.",
+        static_cast<double>(s.spec_accepted));
+  gauge(o, "tinfer:spec_decode_verify_steps_total", "counter", "Decode steps of a request that carried drafts.",
+        static_cast<double>(s.spec_steps));
+  gauge(o, "tinfer:spec_decode_draft_acceptance_rate", "gauge", "Accepted / drafted tokens so far.",
+        s.spec_acceptance());
   gauge(o, "tinfer:engine_aborts_total", "counter", "Requests aborted in the engine.", static_cast<double>(s.aborts));
   gauge(o, "tinfer:engine_steps_total", "counter", "Engine iterations.", static_cast<double>(s.steps));
   gauge(o, "tinfer:request_success_total", "counter", "Requests answered 200.",

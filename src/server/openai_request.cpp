@@ -233,6 +233,7 @@ CompletionRequest parse_completion_request(const json& body, bool chat) {
     if (r.echo && s.logprobs) bad("echo", "cannot be combined with 'logprobs' (prompt logprobs are not supported)");
   }
   if (auto v = field(body, "ignore_eos")) r.ignore_eos = get_bool(*v, "ignore_eos");
+  if (auto v = field(body, "speculative")) r.speculative = get_bool(*v, "speculative");
   if (auto v = field(body, "stop_token_ids"); v && !v->is_null()) {
     if (!v->is_array() || v->size() > kMaxStopTokenIds)
       bad("stop_token_ids", "must be a list of at most " + std::to_string(kMaxStopTokenIds) + " token ids");

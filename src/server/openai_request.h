@@ -35,6 +35,7 @@ struct CompletionRequest {
   int completion_logprobs = -1;  // completions "logprobs": N top entries; -1 = off
   bool chat_logprobs = false;    // chat "logprobs": true
   bool ignore_eos = false;       // vLLM extension, handy for benchmarks
+  bool speculative = true;       // false: no speculative drafting for this request (when the server runs --spec)
   std::vector<int32_t> stop_token_ids;  // vLLM extension: finish with "stop" when one is sampled (kept in the text)
   std::string user;
 };

@@ -167,6 +167,44 @@ def test_chat_injection_smollm2():
         srv.stop()
 
 
+def metric(text, name):
+    for line in text.splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[1])
+    raise AssertionError("no metric " + name)
+
+
+def test_speculative_server(plain_srv):
+    # A server running prompt-lookup drafting gives the same greedy text and seeded samples as one without;
+    # /metrics counts drafted and accepted tokens; "speculative": false opts a request out.
+    srv = Server(TINFER, MODEL, "--kv-memory", "64M", "--max-seqs", "64", "--ctx", "512", "--spec", "ngram",
+                 "--spec-tokens", "4")
+    try:
+        bodies = [{"prompt": "Once upon a time", "max_tokens": 64, "temperature": 0, "ignore_eos": True},
+                  {"prompt": "The little dog", "max_tokens": 48, "temperature": 0.8, "seed": 5, "ignore_eos": True}]
+        for b in bodies:
+            st1, a = post(plain_srv, C, b)
+            st2, c = post(srv, C, b)
+            check(st1 == 200 and st2 == 200, "status %d / %d" % (st1, st2))
+            check(a["choices"][0]["text"] == c["choices"][0]["text"],
+                  "speculative text differs:\n%r\n%r" % (a["choices"][0]["text"], c["choices"][0]["text"]))
+        _, _, m = srv.request("GET", "/metrics")
+        m = m.decode()
+        drafted = metric(m, "tinfer:spec_decode_num_draft_tokens_total")
+        accepted = metric(m, "tinfer:spec_decode_num_accepted_tokens_total")
+        check(drafted > 0 and 0 < accepted <= drafted, "spec metrics: drafted %s accepted %s" % (drafted, accepted))
+        check('tinfer:spec_decode_info{mode="ngram"} 1' in m, "no spec mode in /metrics")
+        st, r = post(srv, C, dict(bodies[0], speculative=False))
+        check(st == 200, "speculative=false: %s" % r)
+        _, _, m2 = srv.request("GET", "/metrics")
+        check(metric(m2.decode(), "tinfer:spec_decode_num_draft_tokens_total") == drafted,
+              "an opted-out request was drafted for")
+        st, r = post(srv, C, dict(bodies[0], speculative="yes"))
+        check(st == 400 and r["error"]["param"] == "speculative", "bad speculative: %s" % r)
+    finally:
+        srv.stop()
+
+
 def main():
     why = skip_reason(MODEL)
     if why:
@@ -183,7 +221,8 @@ def main():
                  ("prompt_lists_and_echo", lambda: test_prompt_lists_and_echo(srv, client)),
                  ("seeds", lambda: test_seeds(srv, client)),
                  ("response_budget_and_memory", test_response_budget_and_memory),
-                 ("chat_injection_smollm2", test_chat_injection_smollm2)]
+                 ("chat_injection_smollm2", test_chat_injection_smollm2),
+                 ("speculative_server", lambda: test_speculative_server(srv))]
         failures += run_named(tests, 28)
     finally:
         if srv.proc.poll() is None:
