@@ -94,6 +94,7 @@ struct EngineStats {
   // Speculative decoding: draft tokens verified, of which kept, and the decode steps that carried drafts.
   std::string spec_mode = "none";
   int64_t spec_drafted = 0, spec_accepted = 0, spec_steps = 0;
+  double spec_row_cost = 0;  // the adaptive model's measured price of a verify row (fraction of a 1-row step)
   double spec_acceptance() const { return spec_drafted > 0 ? double(spec_accepted) / double(spec_drafted) : 0.0; }
 };
 

@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "core/thread_pool.h"
+#include "core/timer.h"
 #include "engine/decoding/speculator.h"
 #include "engine/kv_plan.h"
 #include "engine/model_runner.h"
@@ -28,6 +29,13 @@ void throw_if(const std::vector<std::string>& errs, const std::string& what) {
   std::string msg = what + ":";
   for (const auto& e : errs) msg += "\n  " + e;
   fail(msg);
+}
+
+// Every row of the plan decodes (one known token, maybe drafts): a sample of the step-cost model.
+bool is_decode_only(const BatchPlan& plan) {
+  for (const ScheduledRequest& s : plan.requests)
+    if (!s.needs_logits || s.padding || s.tokens.size() != size_t(s.num_draft) + 1) return false;
+  return true;
 }
 
 // Client state of one request: its samples (one Sampler and one scheduler sequence each) and callback.
@@ -327,7 +335,9 @@ bool EngineImpl::step() {
   }
   running_peak_ = std::max(running_peak_, sched_->num_running());
   timer.reset();
+  const double t_forward = now_s();
   runner_->run(plan);  // (the backend times the forward's own categories)
+  if (spec_ && is_decode_only(plan)) spec_->observe_step(plan.num_tokens, now_s() - t_forward);
   timer.emplace(prof, Op::kSample);
 
   // Sample (and verify drafts). A not-yet-forked n > 1 request draws all n first tokens from the same row.
@@ -422,6 +432,7 @@ void EngineImpl::publish_stats() {
   stats_.spec_drafted = ss.spec_drafted;
   stats_.spec_accepted = ss.spec_accepted;
   stats_.spec_steps = ss.spec_steps;
+  stats_.spec_row_cost = spec_ ? spec_->row_cost() : 0.0;
 }
 
 }  // namespace

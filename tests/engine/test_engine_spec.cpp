@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <random>
 
 #include "common/test_env.h"
 #include "core/error.h"
@@ -277,6 +278,36 @@ TEST(EngineSpec, DraftWithAnotherTokenizerIsRefused) {
     EXPECT_NE(std::string(e.what()).find("tokenizer differs from the target's"), std::string::npos) << e.what();
   }
   std::remove(path.c_str());
+}
+
+// The row-cost model recovers b / a from noisy step times once rows vary, and reports the prior before that.
+TEST(EngineSpec, StepCostModelMeasuresTheRowPrice) {
+  StepCostModel m(0.15);
+  for (int i = 0; i < 40; ++i) m.observe(1, 0.010);
+  EXPECT_FALSE(m.fitted());  // rows never varied
+  EXPECT_DOUBLE_EQ(m.row_cost(), 0.15);
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<double> noise(-0.0004, 0.0004);
+  for (int i = 0; i < 400; ++i) {
+    const int rows = 1 + i % 5;
+    m.observe(rows, 0.010 + 0.0025 * (rows - 1) + noise(rng));  // a = 10 ms, b = 2.5 ms: c = 0.25
+  }
+  EXPECT_TRUE(m.fitted());
+  EXPECT_NEAR(m.row_cost(), 0.25, 0.02);
+  m.observe(0, 1.0), m.observe(3, -1.0);  // ignored
+  EXPECT_NEAR(m.row_cost(), 0.25, 0.02);
+}
+
+// A drafter whose drafts are rejected lowers the acceptance new requests start from, so they draft less.
+TEST(EngineSpec, NewRequestsStartFromTheRecentAcceptance) {
+  SpecConfig c;
+  c.mode = SpecMode::kNgram;
+  Speculator s(c, make_ngram_drafter(1, 3));
+  EXPECT_DOUBLE_EQ(s.acceptance(99), 0.5);
+  for (kv::SeqId q = 1; q <= 20; ++q) s.record(q, 4, 0);
+  EXPECT_LT(s.global_acceptance(), 0.1);
+  EXPECT_LT(s.acceptance(99), 0.1);
+  EXPECT_EQ(s.allocate(std::vector<double>{s.acceptance(99)}, std::vector<int>{0}, 1)[0], 0);
 }
 
 TEST(EngineSpec, ConfigErrorsAreNamed) {

@@ -213,11 +213,13 @@ int cmd_bench_throughput(int argc, char** argv) {
     double forward_s = 0;
     for (int op = 0; op < static_cast<int>(Op::kSample); ++op) forward_s += prof[Op(op)].seconds;
     std::printf("speculative (%s): drafted %lld, accepted %lld (acceptance %.1f%%), %lld verify steps, "
-                "%.2f tokens per decode step with drafts; time in draft %.2f s, in forward (verify) %.2f s\n",
+                "%.2f tokens per decode step with drafts; time in draft %.2f s, in forward (verify) %.2f s; "
+                "measured row cost %.3f\n",
                 s.spec_mode.c_str(), (long long)s.spec_drafted, (long long)s.spec_accepted,
                 100 * s.spec_acceptance(), (long long)s.spec_steps,
                 s.spec_steps > 0 ? 1.0 + double(s.spec_accepted) / double(s.spec_steps) : 0.0, draft.seconds,
-                forward_s);
+                forward_s, s.spec_row_cost);
+    j["spec_row_cost"] = s.spec_row_cost;
     j["spec_drafted"] = s.spec_drafted;
     j["spec_accepted"] = s.spec_accepted;
     j["spec_steps"] = s.spec_steps;

@@ -15,6 +15,7 @@ int cmd_serve(int argc, char** argv);
 int cmd_bench_throughput(int argc, char** argv);  // `tinfer bench throughput`, dispatched by cmd_bench
 int cmd_bench_ladder(int argc, char** argv);      // `tinfer bench ladder`, dispatched by cmd_bench
 int cmd_bench_serve(int argc, char** argv);       // `tinfer bench serve`, dispatched by cmd_bench
+int cmd_bench_spec(int argc, char** argv);        // `tinfer bench spec`, dispatched by cmd_bench
 int cmd_tokenize(int argc, char** argv);
 int cmd_quantize(int argc, char** argv);
 int cmd_calibrate_kv(int argc, char** argv);

@@ -27,10 +27,11 @@ struct SpecConfig {
   // No drafting at all while this many requests decode at once (0 = never): a batch that large is
   // compute-bound on the CPU, where a verify row costs as much as a token decoded the plain way.
   int disable_batch = 16;
-  // The adaptive model's price of one more row in a decode step, as a fraction of a one-row step: the weight
-  // pass is paid once, each row adds its multiply-adds (BENCHMARKS §1j: K = 4 drafts cost 1.45x on Q8_0, so
-  // about 0.11 a row).
-  double row_cost = 0.12;
+  // The adaptive model's prior price of one more row in a decode step, as a fraction of a one-row step, used
+  // until the engine has measured it on its own steps (StepCostModel): the weight pass is paid once, each row
+  // adds its multiply-adds (BENCHMARKS §1j: K = 4 drafts cost 1.45x on TinyLlama Q8_0, ~0.11 a row; SmolLM2
+  // Q4_1 measures ~0.19, its weights being small next to its per-row work).
+  double row_cost = 0.15;
   int ngram_min = 1, ngram_max = 3;  // kNgram: match lengths tried, longest first
   std::string draft_model;            // kDraft: GGUF file
   int self_layers = 0;                // kSelf: layers the draft runs (1 .. n_layers - 1)

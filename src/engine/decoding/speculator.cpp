@@ -38,13 +38,12 @@ std::vector<std::string> SpecConfig::validate() const {
   if (ngram_min < 1 || ngram_max > 8 || ngram_min > ngram_max)
     errs.push_back("spec ngram sizes must satisfy 1 <= min <= max <= 8");
   if (mode == SpecMode::kDraft && draft_model.empty()) errs.push_back("--spec draft needs --draft-model FILE");
-  if (mode != SpecMode::kDraft && !draft_model.empty()) errs.push_back("--draft-model is only used with --spec draft");
   if (mode == SpecMode::kSelf && self_layers < 1) errs.push_back("--spec self needs --spec-self-layers L >= 1");
   return errs;
 }
 
 Speculator::Speculator(const SpecConfig& config, std::unique_ptr<Drafter> drafter)
-    : config_(config), drafter_(std::move(drafter)) {
+    : config_(config), cost_(config.row_cost), drafter_(std::move(drafter)) {
   check(drafter_ != nullptr, "speculator: no drafter");
 }
 
@@ -59,7 +58,7 @@ std::vector<int> Speculator::allocate(std::span<const double> acceptance, std::s
     return k;
   }
   // Greedy by marginal gain a_i^(k_i + 1): the next row of request i adds that many expected tokens.
-  const double c = config_.row_cost;
+  const double c = cost_.row_cost();
   const double b = double(std::max<int>(batch, static_cast<int>(n)));
   double tokens = b, rows = b;
   using Item = std::pair<double, size_t>;  // (gain, request)
@@ -81,8 +80,13 @@ std::vector<int> Speculator::allocate(std::span<const double> acceptance, std::s
 
 double Speculator::acceptance(kv::SeqId seq) const {
   auto it = seqs_.find(seq);
-  const SeqState s = it == seqs_.end() ? SeqState{} : it->second;
-  return s.kept / s.tried;
+  return it == seqs_.end() ? global_acceptance() : it->second.kept / it->second.tried;
+}
+
+Speculator::SeqState& Speculator::state(kv::SeqId seq) {
+  auto [it, added] = seqs_.try_emplace(seq);
+  if (added) it->second.kept = 2.0 * global_acceptance();
+  return it->second;
 }
 
 void Speculator::propose(Scheduler& sched, const std::function<bool(kv::SeqId)>& allowed) {
@@ -94,13 +98,14 @@ void Speculator::propose(Scheduler& sched, const std::function<bool(kv::SeqId)>&
   std::vector<double> acc(ids.size());
   std::vector<int> idle(ids.size());
   for (size_t i = 0; i < ids.size(); ++i) {
-    acc[i] = acceptance(ids[i]);
-    idle[i] = seqs_[ids[i]].idle;
+    const SeqState& st = state(ids[i]);
+    acc[i] = st.kept / st.tried;
+    idle[i] = st.idle;
   }
   const std::vector<int> k = allocate(acc, idle, batch);
   queries_.clear();
   for (size_t i = 0; i < ids.size(); ++i) {
-    SeqState& st = seqs_[ids[i]];
+    SeqState& st = state(ids[i]);
     if (k[i] == 0) {
       ++st.idle;
       continue;
@@ -122,11 +127,15 @@ void Speculator::propose(Scheduler& sched, const std::function<bool(kv::SeqId)>&
 
 void Speculator::record(kv::SeqId seq, int drafted, int accepted) {
   if (drafted <= 0) return;
-  SeqState& s = seqs_[seq];
+  SeqState& s = state(seq);
   // Drafts are tried in order until one fails: `accepted` successes in accepted (+1 if one failed) trials.
-  // Decay 0.8 per verify step: the estimate follows the last few steps of text.
+  // Decay 0.8 per verify step: the estimate follows the last few steps of text. The global estimate decays
+  // slowly: it is the prior of requests to come.
+  const double tried = accepted + (accepted < drafted ? 1 : 0);
   s.kept = 0.8 * s.kept + accepted;
-  s.tried = 0.8 * s.tried + accepted + (accepted < drafted ? 1 : 0);
+  s.tried = 0.8 * s.tried + tried;
+  global_kept_ = 0.98 * global_kept_ + accepted;
+  global_tried_ = 0.98 * global_tried_ + tried;
 }
 
 void Speculator::release(kv::SeqId seq) {

@@ -9,7 +9,9 @@
 // raises the step's expected tokens per unit time: a_i^j > c * E / (1 + c * (R - 1)), E and R being the
 // expected tokens and rows so far. At batch 1 a draft pays as soon as a > c; as the batch grows each row's
 // price grows with it and drafting fades out; from SpecConfig::disable_batch up it is off. A request whose
-// acceptance priced it out is probed with one draft every kProbeEvery steps so it can come back.
+// acceptance priced it out is probed with one draft every kProbeEvery steps so it can come back. c is measured
+// (StepCostModel over the engine's decode-only steps; SpecConfig::row_cost until it has seen enough), and a new
+// request's acceptance starts from the recent acceptance of all requests (a poor drafter stays off).
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -20,6 +22,7 @@
 
 #include "engine/decoding/drafter.h"
 #include "engine/decoding/spec_config.h"
+#include "engine/decoding/step_cost.h"
 #include "engine/sampler.h"
 #include "kvcache/types.h"
 
@@ -42,6 +45,9 @@ class Speculator {
   void propose(Scheduler& sched, const std::function<bool(kv::SeqId)>& allowed);
   // After verification: `accepted` of `drafted` tokens were kept for seq.
   void record(kv::SeqId seq, int drafted, int accepted);
+  // A decode-only step of `rows` rows took `seconds` in the forward (the row-cost model's sample).
+  void observe_step(int rows, double seconds) { cost_.observe(rows, seconds); }
+  double row_cost() const { return cost_.row_cost(); }
   void release(kv::SeqId seq);  // the sequence is gone
 
   // The number of drafts each speculating request gets this step, given their acceptance estimates, the steps
@@ -49,15 +55,19 @@ class Speculator {
   // are rows too). Exposed for tests.
   std::vector<int> allocate(std::span<const double> acceptance, std::span<const int> idle_steps, int batch) const;
   double acceptance(kv::SeqId seq) const;
+  double global_acceptance() const { return global_kept_ / global_tried_; }
   const SpecStats& stats() const { return stats_; }
   const SpecConfig& config() const { return config_; }
 
  private:
   struct SeqState {
-    double kept = 1.0, tried = 2.0;  // decayed counts; the prior is one of two kept
+    double kept = 1.0, tried = 2.0;  // decayed counts; the prior: two trials at the global acceptance
     int idle = 0;                     // steps since it last drafted
   };
+  SeqState& state(kv::SeqId seq);
   SpecConfig config_;
+  StepCostModel cost_;
+  double global_kept_ = 1.0, global_tried_ = 2.0;  // over all requests, decayed
   std::unique_ptr<Drafter> drafter_;
   std::unordered_map<kv::SeqId, SeqState> seqs_;
   SpecStats stats_;
@@ -70,11 +80,14 @@ class Speculator {
 // sampler and appended to *out, and the run stops at the first draw that differs from the draft, or after the
 // draw past the last draft. Returns the number of drafts kept.
 //
-// For a deterministic drafter (prompt lookup, a greedy draft model: q is the point mass at the draft x) this
-// is the standard rejection rule of spec_verify.h coupled to the target's own draw: x is kept with probability
-// p(x), and a rejected position's token is distributed as p restricted to tokens other than x, i.e. the
-// residual max(0, p - q) renormalised. So every committed token is exactly what non-speculative decoding
-// would commit, greedy or seeded sampling alike, and speculation changes only how many are committed a step.
+// Why this is the standard rule (Leviathan et al. 2023; Chen et al. 2023). Their rule keeps a draft x drawn
+// from q with probability min(1, p(x) / q(x)) and, at the first rejection, draws from max(0, p - q)
+// renormalised. Every drafter here is deterministic (prompt lookup; draft models propose their argmax), so q is
+// the point mass at x: keep x with probability p(x), else draw from p without x. Drawing t ~ p with the
+// target's own seeded draw and keeping x iff t == x realises exactly that (P(t = x) = p(x); given t != x, t is
+// distributed as p without x), so every committed token is what non-speculative decoding would commit, greedy
+// or seeded sampling alike, and speculation changes only how many are committed in a step
+// (tests/engine/test_spec_commit.cpp checks the distribution and the acceptance rate).
 int commit_run(Sampler& sampler, const float* rows, size_t n_vocab, std::span<const kv::Token> draft,
                std::vector<SampleResult>* out);
 
