@@ -238,6 +238,20 @@ TEST_F(BeamSearchEngine, PreemptionAndSeatFallbackGiveTheSameResults) {
   expect_same(want[0], reference_beam_search(*ref_, cs[0]), "case 0");
 }
 
+TEST_F(BeamSearchEngine, StaticBatchingGivesTheSameResults) {
+  const auto cs = cases({2, 4}, 2, 16);
+  auto base = Engine::create(stories(), base_config());
+  const auto want = run_beams(*base, cs);
+  for (BatchingMode m : {BatchingMode::kStatic, BatchingMode::kStaticPadded}) {
+    EngineConfig c = base_config();
+    c.batching = m;
+    auto e = Engine::create(stories(), c);
+    const auto got = run_beams(*e, cs);
+    for (size_t i = 0; i < cs.size(); ++i)
+      expect_same(got[i], want[i], std::string(batching_mode_name(m)) + " case " + std::to_string(i));
+  }
+}
+
 TEST_F(BeamSearchEngine, AbortMidSearchReturnsEveryBlock) {
   auto e = Engine::create(stories(), base_config());
   BeamCase c = cases({4}, 1, 40)[0];

@@ -196,7 +196,7 @@ int cmd_bench_throughput(int argc, char** argv) {
               (long long)s.padding_tokens);
   if (beams > 0) {  // the cost of the search: positions computed beyond the prompts (all beams, recomputes too)
     const long long decode = (long long)(s.computed_tokens - r.prompt_tokens);
-    std::printf("beam search width %d: %lld result tokens (%d per request), %lld decode positions computed "
+    std::printf("beam search width %d: %lld result tokens (%d results per request), %lld decode positions computed "
                 "(%.1f/s)\n", beams, (long long)r.gen_tokens, beams, decode, double(decode) / r.wall_s);
     j["beams"] = beams;
     j["decode_computed"] = decode;
