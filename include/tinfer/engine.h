@@ -76,6 +76,10 @@ struct TokenEvent {
   int cached_prompt_tokens = 0;
   int completion_tokens = 0;         // so far, for this sample
   bool clamped = false;              // max_tokens was clamped to the server cap
+  // Beam search: every event of a result carries its hypothesis' cumulative logprob and length-penalised score
+  // (logprob is then the token's own log-softmax of the penalised logits).
+  bool beam = false;
+  double beam_logprob = 0, beam_score = 0;
 };
 using EventCallback = std::function<void(const TokenEvent&)>;
 
@@ -86,6 +90,7 @@ struct EngineStats {
   double prefix_hit_rate = 0;        // hit tokens / looked-up tokens
   int64_t prompt_tokens = 0, generated_tokens = 0, preemptions = 0, aborts = 0, steps = 0;
   int64_t padding_tokens = 0;  // computed for padding rows (static-padded batching)
+  int64_t computed_tokens = 0; // positions computed over all steps: prefill, decode, recompute, padding
   int64_t kv_waste_slots = 0;        // reserved but unused token slots (now)
   int running_peak = 0;              // most requests running in one step so far
   int64_t kv_capacity_tokens = 0;    // kv_blocks_total x block_size

@@ -1,6 +1,8 @@
 // The serving engine: one iteration per step() = inbox (adds, aborts) -> Scheduler::schedule -> ModelRunner
 // (CoW copies, one ragged forward) -> per-sample Sampler -> Scheduler::update -> TokenEvents. n > 1 requests
-// prefill once and fork into n scheduler sequences sharing the prompt's blocks after the first token.
+// prefill once and fork into n scheduler sequences sharing the prompt's blocks after the first token. Beam
+// search requests hand their rows to a BeamGroup (decoding/beam_group.h), which forks and prunes their
+// sequences; their n results are emitted when the search ends.
 #include <tinfer/engine.h>
 
 #include <algorithm>
@@ -13,6 +15,7 @@
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "core/timer.h"
+#include "engine/decoding/beam_group.h"
 #include "engine/decoding/speculator.h"
 #include "engine/kv_plan.h"
 #include "engine/model_runner.h"
@@ -50,6 +53,8 @@ struct Live {
   std::vector<bool> done;             // [n]
   bool forked = false;                // n == 1, or the n sequences exist
   int num_done = 0;
+  std::unique_ptr<BeamGroup> beam;    // beam search only (then samplers and seqs stay unused)
+  int cached = 0;                     // beam search: prefix-cache hit of the prompt
 };
 
 class EngineImpl final : public Engine {
@@ -115,8 +120,8 @@ class EngineImpl final : public Engine {
     const int n_vocab = limits_.n_vocab;
     // Sample i draws with seed + i (mod 2^64), so samples differ yet each is reproducible; an absent
     // seed is resolved once.
-    live->samplers.emplace_back(r.sampling, n_vocab, r.prompt);
-    for (int i = 1; i < r.n; ++i) {
+    if (!r.use_beam_search) live->samplers.emplace_back(r.sampling, n_vocab, r.prompt);
+    for (int i = 1; i < r.n && !r.use_beam_search; ++i) {
       SamplingParams p = r.sampling;
       p.seed = live->samplers[0].seed() + static_cast<uint64_t>(i);
       live->samplers.emplace_back(p, n_vocab, r.prompt);
@@ -124,7 +129,7 @@ class EngineImpl final : public Engine {
     live->seqs.assign(r.n, 0);
     live->completion.assign(r.n, 0);
     live->done.assign(r.n, false);
-    live->forked = r.n == 1;
+    live->forked = r.n == 1 || r.use_beam_search;
     live->on_event = std::move(on_event);
     std::lock_guard<std::mutex> lock(mu_);
     live->id = ++next_id_;
@@ -166,7 +171,14 @@ class EngineImpl final : public Engine {
     int index;
   };
   void drain_inbox(bool* did_something);
-  void emit(Live& l, int index, const SampleResult* s, Token tok, bool finished, FinishReason why, int cached);
+  void emit(Live& l, int index, const SampleResult* s, Token tok, bool finished, FinishReason why, int cached,
+            const Hypothesis* beam = nullptr);
+  void start_beam_search(Live& l);
+  // Beam rounds around Scheduler::update: decide (and fill `committed` for continuing beams), then fork the
+  // new beams and report finished searches.
+  void beam_rounds_decide(const BatchPlan& plan, const std::vector<Live*>& beams,
+                          std::vector<std::vector<Token>>& committed);
+  void beam_rounds_finish(const std::vector<Live*>& beams, std::vector<RequestId>& touched);
   void finish_request_if_done(Live& l);
   bool is_stop(const Live& l, Token t) const;
   void fork_samples(Live& l, kv::SeqId parent, int parent_index, const std::vector<SampleResult>& first);
@@ -208,7 +220,7 @@ bool EngineImpl::is_stop(const Live& l, Token t) const {
 }
 
 void EngineImpl::emit(Live& l, int index, const SampleResult* s, Token tok, bool finished, FinishReason why,
-                      int cached) {
+                      int cached, const Hypothesis* beam) {
   TokenEvent ev;
   ev.id = l.id;
   ev.index = index;
@@ -226,6 +238,11 @@ void EngineImpl::emit(Live& l, int index, const SampleResult* s, Token tok, bool
   ev.cached_prompt_tokens = cached;
   ev.completion_tokens = l.completion[index];
   ev.clamped = l.req.clamped;
+  if (beam) {
+    ev.beam = true;
+    ev.beam_logprob = beam->logprob;
+    ev.beam_score = beam->score;
+  }
   if (finished && !l.done[index]) {
     l.done[index] = true;
     ++l.num_done;
@@ -255,6 +272,12 @@ void EngineImpl::drain_inbox(bool* did_something) {
   }
   for (auto& up : adds) {
     Live& l = *up;
+    prompt_tokens_ += static_cast<int64_t>(l.req.prompt.size());
+    if (l.req.use_beam_search) {
+      start_beam_search(l);
+      live_[l.id] = std::move(up);
+      continue;
+    }
     const kv::SeqId seq = ++next_seq_;
     sched_->add(seq, RequestParams{.prompt = l.req.prompt,
                                    .max_tokens = l.req.max_tokens,
@@ -263,13 +286,13 @@ void EngineImpl::drain_inbox(bool* did_something) {
                                    .priority = l.req.priority});
     l.seqs[0] = seq;
     owner_[seq] = {&l, 0};
-    prompt_tokens_ += static_cast<int64_t>(l.req.prompt.size());
     live_[l.id] = std::move(up);
   }
   for (RequestId id : aborts) {
     auto it = live_.find(id);
     if (it == live_.end()) continue;  // unknown or already finished
     Live& l = *it->second;
+    if (l.beam) l.beam->abort_all();  // every beam's blocks return now
     for (int i = 0; i < l.req.n; ++i) {
       if (l.done[i]) continue;
       if (l.seqs[i]) sched_->abort(l.seqs[i]);  // blocks return to the pool now
@@ -344,13 +367,17 @@ bool EngineImpl::step() {
   std::vector<std::vector<Token>> committed(plan.requests.size());
   std::vector<std::vector<SampleResult>> results(plan.requests.size());
   std::unordered_map<kv::SeqId, std::vector<SampleResult>> firsts;  // parent seq -> n first samples
+  std::vector<Live*> beams;                                         // beam-search requests with rows
   for (size_t i = 0; i < plan.requests.size(); ++i) {
     const ScheduledRequest& s = plan.requests[i];
     const float* logits = runner_->logits(i);
     if (!logits || s.padding) continue;  // (a padding row's output is discarded)
     const Owner o = owner_.at(s.id);
     Live& l = *o.live;
-    if (l.forked) {
+    if (l.beam) {
+      l.beam->on_row(s.id, logits);
+      if (std::find(beams.begin(), beams.end(), &l) == beams.end()) beams.push_back(&l);
+    } else if (l.forked) {
       const std::span<const Token> draft(s.tokens.end() - s.num_draft, s.tokens.end());
       const int kept = commit_run(l.samplers[o.index], logits, runner_->n_vocab(), draft, &results[i]);
       if (spec_) spec_->record(s.id, s.num_draft, kept);
@@ -372,6 +399,8 @@ bool EngineImpl::step() {
     for (const SampleResult& r : results[i]) committed[i].push_back(r.token);
   }
 
+  beam_rounds_decide(plan, beams, committed);
+
   timer.emplace(prof, Op::kSchedule);  // update, events and bookkeeping
   const std::vector<RequestOutput> outs = sched_->update(plan, std::span<const std::vector<Token>>(committed));
   std::unordered_map<kv::SeqId, size_t> plan_index;
@@ -380,6 +409,10 @@ bool EngineImpl::step() {
   for (const RequestOutput& out : outs) {
     const Owner o = owner_.at(out.id);
     Live& l = *o.live;
+    if (l.beam) {  // beams report only their final hypotheses (beam_rounds_finish)
+      l.cached = std::max(l.cached, out.num_cached_prompt_tokens);
+      continue;
+    }
     const size_t i = plan_index.at(out.id);
     const size_t nt = out.new_tokens.size();
     if (nt == 0) emit(l, o.index, nullptr, -1, out.finished, out.finish_reason, out.num_cached_prompt_tokens);
@@ -392,6 +425,7 @@ bool EngineImpl::step() {
     if (f != firsts.end()) fork_samples(l, out.id, o.index, f->second);
     touched.push_back(l.id);
   }
+  beam_rounds_finish(beams, touched);
   for (RequestId id : touched) {
     auto it = live_.find(id);
     if (it != live_.end()) finish_request_if_done(*it->second);
@@ -400,6 +434,60 @@ bool EngineImpl::step() {
   timer.reset();
   publish_stats();
   return true;
+}
+
+void EngineImpl::start_beam_search(Live& l) {
+  Live* lp = &l;
+  l.beam = std::make_unique<BeamGroup>(
+      l.req, limits_.n_vocab, *sched_,
+      BeamGroup::Hooks{.new_seq =
+                           [this, lp] {
+                             const kv::SeqId seq = ++next_seq_;
+                             owner_[seq] = {lp, 0};
+                             return seq;
+                           },
+                       .drop_seq =
+                           [this](kv::SeqId seq) {
+                             owner_.erase(seq);
+                             if (spec_) spec_->release(seq);
+                           }});
+  l.beam->start();
+}
+
+void EngineImpl::beam_rounds_decide(const BatchPlan& plan, const std::vector<Live*>& beams,
+                                    std::vector<std::vector<Token>>& committed) {
+  for (Live* l : beams) l->beam->decide();
+  for (size_t i = 0; i < plan.requests.size(); ++i) {
+    auto it = owner_.find(plan.requests[i].id);  // (sequences the round dropped are gone)
+    if (it == owner_.end() || !it->second.live->beam) continue;
+    if (auto t = it->second.live->beam->commit(plan.requests[i].id)) committed[i] = {*t};
+  }
+}
+
+void EngineImpl::beam_rounds_finish(const std::vector<Live*>& beams, std::vector<RequestId>& touched) {
+  for (Live* lp : beams) {
+    Live& l = *lp;
+    l.beam->after_update();
+    if (!l.beam->done()) continue;
+    // The n best hypotheses, best first, as sample indices 0..n-1: one event per token, the last one finishing.
+    const std::vector<Hypothesis> hyps = l.beam->results();
+    for (int k = 0; k < l.req.n; ++k) {
+      if (k >= static_cast<int>(hyps.size())) {  // fewer hypotheses than beams (every candidate stopped early)
+        emit(l, k, nullptr, -1, true, FinishReason::kStop, l.cached);
+        continue;
+      }
+      const Hypothesis& h = hyps[size_t(k)];
+      for (size_t t = 0; t < h.tokens.size(); ++t) {
+        const bool last = t + 1 == h.tokens.size();
+        SampleResult r;
+        r.token = h.tokens[t];
+        r.logprob = h.token_logprobs[t];
+        emit(l, k, &r, r.token, last,
+             last ? (h.stopped ? FinishReason::kStop : FinishReason::kLength) : FinishReason::kNone, l.cached, &h);
+      }
+    }
+    touched.push_back(l.id);
+  }
 }
 
 void EngineImpl::publish_stats() {
@@ -422,6 +510,7 @@ void EngineImpl::publish_stats() {
   stats_.preemptions = ss.preemptions;
   stats_.aborts = aborts_done_;
   stats_.steps = ss.steps;
+  stats_.computed_tokens = ss.scheduled_tokens;
   stats_.padding_tokens = ss.padding_tokens;
   stats_.kv_waste_slots = ks.waste_slots;
   stats_.running_peak = running_peak_;

@@ -52,6 +52,11 @@ struct GenerationRequest {
   uint64_t cache_salt = 0;           // mixed into prefix-cache hashes: requests with different salts never share
   Priority priority = Priority::kAuto;
   bool speculative = true;           // false: never draft for this request, even when the engine speculates
+  // Beam search (vLLM's old use_beam_search): n beams, n results best first, all reported when the request
+  // ends. Needs temperature 0; never speculative. See engine/decoding/beam_search.h for the scoring.
+  bool use_beam_search = false;
+  float length_penalty = 1.0f;       // hypothesis score = cum_logprob / gen_len^length_penalty
+  bool early_stopping = false;       // true: stop once n hypotheses exist; false: HF's heuristic
 };
 
 // A resolved request as the scheduler takes it: every limit final (see ResolvedRequest).

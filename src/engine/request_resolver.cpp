@@ -2,6 +2,7 @@
 #include "engine/request_resolver.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace tinfer {
 
@@ -35,6 +36,16 @@ ResolvedRequest resolve_request(GenerationRequest req, const RequestLimits& lim)
     reject("n must be in [1, " + std::to_string(lim.max_seqs) + "] (the engine's max_seqs), got " +
                std::to_string(req.n),
            "n");
+  if (req.use_beam_search) {
+    if (req.sampling.temperature != 0.0f)
+      reject("beam search is deterministic: temperature must be 0, got " + std::to_string(req.sampling.temperature),
+             "temperature");
+    if (!std::isfinite(req.length_penalty))
+      reject("length_penalty must be a finite number, got " + std::to_string(req.length_penalty), "length_penalty");
+    if (req.sampling.top_logprobs > 0)
+      reject("top_logprobs is not available with beam search (each token's own logprob is, with logprobs)",
+             "top_logprobs");
+  }
   for (const auto& [t, bias] : req.sampling.logit_bias)
     if (t < 0 || t >= lim.n_vocab)
       reject("logit_bias names token " + std::to_string(t) + ", outside the vocabulary (size " +
@@ -63,7 +74,10 @@ ResolvedRequest resolve_request(GenerationRequest req, const RequestLimits& lim)
   for (Token t : req.stop_token_ids)
     if (std::find(r.stop_ids.begin(), r.stop_ids.end(), t) == r.stop_ids.end()) r.stop_ids.push_back(t);
   r.priority = req.priority;
-  r.speculative = req.speculative;
+  r.speculative = req.speculative && !req.use_beam_search;  // beams are never drafted for
+  r.use_beam_search = req.use_beam_search;
+  r.length_penalty = req.length_penalty;
+  r.early_stopping = req.early_stopping;
   if (r.priority == Priority::kAuto)
     r.priority = lim.background_min_tokens > 0 && mt > lim.background_min_tokens ? Priority::kBackground
                                                                                  : Priority::kInteractive;

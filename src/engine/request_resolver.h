@@ -48,7 +48,10 @@ struct ResolvedRequest {
   std::vector<Token> stop_ids;       // finish with "stop" when sampled: EOS (unless ignore_eos) + stop_token_ids
   uint64_t cache_salt = 0;
   Priority priority = Priority::kInteractive;  // kAuto resolved
-  bool speculative = true;
+  bool speculative = true;           // false for beam search
+  bool use_beam_search = false;      // n = the beam width (temperature 0, checked)
+  float length_penalty = 1.0f;       // finite
+  bool early_stopping = false;
 
  private:
   ResolvedRequest() = default;

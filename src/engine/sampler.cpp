@@ -227,6 +227,11 @@ std::span<const Candidate> Sampler::candidates(const float* logits) {
   return {cand_.data(), n_cand_};
 }
 
+std::span<const float> Sampler::penalized(const float* logits) {
+  apply_penalties(logits);
+  return {work_.data(), work_.size()};
+}
+
 void Sampler::fill_logprobs(const float* logits, int32_t token) {
   // log-softmax of the original logits (before penalties and temperature), as OpenAI reports.
   float m = kNegInf;

@@ -76,6 +76,10 @@ class Sampler {
   // order, probabilities summing to 1. With temperature 0 it is the single argmax. For tests and tools.
   std::span<const Candidate> candidates(const float* logits);
 
+  // logits[n_vocab] after logit_bias and the penalties of this sampler's history, before temperature: what
+  // beam search ranks (decoding/beam_search.h). Valid until the next call; no allocation.
+  std::span<const float> penalized(const float* logits);
+
   uint64_t seed() const { return seed_; }  // the resolved seed (a random one when params had none)
   int64_t n_generated() const { return n_generated_; }
   const SamplingParams& params() const { return params_; }

@@ -161,6 +161,9 @@ std::unique_ptr<CompletionCall> CompletionCall::start(ServerContext& ctx, const 
     gr.stop_token_ids = req.stop_token_ids;
     gr.n = req.n;
     gr.speculative = req.speculative;
+    gr.use_beam_search = req.use_beam_search;
+    gr.length_penalty = req.length_penalty;
+    gr.early_stopping = req.early_stopping;
     try {
       pc.resolved.emplace(ctx.driver.engine().resolve(std::move(gr)));
     } catch (const RequestError& e) {

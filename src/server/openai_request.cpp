@@ -161,6 +161,18 @@ void parse_stop(const json& v, CompletionRequest& r) {
     if (s.empty()) bad("stop", "strings must not be empty");
 }
 
+// use_beam_search, length_penalty, early_stopping (vLLM's names). Beam search is deterministic: an absent
+// temperature means 0, any other is refused; results exist only when the search ends, so no streaming.
+void parse_beam_search(const json& body, CompletionRequest& r) {
+  if (auto v = field(body, "use_beam_search")) r.use_beam_search = get_bool(*v, "use_beam_search");
+  if (auto v = field(body, "length_penalty")) r.length_penalty = static_cast<float>(get_num(*v, "length_penalty", -10, 10));
+  if (auto v = field(body, "early_stopping")) r.early_stopping = get_bool(*v, "early_stopping");
+  if (!r.use_beam_search) return;
+  if (!field(body, "temperature")) r.sampling.temperature = 0;
+  if (r.sampling.temperature != 0) bad("temperature", "must be 0 with use_beam_search (beam search is deterministic)");
+  if (r.stream) bad("stream", "cannot be combined with use_beam_search (the results exist only when the search ends)");
+}
+
 }  // namespace
 
 CompletionRequest parse_completion_request(const json& body, bool chat) {
@@ -240,6 +252,7 @@ CompletionRequest parse_completion_request(const json& body, bool chat) {
     if (!v->empty()) r.stop_token_ids = token_ids(*v, "stop_token_ids");  // (vocabulary: checked by the engine)
   }
   if (auto v = field(body, "user")) r.user = get_str(*v, "user");
+  parse_beam_search(body, r);
   refuse_unsupported_fields(body, chat, r.n);
   for (const auto& msg : s.validate()) throw ApiError(400, msg, "", "invalid_value");
   return r;

@@ -38,6 +38,10 @@ struct CompletionRequest {
   bool speculative = true;       // false: no speculative drafting for this request (when the server runs --spec)
   std::vector<int32_t> stop_token_ids;  // vLLM extension: finish with "stop" when one is sampled (kept in the text)
   std::string user;
+  // Beam search (vLLM's use_beam_search): n beams, the n best hypotheses as the choices; temperature 0.
+  bool use_beam_search = false;
+  float length_penalty = 1.0f;
+  bool early_stopping = false;
 };
 
 constexpr int kMaxN = 16;  // bounds n, and prompts x n for a list of prompts

@@ -57,7 +57,6 @@ const Refused kRefused[] = {
     {"guided_choice", kBoth, never, "guided decoding is not supported"},
     {"guided_grammar", kBoth, never, "guided decoding is not supported"},
     {"structured_outputs", kBoth, never, "guided decoding is not supported"},
-    {"use_beam_search", kBoth, is_false, "beam search is not supported"},
     {"min_tokens", kBoth, is_zero, "min_tokens is not supported"},
     {"include_stop_str_in_output", kBoth, is_false, "stop strings are never included in the output"},
     {"skip_special_tokens", kBoth, is_true, "special tokens are always skipped in the text"},

@@ -1,6 +1,7 @@
 // The tinfer binary on bad input: each a clear error message and a non-zero exit, never a crash.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <vector>
@@ -89,7 +90,7 @@ TEST(Cli, BenchLadderTinyAppliesEveryRung) {
   ASSERT_EQ(r.status, 0) << r.out;
   const auto j = nlohmann::json::parse(r.out.substr(r.out.rfind("\n{") + 1));
   const auto& rungs = j.at("rungs");
-  ASSERT_EQ(rungs.size(), 11u);
+  ASSERT_EQ(rungs.size(), 12u);
   const std::string plan_types = rungs[6].at("applied").at("kv_dtype");
   EXPECT_NE(plan_types.find("int4"), std::string::npos) << plan_types;  // budget 0.01: int4 somewhere
   EXPECT_NE(plan_types.find("+k-smooth"), std::string::npos) << plan_types;
@@ -104,7 +105,8 @@ TEST(Cli, BenchLadderTinyAppliesEveryRung) {
       EXPECT_EQ(a.at("kv_dtype"), kv) << k;
     }
     const char* weights[] = {"q8_0:smoothquant", "q4_0:rtn", "q4_0:gptq", "q4_0:awq"};
-    EXPECT_EQ(a.at("weights"), k < 7 ? "as stored" : weights[k - 7]) << k;
+    EXPECT_EQ(a.at("weights"), k < 7 ? "as stored" : weights[std::min<size_t>(k - 7, 3)]) << k;
+    EXPECT_EQ(a.at("spec"), k == 11 ? "ngram" : "none") << k;  // the speculative rung keeps rung 10's weights
     EXPECT_GT(rungs[k].at("total_tok_s").get<double>(), 0) << k;
     if (k < 4) {
       EXPECT_EQ(rungs[k].at("kld_max").get<double>(), 0.0) << k;  // bit-identical numerics

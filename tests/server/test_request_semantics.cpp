@@ -42,6 +42,32 @@ TEST(Request, StopTokenIdsParsed) {
   EXPECT_EQ(error_of((many + "]}").c_str()).param, "stop_token_ids");
 }
 
+// Beam search (vLLM's fields): parsed on both endpoints; an absent temperature is 0 for it, a positive one and
+// streaming are refused by name; without use_beam_search the other two fields change nothing.
+TEST(Request, BeamSearchFields) {
+  CompletionRequest r = parse_completion_request(
+      json::parse(R"({"prompt": "x", "n": 3, "use_beam_search": true, "length_penalty": 0.5, "early_stopping": true})"),
+      false);
+  EXPECT_TRUE(r.use_beam_search);
+  EXPECT_EQ(r.n, 3);
+  EXPECT_EQ(r.length_penalty, 0.5f);
+  EXPECT_TRUE(r.early_stopping);
+  EXPECT_EQ(r.sampling.temperature, 0.0f);
+  r = parse_completion_request(
+      json::parse(R"({"messages": [{"role": "user", "content": "x"}], "use_beam_search": true, "temperature": 0})"),
+      true);
+  EXPECT_TRUE(r.use_beam_search);
+  EXPECT_FALSE(r.early_stopping);
+  EXPECT_EQ(r.length_penalty, 1.0f);
+  EXPECT_EQ(error_of(R"({"prompt": "x", "use_beam_search": true, "temperature": 0.5})").param, "temperature");
+  EXPECT_EQ(error_of(R"({"prompt": "x", "use_beam_search": true, "stream": true})").param, "stream");
+  EXPECT_EQ(error_of(R"({"prompt": "x", "use_beam_search": 1})").param, "use_beam_search");
+  EXPECT_EQ(error_of(R"({"prompt": "x", "length_penalty": "long"})").param, "length_penalty");
+  r = parse_completion_request(json::parse(R"({"prompt": "x", "length_penalty": 2})"), false);
+  EXPECT_FALSE(r.use_beam_search);
+  EXPECT_EQ(r.sampling.temperature, 1.0f);  // the OpenAI default stays for sampling
+}
+
 // Fields for features the server lacks are refused by name (they were once accepted and ignored, so
 // a client asking for JSON mode or tools believed it got them); values asking for nothing pass.
 TEST(Request, RefusesUnsupportedFeaturesByName) {

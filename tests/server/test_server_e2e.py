@@ -1,5 +1,5 @@
 """End-to-end tests of `tinfer serve` on stories260K: the official openai client (completions, chat,
-streaming, n>1, stop, seeds, logprobs, usage), greedy == `tinfer run`, raw-HTTP bad input, 64 concurrent
+streaming, n>1, stop, seeds, logprobs, usage), greedy == `tinfer run`, beam search == `tinfer run --beams`, raw-HTTP bad input, 64 concurrent
 streams, a vanished client freeing KV, 429 under overload, API keys, and SIGTERM during load (exit 0).
 Run by CTest; exit 77 = skipped (fixture or venv package absent)."""
 import concurrent.futures as cf
@@ -93,6 +93,39 @@ def test_openai_client(srv, client):
     check(st_ == 200 and toks == [1, 403, 407, 261, 378], "tokenize: %s" % body)
     st_, _, body = srv.request("POST", "/detokenize", {"tokens": toks[1:]})
     check(st_ == 200 and json.loads(body)["prompt"] == "Once upon a time", "detokenize: %s" % body)
+
+
+def tinfer_run_beams(prompt, n, beams):
+    out = subprocess.run([TINFER, "run", "-m", MODEL, "-p", prompt, "-n", str(n), "--beams", str(beams)],
+                         capture_output=True, text=True, timeout=60)
+    check(out.returncode == 0, "tinfer run --beams failed: " + out.stderr)
+    return out.stdout
+
+
+def test_beam_search(srv, client):
+    # use_beam_search (vLLM's field): n beams -> n choices, best first; the best equals `tinfer run --beams`,
+    # width 1 equals greedy; chat too; temperature > 0 and streaming are refused with a 400.
+    r = client.completions.create(model="stories260K", prompt=PROMPTS[2], max_tokens=20, n=3,
+                                  extra_body={"use_beam_search": True, "length_penalty": 1.0})
+    check(sorted(c.index for c in r.choices) == [0, 1, 2], "beam choices: %s" % r)
+    texts = [c.text for c in sorted(r.choices, key=lambda c: c.index)]
+    check(len(set(texts)) == 3, "beam results are not distinct: %r" % texts)
+    check(texts[0] == tinfer_run_beams(PROMPTS[2], 20, 3), "beam best != tinfer run --beams 3: %r" % texts[0])
+    one = client.completions.create(model="stories260K", prompt=PROMPTS[0], max_tokens=20, n=1,
+                                    extra_body={"use_beam_search": True})
+    check(one.choices[0].text == tinfer_run(PROMPTS[0], 20), "width-1 beam != greedy: %r" % one.choices[0].text)
+    chat = client.chat.completions.create(model="stories260K", messages=[{"role": "user", "content": "Tell me a story."}],
+                                          max_tokens=12, n=2, temperature=0,
+                                          extra_body={"use_beam_search": True, "early_stopping": True})
+    check(len(chat.choices) == 2 and all(c.message.content for c in chat.choices), "beam chat: %s" % chat)
+    C = "/v1/completions"
+    expect_error(srv, "POST", C, {"prompt": "x", "use_beam_search": True, "n": 2, "temperature": 0.7}, 400, "temperature")
+    expect_error(srv, "POST", C, {"prompt": "x", "use_beam_search": True, "n": 2, "stream": True}, 400, "stream")
+    expect_error(srv, "POST", C, {"prompt": "x", "use_beam_search": "yes"}, 400, "use_beam_search")
+    deadline = time.time() + 5  # (stats are published at the end of the step that finished the request)
+    while srv.metrics()["tinfer:kv_blocks_used"] != 0 and time.time() < deadline:
+        time.sleep(0.05)
+    check(srv.metrics()["tinfer:kv_blocks_used"] == 0, "beam search left KV blocks in use")
 
 
 def expect_error(srv, method, path, body, status, param=None, headers=None):
@@ -254,6 +287,7 @@ def main():
         client = openai.OpenAI(base_url=srv.base_url + "/v1", api_key="none", max_retries=0, timeout=60)
         tests = [("openai_client", lambda: test_openai_client(srv, client)),
                  ("bad_input", lambda: test_bad_input(srv)),
+                 ("beam_search", lambda: test_beam_search(srv, client)),
                  ("concurrent_streams_64", lambda: test_concurrent_streams(srv)),
                  ("open_streams_256", lambda: test_256_open_streams(srv)),
                  ("vanishing_client", lambda: test_vanishing_client(srv)),

@@ -7,7 +7,7 @@
 
 namespace tinfer::cli {
 
-LoadResult run_load(Engine& e, const Workload& w, int concurrency, const SamplingParams& sampling) {
+LoadResult run_load(Engine& e, const Workload& w, int concurrency, const SamplingParams& sampling, int beams) {
   const int n = int(w.prompts.size());
   std::vector<Timing> t(n);
   int next = 0, in_flight = 0, done = 0;
@@ -22,16 +22,18 @@ LoadResult run_load(Engine& e, const Workload& w, int concurrency, const Samplin
       g.max_tokens = w.output_lens[next];
       g.ignore_eos = true;  // lengths as drawn
       g.sampling = sampling;
+      if (beams > 0) g.use_beam_search = true, g.n = beams;
       const int i = next++;
+      const int g_n = g.n;
       t[i].submit = now_s();
       ++in_flight;
-      e.add_request(std::move(g), [&, i](const TokenEvent& ev) {
+      e.add_request(std::move(g), [&, i, g_n](const TokenEvent& ev) {
         const double now = now_s();
         if (ev.has_token) {
           if (t[i].tokens++ == 0) t[i].first = now;
           t[i].last = now;
         }
-        if (ev.finished) --in_flight, ++done;
+        if (ev.finished && ++t[i].finished == g_n) --in_flight, ++done;  // every result of the request
       });
     }
     e.step();

@@ -12,6 +12,7 @@ namespace tinfer::cli {
 struct Timing {  // one request, seconds on the steady clock
   double submit = 0, first = 0, last = 0;
   int tokens = 0;
+  int finished = 0;  // samples (or beam results) finished
 };
 
 struct LoadResult {
@@ -26,6 +27,7 @@ struct LoadResult {
 };
 
 // Submits requests (at most `concurrency` in flight, 0 = all at once) and steps the engine until all finish.
-LoadResult run_load(Engine& e, const Workload& w, int concurrency, const SamplingParams& sampling);
+// beams > 0: every request is a beam search of that width (its tokens: all the returned hypotheses').
+LoadResult run_load(Engine& e, const Workload& w, int concurrency, const SamplingParams& sampling, int beams = 0);
 
 }  // namespace tinfer::cli

@@ -104,6 +104,7 @@ int cmd_bench_throughput(int argc, char** argv) {
                       {"--concurrency", "requests in flight at most (0 = all at once)", true, "0"},
                       {"--shared-prefix", "the same N-token system prompt before every prompt", true, "0"},
                       {"--temp", "sampling temperature (0 = greedy)", true, "0"},
+                      {"--beams", "every request is a beam search of width N (temperature must be 0)", true, "0"},
                       {"--seed", "workload and sampling seed", true, "1"},
                       {"--sweep-batch", "decode tok/s per batch size, e.g. 1,2,4,8,16,32,64"},
                       {"--sweep-steps", "timed decode steps per batch size", true, "16"},
@@ -175,7 +176,8 @@ int cmd_bench_throughput(int argc, char** argv) {
   OpProfile& prof = engine->stepping_profile();
   prof.reset();
   if (args.has("--trace")) prof.enable_trace(size_t(1) << 22);
-  const LoadResult r = run_load(*engine, w, concurrency, sp);
+  const int beams = int(args.integer("--beams"));
+  const LoadResult r = run_load(*engine, w, concurrency, sp, beams);
   const EngineStats& s = r.stats;
 
   const double total_tok_s = double(r.prompt_tokens + r.gen_tokens) / r.wall_s;
@@ -192,6 +194,13 @@ int cmd_bench_throughput(int argc, char** argv) {
               s.kv_blocks_peak, s.kv_blocks_total, s.running_peak, 100 * s.prefix_hit_rate,
               (long long)s.preemptions, 100 * r.mean_waste, (long long)r.peak_waste_slots, (long long)s.steps,
               (long long)s.padding_tokens);
+  if (beams > 0) {  // the cost of the search: positions computed beyond the prompts (all beams, recomputes too)
+    const long long decode = (long long)(s.computed_tokens - r.prompt_tokens);
+    std::printf("beam search width %d: %lld result tokens (%d results per request), %lld decode positions computed "
+                "(%.1f/s)\n", beams, (long long)r.gen_tokens, beams, decode, double(decode) / r.wall_s);
+    j["beams"] = beams;
+    j["decode_computed"] = decode;
+  }
   j["requests"] = ws.requests;
   j["concurrency"] = concurrency;
   j["prompt_tokens"] = r.prompt_tokens;

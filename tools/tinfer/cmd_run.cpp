@@ -9,6 +9,7 @@
 #include "engine/text_stream.h"
 #include "kv_flags.h"
 #include "model/tokenizer/tokenizer.h"
+#include "run_beams.h"
 
 namespace tinfer::cli {
 
@@ -18,13 +19,14 @@ int cmd_run(int argc, char** argv) {
                       {"-n,--n-predict", "tokens to generate", true, "128"},
                       {"--chat", "wrap the prompt as a user message in the chat template", false},
                       {"--ignore-eos", "keep generating past end-of-generation tokens", false}});
-  spec = concat(spec, kv_type_options());
+  spec = concat(concat(spec, kv_type_options()), beam_options());
   Args args(argc, argv, spec,
             "tinfer run -m MODEL -p PROMPT [-n N] [--temp T] [--top-k K] [--top-p P] [--seed S] [--chat] "
-            "[--kv-dtype T | --kv-plan FILE]");
+            "[--kv-dtype T | --kv-plan FILE] [--beams N [--length-penalty X] [--early-stopping]]");
   SamplingParams sp = sampling_params(args);
   long long n = args.integer("-n");
   check(n >= 0, "-n must be >= 0");
+  if (args.has("--beams")) return run_beam_search(args, sp, int(n));
   Loaded l = load_model(args);
   const ModelConfig& mc = l.model->config();
   const KvPrecision kv = kv_precision(args, mc.n_layers);
