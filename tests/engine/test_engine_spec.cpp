@@ -134,7 +134,7 @@ TEST(EngineSpec, SeededSamplingEqualsPlain) {
   }
   reqs.back().n = 3;
   auto plain = Engine::create(stories(), base_config());
-  auto spec = Engine::create(stories(), spec_config(4, true));
+  auto spec = Engine::create(stories(), spec_config(4, false));  // fixed K: drafts every step
   const Outputs a = run(*plain, reqs), b = run(*spec, reqs);
   ASSERT_EQ(a.size(), b.size());
   for (auto x = a.begin(), y = b.begin(); x != a.end(); ++x, ++y) {
@@ -185,30 +185,32 @@ TEST(EngineSpec, OptOutDraftsNothingAndAbortReturnsBlocks) {
 }
 
 // Adaptive K: more drafts for a request that keeps them, none once acceptance cannot pay for a row, fewer as
-// the batch grows, a probe after kProbeEvery idle steps.
+// the batch grows, a probe when one is due.
 TEST(EngineSpec, AdaptiveKFollowsAcceptanceAndBatch) {
   SpecConfig c;
   c.mode = SpecMode::kNgram;
   c.num_tokens = 6;
   c.row_cost = 0.12;
   Speculator s(c, make_ngram_drafter(1, 3));
-  auto k1 = [&](double a, int idle = 0, int batch = 1) {
-    return s.allocate(std::vector<double>{a}, std::vector<int>{idle}, batch)[0];
+  auto k1 = [&](double a, bool probe = false, int batch = 1) {
+    const bool due[1] = {probe};
+    return s.allocate(std::vector<double>{a}, std::span<const bool>(due, 1), batch)[0];
   };
   EXPECT_EQ(k1(0.95), 6);
   EXPECT_GT(k1(0.8), k1(0.5));
   EXPECT_GE(k1(0.5), 1);
   EXPECT_EQ(k1(0.08), 0);
-  EXPECT_EQ(k1(0.08, Speculator::kProbeEvery), 1);
-  EXPECT_GT(k1(0.7, 0, 1), k1(0.7, 0, 12));
-  EXPECT_EQ(k1(0.4, 0, 15), 0);
+  EXPECT_EQ(k1(0.08, true), 1);
+  EXPECT_GT(k1(0.7, false, 1), k1(0.7, false, 12));
+  EXPECT_EQ(k1(0.4, false, 15), 0);
   // The best of two requests gets its rows first.
-  const std::vector<int> two = s.allocate(std::vector<double>{0.3, 0.9}, std::vector<int>{0, 0}, 2);
+  const bool none[2] = {false, false};
+  const std::vector<int> two = s.allocate(std::vector<double>{0.3, 0.9}, std::span<const bool>(none, 2), 2);
   EXPECT_GT(two[1], two[0]);
   // Fixed K without the model.
   c.adaptive = false;
   Speculator fixed(c, make_ngram_drafter(1, 3));
-  EXPECT_EQ(fixed.allocate(std::vector<double>{0.01}, std::vector<int>{0}, 1)[0], 6);
+  EXPECT_EQ(fixed.allocate(std::vector<double>{0.01}, std::span<const bool>(none, 1), 1)[0], 6);
 }
 
 // A draft model: stories260K drafting for itself keeps nearly every draft (the batched draft forward and the
@@ -307,7 +309,8 @@ TEST(EngineSpec, NewRequestsStartFromTheRecentAcceptance) {
   for (kv::SeqId q = 1; q <= 20; ++q) s.record(q, 4, 0);
   EXPECT_LT(s.global_acceptance(), 0.1);
   EXPECT_LT(s.acceptance(99), 0.1);
-  EXPECT_EQ(s.allocate(std::vector<double>{s.acceptance(99)}, std::vector<int>{0}, 1)[0], 0);
+  const bool no[1] = {false};
+  EXPECT_EQ(s.allocate(std::vector<double>{s.acceptance(99)}, std::span<const bool>(no, 1), 1)[0], 0);
 }
 
 TEST(EngineSpec, ConfigErrorsAreNamed) {

@@ -6,6 +6,7 @@
 #include <queue>
 
 #include "core/error.h"
+#include "core/timer.h"
 #include "engine/scheduler.h"
 
 namespace tinfer {
@@ -47,7 +48,7 @@ Speculator::Speculator(const SpecConfig& config, std::unique_ptr<Drafter> drafte
   check(drafter_ != nullptr, "speculator: no drafter");
 }
 
-std::vector<int> Speculator::allocate(std::span<const double> acceptance, std::span<const int> idle_steps,
+std::vector<int> Speculator::allocate(std::span<const double> acceptance, std::span<const bool> probe_due,
                                       int batch) const {
   const size_t n = acceptance.size();
   std::vector<int> k(n, 0);
@@ -57,25 +58,31 @@ std::vector<int> Speculator::allocate(std::span<const double> acceptance, std::s
     std::fill(k.begin(), k.end(), kmax);
     return k;
   }
-  // Greedy by marginal gain a_i^(k_i + 1): the next row of request i adds that many expected tokens.
-  const double c = cost_.row_cost();
+  // Greedy by marginal gain a_i^(k_i + 1): the next row of request i adds that many expected tokens and costs
+  // c (its verify row) + d (drafting it), in one-row steps. Time so far: T = 1 + c (rows - 1) + d drafts.
+  const double c = cost_.row_cost(), d = draft_cost();
   const double b = double(std::max<int>(batch, static_cast<int>(n)));
-  double tokens = b, rows = b;
+  double tokens = b, time = 1.0 + c * (b - 1.0);
   using Item = std::pair<double, size_t>;  // (gain, request)
   std::priority_queue<Item> pq;
   for (size_t i = 0; i < n; ++i) pq.push({acceptance[i], i});
   while (!pq.empty()) {
     const auto [gain, i] = pq.top();
     pq.pop();
-    if (gain <= c * tokens / (1.0 + c * (rows - 1.0))) break;  // no row left raises tokens per unit time
+    if (gain <= (c + d) * tokens / time) break;  // no row left raises tokens per unit time
     ++k[i];
     tokens += gain;
-    rows += 1.0;
+    time += c + d;
     if (k[i] < kmax) pq.push({gain * acceptance[i], i});
   }
   for (size_t i = 0; i < n; ++i)
-    if (k[i] == 0 && idle_steps[i] >= kProbeEvery) k[i] = 1;  // probe: acceptance may have come back
+    if (k[i] == 0 && probe_due[i]) k[i] = 1;  // probe: acceptance may have come back
   return k;
+}
+
+double Speculator::draft_cost() const {
+  const double one_row = cost_.one_row_seconds();
+  return one_row > 0 && draft_tokens_ > 0 ? (draft_seconds_ / draft_tokens_) / one_row : 0.0;
 }
 
 double Speculator::acceptance(kv::SeqId seq) const {
@@ -85,7 +92,7 @@ double Speculator::acceptance(kv::SeqId seq) const {
 
 Speculator::SeqState& Speculator::state(kv::SeqId seq) {
   auto [it, added] = seqs_.try_emplace(seq);
-  if (added) it->second.kept = 2.0 * global_acceptance();
+  if (added) it->second.kept = 2.0 * global_acceptance(), it->second.probe_every = global_probe_every_;
   return it->second;
 }
 
@@ -96,26 +103,35 @@ void Speculator::propose(Scheduler& sched, const std::function<bool(kv::SeqId)>&
   std::erase_if(ids, [&](kv::SeqId s) { return !allowed(s); });
   if (ids.empty()) return;
   std::vector<double> acc(ids.size());
-  std::vector<int> idle(ids.size());
+  std::unique_ptr<bool[]> due(new bool[ids.size()]);
   for (size_t i = 0; i < ids.size(); ++i) {
     const SeqState& st = state(ids[i]);
     acc[i] = st.kept / st.tried;
-    idle[i] = st.idle;
+    due[i] = st.idle >= st.probe_every;
   }
-  const std::vector<int> k = allocate(acc, idle, batch);
+  const std::vector<int> k = allocate(acc, std::span<const bool>(due.get(), ids.size()), batch);
+  const double c = cost_.row_cost(), d = draft_cost();
   queries_.clear();
+  int64_t asked = 0;
   for (size_t i = 0; i < ids.size(); ++i) {
     SeqState& st = state(ids[i]);
     if (k[i] == 0) {
       ++st.idle;
       continue;
     }
+    // A probe is a draft the model would not buy (its one token's gain is below its price).
+    st.probing = acc[i] <= (c + d);
     st.idle = 0;
     const Request* r = sched.find(ids[i]);
     queries_.push_back(DraftQuery{.seq = ids[i], .tokens = r->tokens, .k = k[i], .draft = {}});
+    asked += k[i];
   }
   if (queries_.empty()) return;
+  const double t0 = now_s();
   drafter_->propose(queries_);
+  // Drafting's price per token asked for, decayed: a draft model's forwards; prompt lookup's ~0.
+  draft_seconds_ = 0.95 * draft_seconds_ + (now_s() - t0);
+  draft_tokens_ = 0.95 * draft_tokens_ + double(asked);
   for (DraftQuery& q : queries_) {
     if (q.draft.empty()) continue;
     if (static_cast<int>(q.draft.size()) > q.k) q.draft.resize(size_t(q.k));
@@ -134,6 +150,12 @@ void Speculator::record(kv::SeqId seq, int drafted, int accepted) {
   const double tried = accepted + (accepted < drafted ? 1 : 0);
   s.kept = 0.8 * s.kept + accepted;
   s.tried = 0.8 * s.tried + tried;
+  if (s.probing) {  // a failed probe doubles the wait for the next one; a kept token resets it
+    s.probe_every = accepted > 0 ? kProbeEvery : std::min(2 * s.probe_every, kMaxProbeEvery);
+    // New requests wait as long as the last probe of any request says (a useless drafter stays asleep).
+    global_probe_every_ = accepted > 0 ? kProbeEvery : std::min(2 * global_probe_every_, kMaxProbeEvery);
+  }
+  s.probing = false;
   global_kept_ = 0.98 * global_kept_ + accepted;
   global_tried_ = 0.98 * global_tried_ + tried;
 }

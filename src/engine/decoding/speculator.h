@@ -9,9 +9,12 @@
 // raises the step's expected tokens per unit time: a_i^j > c * E / (1 + c * (R - 1)), E and R being the
 // expected tokens and rows so far. At batch 1 a draft pays as soon as a > c; as the batch grows each row's
 // price grows with it and drafting fades out; from SpecConfig::disable_batch up it is off. A request whose
-// acceptance priced it out is probed with one draft every kProbeEvery steps so it can come back. c is measured
-// (StepCostModel over the engine's decode-only steps; SpecConfig::row_cost until it has seen enough), and a new
-// request's acceptance starts from the recent acceptance of all requests (a poor drafter stays off).
+// acceptance priced it out is probed with one draft after kProbeEvery steps so it can come back; each probe
+// that keeps nothing doubles the wait (up to kMaxProbeEvery), for that request and for requests to come. c is
+// measured (StepCostModel over the engine's decode-only steps; SpecConfig::row_cost until it has seen enough),
+// the drafter's own time per draft token d is added to each row's price (a draft model's forwards; ~0 for
+// prompt lookup), and a new request's acceptance starts from the recent acceptance of all requests (a poor
+// drafter stays off).
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -37,7 +40,7 @@ struct SpecStats {
 
 class Speculator {
  public:
-  static constexpr int kProbeEvery = 8;
+  static constexpr int kProbeEvery = 8, kMaxProbeEvery = 128;
 
   Speculator(const SpecConfig& config, std::unique_ptr<Drafter> drafter);
 
@@ -50,10 +53,12 @@ class Speculator {
   double row_cost() const { return cost_.row_cost(); }
   void release(kv::SeqId seq);  // the sequence is gone
 
-  // The number of drafts each speculating request gets this step, given their acceptance estimates, the steps
-  // since each last drafted, and how many requests decode in the step in all (those that do not speculate
-  // are rows too). Exposed for tests.
-  std::vector<int> allocate(std::span<const double> acceptance, std::span<const int> idle_steps, int batch) const;
+  // The number of drafts each speculating request gets this step, given their acceptance estimates, whether a
+  // probe is due for each, and how many requests decode in the step in all (those that do not speculate are
+  // rows too). Exposed for tests.
+  std::vector<int> allocate(std::span<const double> acceptance, std::span<const bool> probe_due, int batch) const;
+  // Drafting's measured time per draft token, in one-row decode steps (0 until measured).
+  double draft_cost() const;
   double acceptance(kv::SeqId seq) const;
   double global_acceptance() const { return global_kept_ / global_tried_; }
   const SpecStats& stats() const { return stats_; }
@@ -63,11 +68,15 @@ class Speculator {
   struct SeqState {
     double kept = 1.0, tried = 2.0;  // decayed counts; the prior: two trials at the global acceptance
     int idle = 0;                     // steps since it last drafted
+    int probe_every = kProbeEvery;    // idle steps before the next probe
+    bool probing = false;             // the current draft is a probe
   };
   SeqState& state(kv::SeqId seq);
   SpecConfig config_;
   StepCostModel cost_;
   double global_kept_ = 1.0, global_tried_ = 2.0;  // over all requests, decayed
+  double draft_seconds_ = 0, draft_tokens_ = 0;     // drafter time and tokens asked for, decayed
+  int global_probe_every_ = kProbeEvery;             // a new request's first probe wait
   std::unique_ptr<Drafter> drafter_;
   std::unordered_map<kv::SeqId, SeqState> seqs_;
   SpecStats stats_;

@@ -30,4 +30,14 @@ double StepCostModel::row_cost() const {
   return std::clamp(b / a, kMinCost, kMaxCost);
 }
 
+double StepCostModel::one_row_seconds() const {
+  if (n_ <= 0) return 0;
+  if (fitted()) {
+    const double mx = sx_ / n_, my = sy_ / n_;
+    const double b = (sxy_ / n_ - mx * my) / (sxx_ / n_ - mx * mx);
+    if (my - b * mx > 0) return my - b * mx;
+  }
+  return sy_ / n_;
+}
+
 }  // namespace tinfer

@@ -16,6 +16,8 @@ class StepCostModel {
 
   void observe(int rows, double seconds);
   double row_cost() const;
+  // The one-row step's seconds: the fit's intercept, else the mean step seen (0 before any).
+  double one_row_seconds() const;
   bool fitted() const;  // row_cost() is measured, not the prior
 
  private:
