@@ -37,6 +37,7 @@ struct Options {
   int vocab = 512;
   double rate = 0, slo_ttft = 0, slo_tpot = 0;
   bool ignore_eos = true;
+  double temperature = -1;  // < 0: not sent (the server's default)
 };
 
 std::vector<int> parse_list(const std::string& s) {
@@ -109,6 +110,7 @@ Level make_level(const Options& o, const std::vector<std::string>& texts, int le
     else
       b["prompt"] = prompt;
     if (o.ignore_eos) b["ignore_eos"] = true;
+    if (o.temperature >= 0) b["temperature"] = o.temperature;
     l.bodies.push_back(b.dump());
   }
   return l;
@@ -271,6 +273,7 @@ int cmd_bench_serve(int argc, char** argv) {
       {"--output-dist", "fixed, or longtail (seeded lognormal, median 64, capped at --max-tokens)", true, "fixed"},
       {"--max-tokens", "cap of the longtail distribution", true, "512"},
       {"--ignore-eos", "send ignore_eos: true so outputs run to max_tokens (on|off)", true, "on"},
+      {"--temperature", "temperature sent with every request (default: none sent, the server's default)"},
       {"--request-rate", "open loop: Poisson arrivals at R requests/s (default: closed loop)", true},
       {"--slo-ttft", "goodput SLO: time to first token, seconds", true},
       {"--slo-tpot", "goodput SLO: time per output token after the first, seconds", true},
@@ -298,6 +301,10 @@ int cmd_bench_serve(int argc, char** argv) {
   const std::string eos = args.str("--ignore-eos");
   check(eos == "on" || eos == "off", "--ignore-eos must be on or off");
   o.ignore_eos = eos == "on";
+  if (args.has("--temperature")) {
+    o.temperature = args.number("--temperature");
+    check(o.temperature >= 0 && o.temperature <= 2, "--temperature must be in [0, 2]");
+  }
   if (args.has("--request-rate")) o.rate = args.number("--request-rate");
   if (args.has("--slo-ttft")) o.slo_ttft = args.number("--slo-ttft");
   if (args.has("--slo-tpot")) o.slo_tpot = args.number("--slo-tpot");
@@ -328,6 +335,7 @@ int cmd_bench_serve(int argc, char** argv) {
                  {"output_dist", o.spec.output_dist},
                  {"output_len", o.spec.output_len},
                  {"ignore_eos", o.ignore_eos},
+                 {"temperature", o.temperature >= 0 ? json(o.temperature) : json(nullptr)},
                  {"seed", o.spec.seed},
                  {"slo_ttft_s", o.slo_ttft > 0 ? json(o.slo_ttft) : json(nullptr)},
                  {"slo_tpot_s", o.slo_tpot > 0 ? json(o.slo_tpot) : json(nullptr)},

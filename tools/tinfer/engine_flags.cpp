@@ -27,7 +27,7 @@ std::vector<OptionSpec> engine_options() {
       {"--spec", "speculative decoding: none|ngram|draft|self", true, "none"},
       {"--spec-tokens", "K: most draft tokens per request per step", true, "4"},
       {"--spec-adaptive", "on|off: K per request from its acceptance and the batch", true, "on"},
-      {"--spec-disable-batch", "no drafting while this many requests decode (0 = never)", true, "16"},
+      {"--spec-disable-batch", "no drafting while this many requests decode (0 = never)", true, "4"},
       {"--spec-row-cost", "adaptive K's prior price of a verify row (fraction of a 1-row step; then measured)", true,
        "0.15"},
       {"--spec-ngram-max", "ngram: longest match tried (1..8)", true, "3"},

@@ -54,7 +54,7 @@ inline constexpr LadderRung kLadder[] = {
     {"INT4 weights: Q4_0 mix, GPTQ", "lower KLD than RTN at the same size", f16_kv, "q4_0:gptq"},
     {"INT4 weights: Q4_0 mix, AWQ", "lower KLD than RTN at the same size", f16_kv, "q4_0:awq"},
     // Decoding (issue 13): lossless, so the quality columns repeat the previous rung's. The ladder's load puts
-    // every request in flight at once, where adaptive K keeps drafting off (>= 16 decoding): the rung shows
+    // every request in flight at once, where drafting is off (from --spec-disable-batch decoding requests): the rung shows
     // that speculation costs nothing there; its batch-1 gain is BENCHMARKS section 1k's.
     {"+ speculative decoding: ngram prompt lookup, adaptive K", "acceptance 0.7: latency -40%, throughput +70%",
      [](EngineConfig& c) { c.spec.mode = SpecMode::kNgram; }},

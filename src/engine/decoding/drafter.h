@@ -46,7 +46,7 @@ struct DrafterEnv {
   int max_len = 0;
   int block_size = 16;
   int64_t kv_tokens = 0;
-  int disable_batch = 16;  // SpecConfig::disable_batch: most sequences drafting at once (0 = no limit)
+  int disable_batch = 4;   // SpecConfig::disable_batch: most sequences drafting at once (0 = no limit)
   bool verbose = false;
 };
 

@@ -24,9 +24,11 @@ struct SpecConfig {
   // Adaptive K: each request drafts as many tokens as its measured acceptance repays at the current batch
   // (see speculator.h); off: always up to num_tokens.
   bool adaptive = true;
-  // No drafting at all while this many requests decode at once (0 = never): a batch that large is
-  // compute-bound on the CPU, where a verify row costs as much as a token decoded the plain way.
-  int disable_batch = 16;
+  // No drafting at all while this many requests decode at once (0 = never). On this CPU a verify row of the
+  // default 135M model costs ~0.2 of a one-row step (its weights are small next to its per-row work), and at
+  // batch 4 speculation measured no gain (BENCHMARKS section 1l): from 4 up it is off, like vLLM's
+  // speculative_disable_by_batch_size. A larger model, whose step is weight-read-bound, can raise it.
+  int disable_batch = 4;
   // The adaptive model's prior price of one more row in a decode step, as a fraction of a one-row step, used
   // until the engine has measured it on its own steps (StepCostModel): the weight pass is paid once, each row
   // adds its multiply-adds (BENCHMARKS §1j: K = 4 drafts cost 1.45x on TinyLlama Q8_0, ~0.11 a row; SmolLM2
