@@ -13,6 +13,8 @@
 #include "common/test_env.h"
 #include "core/error.h"
 #include "engine/decoding/speculator.h"
+#include "model/model.h"
+#include "model/tokenizer/tokenizer.h"
 #include "engine_test_util.h"
 
 namespace tinfer {
@@ -183,6 +185,32 @@ TEST(EngineSpec, OptOutDraftsNothingAndAbortReturnsBlocks) {
   const auto alone = run_greedy(stories(), base_config(), {ps[1], ps[3]}, 80);
   EXPECT_EQ(out[ids[1]][0].tokens, alone[0]);
   EXPECT_EQ(out[ids[3]][0].tokens, alone[1]);
+}
+
+// The default model (SmolLM2-135M-Instruct Q4_1), when the set-up has fetched it: prompt lookup on prompts
+// that quote a passage, batched, fixed K and adaptive, gives plain greedy decoding's tokens.
+TEST(EngineSpec, DefaultModelGreedyEqualsPlain) {
+  const std::string path = test::default_model();
+  if (path.empty()) GTEST_SKIP() << "fixture absent: default model (run scripts/setup.sh)";
+  auto load = [&] { return Model::load(path); };
+  auto m = load();
+  std::vector<std::vector<Token>> ps;
+  for (const char* text : {"Text: Once upon a time, there was a little girl named Lily. She loved to play outside.\n"
+                           "The same text, copied exactly:\nOnce upon",
+                           "The quick brown fox jumps over the lazy dog. The quick brown fox",
+                           "def add(a, b):\n    return a + b\n\ndef sub(a, b):\n"})
+    ps.push_back(m->tokenizer().encode(text, m->tokenizer().add_bos_by_default()));
+  EngineConfig c = base_config();
+  c.kv_memory_bytes = 64 << 20;
+  c.max_model_len = 512;
+  const auto want = run_greedy(load(), c, ps, 40);
+  for (bool adaptive : {false, true}) {
+    EngineConfig s = c;
+    s.spec = spec_config(4, adaptive).spec;
+    EngineStats st;
+    EXPECT_EQ(run_greedy(load(), s, ps, 40, &st), want) << "adaptive " << adaptive;
+    EXPECT_GT(st.spec_accepted, 0);
+  }
 }
 
 // Adaptive K: more drafts for a request that keeps them, none once acceptance cannot pay for a row, fewer as
