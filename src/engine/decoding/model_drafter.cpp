@@ -152,12 +152,12 @@ class ModelDrafter final : public Drafter {
   bool evict_one(std::span<DraftQuery> queries, kv::SeqId keep) {
     kv::SeqId victim = 0;
     uint64_t oldest = UINT64_MAX;
-    for (const auto& [id, st] : seqs_) {
-      if (id == keep || !mgr_.has(id) || st.used >= oldest) continue;
-      if (st.used == tick_ &&
-          std::any_of(queries.begin(), queries.end(), [&](const DraftQuery& q) { return q.seq == id; }))
-        continue;
-      victim = id, oldest = st.used;
+    for (const auto& entry : seqs_) {
+      const kv::SeqId id = entry.first;
+      const uint64_t used = entry.second.used;
+      if (id == keep || !mgr_.has(id) || used >= oldest) continue;
+      if (std::any_of(queries.begin(), queries.end(), [id](const DraftQuery& q) { return q.seq == id; })) continue;
+      victim = id, oldest = used;
     }
     if (oldest == UINT64_MAX) return false;
     release(victim);

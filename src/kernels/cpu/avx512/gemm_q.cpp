@@ -6,7 +6,9 @@
 // per-row multipliers (by arithmetic family, packed::Scales).
 // GCC 12's AVX-512 headers build "undefined" vectors that -W(maybe-)uninitialized flags falsely.
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <immintrin.h>
 
 #include <algorithm>

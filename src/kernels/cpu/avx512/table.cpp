@@ -1,7 +1,9 @@
 // The AVX-512 (F/BW/VL/DQ/VNNI) kernel table: VNNI GEMMs, paged attention + portable element-wise ops at 16 floats.
 // GCC 12's AVX-512 headers build "undefined" vectors that -W(maybe-)uninitialized flags falsely.
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <immintrin.h>
 
 #define TINFER_VEC_FLOATS 16
