@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/act_quant.h"
+#include "core/layer_skip.h"
 #include "core/kv_precision.h"
 #include "core/op_profile.h"
 #include "model/forward_batch.h"
@@ -41,6 +42,7 @@ struct BackendOptions {
   ThreadPool* pool = nullptr;    // CPU: run on this pool (shared with the caller) instead of an own one
   int64_t max_positions = 0;     // longest sequence to position; 0 = the model's context; more is refused
   ActQuant act_quant = ActQuant::block32;  // CPU: int8 activation scales per 32-block or per token (row)
+  LayerSkip skip;  // sub-blocks every forward leaves out (a calibrated skip plan); empty = none
 };
 
 class Backend {

@@ -65,18 +65,19 @@ int64_t checked_positions(const ModelConfig& c, int64_t max_positions) {
 
 CpuForward::CpuForward(const Model& model, const BackendOptions& opts)
     : CpuForward(model, opts.pool ? nullptr : std::make_unique<ThreadPool>(opts.threads), opts.pool,
-                 opts.max_positions, opts.act_quant) {}
+                 opts.max_positions, opts.act_quant, opts.skip) {}
 
 CpuForward::CpuForward(const Model& model, ThreadPool& pool, int64_t max_positions)
-    : CpuForward(model, nullptr, &pool, max_positions, ActQuant::block32) {}
+    : CpuForward(model, nullptr, &pool, max_positions, ActQuant::block32, {}) {}
 
 CpuForward::CpuForward(const Model& model, std::unique_ptr<ThreadPool> owned, ThreadPool* pool, int64_t max_positions,
-                       ActQuant act_quant)
+                       ActQuant act_quant, LayerSkip skip)
     : model_(model),
       owned_pool_(std::move(owned)),
       pool_(pool ? *pool : *owned_pool_),
       rope_(model.config(), checked_positions(model.config(), max_positions)),
       act_quant_(act_quant) {
+  set_layer_skip(std::move(skip));
   const ModelConfig& c = model.config();
   check(c.n_heads / c.n_kv_heads <= 64, "grouped-query attention with more than 64 heads per KV head is unsupported");
   const DecoderTensors& t = model.tensors();
@@ -135,6 +136,14 @@ void CpuForward::embed(const ForwardBatch& batch) {
 
 CpuForward::~CpuForward() = default;
 
+void CpuForward::set_layer_skip(LayerSkip skip) {
+  const size_t n = size_t(model_.config().n_layers);
+  check((skip.attn.empty() || skip.attn.size() == n) && (skip.mlp.empty() || skip.mlp.size() == n),
+        "layer skip names " + std::to_string(std::max(skip.attn.size(), skip.mlp.size())) +
+            " layers but the model has " + std::to_string(n));
+  skip_ = std::move(skip);
+}
+
 std::unique_ptr<KvCache> CpuForward::allocate_kv(int64_t n_blocks, int64_t block_size, const KvPrecision& precision) {
   return std::make_unique<KvStorage>(config(), n_blocks, block_size, precision);
 }
@@ -191,59 +200,69 @@ void CpuForward::forward(const ForwardBatch& batch, KvStorage& kv, float* logits
   };
   for (int64_t l = 0; l < n_layers; ++l) {
     const Layer& L = layers_[l];
-    {
-      OpTimer t(prof, Op::kNorm);
-      per_token([&](int64_t i) { rmsnorm(&x_[i * dim], L.attn_norm.data(), &xb_[i * dim], dim, c.rms_eps); });
-    }
-    if (observer_) observer_(l, LinearInput::kAttnIn, xb_.data(), n, dim);
-    L.wqkv.run(xb_.data(), n, qkv_.data(), tmp_, pool_, prof, Op::kMatmulQkv, act_quant_);  // [n][q | k | v]
-    {
-      // Per token: RoPE on q and k, then K smoothing (if the cache has it) and the KV write. An observer sees
-      // q | k | v between the two (one pass over the tokens without one).
-      OpTimer t(prof, Op::kRopeKv);
-      const float* ks = kv.precision().k_smoothing(l);  // [kv_dim] or nullptr
-      const int64_t hd = c.head_dim, group = c.n_heads / c.n_kv_heads;
-      auto rope = [&](int64_t i) {
-        float* q = &qkv_[i * qkv_w];
-        rope_.apply(q, c.n_heads, batch.positions[i]);
-        rope_.apply(q + c.q_dim(), c.n_kv_heads, batch.positions[i]);
-      };
-      auto store = [&](int64_t i) {
-        float* q = &qkv_[i * qkv_w];
-        float* k = q + c.q_dim();
-        const float* v = k + c.kv_dim();
-        if (ks) {  // q.k unchanged: K / s is what gets quantized, q * s what reads it
-          for (int64_t d = 0; d < c.kv_dim(); ++d) k[d] /= ks[d];
-          for (int64_t h = 0; h < c.n_heads; ++h)
-            for (int64_t d = 0; d < hd; ++d) q[h * hd + d] *= ks[(h / group) * hd + d];
-        }
-        const int64_t pos = batch.positions[i];
-        kv.write(l, batch.block_tables[batch.seq[i]][pos / bs], pos % bs, k, v);
-      };
-      if (!observer_) {
-        per_token([&](int64_t i) { rope(i), store(i); });
-      } else {
-        per_token(rope);
-        observer_(l, LinearInput::kAttnQkv, qkv_.data(), n, qkv_w);
-        per_token(store);
+    const bool attn_on = !skip_.skips_attn(l), mlp_on = !skip_.skips_mlp(l);
+    if (attn_on) {
+      {
+        OpTimer t(prof, Op::kNorm);
+        per_token([&](int64_t i) { rmsnorm(&x_[i * dim], L.attn_norm.data(), &xb_[i * dim], dim, c.rms_eps); });
       }
+      if (observer_) observer_(l, LinearInput::kAttnIn, xb_.data(), n, dim);
+      L.wqkv.run(xb_.data(), n, qkv_.data(), tmp_, pool_, prof, Op::kMatmulQkv, act_quant_);  // [n][q | k | v]
+      {
+        // Per token: RoPE on q and k, then K smoothing (if the cache has it) and the KV write. An observer sees
+        // q | k | v between the two (one pass over the tokens without one).
+        OpTimer t(prof, Op::kRopeKv);
+        const float* ks = kv.precision().k_smoothing(l);  // [kv_dim] or nullptr
+        const int64_t hd = c.head_dim, group = c.n_heads / c.n_kv_heads;
+        auto rope = [&](int64_t i) {
+          float* q = &qkv_[i * qkv_w];
+          rope_.apply(q, c.n_heads, batch.positions[i]);
+          rope_.apply(q + c.q_dim(), c.n_kv_heads, batch.positions[i]);
+        };
+        auto store = [&](int64_t i) {
+          float* q = &qkv_[i * qkv_w];
+          float* k = q + c.q_dim();
+          const float* v = k + c.kv_dim();
+          if (ks) {  // q.k unchanged: K / s is what gets quantized, q * s what reads it
+            for (int64_t d = 0; d < c.kv_dim(); ++d) k[d] /= ks[d];
+            for (int64_t h = 0; h < c.n_heads; ++h)
+              for (int64_t d = 0; d < hd; ++d) q[h * hd + d] *= ks[(h / group) * hd + d];
+          }
+          const int64_t pos = batch.positions[i];
+          kv.write(l, batch.block_tables[batch.seq[i]][pos / bs], pos % bs, k, v);
+        };
+        if (!observer_) {
+          per_token([&](int64_t i) { rope(i), store(i); });
+        } else {
+          per_token(rope);
+          observer_(l, LinearInput::kAttnQkv, qkv_.data(), n, qkv_w);
+          per_token(store);
+        }
+      }
+      att.kv = kv.layer_view(l);
+      {
+        const double att_bytes = attended * double(kv.precision().layer_bytes_per_token(l, c.n_kv_heads, c.head_dim));
+        OpTimer t(prof, Op::kAttention, att_bytes, att_ops);
+        paged_attention(att, pool_);
+      }
+      // att_ rows have stride q_dim(); wo reads [n][q_dim] and writes [n][dim] into xb_.
+      if (observer_) observer_(l, LinearInput::kAttnOut, att_.data(), n, c.q_dim());
+      matmul(L.wo, att_.data(), n, xb_.data(), pool_, prof, Op::kMatmulOut, act_quant_);
     }
-    att.kv = kv.layer_view(l);
-    {
-      const double att_bytes = attended * double(kv.precision().layer_bytes_per_token(l, c.n_kv_heads, c.head_dim));
-      OpTimer t(prof, Op::kAttention, att_bytes, att_ops);
-      paged_attention(att, pool_);
+    if (attn_on || mlp_on) {
+      // The attention residual add, fused with the MLP's norm when both blocks run.
+      OpTimer t(prof, Op::kNorm);
+      if (attn_on && mlp_on)
+        per_token([&](int64_t i) {
+          add_inplace(&x_[i * dim], &xb_[i * dim], dim);
+          rmsnorm(&x_[i * dim], L.ffn_norm.data(), &xb_[i * dim], dim, c.rms_eps);
+        });
+      else if (attn_on)
+        per_token([&](int64_t i) { add_inplace(&x_[i * dim], &xb_[i * dim], dim); });
+      else if (mlp_on)
+        per_token([&](int64_t i) { rmsnorm(&x_[i * dim], L.ffn_norm.data(), &xb_[i * dim], dim, c.rms_eps); });
     }
-    // att_ rows have stride q_dim(); wo reads [n][q_dim] and writes [n][dim] into xb_.
-    if (observer_) observer_(l, LinearInput::kAttnOut, att_.data(), n, c.q_dim());
-    matmul(L.wo, att_.data(), n, xb_.data(), pool_, prof, Op::kMatmulOut, act_quant_);
-    {
-      OpTimer t(prof, Op::kNorm);  // (the residual add is fused into this pass)
-      per_token([&](int64_t i) {
-        add_inplace(&x_[i * dim], &xb_[i * dim], dim);
-        rmsnorm(&x_[i * dim], L.ffn_norm.data(), &xb_[i * dim], dim, c.rms_eps);
-      });
-    }
+    if (!mlp_on) continue;
     if (observer_) observer_(l, LinearInput::kFfnIn, xb_.data(), n, dim);
     L.w_gateup.run(xb_.data(), n, gu_.data(), tmp_, pool_, prof, Op::kMatmulGateUp, act_quant_);  // [n][gate | up]
     {

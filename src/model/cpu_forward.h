@@ -57,6 +57,10 @@ class CpuForward final : public Backend {
   // Calibration hook: called on the forward's thread with each linear input, between parallel regions
   // (the pool is idle, so the observer may run work on pool()). Empty (the default) costs one test per input.
   void set_linear_observer(LinearObserver obs) { observer_ = std::move(obs); }
+  // The sub-blocks every later forward leaves out (BackendOptions::skip at construction; calibrate-skip
+  // changes it between measurements). Error for a plan naming another layer count.
+  void set_layer_skip(LayerSkip skip);
+  const LayerSkip& layer_skip() const { return skip_; }
 
  private:
   // Row-stacked projections sharing one input (QKV; gate+up): one GEMM when the parts share a
@@ -75,7 +79,7 @@ class CpuForward final : public Backend {
     PackedMatrix w_down;   // [dim][ffn]
   };
   CpuForward(const Model& model, std::unique_ptr<ThreadPool> owned, ThreadPool* pool, int64_t max_positions,
-             ActQuant act_quant);
+             ActQuant act_quant, LayerSkip skip);
   static Stacked pack_stacked(std::initializer_list<const GgufTensor*> parts);
   void ensure_scratch(int64_t n_tokens, int64_t n_logits);
   void embed(const ForwardBatch& batch);
@@ -87,6 +91,7 @@ class CpuForward final : public Backend {
   ActQuant act_quant_;  // how every GEMM quantizes its activations (BackendOptions::act_quant)
   OpProfile profile_;  // every forward adds to it (always on; see core/op_profile.h)
   LinearObserver observer_;
+  LayerSkip skip_;
   std::vector<Layer> layers_;
   std::vector<float> output_norm_;
   PackedMatrix output_;

@@ -42,7 +42,7 @@ Vec rmsnorm(const Vec& x, const std::vector<float>& w, double eps) {
 
 }  // namespace
 
-ReferenceForward::ReferenceForward(const Model& model) : model_(model) {
+ReferenceForward::ReferenceForward(const Model& model, LayerSkip skip) : model_(model), skip_(std::move(skip)) {
   const DecoderTensors& t = model.tensors();
   tok_embd_ = dequantize_tensor(*t.tok_embd);
   output_norm_ = dequantize_tensor(*t.output_norm);
@@ -61,9 +61,11 @@ std::vector<std::vector<float>> ReferenceForward::logits(const std::vector<int32
   std::vector<Vec> x(n);  // residual stream [n][dim]
   for (int64_t i = 0; i < n; ++i) x[i] = Vec(tok_embd_.begin() + tokens[i] * c.dim, tok_embd_.begin() + (tokens[i] + 1) * c.dim);
 
-  for (const Layer& L : layers_) {
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    const Layer& L = layers_[l];
+    const bool attn_on = !skip_.skips_attn(int64_t(l)), mlp_on = !skip_.skips_mlp(int64_t(l));
     std::vector<Vec> q(n), k(n), v(n);
-    for (int64_t i = 0; i < n; ++i) {
+    for (int64_t i = 0; i < n && attn_on; ++i) {
       Vec h = rmsnorm(x[i], L.attn_norm, c.rms_eps);
       q[i] = matvec(L.wq, h, c.q_dim());  // [n_heads * head_dim]
       k[i] = matvec(L.wk, h, c.kv_dim());  // [n_kv_heads * head_dim]
@@ -71,7 +73,7 @@ std::vector<std::vector<float>> ReferenceForward::logits(const std::vector<int32
       rope_reference(q[i].data(), c.n_heads, hd, c.rope_dim, i, c.rope_base, c.rope_scale, c.rope_layout);
       rope_reference(k[i].data(), c.n_kv_heads, hd, c.rope_dim, i, c.rope_base, c.rope_scale, c.rope_layout);
     }
-    for (int64_t i = 0; i < n; ++i) {
+    for (int64_t i = 0; i < n && attn_on; ++i) {
       Vec att(c.q_dim(), 0.0);
       for (int64_t h = 0; h < c.n_heads; ++h) {
         const int64_t kvh = h / group;  // grouped-query attention: heads share kv head h / group
@@ -90,6 +92,8 @@ std::vector<std::vector<float>> ReferenceForward::logits(const std::vector<int32
       }
       Vec o = matvec(L.wo, att, c.dim);
       for (int64_t d = 0; d < c.dim; ++d) x[i][d] += o[d];
+    }
+    for (int64_t i = 0; i < n && mlp_on; ++i) {
       Vec h = rmsnorm(x[i], L.ffn_norm, c.rms_eps);
       Vec g = matvec(L.w_gate, h, c.ffn_dim), u = matvec(L.w_up, h, c.ffn_dim);
       for (int64_t f = 0; f < c.ffn_dim; ++f) g[f] = g[f] / (1.0 + std::exp(-g[f])) * u[f];  // SwiGLU

@@ -4,13 +4,15 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/layer_skip.h"
 #include "model/model.h"
 
 namespace tinfer {
 
 class ReferenceForward {
  public:
-  explicit ReferenceForward(const Model& model);
+  // skip: sub-blocks left out of every pass (a layer-skip plan's reference); empty = none.
+  explicit ReferenceForward(const Model& model, LayerSkip skip = {});
   // Logits after each position of `tokens`: [tokens.size()][n_vocab]. Only rows listed in
   // `want` are returned (all when empty), in that order.
   std::vector<std::vector<float>> logits(const std::vector<int32_t>& tokens, const std::vector<int64_t>& want = {}) const;
@@ -20,6 +22,7 @@ class ReferenceForward {
     std::vector<float> attn_norm, wq, wk, wv, wo, ffn_norm, w_gate, w_up, w_down;
   };
   const Model& model_;
+  LayerSkip skip_;
   std::vector<float> tok_embd_, output_norm_, output_;
   std::vector<Layer> layers_;
 };
