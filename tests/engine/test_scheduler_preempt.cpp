@@ -26,14 +26,7 @@ std::vector<Token> reference(const RequestParams& p, int max_model_len) {
   return drive(s, runner).at(1).output_tokens;
 }
 
-// A resolved request: EOS id 2 (never produced by the fake runner), no other stop ids.
-RequestParams params(std::vector<Token> prompt, int max_tokens) {
-  RequestParams p;
-  p.prompt = std::move(prompt);
-  p.max_tokens = max_tokens;
-  p.stop_ids = {2};
-  return p;
-}
+RequestParams params(std::vector<Token> prompt, int max_tokens) { return params_eos2(std::move(prompt), max_tokens); }
 
 TEST(SchedulerPreempt, NewestIsPreemptedAndResumesWithTheSameTokens) {
   for (bool caching : {false, true}) {

@@ -18,13 +18,7 @@ SchedulerConfig config(int budget = 64) {
   return c;
 }
 
-RequestParams params(std::vector<Token> prompt, int max_tokens) {
-  RequestParams p;
-  p.prompt = std::move(prompt);
-  p.max_tokens = max_tokens;
-  p.stop_ids = {2};
-  return p;
-}
+RequestParams params(std::vector<Token> prompt, int max_tokens) { return params_eos2(std::move(prompt), max_tokens); }
 
 // Prefill a 3-token prompt, then decode step with `draft`; returns the verify plan.
 BatchPlan prefill_then_draft(Scheduler& s, FakeRunner& runner, std::vector<Token> draft) {

@@ -59,6 +59,15 @@ inline std::map<RequestId, RequestOutput> drive(Scheduler& sched, FakeRunner& ru
   return done;
 }
 
+// A resolved request: EOS id 2 (never produced by the fake runner), no other stop ids.
+inline RequestParams params_eos2(std::vector<Token> prompt, int max_tokens) {
+  RequestParams p;
+  p.prompt = std::move(prompt);
+  p.max_tokens = max_tokens;
+  p.stop_ids = {2};
+  return p;
+}
+
 inline kv::KvCacheConfig kv_config(int num_blocks, bool caching = true, int block_size = 4) {
   kv::KvCacheConfig c;
   c.num_blocks = num_blocks;

@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "common/test_env.h"
+#include "forward_test_util.h"
 #include "core/thread_pool.h"
 #include "engine/session.h"
 #include "core/error.h"
@@ -21,14 +22,7 @@
 namespace tinfer {
 namespace {
 
-double nmse(const std::vector<float>& got, const std::vector<float>& want) {
-  double num = 0, den = 0;
-  for (size_t i = 0; i < want.size(); ++i) {
-    num += (double(got[i]) - want[i]) * (double(got[i]) - want[i]);
-    den += double(want[i]) * want[i];
-  }
-  return num / std::max(den, 1e-30);
-}
+using forward_test::nmse;
 
 struct Shape {
   const char* name;

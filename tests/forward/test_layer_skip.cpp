@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "engine/session.h"
+#include "forward_test_util.h"
 #include "model/cpu_forward.h"
 #include "model/reference_forward.h"
 #include "model/synth.h"
@@ -15,14 +16,7 @@
 namespace tinfer {
 namespace {
 
-double nmse(const std::vector<float>& got, const std::vector<float>& want) {
-  double num = 0, den = 0;
-  for (size_t i = 0; i < want.size(); ++i) {
-    num += (double(got[i]) - want[i]) * (double(got[i]) - want[i]);
-    den += double(want[i]) * want[i];
-  }
-  return num / std::max(den, 1e-30);
-}
+using forward_test::nmse;
 
 std::unique_ptr<Model> model3(DType type) {
   SynthSpec spec;
