@@ -12,6 +12,7 @@
 
 #include "core/act_quant.h"
 #include "core/kv_precision.h"
+#include "core/layer_skip.h"
 #include "core/op_profile.h"
 #include "engine/batching_mode.h"
 #include "engine/decoding/spec_config.h"
@@ -42,6 +43,9 @@ struct EngineConfig {
   std::optional<KvDtype> kv_dtype_k, kv_dtype_v;
   std::vector<KvLayerTypes> kv_layers;
   std::vector<std::vector<float>> kv_k_smooth;  // per-layer K smoothing factors (KvPrecision::k_smooth), or empty
+  // Calibrated layer skipping (tinfer calibrate-skip, --skip-plan): the sub-blocks every forward leaves out; a
+  // layer whose attention is skipped holds no KV (the planner counts only the layers kept). Empty = none.
+  LayerSkip skip;
   ActQuant act_quant = ActQuant::block32;          // int8 activation scales per 32-block, or per token (W8A8)
   BatchingMode batching = BatchingMode::kContinuous;
   bool chunked_prefill = true;
@@ -58,7 +62,8 @@ struct EngineConfig {
   SpecConfig spec;                  // speculative decoding (mode none: off)
 
   std::vector<std::string> validate() const;  // every problem, one message each
-  // What the cache holds per layer for a model of n_layers; throws Error if kv_layers names another count.
+  // What the cache holds per layer for a model of n_layers (no KV where skip skips the attention); throws Error
+  // if kv_layers or skip names another count.
   KvPrecision kv_precision(int64_t n_layers) const;
 };
 

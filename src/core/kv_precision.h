@@ -23,6 +23,9 @@ struct KvPrecision {
   // (K's outlier channels) no longer sets every token's quantization scale: per-channel scaling of K on top of
   // the per-token scales, calibrated once (tinfer calibrate-kv --k-smooth). Empty, or one entry per layer.
   std::vector<std::vector<float>> k_smooth;
+  // Layers that hold no KV at all (their attention is skipped by a layer-skip plan, core/layer_skip.h): 0 bytes
+  // per token, no storage. Empty, or one entry per layer (1 = no KV).
+  std::vector<uint8_t> no_kv;
 
   static KvPrecision uniform(int64_t n_layers, KvDtype k, KvDtype v) {
     return KvPrecision{std::vector<KvLayerTypes>(size_t(n_layers), KvLayerTypes{k, v})};
@@ -34,6 +37,12 @@ struct KvPrecision {
   const float* k_smoothing(int64_t l) const {
     return size_t(l) < k_smooth.size() && !k_smooth[size_t(l)].empty() ? k_smooth[size_t(l)].data() : nullptr;
   }
+  bool has_kv(int64_t l) const { return size_t(l) >= no_kv.size() || !no_kv[size_t(l)]; }
+  int64_t layers_with_kv() const {
+    int64_t n = 0;
+    for (int64_t l = 0; l < n_layers(); ++l) n += has_kv(l);
+    return n;
+  }
   bool is_uniform() const {
     for (const KvLayerTypes& l : layers)
       if (!(l == layers.front())) return false;
@@ -41,6 +50,7 @@ struct KvPrecision {
   }
   // Bytes one token takes in layer l: K and V of every kv head, scales included.
   int64_t layer_bytes_per_token(int64_t l, int64_t n_kv_heads, int64_t head_dim) const {
+    if (!has_kv(l)) return 0;
     return n_kv_heads * (kv_head_bytes(layers[size_t(l)].k, head_dim) + kv_head_bytes(layers[size_t(l)].v, head_dim));
   }
   int64_t bytes_per_token(int64_t n_kv_heads, int64_t head_dim) const {
@@ -53,7 +63,9 @@ struct KvPrecision {
   std::string describe() const {
     bool smooth = false;
     for (const auto& s : k_smooth) smooth = smooth || !s.empty();
-    return describe_types() + (smooth ? " +k-smooth" : "");
+    const int64_t without = n_layers() - layers_with_kv();
+    return describe_types() + (smooth ? " +k-smooth" : "") +
+           (without > 0 ? " (" + std::to_string(without) + " layers without KV)" : "");
   }
   std::string describe_types() const {
     if (layers.empty()) return "none";

@@ -66,13 +66,17 @@ class EngineImpl final : public Engine {
     // Packs the weights (MemAvailable is read after); refuses a context the model cannot position.
     pool_ = std::make_unique<ThreadPool>(config_.threads);  // shared with a draft model's backend
     fwd_ = create_backend("cpu", *model_, BackendOptions{.pool = pool_.get(), .max_positions = max_model_len_cfg_,
-                                                          .act_quant = config_.act_quant});
+                                                          .act_quant = config_.act_quant,
+                                                          .skip = config_.skip});
     precision_ = config_.kv_precision(mc.n_layers);
     const KvPrecision& dtype = precision_;
     const EngineKvBudget budget = kv_budget(config_.kv_memory_bytes, config_.kv_fraction, mc, dtype,
                                             config_.block_size, config_.max_seqs, max_model_len_cfg_);
     plan_ = plan_engine_kv(mc, budget.budget_bytes, config_.block_size, max_model_len_cfg_, dtype);
     if (config_.verbose) std::fprintf(stderr, "%s\n", describe_kv_plan(plan_, budget, dtype).c_str());
+    if (config_.verbose && !config_.skip.empty())
+      std::fprintf(stderr, "layer skip: %s (%.1f of %.1f MiB of weights read per step)\n", config_.skip.describe().c_str(),
+                   fwd_->weight_bytes_read() / 1048576.0, fwd_->weight_bytes() / 1048576.0);
     kv_ = fwd_->allocate_kv(plan_.num_blocks, plan_.block_size, dtype);
 
     SchedulerConfig sc;

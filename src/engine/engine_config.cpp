@@ -27,13 +27,20 @@ std::vector<std::string> EngineConfig::validate() const {
 }
 
 KvPrecision EngineConfig::kv_precision(int64_t n_layers) const {
+  KvPrecision p;
   if (!kv_layers.empty()) {
     check(int64_t(kv_layers.size()) == n_layers, "the KV plan gives " + std::to_string(kv_layers.size()) +
                                                      " layers but the model has " + std::to_string(n_layers));
-    return KvPrecision{kv_layers, kv_k_smooth};
+    p = KvPrecision{kv_layers, kv_k_smooth};
+  } else {
+    p = KvPrecision::uniform(n_layers, kv_dtype_k.value_or(kv_dtype), kv_dtype_v.value_or(kv_dtype));
+    p.k_smooth = kv_k_smooth;
   }
-  KvPrecision p = KvPrecision::uniform(n_layers, kv_dtype_k.value_or(kv_dtype), kv_dtype_v.value_or(kv_dtype));
-  p.k_smooth = kv_k_smooth;
+  if (!skip.attn.empty()) {
+    check(int64_t(skip.attn.size()) == n_layers, "the skip plan gives " + std::to_string(skip.attn.size()) +
+                                                     " layers but the model has " + std::to_string(n_layers));
+    p.no_kv = skip.attn;  // a skipped attention block writes and reads no KV: its layer holds none
+  }
   return p;
 }
 

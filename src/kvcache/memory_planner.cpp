@@ -27,10 +27,11 @@ size_t kv_bytes_per_token(const KvShape& s) {
         "kv planner: " + std::to_string(s.layer_bytes_per_token.size()) + " per-layer sizes for " +
             std::to_string(s.num_layers) + " layers");
   size_t total = 0;
-  for (int64_t b : s.layer_bytes_per_token) {
-    check(b > 0, "kv planner: a layer's bytes per token must be positive, got " + std::to_string(b));
+  for (int64_t b : s.layer_bytes_per_token) {  // 0: a layer that holds no KV (its attention is skipped)
+    check(b >= 0, "kv planner: a layer's bytes per token must not be negative, got " + std::to_string(b));
     total += static_cast<size_t>(b);
   }
+  check(total > 0, "kv planner: no layer holds KV (every layer's attention is skipped)");
   return total;
 }
 

@@ -13,7 +13,8 @@ struct KvShape {
   int head_dim = 0;
   int bytes_per_elem = 2;  // 2 for f16/bf16 KV, 4 for f32 (one type for every layer, no scales)
   // Quantized or per-layer caches: the bytes one token takes in each layer (K and V of every kv head, scales
-  // included), which then replace 2 x kv_heads x head_dim x bytes_per_elem. Empty or num_layers entries.
+  // included), which then replace 2 x kv_heads x head_dim x bytes_per_elem. Empty or num_layers entries; 0 for a
+  // layer that holds no KV (its attention skipped by a layer-skip plan), so only the layers kept are counted.
   std::vector<int64_t> layer_bytes_per_token;
 };
 

@@ -51,6 +51,8 @@ class Backend {
   virtual const char* name() const = 0;
   virtual const ModelConfig& config() const = 0;
   virtual size_t weight_bytes() const = 0;     // weights as held by the device (packed)
+  // Weight bytes one decode step reads (the roofline's): those of the sub-blocks a layer skip leaves out excluded.
+  virtual size_t weight_bytes_read() const { return weight_bytes(); }
   virtual int64_t max_positions() const = 0;   // positions 0..max_positions()-1 can be run
   // KV memory on this device for n_blocks blocks of block_size slots, every layer, each in its own types
   // (precision.n_layers() must equal the model's). The KvDtype overload: one type for every K and V.

@@ -95,12 +95,18 @@ CpuForward::CpuForward(const Model& model, std::unique_ptr<ThreadPool> owned, Th
   output_ = pack_tensor(*t.output);
 }
 
-size_t CpuForward::packed_bytes() const {
+size_t CpuForward::packed_bytes(bool skipped_too) const {
   size_t total = output_.data.size();
-  for (const Layer& L : layers_) {
-    for (auto* s : {&L.wqkv, &L.w_gateup})
-      for (const PackedMatrix& p : s->parts) total += p.data.size();
-    total += L.wo.data.size() + L.w_down.data.size();
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    const Layer& L = layers_[l];
+    if (skipped_too || !skip_.skips_attn(int64_t(l))) {
+      for (const PackedMatrix& p : L.wqkv.parts) total += p.data.size();
+      total += L.wo.data.size();
+    }
+    if (skipped_too || !skip_.skips_mlp(int64_t(l))) {
+      for (const PackedMatrix& p : L.w_gateup.parts) total += p.data.size();
+      total += L.w_down.data.size();
+    }
   }
   return total;
 }
@@ -201,6 +207,7 @@ void CpuForward::forward(const ForwardBatch& batch, KvStorage& kv, float* logits
   for (int64_t l = 0; l < n_layers; ++l) {
     const Layer& L = layers_[l];
     const bool attn_on = !skip_.skips_attn(l), mlp_on = !skip_.skips_mlp(l);
+    if (observer_) observer_(l, LinearInput::kResidual, x_.data(), n, dim);
     if (attn_on) {
       {
         OpTimer t(prof, Op::kNorm);
@@ -248,6 +255,7 @@ void CpuForward::forward(const ForwardBatch& batch, KvStorage& kv, float* logits
       // att_ rows have stride q_dim(); wo reads [n][q_dim] and writes [n][dim] into xb_.
       if (observer_) observer_(l, LinearInput::kAttnOut, att_.data(), n, c.q_dim());
       matmul(L.wo, att_.data(), n, xb_.data(), pool_, prof, Op::kMatmulOut, act_quant_);
+      if (observer_) observer_(l, LinearInput::kAttnDelta, xb_.data(), n, dim);
     }
     if (attn_on || mlp_on) {
       // The attention residual add, fused with the MLP's norm when both blocks run.
@@ -276,6 +284,7 @@ void CpuForward::forward(const ForwardBatch& batch, KvStorage& kv, float* logits
     }
     if (observer_) observer_(l, LinearInput::kFfnMid, ffn_in_.data(), n, ffn);
     matmul(L.w_down, ffn_in_.data(), n, xb_.data(), pool_, prof, Op::kMatmulDown, act_quant_);
+    if (observer_) observer_(l, LinearInput::kMlpDelta, xb_.data(), n, dim);
     OpTimer t(prof, Op::kResidual);
     per_token([&](int64_t i) { add_inplace(&x_[i * dim], &xb_[i * dim], dim); });
   }

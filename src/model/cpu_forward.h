@@ -21,8 +21,10 @@ class ThreadPool;
 // Which input of a decoder block's linear layers an observer sees: the attention RMSNorm output (q/k/v),
 // the attention output (o), the FFN RMSNorm output (gate/up), SiLU(gate) * up (down); and kAttnQkv, the
 // attention's own inputs: rows of q | k | v after RoPE ([n][q_dim + 2 kv_dim]), before K smoothing and the
-// KV write (KV-cache calibration).
-enum class LinearInput { kAttnIn, kAttnOut, kFfnIn, kFfnMid, kAttnQkv };
+// KV write (KV-cache calibration). And the residual stream (layer-skip calibration): kResidual, the stream
+// entering layer l ([n][dim]); kAttnDelta / kMlpDelta, what the attention / MLP block adds to it ([n][dim],
+// before the add). A skipped block is not observed.
+enum class LinearInput { kAttnIn, kAttnOut, kFfnIn, kFfnMid, kAttnQkv, kResidual, kAttnDelta, kMlpDelta };
 // x: n rows of `cols` floats (contiguous), the input of every token of the step to those layers.
 using LinearObserver =
     std::function<void(int64_t layer, LinearInput which, const float* x, int64_t n, int64_t cols)>;
@@ -41,13 +43,15 @@ class CpuForward final : public Backend {
   ActQuant act_quant() const { return act_quant_; }
   int64_t max_positions() const override { return rope_.n_positions(); }
   const ModelConfig& config() const override { return model_.config(); }
-  size_t weight_bytes() const override { return packed_bytes(); }
+  size_t weight_bytes() const override { return packed_bytes(true); }
+  size_t weight_bytes_read() const override { return packed_bytes(false); }
   using Backend::allocate_kv;
   std::unique_ptr<KvCache> allocate_kv(int64_t n_blocks, int64_t block_size, const KvPrecision& precision) override;
 
   const Model& model() const { return model_; }
   ThreadPool& pool() const { return pool_; }
-  size_t packed_bytes() const;
+  // Packed weight bytes, of every sub-block or only of those the layer skip keeps.
+  size_t packed_bytes(bool skipped_too = true) const;
 
   // Runs one step: writes K/V of every batch token into `kv` (a KvStorage), then fills `logits`
   // ([batch.logit_rows.size()][n_vocab], row-major) for the requested rows.

@@ -18,6 +18,9 @@ KvStorage::KvStorage(const ModelConfig& cfg, int64_t n_blocks, int64_t block_siz
       head_dim_(cfg.head_dim),
       precision_(precision) {
   check(n_blocks > 0 && block_size > 0, "KV cache needs at least one block of at least one token");
+  check(precision.no_kv.empty() || precision.no_kv.size() == precision.layers.size(),
+        "KV precision: no-KV flags for " + std::to_string(precision.no_kv.size()) + " layers, types for " +
+            std::to_string(precision.layers.size()));
   check(n_layers_ >= 1 && n_layers_ <= cfg.n_layers, "KV precision names " + std::to_string(n_layers_) +
                                                           " layers but the model has " + std::to_string(cfg.n_layers));
   check(head_dim_ > 0 && head_dim_ <= kKvMaxHeadDim,
@@ -36,12 +39,14 @@ KvStorage::KvStorage(const ModelConfig& cfg, int64_t n_blocks, int64_t block_siz
   for (int64_t l = 0; l < n_layers_; ++l) {
     const KvLayerTypes t = precision.layers[size_t(l)];
     views_.push_back(kv_layer_geometry(t.k, t.v, n_kv_heads_, head_dim_, block_size_));
+    if (!precision.has_kv(l)) views_.back().k_block_bytes = views_.back().v_block_bytes = 0;  // skipped attention
     offsets.push_back(total);
     total += n_blocks_ * (views_.back().k_block_bytes + views_.back().v_block_bytes);
   }
   buf_ = Buffer(size_t(total), true);
   for (int64_t l = 0; l < n_layers_; ++l) {
     KvLayerView& v = views_[size_t(l)];
+    if (!precision.has_kv(l)) continue;  // null pointers: nothing reads or writes this layer
     v.k = buf_.data() + offsets[size_t(l)];
     v.v = v.k + n_blocks_ * v.k_block_bytes;
   }
@@ -49,11 +54,13 @@ KvStorage::KvStorage(const ModelConfig& cfg, int64_t n_blocks, int64_t block_siz
 
 KvLayerView KvStorage::layer_view(int64_t layer) const {
   check(layer >= 0 && layer < n_layers_, "KV layer " + std::to_string(layer) + " out of range");
+  check(precision_.has_kv(layer), "KV layer " + std::to_string(layer) + " holds no KV (its attention is skipped)");
   return views_[size_t(layer)];
 }
 
 void KvStorage::copy_block(int64_t src, int64_t dst) {
   for (const KvLayerView& v : views_) {
+    if (v.k == nullptr) continue;  // a layer without KV
     auto* k = const_cast<uint8_t*>(v.k);
     auto* vv = const_cast<uint8_t*>(v.v);
     std::memcpy(k + dst * v.k_block_bytes, k + src * v.k_block_bytes, size_t(v.k_block_bytes));
@@ -63,6 +70,7 @@ void KvStorage::copy_block(int64_t src, int64_t dst) {
 
 void KvStorage::write(int64_t layer, int64_t block, int64_t slot, const float* k, const float* v) {
   const KvLayerView& g = views_[size_t(layer)];
+  check(g.k != nullptr, "KV layer " + std::to_string(layer) + " holds no KV (its attention is skipped)");
   kv_write_token(g, n_kv_heads_, head_dim_, const_cast<uint8_t*>(g.k) + block * g.k_block_bytes,
                  const_cast<uint8_t*>(g.v) + block * g.v_block_bytes, slot, k, v);
 }

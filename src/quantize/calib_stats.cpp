@@ -186,7 +186,7 @@ CalibStats collect_calib_stats(const Model& model, const std::vector<int32_t>& t
   int64_t first = 0;  // global index of the step's first token
   bool window_start = false;
   fwd.set_linear_observer([&](int64_t layer, LinearInput which, const float* x, int64_t n, int64_t cols) {
-    if (which == LinearInput::kAttnQkv) return;  // not a linear layer's input
+    if (which >= LinearInput::kAttnQkv) return;  // q/k/v after RoPE and the residual stream: no linear input
     if (opts.only_layer >= 0 && layer != opts.only_layer) return;
     acc.add(*per[size_t(layer)][size_t(which)], x, n, cols, first, window_start, sampled);
   });

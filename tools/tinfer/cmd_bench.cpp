@@ -10,6 +10,7 @@
 #include "profile_report.h"
 #include "common.h"
 #include "kv_flags.h"
+#include "model/model_identity.h"
 #include "core/error.h"
 #include "core/isa.h"
 #include "core/roofline.h"
@@ -93,14 +94,15 @@ int cmd_bench(int argc, char** argv) {
     bw.push_back(measure_read_gbps(*l.pool, size_t(512) << 20, 3, true));  // interleaved: the host is bimodal
   }
   const Spread p = spread(pre), d = spread(dec), b = spread(bw);
-  const double weight_bytes = double(l.backend->weight_bytes());
+  const double weight_bytes = double(l.backend->weight_bytes_read());  // a skip plan's blocks are not read
   const double decode_bound = b.median * 1e9 / weight_bytes;
   const bool quantized = int8_weights(*l.model);
   const double peak_ops = (quantized ? int8 : fp32) * 1e9;
   const double prefill_bound = peak_ops / (2 * matmul_macs(c));
-  std::printf("model        %s (%s), %.1f MiB of packed weights, %d threads, isa %s\n", l.model->path().c_str(),
-              type_traits(l.model->tensors().layers[0].wq->type).name, weight_bytes / 1048576.0, l.pool->size(),
-              isa_name(active_isa()));
+  const std::string skipped = skip_plan(args, model_identity(*l.model)).describe();
+  std::printf("model        %s (%s), %.1f MiB of packed weights read per token, %d threads, isa %s, skip %s\n",
+              l.model->path().c_str(), type_traits(l.model->tensors().layers[0].wq->type).name, weight_bytes / 1048576.0,
+              l.pool->size(), isa_name(active_isa()), skipped.c_str());
   std::printf("roofline     read %.1f GB/s (median of %zu, range %.1f-%.1f), fp32 %.0f GFLOP/s, int8 %.0f GOP/s\n",
               b.median, bw.size(), b.min, b.max, fp32, int8);
   std::printf("prefill      %lld tokens: %.1f tok/s (range %.1f-%.1f) = %.0f%% of the %s compute bound %.0f tok/s\n",
@@ -116,12 +118,12 @@ int cmd_bench(int argc, char** argv) {
   if (args.has("--trace")) write_trace(prof, args.str("--trace"));
   if (args.flag("--json"))
     std::printf(
-        "{\"model\":\"%s\",\"threads\":%d,\"isa\":\"%s\",\"kv_dtype\":\"%s\",\"act_quant\":\"%s\",\"prompt\":%lld,\"gen\":%lld,\"repeat\":%lld,"
+        "{\"model\":\"%s\",\"threads\":%d,\"isa\":\"%s\",\"kv_dtype\":\"%s\",\"skip\":\"%s\",\"act_quant\":\"%s\",\"prompt\":%lld,\"gen\":%lld,\"repeat\":%lld,"
         "\"weight_bytes\":%.0f,\"prefill_tok_s\":%.3f,\"prefill_tok_s_min\":%.3f,\"prefill_tok_s_max\":%.3f,"
         "\"decode_tok_s\":%.3f,\"decode_tok_s_min\":%.3f,\"decode_tok_s_max\":%.3f,\"read_gbps\":%.2f,"
         "\"fp32_gflops\":%.1f,\"int8_gops\":%.1f,\"decode_roofline_pct\":%.1f,\"prefill_roofline_pct\":%.1f,"
         "\"decode_effective_gbps\":%.2f,\"profile_prefill\":%s,\"profile_decode\":%s}\n",
-        l.model->path().c_str(), l.pool->size(), isa_name(active_isa()), kv.describe().c_str(),
+        l.model->path().c_str(), l.pool->size(), isa_name(active_isa()), kv.describe().c_str(), skipped.c_str(),
         act_quant_name(act_quant(args)), n_prompt, n_gen, repeat, weight_bytes,
         p.median, p.min, p.max, d.median, d.min, d.max, b.median, fp32, int8, 100 * d.median / decode_bound,
         100 * p.median / prefill_bound, d.median * weight_bytes / 1e9, profile_json(pre_prof, repeat, pre_wall).c_str(),

@@ -25,6 +25,7 @@
 #include "kv_plan_file.h"
 #include "kv_plan_search.h"
 #include "kv_quality_probe.h"
+#include "quality_budget.h"
 #include "model/model_identity.h"
 #include "ppl_scoring.h"
 #include "quantize/calib_stats.h"
@@ -35,31 +36,6 @@ namespace tinfer::cli {
 using nlohmann::json;
 
 namespace {
-
-struct Budget {
-  bool kld = true;     // mean KLD (nats) vs the f32 cache; else ΔPPL vs the f32 cache
-  double value = 0;    // in the metric's units (a relative ΔPPL is turned into PPL units once the base is known)
-  bool relative = false;
-  std::string text;    // as given
-  double of(const QualitySummary& s) const { return kld ? s.kl_mean : s.dppl; }
-  const char* metric() const { return kld ? "kld_mean" : "dppl"; }
-};
-
-Budget parse_budget(const Args& args) {
-  const bool k = args.has("--budget-kld"), p = args.has("--budget-ppl");
-  check(k != p, "give exactly one of --budget-kld X (mean KL divergence, nats) and --budget-ppl X (ΔPPL, or X%)");
-  Budget b;
-  b.kld = k;
-  b.text = args.str(k ? "--budget-kld" : "--budget-ppl");
-  std::string num = b.text;
-  if (!k && !num.empty() && num.back() == '%') b.relative = true, num.pop_back();
-  char* end = nullptr;
-  b.value = std::strtod(num.c_str(), &end);
-  check(!num.empty() && end && *end == '\0' && std::isfinite(b.value) && b.value >= 0,
-        std::string(k ? "--budget-kld" : "--budget-ppl") + " must be a number >= 0" + (k ? "" : " (or a percentage)") +
-            ", got '" + b.text + "'");
-  return b;
-}
 
 // "int8,int4" -> the quantized types, most bytes first; Error on anything else.
 std::vector<KvDtype> parse_types(const std::string& list) {
@@ -78,10 +54,6 @@ std::vector<KvDtype> parse_types(const std::string& list) {
   return types;
 }
 
-json quality(const QualitySummary& s) {
-  return {{"kld_mean", s.kl_mean}, {"dppl", s.dppl}, {"ppl", s.ppl_this}, {"top1", s.top1}};
-}
-
 std::string default_output(const std::string& model_path) {
   return std::filesystem::path(model_path).stem().string() + ".kv-plan.json";
 }
@@ -94,8 +66,6 @@ int cmd_calibrate_kv(int argc, char** argv) {
                      {{"--calib", "calibration text file (default: " + default_text.label +
                                       ", disjoint from the evaluation slices)"},
                       {"--calib-tokens", "calibration tokens (BOS included)", true, "1024"},
-                      {"--budget-kld", "quality budget: mean KL divergence (nats) against the f32 KV cache"},
-                      {"--budget-ppl", "quality budget: ΔPPL against the f32 KV cache, absolute (0.05) or relative (0.5%)"},
                       {"--types", "quantized types to try, comma-separated", true, "int8,int4"},
                       {"--measure-on", "float: the model's float image (quality free of int8 activation noise); model: "
                                        "the file as it runs", true, "float"},
@@ -103,11 +73,12 @@ int cmd_calibrate_kv(int argc, char** argv) {
                                      "max|q|^(1-a)), or off", true, "0.5"},
                       {"-o,--output", "plan file to write (default: <model name>.kv-plan.json here)"},
                       {"--json", "print one JSON object on the last line", false}});
+  spec = concat(spec, quality_budget_options("the f32 KV cache"));
   Args args(argc, argv, spec,
             "tinfer calibrate-kv -m MODEL (--budget-kld X | --budget-ppl X[%]) [--calib FILE] [--calib-tokens N] "
             "[--ctx N] [--types int8,int4] [--k-smooth A|off] [-o plan.json] [--json] [-t N]");
   check(args.has("--model"), "missing -m MODEL\n" + args.help());
-  Budget budget = parse_budget(args);
+  QualityBudget budget = parse_quality_budget(args);
   const std::vector<KvDtype> types = parse_types(args.str("--types"));
   const long long calib_tokens = args.integer("--calib-tokens");
   check(calib_tokens >= 2, "--calib-tokens must be at least 2");
@@ -147,7 +118,7 @@ int cmd_calibrate_kv(int argc, char** argv) {
     if (quantized_k) p.k_smooth = smooth;
     return p;
   };
-  if (budget.relative) budget.value *= probe.ppl_base() / 100;
+  budget.resolve(probe.ppl_base());
   std::fprintf(stderr, "calibration: %lld tokens of %s, windows of %lld; base (f32 KV) PPL %.4f; %.1f s\n",
                (long long)probe.scored_tokens(), text.label.c_str(), (long long)ctx, probe.ppl_base(), now_s() - t0);
 
@@ -156,13 +127,13 @@ int cmd_calibrate_kv(int argc, char** argv) {
   // Uniform caches: the floor (f16 if within budget) and each type, for the report and as a shortcut.
   json uniform = json::object();
   const QualitySummary f16 = probe.measure(S(KvPrecision::uniform(L, KvDtype::f16)));
-  uniform["f16"] = quality(f16);
+  uniform["f16"] = quality_json(f16);
   const KvDtype floor = budget.of(f16) <= budget.value ? KvDtype::f16 : KvDtype::f32;
   const double floor_cost = floor == KvDtype::f16 ? std::max(budget.of(f16), 0.0) : 0.0;
   std::vector<QualitySummary> uniform_q;
   for (KvDtype t : types) {
     uniform_q.push_back(probe.measure(S(KvPrecision::uniform(L, t))));
-    uniform[kv_dtype_name(t)] = quality(uniform_q.back());
+    uniform[kv_dtype_name(t)] = quality_json(uniform_q.back());
   }
 
   // Slots: 2l = layer l's K, 2l+1 = its V. Sensitivity: only that slot lowered, every other at f32.
@@ -179,7 +150,7 @@ int cmd_calibrate_kv(int argc, char** argv) {
           KvPrecision p = KvPrecision::uniform(L, KvDtype::f32);
           (kv ? p.layers[size_t(layer)].v : p.layers[size_t(layer)].k) = t;
           const QualitySummary q = probe.measure(S(p));
-          row[kv ? "v" : "k"][kv_dtype_name(t)] = quality(q);
+          row[kv ? "v" : "k"][kv_dtype_name(t)] = quality_json(q);
           slots[size_t(2 * layer + kv)].options.push_back({t, H * kv_head_bytes(t, D), std::max(budget.of(q), 0.0)});
         }
       sensitivity.push_back(row);
@@ -246,7 +217,7 @@ int cmd_calibrate_kv(int argc, char** argv) {
   const double secs = now_s() - t0;
 
   // Report.
-  const char* unit = budget.kld ? "KLD" : "ΔPPL";
+  const char* unit = budget.unit();
   if (!sensitivity.empty()) {
     std::printf("sensitivity: %s vs the f32 cache with only that layer's K or V lowered\n| layer |", unit);
     for (const char* kv : {"K", "V"})
@@ -292,7 +263,7 @@ int cmd_calibrate_kv(int argc, char** argv) {
                    {"tokens", probe.scored_tokens()},
                    {"ctx", ctx},
                    {"ppl_base", probe.ppl_base()},
-                   {"measured", quality(measured)},
+                   {"measured", quality_json(measured)},
                    {"bytes_per_token", bytes},
                    {"bytes_per_token_f16", b16},
                    {"bytes_per_token_f32", b32},
@@ -305,7 +276,7 @@ int cmd_calibrate_kv(int argc, char** argv) {
   if (args.flag("--json")) {
     json j = file.calibration;
     j.erase("sensitivity");
-    j.update(quality(measured));  // the plan's measured quality, at the top
+    j.update(quality_json(measured));  // the plan's measured quality, at the top
     j["plan"] = out_path;
     j["kv_types"] = plan.describe();
     std::printf("%s\n", j.dump().c_str());

@@ -14,6 +14,7 @@
 #include "commands.h"
 #include "common.h"
 #include "kv_flags.h"
+#include "model/model_identity.h"
 #include "core/error.h"
 #include "core/timer.h"
 #include "engine/session.h"
@@ -113,7 +114,7 @@ int cmd_ppl(int argc, char** argv) {
   if (args.has("--dump-logits")) dump.emplace(args.str("--dump-logits"), n_records, uint64_t(n_vocab));
 
   std::unique_ptr<ReferenceForward> ref;
-  if (use_ref) ref = std::make_unique<ReferenceForward>(*l.model);
+  if (use_ref) ref = std::make_unique<ReferenceForward>(*l.model, skip_plan(args, model_identity(*l.model)));
   WindowLogits scorer(*l.backend, ctx, kv_precision(args, l.model->config().n_layers), ref.get());
   std::vector<double> logp(n_vocab);
   LogitsRecord rec;

@@ -19,6 +19,7 @@ int cmd_bench_spec(int argc, char** argv);        // `tinfer bench spec`, dispat
 int cmd_tokenize(int argc, char** argv);
 int cmd_quantize(int argc, char** argv);
 int cmd_calibrate_kv(int argc, char** argv);
+int cmd_calibrate_skip(int argc, char** argv);
 int cmd_kv_plan(int argc, char** argv);
 int cmd_derive(int argc, char** argv);
 

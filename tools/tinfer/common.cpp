@@ -5,6 +5,8 @@
 
 #include "core/error.h"
 #include "core/timer.h"
+#include "kv_flags.h"
+#include "model/model_identity.h"
 
 namespace tinfer::cli {
 
@@ -57,7 +59,12 @@ Loaded load_model(const Args& args) {
   long long threads = args.integer("--threads");
   check(threads >= 0 && threads <= 1024, "--threads must be in [0, 1024]");
   l.pool = std::make_unique<ThreadPool>(int(threads));
-  l.backend = create_backend("cpu", *l.model, BackendOptions{.pool = l.pool.get(), .act_quant = act_quant(args)});
+  // --skip-plan (when the subcommand declares it): the backend leaves the plan's sub-blocks out of every forward.
+  l.backend = create_backend("cpu", *l.model,
+                             BackendOptions{.pool = l.pool.get(),
+                                            .act_quant = act_quant(args),
+                                            .skip = args.has("--skip-plan") ? skip_plan(args, model_identity(*l.model))
+                                                                            : LayerSkip{}});
   l.load_s = now_s() - t0;
   return l;
 }

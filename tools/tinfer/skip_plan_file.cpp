@@ -1,0 +1,80 @@
+// Layer-skip plan file: JSON in and out, validation (see skip_plan_file.h).
+#include "skip_plan_file.h"
+
+#include "core/error.h"
+#include "plan_json.h"
+
+namespace tinfer::cli {
+
+using nlohmann::json;
+
+namespace {
+// Entry name -> (attention skipped, MLP skipped); the table both directions read.
+struct SkipEntry {
+  const char* name;
+  bool attn, mlp;
+};
+constexpr SkipEntry kEntries[] = {{"none", false, false}, {"attn", true, false}, {"mlp", false, true}, {"both", true, true}};
+}  // namespace
+
+const char* skip_layer_name(const LayerSkip& skip, int64_t l) {
+  for (const SkipEntry& e : kEntries)
+    if (e.attn == skip.skips_attn(l) && e.mlp == skip.skips_mlp(l)) return e.name;
+  return "none";  // unreachable: the table covers all four
+}
+
+json skip_plan_json(const SkipPlanFile& p) {
+  json layers = json::array();
+  for (int64_t l = 0; l < p.model.n_layers; ++l) layers.push_back(skip_layer_name(p.skip, l));
+  return {{"format", kSkipPlanFormat},
+          {"version", kSkipPlanVersion},
+          {"model", model_identity_json(p.model)},
+          {"layers", layers},
+          {"calibration", p.calibration}};
+}
+
+SkipPlanFile parse_skip_plan(const std::string& text, const std::string& origin) {
+  try {
+    const json j = parse_plan_header(text, kSkipPlanFormat, kSkipPlanVersion, "skip plan");
+    SkipPlanFile p;
+    p.model = parse_model_identity(j);
+    const json& layers = json_member(j, "layers", json::value_t::array, "the plan", "an array");
+    check(int64_t(layers.size()) == p.model.n_layers, "\"layers\" lists " + std::to_string(layers.size()) +
+                                                          " layers but \"model\" has " + std::to_string(p.model.n_layers));
+    p.skip = LayerSkip::none(p.model.n_layers);
+    for (size_t l = 0; l < layers.size(); ++l) {
+      const SkipEntry* found = nullptr;
+      for (const SkipEntry& e : kEntries)
+        if (layers[l].is_string() && layers[l].get<std::string>() == e.name) found = &e;
+      check(found != nullptr, "layers[" + std::to_string(l) + "] must be \"none\", \"attn\", \"mlp\" or \"both\", got " +
+                                  layers[l].dump());
+      p.skip.attn[l] = found->attn, p.skip.mlp[l] = found->mlp;
+    }
+    bool any_attention = false;
+    for (uint8_t a : p.skip.attn) any_attention = any_attention || !a;
+    check(any_attention, "the plan skips every layer's attention (no layer would hold KV)");
+    if (j.contains("calibration")) {
+      check(j["calibration"].is_object(), "\"calibration\" must be an object");
+      p.calibration = j["calibration"];
+    }
+    return p;
+  } catch (const Error& e) {
+    fail(origin + ": " + e.what());
+  }
+}
+
+SkipPlanFile read_skip_plan(const std::string& path) {
+  return parse_skip_plan(read_plan_text(path, "skip plan"), "skip plan '" + path + "'");
+}
+
+void write_skip_plan(const SkipPlanFile& plan, const std::string& path) {
+  write_plan_text(skip_plan_json(plan).dump(1) + "\n", path);
+}
+
+LayerSkip load_skip_plan(const std::string& path, const ModelIdentity& model) {
+  SkipPlanFile p = read_skip_plan(path);
+  check_plan_model(p.model, model, "skip plan '" + path + "'");
+  return std::move(p.skip);
+}
+
+}  // namespace tinfer::cli
