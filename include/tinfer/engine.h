@@ -12,6 +12,7 @@
 
 #include "core/act_quant.h"
 #include "core/kv_precision.h"
+#include "core/early_exit.h"
 #include "core/layer_skip.h"
 #include "core/op_profile.h"
 #include "engine/batching_mode.h"
@@ -46,6 +47,7 @@ struct EngineConfig {
   // Calibrated layer skipping (tinfer calibrate-skip, --skip-plan): the sub-blocks every forward leaves out; a
   // layer whose attention is skipped holds no KV (the planner counts only the layers kept). Empty = none.
   LayerSkip skip;
+  EarlyExit early_exit;  // per-token early exit (core/early_exit.h); threshold 1 = off
   ActQuant act_quant = ActQuant::block32;          // int8 activation scales per 32-block, or per token (W8A8)
   BatchingMode batching = BatchingMode::kContinuous;
   bool chunked_prefill = true;
@@ -105,6 +107,9 @@ struct EngineStats {
   std::string spec_mode = "none";
   int64_t spec_drafted = 0, spec_accepted = 0, spec_steps = 0;
   double spec_row_cost = 0;  // the adaptive model's measured price of a verify row (fraction of a 1-row step)
+  // Early exit: rows that could exit (decode rows), rows that did, and the mean layers run per such row.
+  int64_t early_exit_eligible = 0, early_exit_exited = 0;
+  double early_exit_mean_layers = 0;
   double spec_acceptance() const { return spec_drafted > 0 ? double(spec_accepted) / double(spec_drafted) : 0.0; }
 };
 

@@ -9,7 +9,7 @@ namespace {
 
 constexpr const char* kNames[kNumOps] = {
     "embed", "norm", "act_quant", "matmul_qkv", "rope_kv", "attention", "matmul_out", "residual",
-    "matmul_gate_up", "activation", "matmul_down", "lm_head", "sample", "schedule",
+    "matmul_gate_up", "activation", "matmul_down", "lm_head", "exit_head", "sample", "schedule",
     "draft",
 };
 

@@ -26,6 +26,7 @@ enum class Op : uint8_t {
   kActivation,    // SwiGLU
   kMatmulDown,
   kLmHead,
+  kExitHead,      // early exit: the final norm and the head at an exit layer (rows that may exit)
   kSample,        // engine: sampling, penalties, logprobs
   kSchedule,      // engine: scheduler plan + update, CoW copies
   kDraft,         // engine: speculative drafting (prompt lookup, or the whole draft model's forwards)

@@ -67,7 +67,8 @@ class EngineImpl final : public Engine {
     pool_ = std::make_unique<ThreadPool>(config_.threads);  // shared with a draft model's backend
     fwd_ = create_backend("cpu", *model_, BackendOptions{.pool = pool_.get(), .max_positions = max_model_len_cfg_,
                                                           .act_quant = config_.act_quant,
-                                                          .skip = config_.skip});
+                                                          .skip = config_.skip,
+                                                          .early_exit = config_.early_exit});
     precision_ = config_.kv_precision(mc.n_layers);
     const KvPrecision& dtype = precision_;
     const EngineKvBudget budget = kv_budget(config_.kv_memory_bytes, config_.kv_fraction, mc, dtype,
@@ -526,6 +527,10 @@ void EngineImpl::publish_stats() {
   stats_.spec_accepted = ss.spec_accepted;
   stats_.spec_steps = ss.spec_steps;
   stats_.spec_row_cost = spec_ ? spec_->row_cost() : 0.0;
+  const EarlyExitCounters ex = fwd_->early_exit_counters();
+  stats_.early_exit_eligible = ex.eligible;
+  stats_.early_exit_exited = ex.exited;
+  stats_.early_exit_mean_layers = ex.mean_layers(model_->config().n_layers);
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/act_quant.h"
+#include "core/early_exit.h"
 #include "core/layer_skip.h"
 #include "core/kv_precision.h"
 #include "core/op_profile.h"
@@ -43,6 +44,7 @@ struct BackendOptions {
   int64_t max_positions = 0;     // longest sequence to position; 0 = the model's context; more is refused
   ActQuant act_quant = ActQuant::block32;  // CPU: int8 activation scales per 32-block or per token (row)
   LayerSkip skip;  // sub-blocks every forward leaves out (a calibrated skip plan); empty = none
+  EarlyExit early_exit;  // per-token early exit (core/early_exit.h); off by default
 };
 
 class Backend {
@@ -65,6 +67,8 @@ class Backend {
   // Time by operator category of every forward so far (the caller resets it between phases); enable its
   // trace to keep a timeline. Not thread-safe: read it on the thread that calls forward().
   virtual OpProfile& profile() = 0;
+  // Early exit so far (rows that could exit, exited, where); all zero when the backend has none.
+  virtual EarlyExitCounters early_exit_counters() const { return {}; }
 };
 
 // The registry: "cpu" today. Throws Error naming the known backends for an unknown name.

@@ -65,19 +65,20 @@ int64_t checked_positions(const ModelConfig& c, int64_t max_positions) {
 
 CpuForward::CpuForward(const Model& model, const BackendOptions& opts)
     : CpuForward(model, opts.pool ? nullptr : std::make_unique<ThreadPool>(opts.threads), opts.pool,
-                 opts.max_positions, opts.act_quant, opts.skip) {}
+                 opts.max_positions, opts.act_quant, opts.skip, opts.early_exit) {}
 
 CpuForward::CpuForward(const Model& model, ThreadPool& pool, int64_t max_positions)
-    : CpuForward(model, nullptr, &pool, max_positions, ActQuant::block32, {}) {}
+    : CpuForward(model, nullptr, &pool, max_positions, ActQuant::block32, {}, {}) {}
 
 CpuForward::CpuForward(const Model& model, std::unique_ptr<ThreadPool> owned, ThreadPool* pool, int64_t max_positions,
-                       ActQuant act_quant, LayerSkip skip)
+                       ActQuant act_quant, LayerSkip skip, EarlyExit exit)
     : model_(model),
       owned_pool_(std::move(owned)),
       pool_(pool ? *pool : *owned_pool_),
       rope_(model.config(), checked_positions(model.config(), max_positions)),
       act_quant_(act_quant) {
   set_layer_skip(std::move(skip));
+  set_early_exit(std::move(exit));
   const ModelConfig& c = model.config();
   check(c.n_heads / c.n_kv_heads <= 64, "grouped-query attention with more than 64 heads per KV head is unsupported");
   const DecoderTensors& t = model.tensors();
@@ -180,14 +181,18 @@ void CpuForward::forward(const ForwardBatch& batch, KvStorage& kv, float* logits
     OpTimer t(prof, Op::kEmbed);
     embed(batch);
   }
+  // Slots: the step's rows, in batch order until early exit moves the rows that exit behind the ones still
+  // running ([0, na) run the whole layer; [na, n) exited: only their K and V are written, from their exit state).
+  const bool exits = exit_.enabled() && batch.n_layers == 0 && logits != nullptr;
+  begin_slots(batch, exits);
+  int64_t na = n;
+  size_t next_exit = 0;
   const int64_t qkv_w = c.q_dim() + 2 * c.kv_dim(), dim = c.dim, ffn = c.ffn_dim, bs = kv.block_size();
-  att_tables_.resize(size_t(n));
-  for (int64_t i = 0; i < n; ++i) att_tables_[i] = batch.block_tables[batch.seq[i]].data();
   AttentionArgs att;
   att.n_heads = c.n_heads, att.n_kv_heads = c.n_kv_heads, att.head_dim = c.head_dim;
   att.scale = 1.0f / std::sqrt(float(c.head_dim));
   att.n_tokens = n;
-  att.positions = batch.positions.data();
+  att.positions = slot_pos_.data();
   att.block_tables = att_tables_.data();
   att.q = qkv_.data(), att.q_stride = qkv_w;  // q is the first q_dim of each QKV row
   att.out = att_.data(), att.out_stride = c.q_dim();
@@ -197,23 +202,30 @@ void CpuForward::forward(const ForwardBatch& batch, KvStorage& kv, float* logits
   // rereads from cache).
   const double att_ops = attended * double(c.n_heads * c.head_dim) * 4;
 
-  // Per-token element-wise work is split over the pool too (prefill has hundreds of tokens).
-  auto per_token = [&](const std::function<void(int64_t)>& fn) {
-    if (n == 1) return fn(0);
-    pool_.parallel_for(n, 1, [&](int64_t b, int64_t e) {
+  // Per-token element-wise work over the first `count` slots is split over the pool too (prefill has hundreds).
+  auto per_token_n = [&](int64_t count, const std::function<void(int64_t)>& fn) {
+    if (count == 1) return fn(0);
+    pool_.parallel_for(count, 1, [&](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) fn(i);
     });
   };
   for (int64_t l = 0; l < n_layers; ++l) {
+    if (exits && next_exit < exit_.layers.size() && exit_.layers[next_exit] == l) {
+      na = exit_check(l, na, logits);
+      att.n_tokens = na;
+      ++next_exit;
+    }
+    auto per_token = [&](const std::function<void(int64_t)>& fn) { if (na > 0) per_token_n(na, fn); };
     const Layer& L = layers_[l];
     const bool attn_on = !skip_.skips_attn(l), mlp_on = !skip_.skips_mlp(l);
-    if (observer_) observer_(l, LinearInput::kResidual, x_.data(), n, dim);
+    if (observer_) observer_(l, LinearInput::kResidual, x_.data(), na, dim);
     if (attn_on) {
       {
+        // Every slot, exited ones too: their K and V of this layer come from their exit state.
         OpTimer t(prof, Op::kNorm);
-        per_token([&](int64_t i) { rmsnorm(&x_[i * dim], L.attn_norm.data(), &xb_[i * dim], dim, c.rms_eps); });
+        per_token_n(n, [&](int64_t i) { rmsnorm(&x_[i * dim], L.attn_norm.data(), &xb_[i * dim], dim, c.rms_eps); });
       }
-      if (observer_) observer_(l, LinearInput::kAttnIn, xb_.data(), n, dim);
+      if (observer_) observer_(l, LinearInput::kAttnIn, xb_.data(), na, dim);
       L.wqkv.run(xb_.data(), n, qkv_.data(), tmp_, pool_, prof, Op::kMatmulQkv, act_quant_);  // [n][q | k | v]
       {
         // Per token: RoPE on q and k, then K smoothing (if the cache has it) and the KV write. An observer sees
@@ -223,8 +235,8 @@ void CpuForward::forward(const ForwardBatch& batch, KvStorage& kv, float* logits
         const int64_t hd = c.head_dim, group = c.n_heads / c.n_kv_heads;
         auto rope = [&](int64_t i) {
           float* q = &qkv_[i * qkv_w];
-          rope_.apply(q, c.n_heads, batch.positions[i]);
-          rope_.apply(q + c.q_dim(), c.n_kv_heads, batch.positions[i]);
+          rope_.apply(q, c.n_heads, slot_pos_[i]);
+          rope_.apply(q + c.q_dim(), c.n_kv_heads, slot_pos_[i]);
         };
         auto store = [&](int64_t i) {
           float* q = &qkv_[i * qkv_w];
@@ -235,28 +247,31 @@ void CpuForward::forward(const ForwardBatch& batch, KvStorage& kv, float* logits
             for (int64_t h = 0; h < c.n_heads; ++h)
               for (int64_t d = 0; d < hd; ++d) q[h * hd + d] *= ks[(h / group) * hd + d];
           }
-          const int64_t pos = batch.positions[i];
-          kv.write(l, batch.block_tables[batch.seq[i]][pos / bs], pos % bs, k, v);
+          const int64_t pos = slot_pos_[i];
+          kv.write(l, att_tables_[i][pos / bs], pos % bs, k, v);
         };
         if (!observer_) {
-          per_token([&](int64_t i) { rope(i), store(i); });
+          per_token_n(n, [&](int64_t i) { rope(i), store(i); });
         } else {
-          per_token(rope);
-          observer_(l, LinearInput::kAttnQkv, qkv_.data(), n, qkv_w);
-          per_token(store);
+          per_token_n(n, rope);
+          observer_(l, LinearInput::kAttnQkv, qkv_.data(), na, qkv_w);
+          per_token_n(n, store);
         }
       }
-      att.kv = kv.layer_view(l);
-      {
-        const double att_bytes = attended * double(kv.precision().layer_bytes_per_token(l, c.n_kv_heads, c.head_dim));
-        OpTimer t(prof, Op::kAttention, att_bytes, att_ops);
-        paged_attention(att, pool_);
+      if (na > 0) {
+        att.kv = kv.layer_view(l);
+        {
+          const double att_bytes = attended * double(kv.precision().layer_bytes_per_token(l, c.n_kv_heads, c.head_dim));
+          OpTimer t(prof, Op::kAttention, att_bytes, att_ops);
+          paged_attention(att, pool_);
+        }
+        // att_ rows have stride q_dim(); wo reads [n][q_dim] and writes [n][dim] into xb_.
+        if (observer_) observer_(l, LinearInput::kAttnOut, att_.data(), na, c.q_dim());
+        matmul(L.wo, att_.data(), na, xb_.data(), pool_, prof, Op::kMatmulOut, act_quant_);
+        if (observer_) observer_(l, LinearInput::kAttnDelta, xb_.data(), na, dim);
       }
-      // att_ rows have stride q_dim(); wo reads [n][q_dim] and writes [n][dim] into xb_.
-      if (observer_) observer_(l, LinearInput::kAttnOut, att_.data(), n, c.q_dim());
-      matmul(L.wo, att_.data(), n, xb_.data(), pool_, prof, Op::kMatmulOut, act_quant_);
-      if (observer_) observer_(l, LinearInput::kAttnDelta, xb_.data(), n, dim);
     }
+    if (na == 0) continue;  // every row exited: only the deeper layers' KV of the exited rows is left to write
     if (attn_on || mlp_on) {
       // The attention residual add, fused with the MLP's norm when both blocks run.
       OpTimer t(prof, Op::kNorm);
@@ -271,8 +286,8 @@ void CpuForward::forward(const ForwardBatch& batch, KvStorage& kv, float* logits
         per_token([&](int64_t i) { rmsnorm(&x_[i * dim], L.ffn_norm.data(), &xb_[i * dim], dim, c.rms_eps); });
     }
     if (!mlp_on) continue;
-    if (observer_) observer_(l, LinearInput::kFfnIn, xb_.data(), n, dim);
-    L.w_gateup.run(xb_.data(), n, gu_.data(), tmp_, pool_, prof, Op::kMatmulGateUp, act_quant_);  // [n][gate | up]
+    if (observer_) observer_(l, LinearInput::kFfnIn, xb_.data(), na, dim);
+    L.w_gateup.run(xb_.data(), na, gu_.data(), tmp_, pool_, prof, Op::kMatmulGateUp, act_quant_);  // [n][gate | up]
     {
       // SwiGLU, compacted to [n][ffn] for the down GEMM.
       OpTimer t(prof, Op::kActivation);
@@ -282,20 +297,13 @@ void CpuForward::forward(const ForwardBatch& batch, KvStorage& kv, float* logits
         std::memcpy(&ffn_in_[i * ffn], g, ffn * sizeof(float));
       });
     }
-    if (observer_) observer_(l, LinearInput::kFfnMid, ffn_in_.data(), n, ffn);
-    matmul(L.w_down, ffn_in_.data(), n, xb_.data(), pool_, prof, Op::kMatmulDown, act_quant_);
-    if (observer_) observer_(l, LinearInput::kMlpDelta, xb_.data(), n, dim);
+    if (observer_) observer_(l, LinearInput::kFfnMid, ffn_in_.data(), na, ffn);
+    matmul(L.w_down, ffn_in_.data(), na, xb_.data(), pool_, prof, Op::kMatmulDown, act_quant_);
+    if (observer_) observer_(l, LinearInput::kMlpDelta, xb_.data(), na, dim);
     OpTimer t(prof, Op::kResidual);
     per_token([&](int64_t i) { add_inplace(&x_[i * dim], &xb_[i * dim], dim); });
   }
-
-  const int64_t nl = int64_t(batch.logit_rows.size());
-  {
-    OpTimer t(prof, Op::kNorm);
-    for (int64_t r = 0; r < nl; ++r)
-      rmsnorm(&x_[batch.logit_rows[r] * dim], output_norm_.data(), &hidden_[r * dim], dim, c.rms_eps);
-  }
-  if (nl > 0) matmul(output_, hidden_.data(), nl, logits, pool_, prof, Op::kLmHead, act_quant_);
+  final_logits(batch, na, logits);
 }
 
 }  // namespace tinfer

@@ -65,6 +65,11 @@ class CpuForward final : public Backend {
   // changes it between measurements). Error for a plan naming another layer count.
   void set_layer_skip(LayerSkip skip);
   const LayerSkip& layer_skip() const { return skip_; }
+  // Per-token early exit for every later forward (BackendOptions::early_exit at construction); Error for exit
+  // layers outside [1, n_layers - 1] or not ascending, or a threshold outside [0, 1]. Resets nothing.
+  void set_early_exit(EarlyExit exit);
+  const EarlyExit& early_exit() const { return exit_; }
+  EarlyExitCounters early_exit_counters() const override;
 
  private:
   // Row-stacked projections sharing one input (QKV; gate+up): one GEMM when the parts share a
@@ -83,10 +88,18 @@ class CpuForward final : public Backend {
     PackedMatrix w_down;   // [dim][ffn]
   };
   CpuForward(const Model& model, std::unique_ptr<ThreadPool> owned, ThreadPool* pool, int64_t max_positions,
-             ActQuant act_quant, LayerSkip skip);
+             ActQuant act_quant, LayerSkip skip, EarlyExit exit);
   static Stacked pack_stacked(std::initializer_list<const GgufTensor*> parts);
   void ensure_scratch(int64_t n_tokens, int64_t n_logits);
   void embed(const ForwardBatch& batch);
+  // The step's slots (cpu_forward_exit.cpp): slot_pos_, att_tables_, slot_row_ for every row in batch order, and
+  // slot_logit_, the output row of each row that may exit (else -1).
+  void begin_slots(const ForwardBatch& batch, bool exits);
+  // At an exit layer: the exit head over the active slots that may exit; those above the threshold write their
+  // logits and move behind the slots still running ([0, na) on entry). Returns the slots still running.
+  int64_t exit_check(int64_t layer, int64_t na, float* logits);
+  // The final norm and head over the logit rows still running (na of them); exited rows' logits are written.
+  void final_logits(const ForwardBatch& batch, int64_t na, float* logits);
 
   const Model& model_;
   std::unique_ptr<ThreadPool> owned_pool_;  // (declared before pool_: it may be what pool_ refers to)
@@ -96,6 +109,8 @@ class CpuForward final : public Backend {
   OpProfile profile_;  // every forward adds to it (always on; see core/op_profile.h)
   LinearObserver observer_;
   LayerSkip skip_;
+  EarlyExit exit_;
+  EarlyExitCounters exit_counters_;
   std::vector<Layer> layers_;
   std::vector<float> output_norm_;
   PackedMatrix output_;
@@ -103,7 +118,9 @@ class CpuForward final : public Backend {
   // ffn_in [n][ffn].
   int64_t cap_tokens_ = 0, cap_logits_ = 0;
   std::vector<float> x_, xb_, qkv_, att_, gu_, ffn_in_, hidden_, tmp_;
-  std::vector<const int32_t*> att_tables_;  // per token: its sequence's block table (attention args)
+  std::vector<const int32_t*> att_tables_;  // per slot: its sequence's block table (attention args)
+  std::vector<int32_t> slot_pos_, slot_row_, slot_logit_;  // per slot: position, batch row, output row or -1
+  std::vector<float> exit_hidden_, exit_logits_;  // exit head scratch: [k][dim], [k][n_vocab]
 };
 
 std::unique_ptr<Backend> make_cpu_backend(const Model& model, const BackendOptions& opts);

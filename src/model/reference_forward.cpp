@@ -55,7 +55,8 @@ ReferenceForward::ReferenceForward(const Model& model, LayerSkip skip) : model_(
 }
 
 std::vector<std::vector<float>> ReferenceForward::logits(const std::vector<int32_t>& tokens,
-                                                         const std::vector<int64_t>& want) const {
+                                                         const std::vector<int64_t>& want,
+                                                         const std::vector<int32_t>& exit_after) const {
   const ModelConfig& c = model_.config();
   const int64_t n = int64_t(tokens.size()), hd = c.head_dim, group = c.n_heads / c.n_kv_heads;
   std::vector<Vec> x(n);  // residual stream [n][dim]
@@ -64,6 +65,8 @@ std::vector<std::vector<float>> ReferenceForward::logits(const std::vector<int32
   for (size_t l = 0; l < layers_.size(); ++l) {
     const Layer& L = layers_[l];
     const bool attn_on = !skip_.skips_attn(int64_t(l)), mlp_on = !skip_.skips_mlp(int64_t(l));
+    // Positions that exited after fewer layers keep their stream (K and V of this layer still come from it).
+    auto frozen = [&](int64_t i) { return size_t(i) < exit_after.size() && exit_after[size_t(i)] > 0 && int64_t(l) >= exit_after[size_t(i)]; };
     std::vector<Vec> q(n), k(n), v(n);
     for (int64_t i = 0; i < n && attn_on; ++i) {
       Vec h = rmsnorm(x[i], L.attn_norm, c.rms_eps);
@@ -90,10 +93,12 @@ std::vector<std::vector<float>> ReferenceForward::logits(const std::vector<int32
         for (int64_t j = 0; j <= i; ++j)
           for (int64_t d = 0; d < hd; ++d) att[h * hd + d] += score[j] / sum * v[j][kvh * hd + d];
       }
+      if (frozen(i)) continue;
       Vec o = matvec(L.wo, att, c.dim);
       for (int64_t d = 0; d < c.dim; ++d) x[i][d] += o[d];
     }
     for (int64_t i = 0; i < n && mlp_on; ++i) {
+      if (frozen(i)) continue;
       Vec h = rmsnorm(x[i], L.ffn_norm, c.rms_eps);
       Vec g = matvec(L.w_gate, h, c.ffn_dim), u = matvec(L.w_up, h, c.ffn_dim);
       for (int64_t f = 0; f < c.ffn_dim; ++f) g[f] = g[f] / (1.0 + std::exp(-g[f])) * u[f];  // SwiGLU

@@ -20,11 +20,14 @@ TEST(MemoryPlanner, BytesPerToken) {
 
 TEST(MemoryPlanner, PerLayerBytesReplaceTheUniformFormula) {
   // Two layers at 100 and 36 bytes per token (e.g. int8 and int4 with their scales): their sum, whatever
-  // bytes_per_elem says; a count that does not match the layers, or a zero size, is refused.
+  // bytes_per_elem says; a count that does not match the layers, or a negative size, is refused. A zero size is a
+  // layer without KV (its attention skipped by a layer-skip plan): counted as nothing, unless no layer holds any.
   EXPECT_EQ(kv_bytes_per_token({2, 1, 8, 2, {100, 36}}), 136u);
   EXPECT_EQ(plan_kv_memory({2, 1, 8, 2, {100, 36}}, 136 * 16 * 5, 16, 32).num_blocks, 5);
   EXPECT_THROW(kv_bytes_per_token({2, 1, 8, 2, {100}}), Error);
-  EXPECT_THROW(kv_bytes_per_token({2, 1, 8, 2, {100, 0}}), Error);
+  EXPECT_EQ(kv_bytes_per_token({2, 1, 8, 2, {100, 0}}), 100u);
+  EXPECT_THROW(kv_bytes_per_token({2, 1, 8, 2, {0, 0}}), Error);
+  EXPECT_THROW(kv_bytes_per_token({2, 1, 8, 2, {100, -4}}), Error);
 }
 
 TEST(MemoryPlanner, BlocksCapacityAndConcurrency) {

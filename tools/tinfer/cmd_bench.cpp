@@ -9,6 +9,7 @@
 #include "commands.h"
 #include "profile_report.h"
 #include "common.h"
+#include "exit_flags.h"
 #include "kv_flags.h"
 #include "model/model_identity.h"
 #include "core/error.h"
@@ -43,7 +44,7 @@ int cmd_bench(int argc, char** argv) {
   if (argc > 0 && std::string(argv[0]) == "ladder") return cmd_bench_ladder(argc - 1, argv + 1);
   if (argc > 0 && std::string(argv[0]) == "serve") return cmd_bench_serve(argc - 1, argv + 1);
   if (argc > 0 && std::string(argv[0]) == "spec") return cmd_bench_spec(argc - 1, argv + 1);
-  auto spec = concat(concat(model_options(), kv_type_options()),
+  auto spec = concat(concat(concat(model_options(), kv_type_options()), early_exit_options()),
                      {{"--prompt", "prompt tokens", true, "512"},
                                        {"--gen", "generated tokens", true, "128"},
                                        act_quant_option(),
@@ -110,6 +111,12 @@ int cmd_bench(int argc, char** argv) {
               prefill_bound);
   std::printf("decode       %lld tokens: %.1f tok/s (range %.1f-%.1f) = %.0f%% of the bandwidth bound %.1f tok/s (%.1f GB/s effective)\n",
               n_gen, d.median, d.min, d.max, 100 * d.median / decode_bound, decode_bound, d.median * weight_bytes / 1e9);
+  const EarlyExitCounters ex = l.backend->early_exit_counters();
+  const std::string exit_desc = early_exit(args).describe(c.n_layers);
+  if (early_exit(args).enabled())
+    std::printf("early exit   %s: %.1f%% of %lld decode steps exited, %.2f of %lld layers on average\n",
+                exit_desc.c_str(), 100 * ex.share(), (long long)ex.eligible, ex.mean_layers(c.n_layers),
+                (long long)c.n_layers);
   if (args.flag("--profile")) {
     const Roofline3 roof{b.median, int8, fp32, quantized};
     print_profile(stdout, "prefill (per forward of the whole prompt)", pre_prof, repeat, pre_wall, roof);
@@ -118,12 +125,12 @@ int cmd_bench(int argc, char** argv) {
   if (args.has("--trace")) write_trace(prof, args.str("--trace"));
   if (args.flag("--json"))
     std::printf(
-        "{\"model\":\"%s\",\"threads\":%d,\"isa\":\"%s\",\"kv_dtype\":\"%s\",\"skip\":\"%s\",\"act_quant\":\"%s\",\"prompt\":%lld,\"gen\":%lld,\"repeat\":%lld,"
+        "{\"model\":\"%s\",\"threads\":%d,\"isa\":\"%s\",\"kv_dtype\":\"%s\",\"skip\":\"%s\",\"early_exit\":\"%s\",\"early_exit_share\":%.4f,\"act_quant\":\"%s\",\"prompt\":%lld,\"gen\":%lld,\"repeat\":%lld,"
         "\"weight_bytes\":%.0f,\"prefill_tok_s\":%.3f,\"prefill_tok_s_min\":%.3f,\"prefill_tok_s_max\":%.3f,"
         "\"decode_tok_s\":%.3f,\"decode_tok_s_min\":%.3f,\"decode_tok_s_max\":%.3f,\"read_gbps\":%.2f,"
         "\"fp32_gflops\":%.1f,\"int8_gops\":%.1f,\"decode_roofline_pct\":%.1f,\"prefill_roofline_pct\":%.1f,"
         "\"decode_effective_gbps\":%.2f,\"profile_prefill\":%s,\"profile_decode\":%s}\n",
-        l.model->path().c_str(), l.pool->size(), isa_name(active_isa()), kv.describe().c_str(), skipped.c_str(),
+        l.model->path().c_str(), l.pool->size(), isa_name(active_isa()), kv.describe().c_str(), skipped.c_str(), exit_desc.c_str(), ex.share(),
         act_quant_name(act_quant(args)), n_prompt, n_gen, repeat, weight_bytes,
         p.median, p.min, p.max, d.median, d.min, d.max, b.median, fp32, int8, 100 * d.median / decode_bound,
         100 * p.median / prefill_bound, d.median * weight_bytes / 1e9, profile_json(pre_prof, repeat, pre_wall).c_str(),

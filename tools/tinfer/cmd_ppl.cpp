@@ -13,6 +13,7 @@
 
 #include "commands.h"
 #include "common.h"
+#include "exit_flags.h"
 #include "kv_flags.h"
 #include "model/model_identity.h"
 #include "core/error.h"
@@ -29,12 +30,14 @@ namespace tinfer::cli {
 namespace {
 // The comparison report: human lines, then the machine-readable last line (key=value or JSON).
 void print_comparison(const QualitySummary& s, const std::string& base_label, const std::string& this_label,
-                      int64_t ctx, int64_t stride, bool json) {
+                      int64_t ctx, int64_t stride, bool json, const nlohmann::json& extra) {
   std::printf("base           %s\n", base_label.c_str());
   std::printf("this           %s\n", this_label.c_str());
   print_quality_lines(s);
   if (json) {
-    std::printf("%s\n", quality_json(s, ctx, stride).dump().c_str());
+    nlohmann::json j = quality_json(s, ctx, stride);
+    j.update(extra);
+    std::printf("%s\n", j.dump().c_str());
   } else {
     std::printf(
         "nll=%.4f ppl=%.4f tokens=%lld ppl_base=%.4f dppl=%.5f dppl_se=%.5f kld_mean=%.6g kld_median=%.6g "
@@ -57,7 +60,7 @@ int cmd_ppl(int argc, char** argv) {
                       {"--dump-logits", "(testing) write every scored position's fp32 logits as a .npy file"},
                       {"--json", "print one JSON object on the last line", false},
                       act_quant_option()});
-  spec = concat(spec, kv_type_options());
+  spec = concat(concat(spec, kv_type_options()), early_exit_options());
   Args args(argc, argv, spec,
             "tinfer ppl -m MODEL -f TEXT [--ctx N] [--stride S] [--max-tokens N] [--kv-dtype T] [--kv-dtype-k T] [--kv-dtype-v T] [--reference]\n"
             "       [--act-quant block32|token] [--save-logits FILE | --kld-base FILE] [--json]");
@@ -115,7 +118,9 @@ int cmd_ppl(int argc, char** argv) {
 
   std::unique_ptr<ReferenceForward> ref;
   if (use_ref) ref = std::make_unique<ReferenceForward>(*l.model, skip_plan(args, model_identity(*l.model)));
-  WindowLogits scorer(*l.backend, ctx, kv_precision(args, l.model->config().n_layers), ref.get());
+  // With --early-exit (any threshold, 1 included: the baseline) one token per step, as decode runs it.
+  const bool decode_steps = args.has("--early-exit");
+  WindowLogits scorer(*l.backend, ctx, kv_precision(args, l.model->config().n_layers), ref.get(), decode_steps ? 1 : 512);
   std::vector<double> logp(n_vocab);
   LogitsRecord rec;
   QualityAccumulator acc;
@@ -143,19 +148,29 @@ int cmd_ppl(int argc, char** argv) {
   const double mean = total / double(scored);
   std::fprintf(stderr, "scored %lld tokens in %.2f s (%.1f tok/s), windows of %lld tokens every %lld, %s path\n",
                (long long)scored, secs, scored / secs, (long long)ctx, (long long)stride, ref ? "reference" : "fast");
+  nlohmann::json extra = {{"tok_s", scored / secs}};
+  if (decode_steps) {  // what early exit did: share of the scored steps that exited, layers run on average
+    const EarlyExitCounters ex = l.backend->early_exit_counters();
+    const int64_t L = l.model->config().n_layers;
+    std::fprintf(stderr, "early exit     %s: %.1f%% of %lld decode steps exited, %.2f of %lld layers on average\n",
+                 early_exit(args).describe(L).c_str(), 100 * ex.share(), (long long)ex.eligible, ex.mean_layers(L),
+                 (long long)L);
+    extra["early_exit"] = early_exit(args).describe(L);
+    extra["early_exit_share"] = ex.share();
+    extra["mean_layers"] = ex.mean_layers(L);
+  }
   if (!base) {
-    if (args.flag("--json"))
-      std::printf(
-          "%s\n",
-          nlohmann::json{{"nll", mean}, {"ppl", std::exp(mean)}, {"tokens", scored}, {"ctx", ctx}, {"stride", stride}}
-              .dump()
-              .c_str());
+    if (args.flag("--json")) {
+      nlohmann::json j = {{"nll", mean}, {"ppl", std::exp(mean)}, {"tokens", scored}, {"ctx", ctx}, {"stride", stride}};
+      j.update(extra);
+      std::printf("%s\n", j.dump().c_str());
+    }
     else
       std::printf("nll=%.4f ppl=%.4f tokens=%lld\n", mean, std::exp(mean), (long long)scored);
     return 0;
   }
 
-  print_comparison(acc.summarize(), base->info().label, label, ctx, stride, args.flag("--json"));
+  print_comparison(acc.summarize(), base->info().label, label, ctx, stride, args.flag("--json"), extra);
   return 0;
 }
 

@@ -7,6 +7,7 @@
 #include "core/isa.h"
 #include "engine/generate.h"
 #include "engine/text_stream.h"
+#include "exit_flags.h"
 #include "kv_flags.h"
 #include "model/tokenizer/tokenizer.h"
 #include "run_beams.h"
@@ -19,7 +20,7 @@ int cmd_run(int argc, char** argv) {
                       {"-n,--n-predict", "tokens to generate", true, "128"},
                       {"--chat", "wrap the prompt as a user message in the chat template", false},
                       {"--ignore-eos", "keep generating past end-of-generation tokens", false}});
-  spec = concat(concat(spec, kv_type_options()), beam_options());
+  spec = concat(concat(concat(spec, kv_type_options()), early_exit_options()), beam_options());
   Args args(argc, argv, spec,
             "tinfer run -m MODEL -p PROMPT [-n N] [--temp T] [--top-k K] [--top-p P] [--seed S] [--chat] "
             "[--kv-dtype T | --kv-plan FILE] [--beams N [--length-penalty X] [--early-stopping]]");

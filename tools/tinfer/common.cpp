@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "core/timer.h"
+#include "exit_flags.h"
 #include "kv_flags.h"
 #include "model/model_identity.h"
 
@@ -64,7 +65,8 @@ Loaded load_model(const Args& args) {
                              BackendOptions{.pool = l.pool.get(),
                                             .act_quant = act_quant(args),
                                             .skip = args.has("--skip-plan") ? skip_plan(args, model_identity(*l.model))
-                                                                            : LayerSkip{}});
+                                                                            : LayerSkip{},
+                                            .early_exit = early_exit(args)});
   l.load_s = now_s() - t0;
   return l;
 }

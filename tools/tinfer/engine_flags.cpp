@@ -6,12 +6,13 @@
 
 #include "common.h"
 #include "core/error.h"
+#include "exit_flags.h"
 #include "kv_flags.h"
 
 namespace tinfer::cli {
 
 std::vector<OptionSpec> engine_options() {
-  return concat(kv_type_options(), {
+  return concat(concat(kv_type_options(), early_exit_options()), {
       {"--kv-memory", "KV cache budget in bytes (K/M/G suffixes); overrides --kv-fraction"},
       {"--kv-fraction", "KV budget as a fraction of MemAvailable after loading", true, "0.5"},
       {"--block-size", "KV block size in tokens", true, "16"},
@@ -76,6 +77,11 @@ EngineConfig engine_config(const Args& args) {
   if (!kv::parse_kv_layout(args.str("--kv-layout"), &c.kv_layout))
     errs.push_back("--kv-layout must be paged or reserved, got '" + args.str("--kv-layout") + "'");
   parse_kv_types(args, c, errs);
+  try {
+    c.early_exit = early_exit(args);
+  } catch (const Error& e) {
+    errs.push_back(e.what());
+  }
   if (!parse_act_quant(args.str("--act-quant"), &c.act_quant))
     errs.push_back("--act-quant must be block32 or token, got '" + args.str("--act-quant") + "'");
   c.max_batched_tokens = static_cast<int>(args.integer("--max-batched-tokens"));

@@ -30,8 +30,12 @@ std::vector<int32_t> scoring_sequence(const Tokenizer& tok, const std::string& t
   return seq;
 }
 
-WindowLogits::WindowLogits(Backend& backend, int64_t ctx, const KvPrecision& kv_precision, const ReferenceForward* ref)
-    : session_(backend, ctx, kv_precision), ref_(ref), n_vocab_(backend.config().n_vocab) {}
+WindowLogits::WindowLogits(Backend& backend, int64_t ctx, const KvPrecision& kv_precision, const ReferenceForward* ref,
+                           int64_t chunk)
+    : session_(backend, ctx, kv_precision),
+      ref_(ref),
+      n_vocab_(backend.config().n_vocab),
+      chunk_(chunk) {}
 
 const std::vector<float>& WindowLogits::score(const std::vector<int32_t>& seq, const ScoreWindow& w) {
   std::vector<int32_t> window(seq.begin() + w.begin, seq.begin() + w.end);
@@ -43,7 +47,7 @@ const std::vector<float>& WindowLogits::score(const std::vector<int32_t>& seq, c
     for (const auto& row : ref_->logits(window, want)) logits_.insert(logits_.end(), row.begin(), row.end());
   } else {
     session_.reset();
-    session_.feed_all_logits(window, logits_);
+    session_.feed_all_logits(window, logits_, chunk_);
     logits_.erase(logits_.begin(), logits_.begin() + first_row * n_vocab_);
   }
   return logits_;

@@ -28,8 +28,11 @@ std::vector<int32_t> scoring_sequence(const Tokenizer& tok, const std::string& t
 // Feeds windows of a sequence through one model and returns the logits of each window's scored targets.
 class WindowLogits {
  public:
-  // ref: score with the reference forward pass instead of the backend (the backend still sizes nothing).
-  WindowLogits(Backend& backend, int64_t ctx, const KvPrecision& kv_precision, const ReferenceForward* ref = nullptr);
+  // ref: score with the reference forward pass instead of the backend (the backend still sizes nothing). chunk:
+  // tokens per forward of the fast path; 1 is teacher-forced decode, what early exit needs (only a sequence's
+  // lone row may exit, so whole-window prefill would measure nothing of it).
+  WindowLogits(Backend& backend, int64_t ctx, const KvPrecision& kv_precision, const ReferenceForward* ref = nullptr,
+               int64_t chunk = 512);
   // [w.end - w.first_target][n_vocab]: row i holds the logits predicting token w.first_target + i.
   const std::vector<float>& score(const std::vector<int32_t>& seq, const ScoreWindow& w);
   int64_t n_vocab() const { return n_vocab_; }
@@ -39,6 +42,7 @@ class WindowLogits {
   const ReferenceForward* ref_;
   int64_t n_vocab_;
   std::vector<float> logits_;
+  int64_t chunk_;  // tokens per forward
 };
 
 // "PPL base ... / PPL <this_name> ... / ΔPPL / KLD / same top token / Δp of target" lines on stdout.

@@ -12,7 +12,7 @@ namespace {
 // GEMMs run on int8 (quantized weights) and are set against the int8 peak; everything else is fp32 work.
 bool int8_op(Op op) {
   return op == Op::kMatmulQkv || op == Op::kMatmulOut || op == Op::kMatmulGateUp || op == Op::kMatmulDown ||
-         op == Op::kLmHead;
+         op == Op::kLmHead || op == Op::kExitHead;
 }
 
 }  // namespace
