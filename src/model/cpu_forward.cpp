@@ -99,16 +99,36 @@ CpuForward::CpuForward(const Model& model, std::unique_ptr<ThreadPool> owned, Th
 size_t CpuForward::packed_bytes(bool skipped_too) const {
   size_t total = output_.data.size();
   for (size_t l = 0; l < layers_.size(); ++l) {
+    if (!skipped_too) {
+      total += layer_bytes(int64_t(l));
+      continue;
+    }
     const Layer& L = layers_[l];
-    if (skipped_too || !skip_.skips_attn(int64_t(l))) {
-      for (const PackedMatrix& p : L.wqkv.parts) total += p.data.size();
-      total += L.wo.data.size();
-    }
-    if (skipped_too || !skip_.skips_mlp(int64_t(l))) {
-      for (const PackedMatrix& p : L.w_gateup.parts) total += p.data.size();
-      total += L.w_down.data.size();
-    }
+    for (auto* s : {&L.wqkv, &L.w_gateup})
+      for (const PackedMatrix& p : s->parts) total += p.data.size();
+    total += L.wo.data.size() + L.w_down.data.size();
   }
+  return total;
+}
+
+size_t CpuForward::layer_bytes(int64_t l) const {
+  const Layer& L = layers_[size_t(l)];
+  size_t total = 0;
+  if (!skip_.skips_attn(l)) {
+    for (const PackedMatrix& p : L.wqkv.parts) total += p.data.size();
+    total += L.wo.data.size();
+  }
+  if (!skip_.skips_mlp(l)) {
+    for (const PackedMatrix& p : L.w_gateup.parts) total += p.data.size();
+    total += L.w_down.data.size();
+  }
+  return total;
+}
+
+size_t CpuForward::qkv_bytes(int64_t l) const {
+  if (skip_.skips_attn(l)) return 0;
+  size_t total = 0;
+  for (const PackedMatrix& p : layers_[size_t(l)].wqkv.parts) total += p.data.size();
   return total;
 }
 

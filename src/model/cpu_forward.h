@@ -52,6 +52,10 @@ class CpuForward final : public Backend {
   ThreadPool& pool() const { return pool_; }
   // Packed weight bytes, of every sub-block or only of those the layer skip keeps.
   size_t packed_bytes(bool skipped_too = true) const;
+  // Packed bytes of layer l's kept sub-blocks, and of the output head (early exit's cost model).
+  size_t layer_bytes(int64_t l) const;
+  size_t qkv_bytes(int64_t l) const;  // what state copying reads per deeper layer (0 when its attention is skipped)
+  size_t head_bytes() const { return output_.data.size(); }
 
   // Runs one step: writes K/V of every batch token into `kv` (a KvStorage), then fills `logits`
   // ([batch.logit_rows.size()][n_vocab], row-major) for the requested rows.

@@ -236,6 +236,14 @@ int cmd_bench_throughput(int argc, char** argv) {
     j["spec_draft_s"] = draft.seconds;
     j["spec_forward_s"] = forward_s;
   }
+  if (s.early_exit_eligible > 0) {
+    std::printf("early exit: %lld of %lld decode rows exited (%.1f%%), %.2f layers on average\n",
+                (long long)s.early_exit_exited, (long long)s.early_exit_eligible,
+                100.0 * double(s.early_exit_exited) / double(s.early_exit_eligible), s.early_exit_mean_layers);
+    j["early_exit_rows"] = s.early_exit_eligible;
+    j["early_exit_exited"] = s.early_exit_exited;
+    j["early_exit_mean_layers"] = s.early_exit_mean_layers;
+  }
   if (args.flag("--profile")) {
     print_profile(stdout, "engine step", prof, s.steps, r.wall_s, roof);
     j["profile"] = nlohmann::json::parse(profile_json(prof, s.steps, r.wall_s));

@@ -20,6 +20,7 @@ int cmd_tokenize(int argc, char** argv);
 int cmd_quantize(int argc, char** argv);
 int cmd_calibrate_kv(int argc, char** argv);
 int cmd_calibrate_skip(int argc, char** argv);
+int cmd_calibrate_exit(int argc, char** argv);
 int cmd_kv_plan(int argc, char** argv);
 int cmd_derive(int argc, char** argv);
 

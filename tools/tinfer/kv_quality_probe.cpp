@@ -10,13 +10,13 @@
 
 namespace tinfer::cli {
 
-KvQualityProbe::KvQualityProbe(Backend& backend, ThreadPool* pool, std::vector<int32_t> seq, int64_t ctx)
-    : backend_(backend), pool_(pool), seq_(std::move(seq)), ctx_(ctx), n_vocab_(backend.config().n_vocab) {
+KvQualityProbe::KvQualityProbe(Backend& backend, ThreadPool* pool, std::vector<int32_t> seq, int64_t ctx, int64_t chunk)
+    : backend_(backend), pool_(pool), seq_(std::move(seq)), ctx_(ctx), n_vocab_(backend.config().n_vocab), chunk_(chunk) {
   check(seq_.size() >= 2, "the calibration text gives fewer than 2 tokens");
   check(ctx_ >= 2, "--ctx must be at least 2");
   windows_ = score_windows(int64_t(seq_.size()), ctx_, ctx_ - 1);
   const int64_t n_layers = backend.config().n_layers;
-  WindowLogits scorer(backend_, ctx_, KvPrecision::uniform(n_layers, KvDtype::f32));
+  WindowLogits scorer(backend_, ctx_, KvPrecision::uniform(n_layers, KvDtype::f32), nullptr, chunk_);
   base_logp_.reserve((seq_.size() - 1) * size_t(n_vocab_));
   double total = 0;
   for (const ScoreWindow& w : windows_) {
@@ -46,7 +46,7 @@ void KvQualityProbe::log_softmax_rows(const float* logits, int64_t n) {
 
 QualitySummary KvQualityProbe::measure(const KvPrecision& precision) {
   ++evaluations_;
-  WindowLogits scorer(backend_, ctx_, precision);
+  WindowLogits scorer(backend_, ctx_, precision, nullptr, chunk_);
   QualityAccumulator acc;
   std::vector<double> kl;
   int64_t at = 0;  // scored positions before this window

@@ -18,8 +18,9 @@ namespace tinfer::cli {
 class KvQualityProbe {
  public:
   // Scores seq in windows of ctx tokens overlapping by one (every target once) with an f32 KV cache. Memory:
-  // 4 bytes x vocabulary per scored token. pool (may be null) spreads the log-softmax and KL rows.
-  KvQualityProbe(Backend& backend, ThreadPool* pool, std::vector<int32_t> seq, int64_t ctx);
+  // 4 bytes x vocabulary per scored token. pool (may be null) spreads the log-softmax and KL rows. chunk: tokens
+  // per forward (1: teacher-forced decode, what early exit needs; ppl_scoring.h).
+  KvQualityProbe(Backend& backend, ThreadPool* pool, std::vector<int32_t> seq, int64_t ctx, int64_t chunk = 512);
   // The comparison of the cache in `precision` against the base (layer count must be the model's).
   QualitySummary measure(const KvPrecision& precision);
   int64_t scored_tokens() const { return int64_t(base_nll_.size()); }
@@ -33,7 +34,7 @@ class KvQualityProbe {
   Backend& backend_;
   ThreadPool* pool_;
   std::vector<int32_t> seq_;
-  int64_t ctx_, n_vocab_;
+  int64_t ctx_, n_vocab_, chunk_;
   std::vector<ScoreWindow> windows_;
   std::vector<float> base_logp_;  // [scored][n_vocab]
   std::vector<double> base_nll_;  // [scored]

@@ -23,6 +23,7 @@ const Entry kCommands[] = {
     {"quantize", tinfer::cli::cmd_quantize, "quantize a GGUF (q8_0 ... q2_k, mixed recipe, rtn/gptq/awq) with a size and quality report"},
     {"derive", tinfer::cli::cmd_derive, "write a model with a subset of its layers (a draft / routing model sharing the tokenizer)"},
     {"calibrate-kv", tinfer::cli::cmd_calibrate_kv, "choose per-layer KV cache types within a quality budget; writes a --kv-plan file"},
+    {"calibrate-exit", tinfer::cli::cmd_calibrate_exit, "choose the early-exit threshold within a quality budget; prints the --early-exit flags"},
     {"calibrate-skip", tinfer::cli::cmd_calibrate_skip, "choose layer sub-blocks to skip within a quality budget; writes a --skip-plan file"},
     {"kv-plan", tinfer::cli::cmd_kv_plan, "KV cache accounting without loading weights: bytes/token, tokens and sequences that fit"},
     {"synth", tinfer::cli::cmd_synth, "write a random-weight model with a real architecture's shapes"},

@@ -1,0 +1,178 @@
+// tinfer calibrate-exit: the early-exit threshold chosen by calibration. On a calibration text (default: the slice
+// tinfer quantize uses, disjoint from every evaluation slice) scored as teacher-forced decode (one token per step,
+// so every token may exit), the model without early exit is the base. For each candidate exit layer (--exit-layers
+// fixes one set; by default single exits at several depths), the lowest threshold whose measured quality (mean
+// KLD or ΔPPL against the base, with state copying and all) is within the budget is found by bisection on
+// -log10(1 - threshold) in [0.3, 4] (threshold 0.5 .. 0.9999); each found setting's share of exiting tokens gives
+// its weight bytes per decode token (exit_cost.h), and the cheapest within budget is printed as the flags to use.
+// When no setting reads fewer bytes than running every layer, it says so: early exit would slow decode down.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <unistd.h>
+
+#include "calib_text.h"
+#include "commands.h"
+#include "common.h"
+#include "core/error.h"
+#include "core/timer.h"
+#include "exit_cost.h"
+#include "exit_flags.h"
+#include "kv_quality_probe.h"
+#include "model/cpu_forward.h"
+#include "quality_budget.h"
+
+namespace tinfer::cli {
+
+using nlohmann::json;
+
+namespace {
+
+struct ExitTrial {
+  std::vector<int32_t> layers;
+  double threshold = 1;
+  bool feasible = false;
+  QualitySummary q{};
+  EarlyExitCounters counters;
+  double bytes = 0;  // predicted weight bytes per decode token
+};
+
+EarlyExitCounters minus(const EarlyExitCounters& a, const EarlyExitCounters& b) {
+  EarlyExitCounters d = a;
+  d.eligible -= b.eligible, d.exited -= b.exited;
+  for (size_t l = 0; l < d.exited_after.size() && l < b.exited_after.size(); ++l) d.exited_after[l] -= b.exited_after[l];
+  return d;
+}
+
+std::string layer_list(const std::vector<int32_t>& layers) {
+  std::string s;
+  for (int32_t l : layers) s += (s.empty() ? "" : ",") + std::to_string(l);
+  return s;
+}
+
+}  // namespace
+
+int cmd_calibrate_exit(int argc, char** argv) {
+  const CalibText default_text{std::string(kDefaultCalibFile) + " from byte " + std::to_string(kDefaultCalibOffset)};
+  auto spec = concat(concat(model_options(), quality_budget_options("the model without early exit")),
+                     {{"--calib", "calibration text file (default: " + default_text.label +
+                                      ", disjoint from the evaluation slices)"},
+                      {"--calib-tokens", "calibration tokens (BOS included), scored one per step", true, "512"},
+                      {"--layers", "one exit layer set to calibrate, as --exit-layers takes it (default: single exits at several depths)"},
+                      {"--steps", "bisection steps per exit layer set", true, "6"},
+                      {"--json", "print one JSON object on the last line", false}});
+  spec.push_back(act_quant_option());
+  Args args(argc, argv, spec,
+            "tinfer calibrate-exit -m MODEL (--budget-kld X | --budget-ppl X[%]) [--calib FILE] [--calib-tokens N] "
+            "[--ctx N] [--layers L1,L2] [--steps N] [--json] [-t N]");
+  check(args.has("--model"), "missing -m MODEL\n" + args.help());
+  QualityBudget budget = parse_quality_budget(args);
+  const long long calib_tokens = args.integer("--calib-tokens"), steps = args.integer("--steps");
+  check(calib_tokens >= 2, "--calib-tokens must be at least 2");
+  check(steps >= 0 && steps <= 30, "--steps must be in [0, 30]");
+  std::vector<std::vector<int32_t>> sets;
+  if (args.has("--layers")) sets.push_back(parse_exit_layers(args.str("--layers")));
+  const CalibText text = args.has("--calib") ? CalibText{args.str("--calib"), args.str("--calib"), 0} : default_calib_text();
+
+  const double t0 = now_s();
+  Loaded l = load_model(args);
+  auto* fwd = dynamic_cast<CpuForward*>(l.backend.get());
+  check(fwd != nullptr, "calibrate-exit runs on the CPU backend");
+  const ModelConfig& mc = l.model->config();
+  const int64_t L = mc.n_layers;
+  check(L >= 2, "early exit needs a model of at least 2 layers");
+  if (sets.empty())
+    for (int64_t e : {L - 1, L - 2, L - 4, (5 * L) / 6, (2 * L) / 3})
+      if (e >= 1 && std::none_of(sets.begin(), sets.end(), [&](const auto& s) { return s[0] == e; }))
+        sets.push_back({int32_t(e)});
+  for (const auto& s : sets) fwd->set_early_exit(EarlyExit{s, 0.5f});  // refuses a layer outside [1, L-1] now
+  fwd->set_early_exit(EarlyExit{});
+  const int64_t ctx = args.has("--ctx") ? context_length(args, *l.model) : std::min<int64_t>(mc.ctx_len, 512);
+  const std::vector<int32_t> calib = calibration_tokens(l.model->tokenizer(), text, calib_tokens);
+  KvQualityProbe probe(*fwd, l.pool.get(), calib, ctx, 1);  // the base: every layer, one token per step
+  budget.resolve(probe.ppl_base());
+  ExitCostModel cost;
+  for (int64_t i = 0; i < L; ++i) cost.layer_bytes.push_back(double(fwd->layer_bytes(i))), cost.qkv_bytes.push_back(double(fwd->qkv_bytes(i)));
+  cost.head_bytes = double(fwd->head_bytes());
+  std::fprintf(stderr, "calibration: %lld tokens of %s one per step, windows of %lld; base PPL %.4f; %.1f s\n",
+               (long long)probe.scored_tokens(), text.label.c_str(), (long long)ctx, probe.ppl_base(), now_s() - t0);
+
+  const KvPrecision f32 = KvPrecision::uniform(L, KvDtype::f32);
+  auto measure = [&](const std::vector<int32_t>& layers, double t) {
+    ExitTrial r{layers, t};
+    fwd->set_early_exit(EarlyExit{layers, float(t)});
+    const EarlyExitCounters before = fwd->early_exit_counters();
+    r.q = probe.measure(f32);
+    r.counters = minus(fwd->early_exit_counters(), before);
+    fwd->set_early_exit(EarlyExit{});
+    r.feasible = budget.within(r.q);
+    r.bytes = cost.mean(layers, r.counters);
+    return r;
+  };
+  std::vector<ExitTrial> found;
+  const bool progress = isatty(2);
+  for (const auto& s : sets) {
+    double lo = 0.3, hi = 4.0;  // k = -log10(1 - threshold): hi within budget (if anything is), lo maybe not
+    ExitTrial best = measure(s, 1 - std::pow(10.0, -hi));
+    if (best.feasible) {
+      const ExitTrial low = measure(s, 1 - std::pow(10.0, -lo));
+      if (low.feasible) best = low, hi = lo;
+      for (long long i = 0; i < steps && hi - lo > 0.05 && !low.feasible; ++i) {
+        const double mid = 0.5 * (lo + hi);
+        const ExitTrial m = measure(s, 1 - std::pow(10.0, -mid));
+        if (m.feasible) best = m, hi = mid;
+        else lo = mid;
+      }
+    }
+    if (progress) std::fprintf(stderr, "\rexit after %s: %.0f s   ", layer_list(s).c_str(), now_s() - t0);
+    found.push_back(best);
+  }
+  if (progress) std::fprintf(stderr, "\n");
+
+  // Report: per set, the lowest threshold within budget; the cheapest wins.
+  const double full = cost.full();
+  std::printf("per exit layer set: the lowest threshold within %s %s (teacher-forced decode, state copying)\n",
+              budget.unit(), budget.text.c_str());
+  std::printf("| exit after | threshold | tokens exiting | KLD | ΔPPL | top-1 | weight bytes/token vs every layer |\n"
+              "|---|---|---|---|---|---|---|\n");
+  const ExitTrial* pick = nullptr;
+  for (const ExitTrial& t : found) {
+    if (!t.feasible) {
+      std::printf("| %s | none within budget (0.9999: KLD %.4g, ΔPPL %+.4f) | | | | | |\n", layer_list(t.layers).c_str(),
+                  t.q.kl_mean, t.q.dppl);
+      continue;
+    }
+    std::printf("| %s | %.6g | %.1f%% | %.4g | %+.4f (%+.2f%%) | %.2f%% | %.3f |\n", layer_list(t.layers).c_str(),
+                t.threshold, 100 * t.counters.share(), t.q.kl_mean, t.q.dppl, 100 * t.q.dppl / probe.ppl_base(),
+                100 * t.q.top1, t.bytes / full);
+    if (!pick || t.bytes < pick->bytes) pick = &t;
+  }
+  const double secs = now_s() - t0;
+  json j = {{"metric", budget.metric()}, {"budget", budget.value}, {"budget_arg", budget.text},
+            {"tokens", probe.scored_tokens()}, {"ppl_base", probe.ppl_base()}, {"seconds", secs},
+            {"evaluations", probe.evaluations()}};
+  if (!pick) {
+    std::printf("result       no exit layer set keeps the budget even at threshold 0.9999\n");
+    j["within_budget"] = false;
+  } else {
+    const bool helps = pick->bytes < full;
+    std::printf("result       --early-exit %.6g --exit-layers %s: %.1f%% of tokens exit, %.3f of the weight bytes per "
+                "decode token%s\n",
+                pick->threshold, layer_list(pick->layers).c_str(), 100 * pick->counters.share(), pick->bytes / full,
+                helps ? "" : " -- more than without early exit: it would slow decode down (the exit head costs more "
+                             "than the layers it saves)");
+    j.update(quality_json(pick->q));
+    j["within_budget"] = true;
+    j["threshold"] = pick->threshold;
+    j["exit_layers"] = layer_list(pick->layers);
+    j["exit_share"] = pick->counters.share();
+    j["bytes_ratio"] = pick->bytes / full;
+    j["flags"] = "--early-exit " + std::to_string(pick->threshold) + " --exit-layers " + layer_list(pick->layers);
+  }
+  std::printf("time         %.1f s, %lld evaluations\n", secs, (long long)probe.evaluations());
+  if (args.flag("--json")) std::printf("%s\n", j.dump().c_str());
+  return 0;
+}
+
+}  // namespace tinfer::cli
