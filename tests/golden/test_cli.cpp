@@ -39,7 +39,7 @@ void expect_error(const std::string& args, const std::string& needle) {
 // Every subcommand answers --help (and -h) with its usage on stdout and exit status 0, doing nothing else.
 TEST(Cli, EverySubcommandAnswersHelp) {
   for (std::string cmd : {"run", "chat", "info", "ppl", "synth", "bench", "bench throughput", "bench ladder",
-                          "bench serve", "serve", "tokenize", "quantize", "kv-plan"}) {
+                          "bench serve", "serve", "tokenize", "quantize", "kv-plan", "calibrate-skip", "calibrate-exit"}) {
     for (const char* flag : {"--help", "-h"}) {
       auto r = test::run_command(test::tinfer_bin() + " " + cmd + " " + flag + " 2>/dev/null");
       EXPECT_EQ(r.status, 0) << cmd << " " << flag << "\n" << r.out;
@@ -85,12 +85,21 @@ TEST(Cli, BenchLadderTinyAppliesEveryRung) {
   auto c = test::run_command(test::tinfer_bin() + " calibrate-kv -m " + model + " --calib-tokens 512 --ctx 256 " +
                              "--budget-kld 0.01 -t 2 -o " + plan + " 2>&1");
   ASSERT_EQ(c.status, 0) << c.out;
+  std::string skip_plans;
+  for (const char* budget : {"0.3", "0.8"}) {  // stories260K on wikitext: attention 2, then 2 and 4
+    const std::string p = temp_file(std::string("ladder-skip-") + budget + ".json", "");
+    auto sc = test::run_command(test::tinfer_bin() + " calibrate-skip -m " + model + " --calib-tokens 512 --ctx 256 " +
+                                "--budget-kld " + budget + " -t 2 -o " + p + " 2>&1");
+    ASSERT_EQ(sc.status, 0) << sc.out;
+    skip_plans += (skip_plans.empty() ? "" : ",") + p;
+  }
   auto r = test::run_command("TINFER_SHARED=" + shared + " " + test::tinfer_bin() + " bench ladder -m " + model +
-                             " --tiny --kv-memory 8M --ctx 256 --max-seqs 8 -t 2 --kv-plan " + plan + " --json 2>&1");
+                             " --tiny --kv-memory 8M --ctx 256 --max-seqs 8 -t 2 --kv-plan " + plan +
+                             " --ladder-skip-plans " + skip_plans + " --ladder-exit 0.9,0 --ladder-exit-layers 3 --json 2>&1");
   ASSERT_EQ(r.status, 0) << r.out;
   const auto j = nlohmann::json::parse(r.out.substr(r.out.rfind("\n{") + 1));
   const auto& rungs = j.at("rungs");
-  ASSERT_EQ(rungs.size(), 12u);
+  ASSERT_EQ(rungs.size(), 16u);
   const std::string plan_types = rungs[6].at("applied").at("kv_dtype");
   EXPECT_NE(plan_types.find("int4"), std::string::npos) << plan_types;  // budget 0.01: int4 somewhere
   EXPECT_NE(plan_types.find("+k-smooth"), std::string::npos) << plan_types;
@@ -101,12 +110,17 @@ TEST(Cli, BenchLadderTinyAppliesEveryRung) {
     EXPECT_EQ(a.at("chunked_prefill").get<bool>(), k >= 3) << k;
     EXPECT_EQ(a.at("prefix_caching").get<bool>(), k >= 3) << k;
     const char* kv = k < 4 ? "f32" : k == 5 ? "int8" : "f16";
-    if (k != 6) {
+    if (k == 12 || k == 13) {  // the skip plans' layers without attention hold no KV
+      EXPECT_EQ(a.at("kv_dtype"), k == 12 ? "f16 (1 layers without KV)" : "f16 (2 layers without KV)") << k;
+    } else if (k != 6) {
       EXPECT_EQ(a.at("kv_dtype"), kv) << k;
     }
     const char* weights[] = {"q8_0:smoothquant", "q4_0:rtn", "q4_0:gptq", "q4_0:awq"};
-    EXPECT_EQ(a.at("weights"), k < 7 ? "as stored" : weights[std::min<size_t>(k - 7, 3)]) << k;
-    EXPECT_EQ(a.at("spec"), k == 11 ? "ngram" : "none") << k;  // the speculative rung keeps rung 10's weights
+    // The speculative rung keeps rung 10's weights; the model-side rungs (12..15) go back to the file as stored.
+    EXPECT_EQ(a.at("weights"), k < 7 || k >= 12 ? "as stored" : weights[std::min<size_t>(k - 7, 3)]) << k;
+    EXPECT_EQ(a.at("spec"), k >= 11 ? "ngram" : "none") << k;
+    EXPECT_EQ(a.at("skip") != "none", k == 12 || k == 13) << k;
+    EXPECT_EQ(a.at("early_exit"), k == 14 ? "p>0.9 after 3" : k == 15 ? "p>0 after 3" : "off") << k;
     EXPECT_GT(rungs[k].at("total_tok_s").get<double>(), 0) << k;
     if (k < 4) {
       EXPECT_EQ(rungs[k].at("kld_max").get<double>(), 0.0) << k;  // bit-identical numerics
@@ -138,12 +152,20 @@ TEST(Cli, BenchLadderTinyAppliesEveryRung) {
     EXPECT_GT(rungs[k].at("kld_mean").get<double>(), rungs[7].at("kld_mean").get<double>()) << k;
   }
   EXPECT_LT(rungs[7].at("kld_mean").get<double>(), 5e-3);
+  // Skip plans: the looser budget skips more and loses more; early exit at threshold 0 exits every decode row
+  // the engine let exit (lone rows), and loses more than at 0.9.
+  EXPECT_GT(rungs[12].at("kld_mean").get<double>(), rungs[4].at("kld_mean").get<double>() + 0.01);  // as stored, f16
+  EXPECT_GT(rungs[13].at("kld_mean").get<double>(), rungs[12].at("kld_mean").get<double>());
+  EXPECT_DOUBLE_EQ(rungs[15].at("early_exit_share").get<double>(), 1.0);
+  EXPECT_GT(rungs[15].at("kld_mean").get<double>(), rungs[14].at("kld_mean").get<double>());
   // Without a plan the plan rung is reported as skipped, not run silently without one.
   auto s = test::run_command("TINFER_SHARED=" + shared + " " + test::tinfer_bin() + " bench ladder -m " + model +
                              " --tiny --kv-memory 8M --ctx 256 --max-seqs 8 -t 2 --json 2>&1");
   ASSERT_EQ(s.status, 0) << s.out;
   const auto js = nlohmann::json::parse(s.out.substr(s.out.rfind("\n{") + 1));
   EXPECT_NE(js.at("rungs")[6].at("skipped").get<std::string>().find("--kv-plan"), std::string::npos);
+  EXPECT_NE(js.at("rungs")[12].at("skipped").get<std::string>().find("--ladder-skip-plans"), std::string::npos);
+  EXPECT_NE(js.at("rungs")[15].at("skipped").get<std::string>().find("--ladder-exit"), std::string::npos);
 }
 
 TEST(Cli, MissingModelFile) { expect_error("run -m /nonexistent/model.gguf -p hi", "does not exist"); }

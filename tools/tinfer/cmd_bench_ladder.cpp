@@ -21,6 +21,7 @@
 #include "core/error.h"
 #include "engine/session.h"
 #include "engine_flags.h"
+#include "exit_flags.h"
 #include "kv_plan_file.h"
 #include "ladder_rungs.h"
 #include "model/model.h"
@@ -30,6 +31,7 @@
 #include "quant/type_table.h"
 #include "quantize/quantize_model.h"
 #include "quantize/recipe.h"
+#include "skip_plan_file.h"
 
 namespace tinfer::cli {
 
@@ -42,10 +44,10 @@ struct LogProbs {
   std::vector<int32_t> argmax;
 };
 
-LogProbs logprobs(Backend& be, const std::vector<int32_t>& tokens, const KvPrecision& dtype) {
+LogProbs logprobs(Backend& be, const std::vector<int32_t>& tokens, const KvPrecision& dtype, int64_t chunk = 512) {
   Session s(be, int64_t(tokens.size()), dtype);
   std::vector<float> logits;
-  s.feed_all_logits(tokens, logits);
+  s.feed_all_logits(tokens, logits, chunk);
   const size_t v = size_t(be.config().n_vocab), rows = tokens.size() - 1;
   LogProbs out;
   out.lp.resize(rows * v);
@@ -138,6 +140,10 @@ int cmd_bench_ladder(int argc, char** argv) {
                       {"--quality-tokens", "tokens of the quality text scored per rung", true, "256"},
                       {"--quality-kv-plan", "the quality model's KV plan for the plan rung (default: --kv-plan)"},
                       {"--calib-tokens", "calibration tokens of the GPTQ/AWQ/SmoothQuant rungs", true, "2048"},
+                      {"--ladder-skip-plans", "the two skip plan rungs' plans, tighter budget first (calibrate-skip "
+                                              "for -m; the quality model must be -m)"},
+                      {"--ladder-exit", "the two early-exit rungs' thresholds, higher first (calibrate-exit)"},
+                      {"--ladder-exit-layers", "exit layers of the early-exit rungs (default: 2/3 of the depth)"},
                       {"--tiny", "stories260K, a few requests: runs in seconds (tests)", false},
                       {"--seed", "workload seed", true, "1"},
                       {"--json", "print one JSON object on the last line", false}});
@@ -150,6 +156,24 @@ int cmd_bench_ladder(int argc, char** argv) {
   // --kv-plan is the plan rung's, not the base's: every other rung sets its own KV types.
   const KvPrecision speed_plan{base.kv_layers, base.kv_k_smooth};
   base.kv_layers.clear(), base.kv_k_smooth.clear();
+  base.skip = {}, base.early_exit = {};  // the model-side rungs set their own
+  std::vector<std::string> skip_plans;
+  if (args.has("--ladder-skip-plans")) {
+    std::stringstream ss(args.str("--ladder-skip-plans"));
+    for (std::string p; std::getline(ss, p, ',');) skip_plans.push_back(p);
+  }
+  std::vector<float> exit_thresholds;
+  if (args.has("--ladder-exit")) {
+    std::stringstream ss(args.str("--ladder-exit"));
+    for (std::string t; std::getline(ss, t, ',');) {
+      char* end = nullptr;
+      const double v = std::strtod(t.c_str(), &end);
+      check(!t.empty() && end && *end == '\0' && v >= 0 && v <= 1, "--ladder-exit lists probabilities, got '" + t + "'");
+      exit_thresholds.push_back(float(v));
+    }
+  }
+  const std::vector<int32_t> exit_layers =
+      args.has("--ladder-exit-layers") ? parse_exit_layers(args.str("--ladder-exit-layers")) : std::vector<int32_t>{};
   const std::string qmodel_path =
       args.has("--quality-model") ? args.str("--quality-model")
                                   : tiny ? base.model_path : "models/SmolLM2-135M-Instruct.Q4_1.gguf";
@@ -190,6 +214,32 @@ int cmd_bench_ladder(int argc, char** argv) {
               "max seqs | PPL (dPPL) | KLD mean / max | top-1 |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   for (size_t k = 0; k < std::size(kLadder); ++k) {
     kLadder[k].apply(cfg);
+    const LadderRung& rung = kLadder[k];
+    const char* model_side_missing =
+        rung.skip_plan >= 0 && size_t(rung.skip_plan) >= skip_plans.size()
+            ? "skipped: give --ladder-skip-plans TIGHT,LOOSE from tinfer calibrate-skip"
+        : rung.skip_plan >= 0 && qmodel_path != base.model_path
+            ? "skipped: a skip plan is -m's; give --quality-model the -m model"
+        : rung.exit_threshold >= 0 && size_t(rung.exit_threshold) >= exit_thresholds.size()
+            ? "skipped: give --ladder-exit HIGH,LOW from tinfer calibrate-exit"
+            : nullptr;
+    if (model_side_missing) {
+      std::printf("| %zu | %s | %s | %s |\n", k, rung.name, rung.claim, model_side_missing);
+      rungs.push_back({{"rung", k}, {"technique", rung.name}, {"skipped", model_side_missing}});
+      continue;
+    }
+    const bool model_side = rung.skip_plan >= 0 || rung.exit_threshold >= 0;
+    if (model_side && cur_weights != "as stored") {  // plans are made for the files as stored: back to them
+      cur_weights = "as stored";
+      cfg.model_path = base_model;
+      qmodel = Model::load(qmodel_path, {});
+      qbackend = create_backend("cpu", *qmodel, BackendOptions{.threads = base.threads});
+    }
+    LayerSkip rung_skip;
+    EarlyExit rung_exit;
+    if (rung.skip_plan >= 0) rung_skip = load_skip_plan(skip_plans[size_t(rung.skip_plan)], model_identity(*qmodel));
+    if (rung.exit_threshold >= 0) rung_exit = EarlyExit{exit_layers, exit_thresholds[size_t(rung.exit_threshold)]};
+    cfg.skip = rung_skip, cfg.early_exit = rung_exit;  // alternatives: each model-side rung replaces the last
     if (kLadder[k].kv_plan) {
       if (speed_plan.layers.empty() || quality_plan.layers.empty()) {
         const char* why = "skipped: give --kv-plan (and --quality-kv-plan for the quality model) from tinfer calibrate-kv";
@@ -223,7 +273,10 @@ int cmd_bench_ladder(int argc, char** argv) {
     if (k == 0) base_tok_s = tok_s;
 
     const KvPrecision qkvp = kLadder[k].kv_plan ? quality_plan : applied.kv_precision(qmodel->config().n_layers);
-    LogProbs lp = logprobs(*qbackend, qtok, qkvp);
+    std::unique_ptr<Backend> side;  // the quality model with this rung's skip plan or early exit
+    if (model_side)
+      side = create_backend("cpu", *qmodel, BackendOptions{.threads = base.threads, .skip = rung_skip, .early_exit = rung_exit});
+    LogProbs lp = logprobs(side ? *side : *qbackend, qtok, qkvp, rung_exit.enabled() ? 1 : 512);
     if (k == 0) base_lp = lp;
     const QualitySummary q = score(base_lp, lp, qtok, v);
     std::printf("| %zu | %s | %s | %.1f (%.2fx) | %.1f | %.2f | %.1f | %.1f | %d | %.4f (%+.4f) | %.2e / %.2e | %.1f%% |\n",
@@ -242,7 +295,12 @@ int cmd_bench_ladder(int argc, char** argv) {
                        {"prefix_caching", applied.prefix_caching},
                        {"chunked_prefill", applied.chunked_prefill},
                        {"weights", cur_weights},
-                       {"spec", spec_mode_name(applied.spec.mode)}}},
+                       {"spec", spec_mode_name(applied.spec.mode)},
+                       {"skip", applied.skip.describe()},
+                       {"early_exit", applied.early_exit.describe(mc.n_layers)}}},
+                     {"early_exit_share", r.stats.early_exit_eligible > 0
+                                              ? double(r.stats.early_exit_exited) / double(r.stats.early_exit_eligible)
+                                              : 0.0},
                      {"weight_bytes", double(engine->model().weight_bytes())},
                      {"total_tok_s", tok_s},
                      {"gen_tok_s", double(r.gen_tokens) / r.wall_s},

@@ -19,6 +19,12 @@ struct LadderRung {
   // --quality-kv-plan file (the quality model's; default --kv-plan) to the quality run, both written by
   // tinfer calibrate-kv. Without them the rung is reported as skipped, with the reason.
   bool kv_plan = false;
+  // Model-side rungs (issue 14), alternatives to each other on top of the previous rungs: the k-th plan of
+  // --ladder-skip-plans (tinfer calibrate-skip; the quality model is scored with it too, so it must be -m), or
+  // the k-th threshold of --ladder-exit (with --ladder-exit-layers; quality scored as teacher-forced decode, one
+  // token per step, so tokens can exit). -1: none. Without the options the rung is reported as skipped.
+  int skip_plan = -1;
+  int exit_threshold = -1;
 };
 
 // The KV cache the weight rungs compare under: f16, as rung 4 (their effect alone, not the KV rungs').
@@ -58,6 +64,13 @@ inline constexpr LadderRung kLadder[] = {
     // that speculation costs nothing there; its batch-1 gain is BENCHMARKS section 1k's.
     {"+ speculative decoding: ngram prompt lookup, adaptive K", "acceptance 0.7: latency -40%, throughput +70%",
      [](EngineConfig& c) { c.spec.mode = SpecMode::kNgram; }},
+    // Spending less compute on easy tokens (issue 14): lossy, so each is against the rungs above.
+    {"+ layer skip plan (calibrate-skip, tighter budget; -m weights as stored)", "skip what barely changes the stream: >= 10% decode",
+     [](EngineConfig&) {}, nullptr, false, 0},
+    {"layer skip plan instead (looser budget)", "more speed, more KLD", [](EngineConfig&) {}, nullptr, false, 1},
+    {"+ early exit instead (calibrate-exit, higher threshold)", "confident tokens leave early",
+     [](EngineConfig&) {}, nullptr, false, -1, 0},
+    {"early exit instead (lower threshold)", "more exits, more KLD", [](EngineConfig&) {}, nullptr, false, -1, 1},
 };
 
 }  // namespace tinfer::cli
