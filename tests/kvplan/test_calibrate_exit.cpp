@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "calib_test_util.h"
 #include "common/test_env.h"
 #include "exit_cost.h"
 #include "golden/golden_util.h"
@@ -31,21 +32,10 @@ TEST(ExitCost, CountsLayersHeadsAndStateCopying) {
   EXPECT_DOUBLE_EQ(c.mean_layers(4), (4.0 + 1.0 + 2 * 3.0) / 4);
 }
 
-std::string tmp(const std::string& name) {
-  return (fs::path(::testing::TempDir()) / ("tinfer_exitcal_" + std::to_string(::getpid()) + "_" + name)).string();
-}
-
-test::RunResult tinfer(const std::string& args) { return test::run_command(test::tinfer_bin() + " " + args + " 2>&1"); }
-
-void expect_error(const std::string& args, const std::string& needle) {
-  const auto r = tinfer(args);
-  EXPECT_EQ(r.status, 1) << args << "\n" << r.out;
-  EXPECT_NE(r.out.find(needle), std::string::npos) << "expected '" << needle << "' in: " << r.out;
-}
-
-json last_json(const std::string& out) {
-  return json::parse(out.substr(out.rfind("\n{") + 1));
-}
+using calib_test::expect_error;
+using calib_test::last_json;
+using calib_test::tinfer;
+std::string tmp(const std::string& name) { return calib_test::tmp("tinfer_exitcal_", name); }
 
 class CalibrateExit : public ::testing::Test {
  protected:
@@ -61,14 +51,7 @@ class CalibrateExit : public ::testing::Test {
 // Budget 0.1 nats of mean KLD, exits after 4 of 5 layers: the threshold found is below 0.9999 (some tokens
 // exit), and ppl --early-exit with it measures the same KLD and share against the base on the same tokens.
 TEST_F(CalibrateExit, FindsAThresholdWithinBudgetThatPplReproduces) {
-  const std::string calib = tmp("calib.txt"), base = tmp("base.logits");
-  {
-    std::ifstream in(text_, std::ios::binary);
-    in.seekg(400000);
-    std::string t(6000, '\0');
-    in.read(t.data(), std::streamsize(t.size()));
-    std::ofstream(calib, std::ios::binary) << t;
-  }
+  const std::string calib = calib_test::stories_calib_text(tmp("calib.txt"), 6000), base = tmp("base.logits");
   auto c = tinfer("calibrate-exit -m " + model_ + " --calib " + calib + " --calib-tokens 256 --ctx 256 --layers 4 "
                   "--budget-kld 0.1 -t 2 --json");
   ASSERT_EQ(c.status, 0) << c.out;

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "calib_test_util.h"
 #include "common/test_env.h"
 #include "golden/golden_util.h"
 #include "kv_plan_file.h"
@@ -21,32 +22,11 @@ namespace tinfer::cli {
 namespace {
 
 namespace fs = std::filesystem;
+using calib_test::expect_error;
+using calib_test::tinfer;
+std::string tmp(const std::string& name) { return calib_test::tmp("tinfer_kvcal_", name); }
+std::string stories_calib_text() { return calib_test::stories_calib_text(tmp("calib.txt")); }
 using nlohmann::json;
-
-std::string tmp(const std::string& name) {
-  return (fs::path(::testing::TempDir()) / ("tinfer_kvcal_" + std::to_string(::getpid()) + "_" + name)).string();
-}
-
-test::RunResult tinfer(const std::string& args) { return test::run_command(test::tinfer_bin() + " " + args + " 2>&1"); }
-
-void expect_error(const std::string& args, const std::string& needle) {
-  const auto r = tinfer(args);
-  EXPECT_EQ(r.status, 1) << args << "\n" << r.out;
-  EXPECT_NE(r.out.find(needle), std::string::npos) << "expected '" << needle << "' in: " << r.out;
-}
-
-// Bytes [400000, 412000) of the TinyStories file: disjoint from the evaluation slice (its first 4000 bytes).
-std::string stories_calib_text() {
-  const std::string src = test::shared_file("corpus/tinystories-valid-head.txt");
-  if (src.empty()) return {};
-  std::ifstream in(src, std::ios::binary);
-  in.seekg(400000);
-  std::string text(12000, '\0');
-  in.read(text.data(), std::streamsize(text.size()));
-  const std::string path = tmp("calib.txt");
-  std::ofstream(path, std::ios::binary) << text;
-  return path;
-}
 
 // The plan is calibrated once per process, by the first test that needs it (ctest runs each test alone).
 class CalibrateKv : public ::testing::Test {

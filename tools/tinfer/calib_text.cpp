@@ -68,4 +68,14 @@ CalibText default_calib_text() {
   return CalibText{p + " from byte " + std::to_string(kDefaultCalibOffset), p, kDefaultCalibOffset};
 }
 
+std::vector<OptionSpec> calib_text_options(const char* default_tokens, const std::string& what) {
+  const std::string label = std::string(kDefaultCalibFile) + " from byte " + std::to_string(kDefaultCalibOffset);
+  return {{"--calib", "calibration text file (default: " + label + ", disjoint from the evaluation slices)"},
+          {"--calib-tokens", "calibration tokens (BOS included)" + what, true, default_tokens}};
+}
+
+CalibText calib_text_of(const Args& args) {
+  return args.has("--calib") ? CalibText{args.str("--calib"), args.str("--calib"), 0} : default_calib_text();
+}
+
 }  // namespace tinfer::cli

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "args.h"
+
 namespace tinfer {
 class Tokenizer;
 }
@@ -28,6 +30,11 @@ struct CalibText {
 };
 // The default slice; throws Error naming the paths tried when the shared corpus is absent.
 CalibText default_calib_text();
+
+// The calibrate-* commands' --calib FILE and --calib-tokens N (default_tokens; `what` says how they are scored).
+std::vector<OptionSpec> calib_text_options(const char* default_tokens, const std::string& what = "");
+// --calib's file, else the default slice.
+CalibText calib_text_of(const Args& args);
 
 // Reads enough of the calibration text for max_tokens tokens (BOS + encoded text, cut to max_tokens).
 std::vector<int32_t> calibration_tokens(const Tokenizer& tok, const CalibText& c, int64_t max_tokens);

@@ -54,15 +54,12 @@ std::string layer_list(const std::vector<int32_t>& layers) {
 }  // namespace
 
 int cmd_calibrate_exit(int argc, char** argv) {
-  const CalibText default_text{std::string(kDefaultCalibFile) + " from byte " + std::to_string(kDefaultCalibOffset)};
   auto spec = concat(concat(model_options(), quality_budget_options("the model without early exit")),
-                     {{"--calib", "calibration text file (default: " + default_text.label +
-                                      ", disjoint from the evaluation slices)"},
-                      {"--calib-tokens", "calibration tokens (BOS included), scored one per step", true, "512"},
-                      {"--layers", "one exit layer set to calibrate, as --exit-layers takes it (default: single exits at several depths)"},
+                     {{"--layers", "one exit layer set to calibrate, as --exit-layers takes it (default: single exits at several depths)"},
                       {"--steps", "bisection steps per exit layer set", true, "6"},
                       {"--json", "print one JSON object on the last line", false}});
   spec.push_back(act_quant_option());
+  spec = concat(spec, calib_text_options("512", ", scored one per step"));
   Args args(argc, argv, spec,
             "tinfer calibrate-exit -m MODEL (--budget-kld X | --budget-ppl X[%]) [--calib FILE] [--calib-tokens N] "
             "[--ctx N] [--layers L1,L2] [--steps N] [--json] [-t N]");
@@ -73,7 +70,7 @@ int cmd_calibrate_exit(int argc, char** argv) {
   check(steps >= 0 && steps <= 30, "--steps must be in [0, 30]");
   std::vector<std::vector<int32_t>> sets;
   if (args.has("--layers")) sets.push_back(parse_exit_layers(args.str("--layers")));
-  const CalibText text = args.has("--calib") ? CalibText{args.str("--calib"), args.str("--calib"), 0} : default_calib_text();
+  const CalibText text = calib_text_of(args);
 
   const double t0 = now_s();
   Loaded l = load_model(args);

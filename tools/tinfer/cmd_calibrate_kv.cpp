@@ -61,12 +61,8 @@ std::string default_output(const std::string& model_path) {
 }  // namespace
 
 int cmd_calibrate_kv(int argc, char** argv) {
-  const CalibText default_text{std::string(kDefaultCalibFile) + " from byte " + std::to_string(kDefaultCalibOffset)};
   auto spec = concat(model_options(),
-                     {{"--calib", "calibration text file (default: " + default_text.label +
-                                      ", disjoint from the evaluation slices)"},
-                      {"--calib-tokens", "calibration tokens (BOS included)", true, "1024"},
-                      {"--types", "quantized types to try, comma-separated", true, "int8,int4"},
+                     {{"--types", "quantized types to try, comma-separated", true, "int8,int4"},
                       {"--measure-on", "float: the model's float image (quality free of int8 activation noise); model: "
                                        "the file as it runs", true, "float"},
                       {"--k-smooth", "K smoothing: per-channel factors on K absorbed by q, alpha in [0, 1] (s = max|k|^a / "
@@ -74,6 +70,7 @@ int cmd_calibrate_kv(int argc, char** argv) {
                       {"-o,--output", "plan file to write (default: <model name>.kv-plan.json here)"},
                       {"--json", "print one JSON object on the last line", false}});
   spec = concat(spec, quality_budget_options("the f32 KV cache"));
+  spec = concat(spec, calib_text_options("1024"));
   Args args(argc, argv, spec,
             "tinfer calibrate-kv -m MODEL (--budget-kld X | --budget-ppl X[%]) [--calib FILE] [--calib-tokens N] "
             "[--ctx N] [--types int8,int4] [--k-smooth A|off] [-o plan.json] [--json] [-t N]");
@@ -83,7 +80,7 @@ int cmd_calibrate_kv(int argc, char** argv) {
   const long long calib_tokens = args.integer("--calib-tokens");
   check(calib_tokens >= 2, "--calib-tokens must be at least 2");
   const std::string out_path = args.has("--output") ? args.str("--output") : default_output(args.str("--model"));
-  CalibText text = args.has("--calib") ? CalibText{args.str("--calib"), args.str("--calib"), 0} : default_calib_text();
+  CalibText text = calib_text_of(args);
 
   const double t0 = now_s();
   Loaded l = load_model(args);

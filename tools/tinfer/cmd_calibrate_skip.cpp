@@ -72,16 +72,13 @@ std::string default_output(const std::string& model_path) {
 }  // namespace
 
 int cmd_calibrate_skip(int argc, char** argv) {
-  const CalibText default_text{std::string(kDefaultCalibFile) + " from byte " + std::to_string(kDefaultCalibOffset)};
   auto spec = concat(concat(model_options(), quality_budget_options("the model with no layer skipped")),
-                     {{"--calib", "calibration text file (default: " + default_text.label +
-                                      ", disjoint from the evaluation slices)"},
-                      {"--calib-tokens", "calibration tokens (BOS included)", true, "1024"},
-                      {"--blocks", "sub-blocks that may be skipped: attn,mlp | mlp | attn", true, "attn,mlp"},
+                     {{"--blocks", "sub-blocks that may be skipped: attn,mlp | mlp | attn", true, "attn,mlp"},
                       {"--max-evals", "whole plans measured at most in the greedy combination", true, "64"},
                       {"-o,--output", "plan file to write (default: <model name>.skip-plan.json here)"},
                       {"--json", "print one JSON object on the last line", false}});
   spec.push_back(act_quant_option());
+  spec = concat(spec, calib_text_options("1024"));
   Args args(argc, argv, spec,
             "tinfer calibrate-skip -m MODEL (--budget-kld X | --budget-ppl X[%]) [--calib FILE] [--calib-tokens N] "
             "[--ctx N] [--blocks attn,mlp] [--max-evals N] [-o plan.json] [--json] [-t N]");
@@ -95,7 +92,7 @@ int cmd_calibrate_skip(int argc, char** argv) {
   check(calib_tokens >= 2, "--calib-tokens must be at least 2");
   check(max_evals >= 0, "--max-evals must be >= 0");
   const std::string out_path = args.has("--output") ? args.str("--output") : default_output(args.str("--model"));
-  const CalibText text = args.has("--calib") ? CalibText{args.str("--calib"), args.str("--calib"), 0} : default_calib_text();
+  const CalibText text = calib_text_of(args);
 
   const double t0 = now_s();
   Loaded l = load_model(args);

@@ -64,10 +64,7 @@ KvPlanFile parse_kv_plan(const std::string& text, const std::string& origin) {
         p.precision.k_smooth.push_back(std::move(f));
       }
     }
-    if (j.contains("calibration")) {
-      check(j["calibration"].is_object(), "\"calibration\" must be an object");
-      p.calibration = j["calibration"];
-    }
+    p.calibration = plan_calibration(j);
     return p;
   } catch (const Error& e) {
     fail(origin + ": " + e.what());

@@ -48,6 +48,12 @@ json parse_plan_header(const std::string& text, const char* format, int version,
   return j;
 }
 
+json plan_calibration(const json& plan) {
+  if (!plan.contains("calibration")) return json::object();
+  check(plan["calibration"].is_object(), "\"calibration\" must be an object");
+  return plan["calibration"];
+}
+
 json model_identity_json(const ModelIdentity& m) {
   return {{"file", m.file},           {"name", m.name},         {"n_layers", m.n_layers},
           {"n_kv_heads", m.n_kv_heads}, {"head_dim", m.head_dim}, {"fingerprint", m.fingerprint}};

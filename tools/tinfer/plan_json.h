@@ -19,6 +19,9 @@ std::string json_string(const nlohmann::json& o, const std::string& key, const s
 // ("not valid JSON: ...", "not a <what>: ...", "unsupported plan version ...").
 nlohmann::json parse_plan_header(const std::string& text, const char* format, int version, const char* what);
 
+// The plan's optional "calibration" record (an object; {} when absent): for people, checked only for its type.
+nlohmann::json plan_calibration(const nlohmann::json& plan);
+
 nlohmann::json model_identity_json(const ModelIdentity& m);
 // The plan's "model" section; Error naming the missing or mistyped field.
 ModelIdentity parse_model_identity(const nlohmann::json& plan);

@@ -53,10 +53,7 @@ SkipPlanFile parse_skip_plan(const std::string& text, const std::string& origin)
     bool any_attention = false;
     for (uint8_t a : p.skip.attn) any_attention = any_attention || !a;
     check(any_attention, "the plan skips every layer's attention (no layer would hold KV)");
-    if (j.contains("calibration")) {
-      check(j["calibration"].is_object(), "\"calibration\" must be an object");
-      p.calibration = j["calibration"];
-    }
+    p.calibration = plan_calibration(j);
     return p;
   } catch (const Error& e) {
     fail(origin + ": " + e.what());
