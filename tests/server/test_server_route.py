@@ -174,6 +174,35 @@ def test_escalation(small):
         srv.stop()
 
 
+def test_calibrate_and_bench(small, d):
+    # calibrate-route reads each prompt's entropy from the pinned small model and scores it against the large one;
+    # bench route with threshold 0 (all large) must agree exactly, with 100 (all small) must serve all on small.
+    prompts = os.path.join(d, "prompts.txt")
+    with open(prompts, "w") as f:
+        f.write("\n%\n".join(PROMPTS + ["Lily and Ben went to the park", "One day, a bird"]) + "\n")
+    for threshold, share in (("0", 0.0), ("100", 1.0)):
+        srv = route_server(small, "--route", "entropy", "--route-threshold", threshold)
+        try:
+            url = srv.base_url
+            out = subprocess.run([TINFER, "calibrate-route", "--url", url, "--prompts", prompts, "-n", "8", "--json"],
+                                 capture_output=True, text=True, timeout=120)
+            check(out.returncode == 0, "calibrate-route: " + out.stderr)
+            cal = json.loads(out.stdout)
+            check(len(cal["prompts"]) == 4 and all(p["prompt_entropy"] > 0 for p in cal["prompts"]), str(cal))
+            check(cal["curve"][0]["share_small"] == 0 and cal["curve"][-1]["share_small"] == 1, str(cal["curve"]))
+            check(cal["agreement"] >= 0.95 and {"threshold": cal["route_threshold"], "share_small": cal["share_small"],
+                                                "agreement": cal["agreement"]} in cal["curve"], str(cal))
+            out = subprocess.run([TINFER, "bench", "route", "--url", url, "--prompts", prompts, "-n", "8", "--repeat",
+                                  "1", "--json"], capture_output=True, text=True, timeout=120)
+            check(out.returncode == 0, "bench route: " + out.stderr)
+            b = json.loads(out.stdout)
+            check(b["share_small"] == share and b["share_escalated"] == 0, str(b))
+            if share == 0.0:
+                check(b["agreement"] == 1.0, "all on the large model must agree exactly: %s" % b)
+        finally:
+            srv.stop()
+
+
 def test_bad_flags(small):
     cases = [(["--route", "entropy", "--model-large", MODEL, "--route-threshold", "1"], "--model-small"),
              (["--route", "bogus", "--model-large", MODEL, "--model-small", small], "unknown policy"),
@@ -206,6 +235,7 @@ def main():
         failures = run_named([("explicit_by_name", lambda: test_explicit(small)),
                               ("entropy_decisions", lambda: test_entropy_decisions(small)),
                               ("escalation", lambda: test_escalation(small)),
+                              ("calibrate_and_bench", lambda: test_calibrate_and_bench(small, d)),
                               ("bad_flags", lambda: test_bad_flags(small))], 20)
     return report(failures, t0)
 
