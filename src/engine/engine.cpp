@@ -300,8 +300,7 @@ void EngineImpl::drain_inbox(bool* did_something) {
                                    .cache_salt = l.req.cache_salt,
                                    .priority = l.req.priority,
                                    .prompt_logits = l.req.report_entropy});
-    if (l.req.report_entropy)
-      l.prompt_row_entropy.assign(l.req.prompt.size(), std::numeric_limits<float>::quiet_NaN());
+    if (l.req.report_entropy) l.prompt_row_entropy.assign(l.req.prompt.size(), std::numeric_limits<float>::quiet_NaN());
     l.seqs[0] = seq;
     owner_[seq] = {&l, 0};
     live_[l.id] = std::move(up);
@@ -473,7 +472,8 @@ void EngineImpl::record_prompt_entropy(const BatchPlan& plan) {
     if (it == owner_.end()) continue;
     Live& l = *it->second.live;
     for (size_t t = 0; t < s.tokens.size(); ++t)
-      l.prompt_row_entropy.at(size_t(s.start_pos) + t) = next_token_entropy(rows + int64_t(t) * nv, nv, entropy_scratch_);
+      l.prompt_row_entropy.at(size_t(s.start_pos) + t) =
+          next_token_entropy(rows + int64_t(t) * nv, nv, entropy_scratch_);
     if (!s.needs_logits) continue;  // the prompt's last row is not computed yet
     double sum = 0;
     for (float h : l.prompt_row_entropy) sum += h;

@@ -30,7 +30,7 @@ class ModelRunner {
   KvCache& kv_;
   ForwardBatch batch_;
   std::vector<int> row_;        // [plan.requests.size()] logit row or -1
-  std::vector<int> prompt_row_; // [plan.requests.size()] first of a prompt_logits chunk's rows or -1
+  std::vector<int> prompt_row_;  // [plan.requests.size()] first of a prompt_logits chunk's rows or -1
   std::vector<float> logits_;   // [rows][n_vocab]
   size_t n_vocab_ = 0;
 };

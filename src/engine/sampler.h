@@ -3,11 +3,11 @@
 // whatever else is in the batch. Also reports OpenAI-style logprobs of the original logits.
 #pragma once
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <span>
 #include <string>
 #include <utility>
-#include <limits>
 #include <vector>
 
 namespace tinfer {

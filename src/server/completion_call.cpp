@@ -5,8 +5,8 @@
 
 #include <algorithm>
 #include <condition_variable>
-#include <optional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <utility>
 
 #include "core/error.h"
@@ -92,7 +92,7 @@ struct PromptCall {
   std::vector<int32_t> prompt;
   std::string echo;  // prepended to each of its choices when the request asks for echo
   std::unique_ptr<RoutedRequest> engine;  // resolved at start(), submitted once every prompt is valid
-  std::unique_ptr<QueueSlot> slot;  // released at its first delivered event
+  std::unique_ptr<QueueSlot> slot;        // released at its first delivered event
   bool got_first = false;
   int cached_tokens = 0;
 };

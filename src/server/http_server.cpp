@@ -300,10 +300,9 @@ void warm_up(EngineDriver& driver, int engine, const Tokenizer& tokenizer) {
 void HttpServer::attach(Engine& engine, const Tokenizer& tokenizer, std::string chat_template, std::string model_id) {
   Impl& s = *impl_;
   s.driver = std::make_unique<EngineDriver>(engine);
-  s.ctx = std::unique_ptr<ServerContext>(
-      new ServerContext{s.config, *s.driver, tokenizer, std::move(chat_template),
-                        s.config.served_model_name.empty() ? model_id : s.config.served_model_name,
-                        engine.max_model_len(), s.metrics});
+  s.ctx = std::unique_ptr<ServerContext>(new ServerContext{
+      s.config, *s.driver, tokenizer, std::move(chat_template),
+      s.config.served_model_name.empty() ? model_id : s.config.served_model_name, engine.max_model_len(), s.metrics});
   warm_up(*s.driver, 0, tokenizer);
   s.ready.store(true, std::memory_order_release);
 }
@@ -312,9 +311,9 @@ void HttpServer::attach_routed(Engine& large, Engine& small, const RoutePolicy& 
   Impl& s = *impl_;
   check(s.config.served_model_name.empty(), "--served-model-name names one model; routed models keep their ids");
   s.driver = std::make_unique<EngineDriver>(std::vector<Engine*>{&large, &small});  // kLargeModel, kSmallModel
-  s.ctx = std::unique_ptr<ServerContext>(new ServerContext{s.config, *s.driver, large.tokenizer(),
-                                                           std::move(chat_template), policy.ids()[kLargeModel],
-                                                           large.max_model_len(), s.metrics});
+  s.ctx =
+      std::unique_ptr<ServerContext>(new ServerContext{s.config, *s.driver, large.tokenizer(), std::move(chat_template),
+                                                       policy.ids()[kLargeModel], large.max_model_len(), s.metrics});
   s.ctx->route = &policy;
   warm_up(*s.driver, kLargeModel, large.tokenizer());
   warm_up(*s.driver, kSmallModel, large.tokenizer());

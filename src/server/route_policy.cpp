@@ -39,8 +39,7 @@ RoutePolicy::RoutePolicy(RouteConfig config, std::vector<std::string> ids)
 
 RoutePolicy::Start RoutePolicy::start(const std::string& requested) const {
   const bool automatic_name = requested.empty() || (requested == "auto" && config_.mode == RouteMode::kEntropy);
-  if (automatic_name)
-    return config_.mode == RouteMode::kEntropy ? Start{kSmallModel, true} : Start{kLargeModel, false};
+  if (automatic_name) return config_.mode == RouteMode::kEntropy ? Start{kSmallModel, true} : Start{kLargeModel, false};
   for (int i = 0; i < static_cast<int>(ids_.size()); ++i)
     if (requested == ids_[size_t(i)]) return {i, false};
   throw ApiError(404,

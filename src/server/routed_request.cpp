@@ -8,12 +8,12 @@
 namespace tinfer::server {
 
 nlohmann::json route_json(const RouteOutcome& o, const std::string& model_id) {
-  nlohmann::json j = {{"policy", o.policy},
-                      {"automatic", o.automatic},
-                      {"prompt_entropy", std::isnan(o.prompt_entropy) ? nlohmann::json(nullptr)
-                                                                      : nlohmann::json(o.prompt_entropy)},
-                      {"model", model_id},
-                      {"escalated", o.escalated}};
+  nlohmann::json j = {
+      {"policy", o.policy},
+      {"automatic", o.automatic},
+      {"prompt_entropy", std::isnan(o.prompt_entropy) ? nlohmann::json(nullptr) : nlohmann::json(o.prompt_entropy)},
+      {"model", model_id},
+      {"escalated", o.escalated}};
   if (o.escalated) j["escalated_after"] = o.escalated_after;
   return j;
 }
@@ -22,7 +22,8 @@ RoutedRequest::RoutedRequest(ServerContext& ctx, const std::string& requested_mo
     : ctx_(ctx), base_(std::move(base)) {
   if (!ctx_.route) {
     if (!requested_model.empty() && requested_model != ctx_.model_id)
-      throw ApiError(404, "The model '" + requested_model + "' does not exist; this server serves '" + ctx_.model_id + "'",
+      throw ApiError(404,
+                     "The model '" + requested_model + "' does not exist; this server serves '" + ctx_.model_id + "'",
                      "model", "model_not_found");
     resolved_.emplace(ctx_.driver.engine(kLargeModel).resolve(base_));
     max_tokens_ = resolved_->max_tokens;
@@ -40,8 +41,7 @@ RoutedRequest::RoutedRequest(ServerContext& ctx, const std::string& requested_mo
   GenerationRequest g = base_;
   // Every request the small model answers under the entropy policy reports its entropies, pinned ones too: the
   // calibration (tinfer calibrate-route) reads them from pinned requests.
-  g.report_entropy =
-      policy.config().mode == RouteMode::kEntropy && outcome_.model == kSmallModel && !g.use_beam_search;
+  g.report_entropy = policy.config().mode == RouteMode::kEntropy && outcome_.model == kSmallModel && !g.use_beam_search;
   resolved_.emplace(ctx_.driver.engine(outcome_.model).resolve(std::move(g)));
   max_tokens_ = resolved_->max_tokens;
 }
@@ -76,7 +76,8 @@ bool RoutedRequest::move_to_large(std::vector<Token> prompt, int max_tokens) {
   ctx_.driver.cancel(outcome_.model, id_);
   ++attempt_;
   outcome_.model = kLargeModel;
-  id_ = ctx_.driver.submit(kLargeModel, std::move(*r), [sink = sink_, a = attempt_](const TokenEvent& e) { sink(e, a); });
+  id_ =
+      ctx_.driver.submit(kLargeModel, std::move(*r), [sink = sink_, a = attempt_](const TokenEvent& e) { sink(e, a); });
   return true;
 }
 
@@ -116,12 +117,12 @@ void RoutedRequest::report(const std::string& request_id, int prompt_index) {
   char ent[32] = "-";
   if (!std::isnan(outcome_.prompt_entropy)) std::snprintf(ent, sizeof ent, "%.4f", double(outcome_.prompt_entropy));
   char line[512];
-  int len = std::snprintf(line, sizeof line,
-                          "tinfer route: request=%s prompt=%d policy=%s automatic=%s prompt_entropy=%s threshold=%.4f "
-                          "model=%s escalated=%s",
-                          request_id.c_str(), prompt_index, outcome_.policy.c_str(), outcome_.automatic ? "yes" : "no",
-                          ent, ctx_.route->config().route_threshold, model_id().c_str(),
-                          outcome_.escalated ? "yes" : "no");
+  int len =
+      std::snprintf(line, sizeof line,
+                    "tinfer route: request=%s prompt=%d policy=%s automatic=%s prompt_entropy=%s threshold=%.4f "
+                    "model=%s escalated=%s",
+                    request_id.c_str(), prompt_index, outcome_.policy.c_str(), outcome_.automatic ? "yes" : "no", ent,
+                    ctx_.route->config().route_threshold, model_id().c_str(), outcome_.escalated ? "yes" : "no");
   if (outcome_.escalated && len > 0 && len < int(sizeof line))
     std::snprintf(line + len, sizeof line - size_t(len), " escalated_after=%d window_entropy=%.4f",
                   outcome_.escalated_after, double(outcome_.escalation_window_mean));

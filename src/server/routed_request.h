@@ -21,12 +21,12 @@ namespace tinfer::server {
 
 // What the client and the log learn about a prompt's route.
 struct RouteOutcome {
-  std::string policy;         // "explicit", "entropy" or "" (no routing)
+  std::string policy;  // "explicit", "entropy" or "" (no routing)
   bool automatic = false;
-  float prompt_entropy = NAN; // the small model's mean next-token entropy over the prompt (nats), if measured
-  int model = kLargeModel;    // who answers now (after any move)
+  float prompt_entropy = NAN;  // the small model's mean next-token entropy over the prompt (nats), if measured
+  int model = kLargeModel;     // who answers now (after any move)
   bool escalated = false;
-  int escalated_after = -1;   // tokens the small model had produced when the large one took over
+  int escalated_after = -1;  // tokens the small model had produced when the large one took over
   float escalation_window_mean = NAN;
 };
 
@@ -46,7 +46,7 @@ class RoutedRequest {
   // The HTTP thread's view of one queued event: true = deliver it to the client. May cancel this attempt and
   // submit the next one (on the large model) instead.
   bool filter(const TokenEvent& ev, int attempt);
-  void cancel();                     // the current attempt (any time after submit)
+  void cancel();  // the current attempt (any time after submit)
   bool submitted() const { return submitted_; }
 
   const RouteOutcome& outcome() const { return outcome_; }
@@ -67,8 +67,8 @@ class RoutedRequest {
   bool submitted_ = false;
   int attempt_ = 0;
   RequestId id_ = 0;
-  int max_tokens_ = 0;       // the first attempt's resolved output limit
-  bool measuring_ = false;   // automatic, on the small model, no token seen yet
+  int max_tokens_ = 0;      // the first attempt's resolved output limit
+  bool measuring_ = false;  // automatic, on the small model, no token seen yet
   std::optional<EscalationMonitor> monitor_;
   std::vector<Token> delivered_;  // tokens the client has (escalation, n == 1 only, continues after them)
   bool reported_ = false;

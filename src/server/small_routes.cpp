@@ -12,7 +12,11 @@ using nlohmann::json;
 
 json models_response(const ServerContext& ctx, int64_t created) {
   auto entry = [&](const std::string& id, int max_model_len) {
-    return json{{"id", id}, {"object", "model"}, {"created", created}, {"owned_by", "tinfer"}, {"max_model_len", max_model_len}};
+    return json{{"id", id},
+                {"object", "model"},
+                {"created", created},
+                {"owned_by", "tinfer"},
+                {"max_model_len", max_model_len}};
   };
   json data = json::array();
   if (!ctx.route) {

@@ -1,9 +1,8 @@
 // Prompt and token entropies (GenerationRequest::report_entropy, what routing between models reads): the engine's
 // numbers equal a direct computation from ReferenceForward's logits, across prefill chunks, with the prefix cache
 // warm, and reporting them changes no output.
-#include <tinfer/engine.h>
-
 #include <gtest/gtest.h>
+#include <tinfer/engine.h>
 
 #include <cmath>
 #include <random>

@@ -9,9 +9,9 @@ namespace {
 
 TEST(RouteAgreement, PositionwiseShareOfTheReference) {
   EXPECT_DOUBLE_EQ(greedy_agreement({1, 2, 3, 4}, {1, 2, 3, 4}), 1.0);
-  EXPECT_DOUBLE_EQ(greedy_agreement({1, 9, 3, 4}, {1, 2, 3, 4}), 0.75);  // one substitution
-  EXPECT_DOUBLE_EQ(greedy_agreement({1, 2}, {1, 2, 3, 4}), 0.5);         // stopped early
-  EXPECT_DOUBLE_EQ(greedy_agreement({1, 2, 3, 4, 5, 6}, {1, 2, 3}), 1.0); // longer: the reference's positions only
+  EXPECT_DOUBLE_EQ(greedy_agreement({1, 9, 3, 4}, {1, 2, 3, 4}), 0.75);    // one substitution
+  EXPECT_DOUBLE_EQ(greedy_agreement({1, 2}, {1, 2, 3, 4}), 0.5);           // stopped early
+  EXPECT_DOUBLE_EQ(greedy_agreement({1, 2, 3, 4, 5, 6}, {1, 2, 3}), 1.0);  // longer: the reference's positions only
   EXPECT_DOUBLE_EQ(greedy_agreement({}, {}), 1.0);
   EXPECT_DOUBLE_EQ(greedy_agreement({5}, {}), 0.0);
 }

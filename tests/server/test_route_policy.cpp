@@ -73,7 +73,7 @@ TEST(EscalationMonitor, FullWindowMeanAboveThreshold) {
   EscalationMonitor m(2.0, 3);
   EXPECT_FALSE(m.observe(9.0f));  // one uncertain token alone never escalates: the window is not full
   EXPECT_FALSE(m.observe(0.0f));
-  EXPECT_TRUE(m.observe(0.0f));   // (9 + 0 + 0) / 3 = 3 > 2
+  EXPECT_TRUE(m.observe(0.0f));  // (9 + 0 + 0) / 3 = 3 > 2
   EXPECT_DOUBLE_EQ(m.window_mean(), 3.0);
   EXPECT_FALSE(m.observe(0.0f));  // 9 left the window: 0
   EXPECT_FALSE(m.observe(6.0f));  // (0 + 0 + 6) / 3 = 2: at the threshold is not above it

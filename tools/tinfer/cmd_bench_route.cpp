@@ -100,7 +100,8 @@ int cmd_bench_route(int argc, char** argv) {
     std::printf("%s\n", out.dump(2).c_str());
     return 0;
   }
-  std::printf("%zu prompts x %d passes, greedy %d tokens, batch 1 (one request at a time)\n", prompts.size(), repeat, n);
+  std::printf("%zu prompts x %d passes, greedy %d tokens, batch 1 (one request at a time)\n", prompts.size(), repeat,
+              n);
   std::printf("answered by %s: %.1f%%   escalated: %.1f%%   agreement with %s alone: %.4f\n", s.small.c_str(),
               100 * double(out["share_small"]), 100 * double(out["share_escalated"]), s.large.c_str(),
               double(out["agreement"]));

@@ -18,8 +18,8 @@ namespace tinfer::cli {
 
 int cmd_calibrate_route(int argc, char** argv) {
   Args args(argc, argv,
-            {{"--url", "a routed tinfer server (tinfer serve --model-small S --model-large L --route entropy ...)", true,
-              "http://127.0.0.1:8080"},
+            {{"--url", "a routed tinfer server (tinfer serve --model-small S --model-large L --route entropy ...)",
+              true, "http://127.0.0.1:8080"},
              {"--prompts", "calibration prompts: entries separated by lines holding only %"},
              {"--chat", "send each prompt as one user message", false},
              {"-n,--max-tokens", "greedy tokens per answer", true, "32"},
@@ -35,7 +35,8 @@ int cmd_calibrate_route(int argc, char** argv) {
   const std::vector<std::string> prompts = read_prompt_file(args.str("--prompts"));
   check(!prompts.empty(), "--prompts: no entries");
   const RoutedServer s = connect_routed(args.str("--url"));
-  check(s.policy == "entropy", "the server routes '" + s.policy + "'; calibration reads prompt entropies, which only "
+  check(s.policy == "entropy", "the server routes '" + s.policy +
+                                   "'; calibration reads prompt entropies, which only "
                                    "--route entropy reports");
   const bool chat = args.flag("--chat");
 
@@ -76,9 +77,10 @@ int cmd_calibrate_route(int argc, char** argv) {
   }
   std::printf("threshold  share_small  agreement\n");
   for (const RoutePoint& p : curve) std::printf("%9.4f  %11.3f  %9.3f\n", p.threshold, p.share_small, p.agreement);
-  std::printf("\n%zu prompts, %d greedy tokens; agreement target %.3f -> --route-threshold %.4f (%.1f%% on %s, "
-              "agreement %.3f)\n",
-              prompts.size(), n, target, best.threshold, 100 * best.share_small, s.small.c_str(), best.agreement);
+  std::printf(
+      "\n%zu prompts, %d greedy tokens; agreement target %.3f -> --route-threshold %.4f (%.1f%% on %s, "
+      "agreement %.3f)\n",
+      prompts.size(), n, target, best.threshold, 100 * best.share_small, s.small.c_str(), best.agreement);
   return 0;
 }
 

@@ -41,8 +41,7 @@ int cmd_serve(int argc, char** argv) {
               {"--body-timeout", "seconds a request's whole body may take after its head; beyond: 408", true, "30"},
               {"--send-timeout", "seconds a client may accept no response byte before it is dropped", true, "2"},
               {"--max-response-entries",
-               "non-streamed responses: most choices x max_tokens x (1 + top_logprobs); beyond: 400", true,
-               "262144"}});
+               "non-streamed responses: most choices x max_tokens x (1 + top_logprobs); beyond: 400", true, "262144"}});
   const std::string usage =
       "tinfer serve -m MODEL [--host H] [--port P] [engine flags] [--served-model-name NAME]  (API key: env "
       "TINFER_API_KEY)\n       tinfer serve --model-small S --model-large L --route explicit|entropy "
@@ -108,8 +107,9 @@ int cmd_serve(int argc, char** argv) {
     policy = std::make_unique<server::RoutePolicy>(
         route->config, std::vector<std::string>{model_id, std::filesystem::path(route->small_path).stem().string()});
     server.attach_routed(*engine, *small, *policy, engine->model().chat_template());
-    std::fprintf(stderr, "tinfer serve: routing %s: large '%s', small '%s'", server::route_mode_name(route->config.mode),
-                 policy->ids()[server::kLargeModel].c_str(), policy->ids()[server::kSmallModel].c_str());
+    std::fprintf(stderr, "tinfer serve: routing %s: large '%s', small '%s'",
+                 server::route_mode_name(route->config.mode), policy->ids()[server::kLargeModel].c_str(),
+                 policy->ids()[server::kSmallModel].c_str());
     if (route->config.mode == server::RouteMode::kEntropy)
       std::fprintf(stderr, ", prompt entropy > %.4f -> large, escalation %s", route->config.route_threshold,
                    route->config.escalate_threshold > 0

@@ -28,7 +28,8 @@ std::vector<RoutePoint> route_curve(const std::vector<double>& entropy, const st
   for (size_t k = 1; k <= order.size(); ++k) {
     sum_small += small_agreement[order[k - 1]];
     if (k < order.size() && entropy[order[k]] == entropy[order[k - 1]]) continue;
-    const double t = k < order.size() ? 0.5 * (entropy[order[k - 1]] + entropy[order[k]]) : entropy[order[k - 1]] + 1e-3;
+    const double t =
+        k < order.size() ? 0.5 * (entropy[order[k - 1]] + entropy[order[k]]) : entropy[order[k - 1]] + 1e-3;
     curve.push_back({t, double(k) / n, (sum_small + (n - double(k))) / n});
   }
   return curve;

@@ -11,9 +11,9 @@ namespace tinfer::cli {
 double greedy_agreement(const std::vector<int>& answer, const std::vector<int>& reference);
 
 struct RoutePoint {
-  double threshold = 0;     // prompts with entropy <= threshold go to the small model
-  double share_small = 0;   // of the prompts
-  double agreement = 0;     // mean over prompts: the small answer's agreement when routed small, else 1
+  double threshold = 0;    // prompts with entropy <= threshold go to the small model
+  double share_small = 0;  // of the prompts
+  double agreement = 0;    // mean over prompts: the small answer's agreement when routed small, else 1
 };
 
 // Every distinct split of the prompts by entropy, from "all large" to "all small", each threshold halfway between

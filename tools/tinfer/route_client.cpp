@@ -16,7 +16,8 @@ nlohmann::json call(const HttpUrl& url, const std::string& method, const std::st
   HttpResponse res(url, method, url.path + path, body.is_null() ? "" : body.dump(),
                    {{"Content-Type", "application/json"}}, deadline);
   const std::string text = res.read_body(deadline, size_t(64) << 20);
-  check(res.status() == 200, method + " " + path + ": http " + std::to_string(res.status()) + ": " + text.substr(0, 300));
+  check(res.status() == 200,
+        method + " " + path + ": http " + std::to_string(res.status()) + ": " + text.substr(0, 300));
   return nlohmann::json::parse(text);
 }
 

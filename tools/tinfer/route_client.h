@@ -23,7 +23,7 @@ struct RouteReply {
   bool automatic = false, escalated = false;
   double prompt_entropy = -1;  // -1: not measured
   int completion_tokens = 0;
-  double seconds = 0;          // request sent -> whole body read
+  double seconds = 0;  // request sent -> whole body read
 };
 
 // model "" = automatic. chat: the prompt is one user message. Greedy, at most max_tokens. Error on any failure.

@@ -8,12 +8,15 @@ namespace tinfer::cli {
 std::vector<OptionSpec> route_options() {
   return {{"--model-small", "routing: the small model (same tokenizer as the large one)"},
           {"--model-large", "routing: the large model (the default one; replaces -m)"},
-          {"--route", "routing policy: explicit (the request's model field) | entropy (automatic, by the small "
-                      "model's prompt entropy)"},
-          {"--route-threshold", "entropy policy: prompts whose mean next-token entropy (nats) on the small model is "
-                                "above this go to the large model (tinfer calibrate-route picks it)"},
-          {"--escalate-threshold", "entropy policy: escalate to the large model when the small one's last "
-                                   "--escalate-window tokens average more entropy than this (0 = never)"},
+          {"--route",
+           "routing policy: explicit (the request's model field) | entropy (automatic, by the small "
+           "model's prompt entropy)"},
+          {"--route-threshold",
+           "entropy policy: prompts whose mean next-token entropy (nats) on the small model is "
+           "above this go to the large model (tinfer calibrate-route picks it)"},
+          {"--escalate-threshold",
+           "entropy policy: escalate to the large model when the small one's last "
+           "--escalate-window tokens average more entropy than this (0 = never)"},
           {"--escalate-window", "tokens in the escalation window", true, "4"}};
 }
 
