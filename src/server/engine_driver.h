@@ -6,6 +6,8 @@
 // each engine with work per round), rather than one thread per engine: each engine's thread pool is sized for the
 // whole machine, so two stepping threads would run 2x the cores' worth of threads and preempt each other in the
 // middle of every GEMM; alternating keeps exactly one pool busy at a time and lets each step use every core.
+// Measured against a thread per engine (BENCHMARKS §1n, noisy): +11% for the thread per engine at one request per
+// model (its steps overlap the other's idle moments), −4% at four per model; within noise, so the simpler one.
 #pragma once
 #include <condition_variable>
 #include <cstdint>
