@@ -5,6 +5,7 @@
 #include <tinfer/engine.h>
 
 #include <cmath>
+#include <map>
 #include <random>
 
 #include "common/test_env.h"
@@ -107,6 +108,42 @@ TEST(EngineEntropy, PromptAndTokenEntropiesEqualReferenceAcrossChunksAndCacheHit
   EXPECT_EQ(again.cached, 0);
   EXPECT_EQ(again.tokens, a.tokens);
   EXPECT_FLOAT_EQ(again.prompt_entropy, a.prompt_entropy);
+}
+
+// A pool of 10 blocks for six ~70-token requests: requests are preempted (some in the middle of their prompt) and
+// recomputed; every prompt's entropy and every output equal an uninterrupted run's.
+TEST(EngineEntropy, PreemptedPrefillReportsTheSameEntropy) {
+  auto m = stories();
+  TINFER_REQUIRE_FILE(m ? std::string("x") : std::string(), "models/stories260K.gguf");
+  auto collect = [](std::unique_ptr<Engine> e, EngineStats* st) {
+    std::map<RequestId, Reported> out;
+    for (const auto& p : prompts(6, 512)) {
+      GenerationRequest r = greedy(p, 40);
+      r.report_entropy = true;
+      e->add_request(r, [&out](const TokenEvent& ev) {
+        Reported& o = out[ev.id];
+        if (!ev.has_token) return;
+        if (o.tokens.empty()) o.prompt_entropy = ev.prompt_entropy;
+        o.tokens.push_back(ev.token);
+      });
+    }
+    while (e->has_work()) e->step();
+    *st = e->stats();
+    return out;
+  };
+  EngineConfig tiny = base_config();
+  tiny.max_model_len = 128;
+  tiny.kv_memory_bytes = m->config().kv_bytes_per_token(4) * 160;
+  EngineStats st_tiny, st_big;
+  const auto pre = collect(Engine::create(std::move(m), tiny), &st_tiny);
+  const auto ref = collect(Engine::create(stories(), base_config()), &st_big);
+  EXPECT_GT(st_tiny.preemptions, 0);
+  EXPECT_EQ(st_big.preemptions, 0);
+  ASSERT_EQ(pre.size(), 6u);
+  for (const auto& [id, r] : ref) {
+    EXPECT_EQ(pre.at(id).tokens, r.tokens) << id;
+    EXPECT_NEAR(pre.at(id).prompt_entropy, r.prompt_entropy, 1e-4 * r.prompt_entropy) << id;
+  }
 }
 
 TEST(EngineEntropy, ParallelSamplesReportTheSharedPromptAndBeamSearchIsRefused) {
