@@ -158,7 +158,9 @@ TEST(EngineEntropy, ParallelSamplesReportTheSharedPromptAndBeamSearchIsRefused) 
   std::vector<float> first(3, NAN);
   e->add_request(r, [&](const TokenEvent& ev) {
     if (ev.has_token && std::isnan(first[size_t(ev.index)])) first[size_t(ev.index)] = ev.prompt_entropy;
-    if (ev.has_token) EXPECT_FALSE(std::isnan(ev.entropy));
+    if (ev.has_token) {
+      EXPECT_FALSE(std::isnan(ev.entropy));
+    }
   });
   while (e->has_work()) e->step();
   EXPECT_FALSE(std::isnan(first[0]));
