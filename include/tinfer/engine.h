@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -87,6 +88,11 @@ struct TokenEvent {
   // (logprob is then the token's own log-softmax of the penalised logits).
   bool beam = false;
   double beam_logprob = 0, beam_score = 0;
+  // GenerationRequest::report_entropy only (NaN otherwise), in nats: the mean entropy of the next-token
+  // distributions over the prompt's positions (from the first token on), and the entropy of the distribution this
+  // event's token was drawn from.
+  float prompt_entropy = std::numeric_limits<float>::quiet_NaN();
+  float entropy = std::numeric_limits<float>::quiet_NaN();
 };
 using EventCallback = std::function<void(const TokenEvent&)>;
 

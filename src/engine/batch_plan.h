@@ -23,6 +23,9 @@ struct ScheduledRequest {
   std::vector<kv::CowCopy> copies;       // copy these blocks (all layers, K and V) before writing
   bool padding = false;                  // a row computed for the batch's shape only (a policy's padding row):
                                          // nobody samples it; its output is discarded
+  // A prompt chunk of a request that reports its prompt entropy (RequestParams::prompt_logits): every token of
+  // the chunk gets a logit row (the runner's prompt_logits()); the sampling row, if any, is still logits().
+  bool prompt_logits = false;
   int context_len() const { return start_pos + static_cast<int>(tokens.size()); }  // attend over [0, this)
   int num_logits() const { return needs_logits ? 1 + num_draft : 0; }  // logit rows: the last token's and the drafts'
 };

@@ -17,6 +17,7 @@
 #include "core/timer.h"
 #include "engine/decoding/beam_group.h"
 #include "engine/decoding/speculator.h"
+#include "engine/entropy.h"
 #include "engine/kv_plan.h"
 #include "engine/model_runner.h"
 #include "engine/scheduler.h"
@@ -55,6 +56,10 @@ struct Live {
   int num_done = 0;
   std::unique_ptr<BeamGroup> beam;    // beam search only (then samplers and seqs stay unused)
   int cached = 0;                     // beam search: prefix-cache hit of the prompt
+  // report_entropy: each prompt position's next-token entropy (a preempted prefill rewrites its rows), then
+  // their mean once the last prompt row is known.
+  std::vector<float> prompt_row_entropy;
+  float prompt_entropy = std::numeric_limits<float>::quiet_NaN();
 };
 
 class EngineImpl final : public Engine {
@@ -188,6 +193,8 @@ class EngineImpl final : public Engine {
   bool is_stop(const Live& l, Token t) const;
   void fork_samples(Live& l, kv::SeqId parent, int parent_index, const std::vector<SampleResult>& first);
   void publish_stats();
+  // report_entropy requests: the prompt rows' entropies of this step's prompt chunks, and each sampled row's.
+  void record_prompt_entropy(const BatchPlan& plan);
 
   EngineConfig config_;
   std::unique_ptr<Model> model_;
@@ -209,6 +216,7 @@ class EngineImpl final : public Engine {
   kv::SeqId next_seq_ = 0;
   int running_peak_ = 0;
   int64_t prompt_tokens_ = 0, generated_ = 0, aborts_done_ = 0;
+  std::vector<float> entropy_scratch_;
 
   // Shared with client threads.
   mutable std::mutex mu_;
@@ -234,6 +242,7 @@ void EngineImpl::emit(Live& l, int index, const SampleResult* s, Token tok, bool
     ev.token = tok;
     ev.logprob = s->logprob;
     ev.top_logprobs = s->top;
+    ev.entropy = s->entropy;
     ++l.completion[index];
     ++generated_;
   }
@@ -243,6 +252,7 @@ void EngineImpl::emit(Live& l, int index, const SampleResult* s, Token tok, bool
   ev.cached_prompt_tokens = cached;
   ev.completion_tokens = l.completion[index];
   ev.clamped = l.req.clamped;
+  ev.prompt_entropy = l.prompt_entropy;
   if (beam) {
     ev.beam = true;
     ev.beam_logprob = beam->logprob;
@@ -288,7 +298,9 @@ void EngineImpl::drain_inbox(bool* did_something) {
                                    .max_tokens = l.req.max_tokens,
                                    .stop_ids = l.req.stop_ids,
                                    .cache_salt = l.req.cache_salt,
-                                   .priority = l.req.priority});
+                                   .priority = l.req.priority,
+                                   .prompt_logits = l.req.report_entropy});
+    if (l.req.report_entropy) l.prompt_row_entropy.assign(l.req.prompt.size(), std::numeric_limits<float>::quiet_NaN());
     l.seqs[0] = seq;
     owner_[seq] = {&l, 0};
     live_[l.id] = std::move(up);
@@ -367,6 +379,7 @@ bool EngineImpl::step() {
   runner_->run(plan);  // (the backend times the forward's own categories)
   if (spec_ && is_decode_only(plan)) spec_->observe_step(plan.num_tokens, now_s() - t_forward);
   timer.emplace(prof, Op::kSample);
+  record_prompt_entropy(plan);
 
   // Sample (and verify drafts). A not-yet-forked n > 1 request draws all n first tokens from the same row.
   std::vector<std::vector<Token>> committed(plan.requests.size());
@@ -386,9 +399,17 @@ bool EngineImpl::step() {
       const std::span<const Token> draft(s.tokens.end() - s.num_draft, s.tokens.end());
       const int kept = commit_run(l.samplers[o.index], logits, runner_->n_vocab(), draft, &results[i]);
       if (spec_) spec_->record(s.id, s.num_draft, kept);
+      if (l.req.report_entropy)  // committed token t was drawn from row t (the last known token's, then drafts')
+        for (size_t t = 0; t < results[i].size(); ++t)
+          results[i][t].entropy =
+              next_token_entropy(logits + t * runner_->n_vocab(), int64_t(runner_->n_vocab()), entropy_scratch_);
     } else {
       std::vector<SampleResult> all;
       for (int k = 0; k < l.req.n; ++k) all.push_back(l.samplers[k].sample(logits));
+      if (l.req.report_entropy) {
+        const float h = next_token_entropy(logits, int64_t(runner_->n_vocab()), entropy_scratch_);
+        for (SampleResult& r : all) r.entropy = h;
+      }
       // The parent continues as the first sample that does not stop, so the others can still fork from it.
       int p = 0;
       while (p + 1 < l.req.n && is_stop(l, all[p].token)) ++p;
@@ -439,6 +460,25 @@ bool EngineImpl::step() {
   timer.reset();
   publish_stats();
   return true;
+}
+
+void EngineImpl::record_prompt_entropy(const BatchPlan& plan) {
+  const int64_t nv = int64_t(runner_->n_vocab());
+  for (size_t i = 0; i < plan.requests.size(); ++i) {
+    const ScheduledRequest& s = plan.requests[i];
+    const float* rows = runner_->prompt_logits(i);
+    if (!rows || s.padding) continue;
+    auto it = owner_.find(s.id);
+    if (it == owner_.end()) continue;
+    Live& l = *it->second.live;
+    for (size_t t = 0; t < s.tokens.size(); ++t)
+      l.prompt_row_entropy.at(size_t(s.start_pos) + t) =
+          next_token_entropy(rows + int64_t(t) * nv, nv, entropy_scratch_);
+    if (!s.needs_logits) continue;  // the prompt's last row is not computed yet
+    double sum = 0;
+    for (float h : l.prompt_row_entropy) sum += h;
+    l.prompt_entropy = static_cast<float>(sum / double(l.prompt_row_entropy.size()));
+  }
 }
 
 void EngineImpl::start_beam_search(Live& l) {

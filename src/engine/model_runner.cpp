@@ -10,6 +10,7 @@ void ModelRunner::run(const BatchPlan& plan) {
 
   batch_.clear();
   row_.assign(plan.requests.size(), -1);
+  prompt_row_.assign(plan.requests.size(), -1);
   for (size_t i = 0; i < plan.requests.size(); ++i) {
     const ScheduledRequest& s = plan.requests[i];
     const int32_t seq = static_cast<int32_t>(batch_.block_tables.size());
@@ -19,7 +20,13 @@ void ModelRunner::run(const BatchPlan& plan) {
       batch_.positions.push_back(s.start_pos + static_cast<int32_t>(t));
       batch_.seq.push_back(seq);
     }
-    if (s.needs_logits) {  // the chunk's last known token, then every draft
+    if (s.prompt_logits) {  // every token of the prompt chunk; the last is the sampling row when it samples
+      const int32_t end = static_cast<int32_t>(batch_.tokens.size());
+      const int32_t first = end - static_cast<int32_t>(s.tokens.size());
+      prompt_row_[i] = static_cast<int>(batch_.logit_rows.size());
+      for (int32_t r = first; r < end; ++r) batch_.logit_rows.push_back(r);
+      if (s.needs_logits) row_[i] = prompt_row_[i] + static_cast<int>(s.tokens.size()) - 1;
+    } else if (s.needs_logits) {  // the chunk's last known token, then every draft
       row_[i] = static_cast<int>(batch_.logit_rows.size());
       const int32_t end = static_cast<int32_t>(batch_.tokens.size());
       for (int32_t r = end - s.num_logits(); r < end; ++r) batch_.logit_rows.push_back(r);

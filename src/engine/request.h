@@ -57,6 +57,11 @@ struct GenerationRequest {
   bool use_beam_search = false;
   float length_penalty = 1.0f;       // hypothesis score = cum_logprob / gen_len^length_penalty
   bool early_stopping = false;       // true: stop once n hypotheses exist; false: HF's heuristic
+  // Routing between models asks the model how unsure it is. On: the prompt is prefilled without prefix-cache reuse,
+  // so every prompt position's next-token distribution is computed, and their mean entropy (nats) is reported on
+  // the request's events from the first token on (TokenEvent::prompt_entropy); every sampled token's event also
+  // carries the entropy of the distribution it was drawn from (TokenEvent::entropy). Not with beam search.
+  bool report_entropy = false;
 };
 
 // A resolved request as the scheduler takes it: every limit final (see ResolvedRequest).
@@ -66,6 +71,9 @@ struct RequestParams {
   std::vector<Token> stop_ids;        // finish with "stop" when sampled: the resolved EOS and stop ids
   uint64_t cache_salt = 0;
   Priority priority = Priority::kInteractive;
+  // Logits of every prompt row (GenerationRequest::report_entropy): the prompt is prefilled whole, never from the
+  // prefix cache, until the first output exists.
+  bool prompt_logits = false;
 };
 
 struct Request {
@@ -78,6 +86,7 @@ struct Request {
   std::vector<Token> stop_ids;
   uint64_t cache_salt = 0;
   Priority priority = Priority::kInteractive;
+  bool prompt_logits = false;  // RequestParams::prompt_logits
   RequestStatus status = RequestStatus::kWaiting;
   FinishReason finish_reason = FinishReason::kNone;
   int num_preemptions = 0;

@@ -36,6 +36,8 @@ ResolvedRequest resolve_request(GenerationRequest req, const RequestLimits& lim)
     reject("n must be in [1, " + std::to_string(lim.max_seqs) + "] (the engine's max_seqs), got " +
                std::to_string(req.n),
            "n");
+  if (req.use_beam_search && req.report_entropy)
+    reject("beam search does not report entropies (routing measures sampled requests only)", "use_beam_search");
   if (req.use_beam_search) {
     if (req.sampling.temperature != 0.0f)
       reject("beam search is deterministic: temperature must be 0, got " + std::to_string(req.sampling.temperature),
@@ -76,6 +78,7 @@ ResolvedRequest resolve_request(GenerationRequest req, const RequestLimits& lim)
   r.priority = req.priority;
   r.speculative = req.speculative && !req.use_beam_search;  // beams are never drafted for
   r.use_beam_search = req.use_beam_search;
+  r.report_entropy = req.report_entropy;
   r.length_penalty = req.length_penalty;
   r.early_stopping = req.early_stopping;
   if (r.priority == Priority::kAuto)

@@ -52,6 +52,7 @@ struct ResolvedRequest {
   bool use_beam_search = false;      // n = the beam width (temperature 0, checked)
   float length_penalty = 1.0f;       // finite
   bool early_stopping = false;
+  bool report_entropy = false;  // GenerationRequest::report_entropy (never with beam search)
 
  private:
   ResolvedRequest() = default;

@@ -3,6 +3,7 @@
 // whatever else is in the batch. Also reports OpenAI-style logprobs of the original logits.
 #pragma once
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <span>
 #include <string>
@@ -45,6 +46,7 @@ struct SampleResult {
   int32_t token = -1;
   float logprob = 0.0f;             // log-softmax of the original logits at `token` (if requested)
   std::vector<TokenLogprob> top;    // top_logprobs entries, most likely first (if requested)
+  float entropy = std::numeric_limits<float>::quiet_NaN();  // set by the engine (report_entropy): of the row drawn from
 };
 
 // One candidate that survived the filters: its id and its probability renormalised over the survivors.

@@ -52,6 +52,7 @@ void Scheduler::add(RequestId id, RequestParams p) {
   r.stop_ids = std::move(p.stop_ids);
   r.cache_salt = p.cache_salt;
   r.priority = p.priority;
+  r.prompt_logits = p.prompt_logits;
   queue_of(r).push_back(id);
   requests_.emplace(id, std::move(r));
 }
@@ -66,6 +67,7 @@ void Scheduler::emit(BatchPlan& plan, const Request& r, int n, std::vector<kv::C
   s.num_draft = static_cast<int>(draft.size());
   s.block_table = kv_.block_table(r.id);
   s.needs_logits = s.start_pos + n == r.num_tokens();
+  s.prompt_logits = r.prompt_logits && r.num_output_tokens() == 0;
   s.copies = std::move(copies);
   plan.num_tokens += static_cast<int>(s.tokens.size());
   plan.requests.push_back(std::move(s));
@@ -149,8 +151,10 @@ BatchPlan Scheduler::schedule() {
       Request* next = next_waiting();
       if (!next) break;
       Request& r = *next;
-      // Never the whole sequence from cache: the last token is computed so that its logits exist.
-      const kv::PrefixHit hit = kv_.match_prefix(r.tokens, r.cache_salt, r.num_tokens() - 1);
+      // Never the whole sequence from cache: the last token is computed so that its logits exist. A request that
+      // wants every prompt row's logits reuses nothing until its first output exists.
+      const int max_hit = r.prompt_logits && r.num_output_tokens() == 0 ? 0 : r.num_tokens() - 1;
+      const kv::PrefixHit hit = kv_.match_prefix(r.tokens, r.cache_salt, max_hit);
       const int remaining = r.num_tokens() - hit.num_tokens;
       if (!config_.chunked_prefill && remaining > budget) break;
       const int n = std::min(remaining, budget);

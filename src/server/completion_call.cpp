@@ -5,14 +5,15 @@
 
 #include <algorithm>
 #include <condition_variable>
-#include <optional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <utility>
 
 #include "core/error.h"
 #include "server/api_error.h"
 #include "server/openai_request.h"
 #include "server/openai_response.h"
+#include "server/routed_request.h"
 
 namespace tinfer::server {
 
@@ -47,20 +48,26 @@ void QueueSlot::release() {
 
 namespace {
 
+// One event as queued: which engine request ("attempt" of its prompt, see routed_request.h) it came from.
+struct QueuedEvent {
+  TokenEvent ev;
+  int attempt = 0;
+};
+
 // Engine thread -> HTTP thread hand-over for one request's events.
 struct EventQueue {
   std::mutex mu;
   std::condition_variable cv;
-  std::vector<TokenEvent> events;
+  std::vector<QueuedEvent> events;
 
-  void push(const TokenEvent& e) {
+  void push(const TokenEvent& e, int attempt) {
     {
       std::lock_guard<std::mutex> lk(mu);
-      events.push_back(e);
+      events.push_back({e, attempt});
     }
     cv.notify_one();
   }
-  std::vector<TokenEvent> wait(std::chrono::milliseconds timeout) {
+  std::vector<QueuedEvent> wait(std::chrono::milliseconds timeout) {
     std::unique_lock<std::mutex> lk(mu);
     cv.wait_for(lk, timeout, [&] { return !events.empty(); });
     return std::exchange(events, {});
@@ -78,15 +85,14 @@ std::string random_id(const char* prefix) {
 
 }  // namespace
 
-// One prompt of the request: its own engine request (resolved by the engine) and queue slot. Its samples
-// are choices [index * n, index * n + n) of the response, as OpenAI indexes a list of prompts.
+// One prompt of the request: its own engine request (resolved by the engine, routed when the server routes
+// between models) and queue slot. Its samples are choices [index * n, index * n + n) of the response, as OpenAI
+// indexes a list of prompts.
 struct PromptCall {
   std::vector<int32_t> prompt;
   std::string echo;  // prepended to each of its choices when the request asks for echo
-  std::optional<ResolvedRequest> resolved;  // until submitted
-  std::unique_ptr<QueueSlot> slot;  // released at its first event
-  RequestId id = 0;
-  bool submitted = false;
+  std::unique_ptr<RoutedRequest> engine;  // resolved at start(), submitted once every prompt is valid
+  std::unique_ptr<QueueSlot> slot;        // released at its first delivered event
   bool got_first = false;
   int cached_tokens = 0;
 };
@@ -94,8 +100,12 @@ struct PromptCall {
 struct CompletionCall::State {
   State(ServerContext& c) : ctx(c) {}
   ~State() {
-    for (auto& p : prompts)
-      if (p.submitted && !completed) ctx.driver.cancel(p.id);
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      PromptCall& p = prompts[i];
+      if (!p.engine) continue;
+      if (p.engine->submitted() && !completed) p.engine->cancel();
+      p.engine->report(meta.id, static_cast<int>(i));
+    }
   }
 
   ServerContext& ctx;
@@ -134,9 +144,6 @@ std::vector<int32_t> encode_prompt(const Tokenizer& tok, const PromptInput& in) 
 std::unique_ptr<CompletionCall> CompletionCall::start(ServerContext& ctx, const nlohmann::json& body, bool chat) {
   if (ctx.draining) throw ApiError(503, "the server is shutting down", "", "shutting_down", "service_unavailable");
   CompletionRequest req = parse_completion_request(body, chat);
-  if (!req.model.empty() && req.model != ctx.model_id)
-    throw ApiError(400, "the model '" + req.model + "' does not exist; this server serves '" + ctx.model_id + "'",
-                   "model", "model_not_found");
   const Tokenizer& tok = ctx.tokenizer;
   auto s = std::make_unique<State>(ctx);
   const size_t n_prompts = chat ? 1 : req.prompts.size();
@@ -164,12 +171,12 @@ std::unique_ptr<CompletionCall> CompletionCall::start(ServerContext& ctx, const 
     gr.use_beam_search = req.use_beam_search;
     gr.length_penalty = req.length_penalty;
     gr.early_stopping = req.early_stopping;
-    try {
-      pc.resolved.emplace(ctx.driver.engine().resolve(std::move(gr)));
+    try {  // the model name (404 when unknown) and the route pick the engine; that engine resolves
+      pc.engine = std::make_unique<RoutedRequest>(ctx, req.model, std::move(gr));
     } catch (const RequestError& e) {
       throw ApiError(400, e.what(), e.field() == "prompt" ? pname : e.field(), e.code());
     }
-    for (const std::string& w : pc.resolved->warnings)  // each said once, however many prompts it applies to
+    for (const std::string& w : pc.engine->resolved().warnings)  // each said once, however many prompts it applies to
       if (std::find(s->warnings.begin(), s->warnings.end(), w) == s->warnings.end()) s->warnings.push_back(w);
     s->prompts.push_back(std::move(pc));
   }
@@ -177,7 +184,7 @@ std::unique_ptr<CompletionCall> CompletionCall::start(ServerContext& ctx, const 
   if (!req.stream) {
     const int64_t per_token = req.sampling.logprobs ? 1 + req.sampling.top_logprobs : 1;
     int64_t entries = 0;
-    for (const auto& pc : s->prompts) entries += int64_t{req.n} * pc.resolved->max_tokens * per_token;
+    for (const auto& pc : s->prompts) entries += int64_t{req.n} * pc.engine->resolved().max_tokens * per_token;
     if (entries > ctx.config.max_response_entries)
       throw ApiError(400,
                      "the response would hold up to " + std::to_string(entries) +
@@ -192,7 +199,7 @@ std::unique_ptr<CompletionCall> CompletionCall::start(ServerContext& ctx, const 
              static_cast<int64_t>(
                  std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
                      .count()),
-             ctx.model_id, chat, req.sampling.logprobs};
+             s->prompts.front().engine->model_id(), chat, req.sampling.logprobs};
   for (const auto& pc : s->prompts) {
     const bool at_text_start = prompt_is_bos_only(tok, pc.prompt);
     for (int i = 0; i < req.n; ++i) s->samples.emplace_back(tok, req.stop, req.sampling.logprobs, at_text_start);
@@ -203,13 +210,11 @@ std::unique_ptr<CompletionCall> CompletionCall::start(ServerContext& ctx, const 
   for (size_t p = 0; p < s->prompts.size(); ++p) {
     PromptCall& pc = s->prompts[p];
     const int base = static_cast<int>(p) * req.n;  // this prompt's first choice index
-    pc.id = ctx.driver.submit(std::move(*pc.resolved), [q, base](const TokenEvent& e) {
+    pc.engine->submit([q, base](const TokenEvent& e, int attempt) {
       TokenEvent c = e;
       c.index += base;
-      q->push(c);
+      q->push(c, attempt);
     });
-    pc.resolved.reset();
-    pc.submitted = true;
   }
   s->req = std::move(req);
   return std::unique_ptr<CompletionCall>(new CompletionCall(std::move(s)));
@@ -240,12 +245,14 @@ void CompletionCall::run(const WriteFn& write) {
     if (!write(out)) return gone();
   }
   while (!all_done()) {
-    std::vector<TokenEvent> evs = s.queue->wait(heartbeat);
+    std::vector<QueuedEvent> evs = s.queue->wait(heartbeat);
     out.clear();
     std::optional<NsTimer> respond_timer(std::in_place, ctx.metrics.http_respond_ns);  // event handling, chunks
-    for (const TokenEvent& ev : evs) {
+    for (const QueuedEvent& qe : evs) {
+      const TokenEvent& ev = qe.ev;
       if (ev.index < 0 || ev.index >= static_cast<int>(s.samples.size())) continue;
       PromptCall& pc = prompt_of(static_cast<size_t>(ev.index));
+      if (!pc.engine->filter(ev, qe.attempt)) continue;  // an abandoned attempt's, or the route moved
       if (ev.has_token || ev.finished) pc.slot->release();
       if (ev.has_token) {
         s.last_token = Clock::now();
@@ -266,8 +273,10 @@ void CompletionCall::run(const WriteFn& write) {
       if (!was_done && so.stopped_by_string()) ctx.metrics.stop_string_hits++;
       if (stream && !was_done) {
         auto recs = so.take_new_records();
+        ResponseMeta m = s.meta;
+        m.model = pc.engine->model_id();  // each chunk names the model that produced it
         if (!delta.empty() || !recs.empty() || so.done())
-          out += sse(stream_chunk(s.meta, ev.index, delta, &recs, so.done() ? so.finish_reason() : "", false));
+          out += sse(stream_chunk(m, ev.index, delta, &recs, so.done() ? so.finish_reason() : "", false));
       }
     }
     if (ctx.draining && ctx.past_abort_deadline() && !all_done()) {
@@ -294,12 +303,20 @@ void CompletionCall::run(const WriteFn& write) {
     PromptCall& pc = s.prompts[p];
     bool engine_done = true;
     for (int j = 0; j < n; ++j) engine_done = engine_done && s.engine_finished[p * n + j];
-    if (!engine_done) ctx.driver.cancel(pc.id);
+    if (!engine_done) pc.engine->cancel();
     u.prompt_tokens += static_cast<int>(pc.prompt.size());
     u.cached_tokens += pc.cached_tokens;
   }
   s.completed = true;
   for (const auto& x : s.samples) u.completion_tokens += x.completion_tokens();
+  // Routing: the answering model (the first prompt's, when a list of prompts went to different ones) and, per
+  // prompt, how it was routed (the non-standard "tinfer_route"; streams carry it in the usage chunk).
+  s.meta.model = s.prompts.front().engine->model_id();
+  if (ctx.route) {
+    nlohmann::json routes = nlohmann::json::array();
+    for (const PromptCall& pc : s.prompts) routes.push_back(route_json(pc.engine->outcome(), pc.engine->model_id()));
+    s.meta.extra["tinfer_route"] = std::move(routes);
+  }
   bool ok;
   if (stream) {
     out.clear();

@@ -1,4 +1,5 @@
-// Engine thread: step() while there is work, else wait for a submit or an abort.
+// Engine thread: step() while there is work (each engine with work once per round), else wait for a submit or an
+// abort.
 #include "server/engine_driver.h"
 
 #include <chrono>
@@ -6,7 +7,7 @@
 
 namespace tinfer::server {
 
-EngineDriver::EngineDriver(Engine& engine) : engine_(engine) {
+EngineDriver::EngineDriver(std::vector<Engine*> engines) : engines_(std::move(engines)) {
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -30,14 +31,14 @@ void EngineDriver::wake() {
   cv_.notify_all();
 }
 
-RequestId EngineDriver::submit(ResolvedRequest req, EventCallback cb) {
-  const RequestId id = engine_.add_request(std::move(req), std::move(cb));
+RequestId EngineDriver::submit(int engine, ResolvedRequest req, EventCallback cb) {
+  const RequestId id = engines_.at(size_t(engine))->add_request(std::move(req), std::move(cb));
   wake();
   return id;
 }
 
-void EngineDriver::cancel(RequestId id) {
-  engine_.abort(id);
+void EngineDriver::cancel(int engine, RequestId id) {
+  engines_.at(size_t(engine))->abort(id);
   wake();
 }
 
@@ -49,16 +50,19 @@ void EngineDriver::loop() {
       if (stop_) return;
       seen = wakeups_;  // read before has_work(), so a submit in between is not slept through
     }
-    if (engine_.has_work()) {
+    bool worked = false;
+    for (Engine* engine : engines_) {
+      if (!engine->has_work()) continue;
+      worked = true;
       try {
-        engine_.step();
+        engine->step();
       } catch (const std::exception& e) {
         // A failing step must not take the server down silently; the requests in it are the
         // engine's to finish or abort.
         std::fprintf(stderr, "tinfer serve: engine step failed: %s\n", e.what());
       }
-      continue;
     }
+    if (worked) continue;
     std::unique_lock<std::mutex> lk(mu_);
     // The timeout is a safety net only: every submit/abort bumps wakeups_ and notifies.
     cv_.wait_for(lk, std::chrono::milliseconds(50), [&] { return stop_ || wakeups_ != seen; });

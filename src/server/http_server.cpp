@@ -213,7 +213,11 @@ struct HttpServer::Impl {
       EngineStats st = ready ? driver->stats() : EngineStats{};
       if (ready) metrics.long_lane_waiting = st.background_waiting;
       const OpProfile ops = ready ? driver->engine().op_profile() : OpProfile{};
-      r.set_content(metrics.render(st, ready ? ctx->queued.load() : 0, ready, ops), "text/plain; version=0.0.4");
+      std::string page = metrics.render(st, ready ? ctx->queued.load() : 0, ready, ops);
+      if (ready && ctx->route)
+        metrics.render_routing(page, route_mode_name(ctx->route->config().mode), ctx->route->ids(),
+                               {driver->stats(kLargeModel), driver->stats(kSmallModel)});
+      r.set_content(page, "text/plain; version=0.0.4");
     });
   }
 
@@ -275,14 +279,9 @@ int HttpServer::start() {
   return port;
 }
 
-void HttpServer::attach(Engine& engine, const Tokenizer& tokenizer, std::string chat_template, std::string model_id) {
-  Impl& s = *impl_;
-  s.driver = std::make_unique<EngineDriver>(engine);
-  s.ctx = std::unique_ptr<ServerContext>(
-      new ServerContext{s.config, *s.driver, tokenizer, std::move(chat_template),
-                        s.config.served_model_name.empty() ? model_id : s.config.served_model_name,
-                        engine.max_model_len(), s.metrics});
-  // Readiness means a generation step works: one greedy token from BOS (or token 0).
+namespace {
+// Readiness means a generation step works: one greedy token from BOS (or token 0) on each engine.
+void warm_up(EngineDriver& driver, int engine, const Tokenizer& tokenizer) {
   GenerationRequest warm;
   warm.prompt = {tokenizer.bos() >= 0 ? tokenizer.bos() : 0};
   warm.sampling.temperature = 0;
@@ -291,12 +290,33 @@ void HttpServer::attach(Engine& engine, const Tokenizer& tokenizer, std::string 
   auto done = std::make_shared<std::promise<void>>();
   auto fut = done->get_future();
   auto flag = std::make_shared<std::atomic<bool>>(false);
-  s.driver->submit(
-      engine.resolve(warm),
-      [done, flag](const TokenEvent& e) {
-        if (e.finished && !flag->exchange(true)) done->set_value();
-      });
+  driver.submit(engine, driver.engine(engine).resolve(warm), [done, flag](const TokenEvent& e) {
+    if (e.finished && !flag->exchange(true)) done->set_value();
+  });
   check(fut.wait_for(std::chrono::seconds(120)) == std::future_status::ready, "warm-up generation did not finish");
+}
+}  // namespace
+
+void HttpServer::attach(Engine& engine, const Tokenizer& tokenizer, std::string chat_template, std::string model_id) {
+  Impl& s = *impl_;
+  s.driver = std::make_unique<EngineDriver>(engine);
+  s.ctx = std::unique_ptr<ServerContext>(new ServerContext{
+      s.config, *s.driver, tokenizer, std::move(chat_template),
+      s.config.served_model_name.empty() ? model_id : s.config.served_model_name, engine.max_model_len(), s.metrics});
+  warm_up(*s.driver, 0, tokenizer);
+  s.ready.store(true, std::memory_order_release);
+}
+
+void HttpServer::attach_routed(Engine& large, Engine& small, const RoutePolicy& policy, std::string chat_template) {
+  Impl& s = *impl_;
+  check(s.config.served_model_name.empty(), "--served-model-name names one model; routed models keep their ids");
+  s.driver = std::make_unique<EngineDriver>(std::vector<Engine*>{&large, &small});  // kLargeModel, kSmallModel
+  s.ctx =
+      std::unique_ptr<ServerContext>(new ServerContext{s.config, *s.driver, large.tokenizer(), std::move(chat_template),
+                                                       policy.ids()[kLargeModel], large.max_model_len(), s.metrics});
+  s.ctx->route = &policy;
+  warm_up(*s.driver, kLargeModel, large.tokenizer());
+  warm_up(*s.driver, kSmallModel, large.tokenizer());
   s.ready.store(true, std::memory_order_release);
 }
 

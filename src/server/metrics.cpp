@@ -110,4 +110,29 @@ std::string Metrics::render(const EngineStats& s, int queued, bool ready, const 
   return o;
 }
 
+void Metrics::render_routing(std::string& o, const std::string& policy, const std::vector<std::string>& ids,
+                             const std::vector<EngineStats>& stats) const {
+  o += "# HELP tinfer:route_info Routing between models: the policy.\n# TYPE tinfer:route_info gauge\n"
+       "tinfer:route_info{policy=\"" +
+       policy + "\"} 1\n";
+  o += "# HELP tinfer:route_requests_total Prompts answered by each model (after any move to the large one).\n"
+       "# TYPE tinfer:route_requests_total counter\n";
+  for (size_t i = 0; i < ids.size() && i < route_answered.size(); ++i)
+    o += "tinfer:route_requests_total{model=\"" + ids[i] + "\"} " + std::to_string(route_answered[i].load()) + "\n";
+  gauge(o, "tinfer:route_automatic_total", "counter", "Prompts routed automatically (measured on the small model).",
+        static_cast<double>(route_automatic.load()));
+  gauge(o, "tinfer:route_escalations_total", "counter",
+        "Prompts the small model handed to the large one during generation.",
+        static_cast<double>(route_escalations.load()));
+  const std::pair<const char*, int64_t EngineStats::*> per_model[] = {
+      {"prompt_tokens_total", &EngineStats::prompt_tokens},
+      {"generation_tokens_total", &EngineStats::generated_tokens}};
+  for (const auto& [name, field] : per_model) {
+    o += std::string("# HELP tinfer:route_") + name + " Per model: the engine's " + name + ".\n# TYPE tinfer:route_" +
+         name + " counter\n";
+    for (size_t i = 0; i < ids.size() && i < stats.size(); ++i)
+      o += std::string("tinfer:route_") + name + "{model=\"" + ids[i] + "\"} " + std::to_string(stats[i].*field) + "\n";
+  }
+}
+
 }  // namespace tinfer::server

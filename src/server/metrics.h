@@ -50,6 +50,10 @@ class Metrics {
   std::atomic<int64_t> requests_ok{0}, requests_error{0}, rejected_queue{0}, rejected_body{0};
   std::atomic<int64_t> client_disconnects{0}, server_aborts{0}, stop_string_hits{0};
   std::atomic<int64_t> long_lane_waiting{0};
+  // Routing between models: prompts answered per model (index kLargeModel / kSmallModel, after any move), of which
+  // routed automatically, and escalated from the small model to the large one during generation.
+  std::array<std::atomic<int64_t>, 2> route_answered{};
+  std::atomic<int64_t> route_automatic{0}, route_escalations{0};
   // Server-side time by category, summed over HTTP worker threads (nanoseconds): a request's JSON parse,
   // validation, tokenization and submission; turning engine events into text and SSE/JSON chunks; socket
   // writes. Exported with the engine's categories as tinfer_op_seconds_total{op="http_*"}.
@@ -58,6 +62,10 @@ class Metrics {
   // The whole /metrics page. queued = server-side requests not yet producing tokens.
   // ops: the engine's time by operator category (tinfer_op_seconds_total{op="..."}).
   std::string render(const EngineStats& s, int queued, bool ready, const OpProfile& ops = {}) const;
+  // The routing lines, appended to a page: counters above and each model's own engine counters, labelled by id.
+  // ids[i] and stats[i]: model i (kLargeModel, kSmallModel).
+  void render_routing(std::string& out, const std::string& policy, const std::vector<std::string>& ids,
+                      const std::vector<EngineStats>& stats) const;
 };
 
 }  // namespace tinfer::server

@@ -134,6 +134,7 @@ bool write_full_response(const ResponseMeta& m, const std::vector<SampleOutput>&
                {"usage", usage_json(u)},
                {"system_fingerprint", nullptr}};
   if (!warnings.empty()) head["warnings"] = warnings;
+  for (const auto& [k, v] : m.extra.items()) head[k] = v;
   std::string out;
   open_with(out, head, "choices");
   out += '[';
@@ -192,12 +193,14 @@ json stream_chunk(const ResponseMeta& m, int index, const std::string& text, con
 }
 
 json usage_chunk(const ResponseMeta& m, const Usage& u) {
-  return {{"id", m.id},
-          {"object", m.chat ? "chat.completion.chunk" : "text_completion"},
-          {"created", m.created},
-          {"model", m.model},
-          {"choices", json::array()},
-          {"usage", usage_json(u)}};
+  json c = {{"id", m.id},
+            {"object", m.chat ? "chat.completion.chunk" : "text_completion"},
+            {"created", m.created},
+            {"model", m.model},
+            {"choices", json::array()},
+            {"usage", usage_json(u)}};
+  for (const auto& [k, v] : m.extra.items()) c[k] = v;
+  return c;
 }
 
 }  // namespace tinfer::server

@@ -17,6 +17,7 @@ struct ResponseMeta {
   std::string model;
   bool chat = false;
   bool logprobs = false;
+  nlohmann::json extra = nlohmann::json::object();  // non-standard top-level fields (routing: "tinfer_route")
 };
 
 struct Usage {

@@ -9,6 +9,7 @@
 #include "model/tokenizer/tokenizer.h"
 #include "server/engine_driver.h"
 #include "server/metrics.h"
+#include "server/route_policy.h"
 #include "server/server_config.h"
 
 namespace tinfer::server {
@@ -21,6 +22,9 @@ struct ServerContext {
   std::string model_id;
   int max_model_len = 0;
   Metrics& metrics;
+  // Routing between models (tinfer serve --route): null with one model. Then driver.engine(kLargeModel) and
+  // driver.engine(kSmallModel) are the two models, model_id the large one's.
+  const RoutePolicy* route = nullptr;
 
   // Requests accepted but not yet producing tokens (their first event has not arrived).
   std::atomic<int> queued{0};

@@ -11,12 +11,25 @@ namespace tinfer::server {
 using nlohmann::json;
 
 json models_response(const ServerContext& ctx, int64_t created) {
-  json m = {{"id", ctx.model_id},
-            {"object", "model"},
-            {"created", created},
-            {"owned_by", "tinfer"},
-            {"max_model_len", ctx.max_model_len}};
-  return {{"object", "list"}, {"data", json::array({m})}};
+  auto entry = [&](const std::string& id, int max_model_len) {
+    return json{{"id", id},
+                {"object", "model"},
+                {"created", created},
+                {"owned_by", "tinfer"},
+                {"max_model_len", max_model_len}};
+  };
+  json data = json::array();
+  if (!ctx.route) {
+    data.push_back(entry(ctx.model_id, ctx.max_model_len));
+  } else {  // routing: the large model first (the default), then the small one, each with its own limits
+    for (int i : {kLargeModel, kSmallModel}) {
+      json m = entry(ctx.route->ids()[size_t(i)], ctx.driver.engine(i).max_model_len());
+      m["tinfer_route"] = {{"policy", route_mode_name(ctx.route->config().mode)},
+                           {"role", i == kLargeModel ? "large" : "small"}};
+      data.push_back(std::move(m));
+    }
+  }
+  return {{"object", "list"}, {"data", data}};
 }
 
 json tokenize_response(const ServerContext& ctx, const json& body) {

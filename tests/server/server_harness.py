@@ -13,7 +13,9 @@ import time
 
 class Server:
     def __init__(self, tinfer, model, *extra, ready_timeout=60):
-        self.proc = subprocess.Popen([tinfer, "serve", "-m", model, "--port", "0", *extra],
+        """model None: no -m (routing servers name their models with --model-small/--model-large in extra)."""
+        model_args = [] if model is None else ["-m", model]
+        self.proc = subprocess.Popen([tinfer, "serve", *model_args, "--port", "0", *extra],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         self.log = []
         self.port = None

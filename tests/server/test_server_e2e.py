@@ -152,7 +152,7 @@ def test_bad_input(srv):
     expect_error(srv, "POST", C, {"prompt": "x", "stop": [1]}, 400, "stop[0]")
     expect_error(srv, "POST", C, {"prompt": "x", "logprobs": 99}, 400, "logprobs")
     expect_error(srv, "POST", C, {"prompt": [5, 99999]}, 400, "prompt")
-    expect_error(srv, "POST", C, {"prompt": "x", "model": "gpt-4"}, 400, "model")
+    expect_error(srv, "POST", C, {"prompt": "x", "model": "gpt-4"}, 404, "model")  # OpenAI: model_not_found is a 404
     expect_error(srv, "POST", C, b'{"prompt": "\xff\xfe bad utf8"}', 400)
     expect_error(srv, "POST", C, {"prompt": [1] * 3000}, 400, "prompt")  # longer than the context
     expect_error(srv, "POST", C, {"prompt": "x", "stop_token_ids": [10**6]}, 400, "stop_token_ids")  # not in vocab

@@ -44,6 +44,7 @@ int cmd_bench(int argc, char** argv) {
   if (argc > 0 && std::string(argv[0]) == "ladder") return cmd_bench_ladder(argc - 1, argv + 1);
   if (argc > 0 && std::string(argv[0]) == "serve") return cmd_bench_serve(argc - 1, argv + 1);
   if (argc > 0 && std::string(argv[0]) == "spec") return cmd_bench_spec(argc - 1, argv + 1);
+  if (argc > 0 && std::string(argv[0]) == "route") return cmd_bench_route(argc - 1, argv + 1);
   auto spec = concat(concat(concat(model_options(), kv_type_options()), early_exit_options()),
                      {{"--prompt", "prompt tokens", true, "512"},
                                        {"--gen", "generated tokens", true, "128"},
@@ -55,7 +56,7 @@ int cmd_bench(int argc, char** argv) {
   Args args(argc, argv, spec,
             "tinfer bench -m MODEL [--prompt 512] [--gen 128] [--repeat 5] [--kv-dtype T] [--kv-dtype-k T] [--kv-dtype-v T] [--act-quant block32|token] "
             "[--profile] "
-            "[--trace FILE] [--json]   (serving: tinfer bench throughput|ladder|serve|spec --help)");
+            "[--trace FILE] [--json]   (serving: tinfer bench throughput|ladder|serve|spec|route --help)");
   const long long n_prompt = args.integer("--prompt"), n_gen = args.integer("--gen"), repeat = args.integer("--repeat");
   check(n_prompt >= 1 && n_gen >= 2 && repeat >= 1, "--prompt >= 1, --gen >= 2 and --repeat >= 1 are required");
   Loaded l = load_model(args);

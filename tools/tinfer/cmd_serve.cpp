@@ -13,13 +13,15 @@
 #include "core/error.h"
 #include "engine_flags.h"
 #include "model/model.h"
+#include "model/tokenizer/same_tokenizer.h"
+#include "route_flags.h"
 #include "server/http_server.h"
 
 namespace tinfer::cli {
 
 int cmd_serve(int argc, char** argv) {
   auto spec =
-      concat(concat(model_options(), engine_options()),
+      concat(concat(concat(model_options(), engine_options()), route_options()),
              {{"--host", "address to bind (default: loopback only)", true, "127.0.0.1"},
               {"--port", "TCP port (0 = any free port; the chosen one is printed)", true, "8080"},
               {"--api-key",
@@ -39,12 +41,20 @@ int cmd_serve(int argc, char** argv) {
               {"--body-timeout", "seconds a request's whole body may take after its head; beyond: 408", true, "30"},
               {"--send-timeout", "seconds a client may accept no response byte before it is dropped", true, "2"},
               {"--max-response-entries",
-               "non-streamed responses: most choices x max_tokens x (1 + top_logprobs); beyond: 400", true,
-               "262144"}});
-  Args args(argc, argv, spec,
-            "tinfer serve -m MODEL [--host H] [--port P] [engine flags] [--served-model-name NAME]  (API key: env "
-            "TINFER_API_KEY)");
-  EngineConfig ec = engine_config(args);
+               "non-streamed responses: most choices x max_tokens x (1 + top_logprobs); beyond: 400", true, "262144"}});
+  const std::string usage =
+      "tinfer serve -m MODEL [--host H] [--port P] [engine flags] [--served-model-name NAME]  (API key: env "
+      "TINFER_API_KEY)\n       tinfer serve --model-small S --model-large L --route explicit|entropy "
+      "[--route-threshold H] [--escalate-threshold E] [...]";
+  Args args(argc, argv, spec, usage);
+  const std::optional<RouteSetup> route = route_setup(args);
+  // The engine flags read -m; with routing the large model is the engine the flags describe.
+  std::vector<std::string> words(argv, argv + argc);
+  if (route) words.insert(words.end(), {"-m", route->large_path});
+  std::vector<char*> wargv;
+  for (std::string& w : words) wargv.push_back(w.data());
+  const Args eargs(static_cast<int>(wargv.size()), wargv.data(), spec, usage);
+  EngineConfig ec = engine_config(eargs);
   ec.long_request_tokens = static_cast<int>(args.integer("--long-request-tokens"));
   ec.max_background_running = static_cast<int>(args.integer("--max-long-in-flight"));
   if (auto errs = ec.validate(); !errs.empty()) fail("invalid engine options:\n  " + errs.front());
@@ -84,7 +94,33 @@ int cmd_serve(int argc, char** argv) {
                ec.model_path.c_str());
   std::unique_ptr<Engine> engine = Engine::create(ec);
   std::string model_id = std::filesystem::path(ec.model_path).stem().string();
-  server.attach(*engine, engine->tokenizer(), engine->model().chat_template(), model_id);
+  std::unique_ptr<Engine> small;  // routing only
+  std::unique_ptr<server::RoutePolicy> policy;
+  if (route) {
+    // Same engine settings for the small model, without speculation (a draft of the small model makes no sense);
+    // both engines' pools are stepped by one thread, one engine at a time (server/engine_driver.h).
+    EngineConfig sc_engine = ec;
+    sc_engine.model_path = route->small_path;
+    sc_engine.spec = SpecConfig{};
+    small = Engine::create(sc_engine);
+    check_same_tokenizer(engine->tokenizer(), small->tokenizer(), "small model " + route->small_path, "large model");
+    policy = std::make_unique<server::RoutePolicy>(
+        route->config, std::vector<std::string>{model_id, std::filesystem::path(route->small_path).stem().string()});
+    server.attach_routed(*engine, *small, *policy, engine->model().chat_template());
+    std::fprintf(stderr, "tinfer serve: routing %s: large '%s', small '%s'",
+                 server::route_mode_name(route->config.mode), policy->ids()[server::kLargeModel].c_str(),
+                 policy->ids()[server::kSmallModel].c_str());
+    if (route->config.mode == server::RouteMode::kEntropy)
+      std::fprintf(stderr, ", prompt entropy > %.4f -> large, escalation %s", route->config.route_threshold,
+                   route->config.escalate_threshold > 0
+                       ? ("window " + std::to_string(route->config.escalate_window) + " mean > " +
+                          std::to_string(route->config.escalate_threshold))
+                             .c_str()
+                       : "off");
+    std::fprintf(stderr, "\n");
+  } else {
+    server.attach(*engine, engine->tokenizer(), engine->model().chat_template(), model_id);
+  }
   std::fprintf(stderr, "tinfer serve: ready on http://%s:%d, model '%s', max_model_len %d%s\n", sc.host.c_str(), port,
                sc.served_model_name.empty() ? model_id.c_str() : sc.served_model_name.c_str(), engine->max_model_len(),
                sc.api_key.empty() ? "" : ", API key required");

@@ -16,11 +16,13 @@ int cmd_bench_throughput(int argc, char** argv);  // `tinfer bench throughput`, 
 int cmd_bench_ladder(int argc, char** argv);      // `tinfer bench ladder`, dispatched by cmd_bench
 int cmd_bench_serve(int argc, char** argv);       // `tinfer bench serve`, dispatched by cmd_bench
 int cmd_bench_spec(int argc, char** argv);        // `tinfer bench spec`, dispatched by cmd_bench
+int cmd_bench_route(int argc, char** argv);       // `tinfer bench route`, dispatched by cmd_bench
 int cmd_tokenize(int argc, char** argv);
 int cmd_quantize(int argc, char** argv);
 int cmd_calibrate_kv(int argc, char** argv);
 int cmd_calibrate_skip(int argc, char** argv);
 int cmd_calibrate_exit(int argc, char** argv);
+int cmd_calibrate_route(int argc, char** argv);
 int cmd_kv_plan(int argc, char** argv);
 int cmd_derive(int argc, char** argv);
 

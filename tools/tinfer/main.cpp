@@ -25,9 +25,10 @@ const Entry kCommands[] = {
     {"calibrate-kv", tinfer::cli::cmd_calibrate_kv, "choose per-layer KV cache types within a quality budget; writes a --kv-plan file"},
     {"calibrate-exit", tinfer::cli::cmd_calibrate_exit, "choose the early-exit threshold within a quality budget; prints the --early-exit flags"},
     {"calibrate-skip", tinfer::cli::cmd_calibrate_skip, "choose layer sub-blocks to skip within a quality budget; writes a --skip-plan file"},
+    {"calibrate-route", tinfer::cli::cmd_calibrate_route, "pick --route-threshold on a prompt mix against a routed server (agreement vs share on the small model)"},
     {"kv-plan", tinfer::cli::cmd_kv_plan, "KV cache accounting without loading weights: bytes/token, tokens and sequences that fit"},
     {"synth", tinfer::cli::cmd_synth, "write a random-weight model with a real architecture's shapes"},
-    {"bench", tinfer::cli::cmd_bench, "prefill/decode speed vs roofline; bench throughput (engine), bench serve (HTTP load)"},
+    {"bench", tinfer::cli::cmd_bench, "prefill/decode speed vs roofline; bench throughput (engine), bench serve (HTTP load), bench route (routing between models)"},
     {"serve", tinfer::cli::cmd_serve, "OpenAI-compatible HTTP server (completions, chat, streaming, metrics)"},
     {"tokenize", tinfer::cli::cmd_tokenize, "print the tokens of a text"},
 };

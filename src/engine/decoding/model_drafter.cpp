@@ -17,27 +17,12 @@
 #include "model/backend.h"
 #include "model/forward_batch.h"
 #include "model/model.h"
+#include "model/tokenizer/same_tokenizer.h"
 #include "model/tokenizer/tokenizer.h"
 
 namespace tinfer {
 
 namespace {
-
-// The draft must read and write the same token ids: same vocabulary, pieces, control tokens, BOS/EOS and
-// end-of-generation set. Error naming the first difference.
-void check_same_tokenizer(const Tokenizer& target, const Tokenizer& draft, const std::string& path) {
-  const std::string what = "draft model " + path + ": its tokenizer differs from the target's (";
-  check(target.n_vocab() == draft.n_vocab(), what + "vocabulary of " + std::to_string(draft.n_vocab()) +
-                                                 " tokens, the target has " + std::to_string(target.n_vocab()) + ")");
-  check(target.bos() == draft.bos() && target.eos() == draft.eos(), what + "BOS/EOS ids)");
-  for (int32_t id = 0; id < target.n_vocab(); ++id) {
-    check(target.piece(id) == draft.piece(id), what + "token " + std::to_string(id) + " is '" + draft.piece(id) +
-                                                   "', the target's is '" + target.piece(id) + "')");
-    check(target.is_eog(id) == draft.is_eog(id), what + "token " + std::to_string(id) + " end-of-generation flag)");
-    check(target.token_bytes(id).empty() == draft.token_bytes(id).empty(),
-          what + "token " + std::to_string(id) + " is a control token in one of them)");
-  }
-}
 
 int32_t argmax(const float* row, int64_t n) {
   int32_t best = 0;
@@ -223,7 +208,7 @@ std::unique_ptr<Drafter> make_drafter(const SpecConfig& config, const Model& tar
     case SpecMode::kDraft: {
       check(env.pool != nullptr, "draft model: no thread pool");
       auto draft = Model::load(config.draft_model);
-      check_same_tokenizer(target.tokenizer(), draft->tokenizer(), config.draft_model);
+      check_same_tokenizer(target.tokenizer(), draft->tokenizer(), "draft model " + config.draft_model, "target");
       auto fwd = create_backend("cpu", *draft,
                                 BackendOptions{.pool = env.pool, .max_positions = env.max_len, .act_quant = env.act_quant});
       Backend& ref = *fwd;
