@@ -78,6 +78,10 @@ std::string Metrics::render(const EngineStats& s, int queued, bool ready, const 
         static_cast<double>(s.spec_steps));
   gauge(o, "tinfer:spec_decode_draft_acceptance_rate", "gauge", "Accepted / drafted tokens so far.",
         s.spec_acceptance());
+  gauge(o, "tinfer:early_exit_rows_total", "counter", "Decode rows that could exit early (--early-exit).",
+        static_cast<double>(s.early_exit_eligible));
+  gauge(o, "tinfer:early_exit_exited_total", "counter", "Decode rows that left the step at an exit layer.",
+        static_cast<double>(s.early_exit_exited));
   gauge(o, "tinfer:engine_aborts_total", "counter", "Requests aborted in the engine.", static_cast<double>(s.aborts));
   gauge(o, "tinfer:engine_steps_total", "counter", "Engine iterations.", static_cast<double>(s.steps));
   gauge(o, "tinfer:request_success_total", "counter", "Requests answered 200.",

@@ -207,6 +207,28 @@ def test_speculative_server(plain_srv):
         srv.stop()
 
 
+def test_early_exit_server():
+    # A server with early exit at threshold 0 (every decode row exits after layer 2) answers greedily as
+    # `tinfer run` with the same flags does (one forward per decode token there too), and /metrics counts the exits.
+    flags = ["--early-exit", "0", "--exit-layers", "2"]
+    srv = Server(TINFER, MODEL, "--kv-memory", "64M", "--max-seqs", "8", "--ctx", "512", *flags)
+    try:
+        st, r = post(srv, C, {"prompt": "Once upon a time", "max_tokens": 24, "temperature": 0, "ignore_eos": True})
+        check(st == 200, "early exit: %s" % r)
+        run = subprocess.run([TINFER, "run", "-m", MODEL, "-p", "Once upon a time", "-n", "24", "--temp", "0",
+                              "--ignore-eos", "-t", "2", *flags], capture_output=True, text=True, timeout=60)
+        check(run.returncode == 0, run.stderr)
+        check(run.stdout.rstrip("\n") == r["choices"][0]["text"],
+              "served %r, run %r" % (r["choices"][0]["text"], run.stdout))
+        time.sleep(0.3)
+        _, _, m = srv.request("GET", "/metrics")
+        m = m.decode()
+        rows, exited = metric(m, "tinfer:early_exit_rows_total"), metric(m, "tinfer:early_exit_exited_total")
+        check(rows >= 23 and exited == rows, "early exit metrics: rows %s exited %s" % (rows, exited))
+    finally:
+        srv.stop()
+
+
 def main():
     why = skip_reason(MODEL)
     if why:
@@ -224,7 +246,8 @@ def main():
                  ("seeds", lambda: test_seeds(srv, client)),
                  ("response_budget_and_memory", test_response_budget_and_memory),
                  ("chat_injection_smollm2", test_chat_injection_smollm2),
-                 ("speculative_server", lambda: test_speculative_server(srv))]
+                 ("speculative_server", lambda: test_speculative_server(srv)),
+                 ("early_exit_server", test_early_exit_server)]
         failures += run_named(tests, 28)
     finally:
         if srv.proc.poll() is None:
