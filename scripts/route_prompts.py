@@ -7,13 +7,12 @@ that chose it.
 
 usage: scripts/route_prompts.py OUT_DIR [--shared ../shared]
   calib.txt, heldout.txt  chat prompts (send with --chat), entries separated by lines holding only '%'"""
-import argparse
 import os
 import random
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from spec_prompts import CHAT, CODE, write  # noqa: E402
+from spec_prompts import CHAT, CODE, prompt_args, write  # noqa: E402
 
 FACTS = ["What is the capital of France?", "How many days are in a week?", "What colour is the sky on a clear day?",
          "What is 2 + 2?", "Which animal says moo?", "What is the opposite of hot?",
@@ -26,15 +25,9 @@ HARD = ["Write a short story about a robot who learns to paint.", "Compare the e
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("out")
-    ap.add_argument("--shared", default=os.environ.get("TINFER_SHARED", "../shared"))
-    a = ap.parse_args()
-    os.makedirs(a.out, exist_ok=True)
+    a, stories, wiki = prompt_args()
     corpus = os.path.join(a.shared, "corpus")
-    stories = [s.strip() for s in open(os.path.join(corpus, "tinystories-valid-head.txt")).read().split("\n\n")]
-    wiki = [p.strip() for p in open(os.path.join(corpus, "wikitext-2-test.raw")).read().split("\n")]
-    wiki = [p for p in wiki if not p.startswith("=") and 150 < len(p) < 400][20:26]
+    wiki = [p for p in wiki if 150 < len(p) < 400][20:26]
     fortunes = [f.strip() for f in open(os.path.join(corpus, "prompts-fortunes.txt")).read().split("\n%\n")]
     fortunes = [f for f in fortunes if 40 < len(f) < 160 and "\n" not in f][:8]
     easy = (["Repeat the following passage word for word.\n\n" + p for p in wiki]

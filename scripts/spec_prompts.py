@@ -36,7 +36,9 @@ def write(path, entries):
         f.write("\n%\n".join(entries) + "\n")
 
 
-def main():
+def prompt_args():
+    """(the parsed OUT and --shared arguments, OUT created, TinyStories stories, WikiText paragraphs without headings)
+    for the prompt-file scripts."""
     ap = argparse.ArgumentParser()
     ap.add_argument("out")
     ap.add_argument("--shared", default=os.environ.get("TINFER_SHARED", "../shared"))
@@ -45,7 +47,11 @@ def main():
     corpus = os.path.join(a.shared, "corpus")
     stories = [s.strip() for s in open(os.path.join(corpus, "tinystories-valid-head.txt")).read().split("\n\n")]
     wiki = [p.strip() for p in open(os.path.join(corpus, "wikitext-2-test.raw")).read().split("\n")]
-    wiki = [p for p in wiki if not p.startswith("=")]
+    return a, stories, [p for p in wiki if not p.startswith("=")]
+
+
+def main():
+    a, stories, wiki = prompt_args()
     copy_src = [p for p in wiki if 600 < len(p) < 1200][10:14]
     write(os.path.join(a.out, "copy.txt"),
           ["Text: %s\n\nThe same text, copied exactly:\n%s" % (p, " ".join(p.split()[:6])) for p in copy_src])
