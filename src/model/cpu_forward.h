@@ -70,7 +70,7 @@ class CpuForward final : public Backend {
   void set_layer_skip(LayerSkip skip);
   const LayerSkip& layer_skip() const { return skip_; }
   // Per-token early exit for every later forward (BackendOptions::early_exit at construction); Error for exit
-  // layers outside [1, n_layers - 1] or not ascending, or a threshold outside [0, 1]. Resets nothing.
+  // layers outside [1, n_layers - 1] or not ascending, or a threshold outside [0, 1]. The counters carry on.
   void set_early_exit(EarlyExit exit);
   const EarlyExit& early_exit() const { return exit_; }
   EarlyExitCounters early_exit_counters() const override;

@@ -22,7 +22,7 @@ void CpuForward::set_early_exit(EarlyExit exit) {
     check(i == 0 || exit.layers[i] > exit.layers[i - 1], "exit layers must be ascending and distinct");
   }
   exit_ = std::move(exit);
-  exit_counters_.exited_after.assign(size_t(L), 0);
+  if (exit_counters_.exited_after.size() != size_t(L)) exit_counters_.exited_after.assign(size_t(L), 0);  // keeps counts
 }
 
 EarlyExitCounters CpuForward::early_exit_counters() const { return exit_counters_; }

@@ -59,7 +59,7 @@ int cmd_calibrate_exit(int argc, char** argv) {
                       {"--steps", "bisection steps per exit layer set", true, "6"},
                       {"--json", "print one JSON object on the last line", false}});
   spec.push_back(act_quant_option());
-  spec = concat(spec, calib_text_options("512", ", scored one per step"));
+  spec = concat(spec, calib_text_options("2048", ", scored one per step"));
   Args args(argc, argv, spec,
             "tinfer calibrate-exit -m MODEL (--budget-kld X | --budget-ppl X[%]) [--calib FILE] [--calib-tokens N] "
             "[--ctx N] [--layers L1,L2] [--steps N] [--json] [-t N]");
