@@ -90,6 +90,13 @@ CpuForward::CpuForward(const Model& model, std::unique_ptr<ThreadPool> owned, Th
     L.wo = pack_tensor(*lt.wo);
     L.w_gateup = pack_stacked({lt.w_gate, lt.w_up});
     L.w_down = pack_tensor(*lt.w_down);
+    if (lt.bq) {  // the biases of q | k | v, side by side as the stacked projection writes its rows
+      for (const GgufTensor* b : {lt.bq, lt.bk, lt.bv}) {
+        const std::vector<float> v = dequantize_tensor(*b);
+        L.bqkv.insert(L.bqkv.end(), v.begin(), v.end());
+      }
+    }
+    if (lt.q_norm) L.q_norm = dequantize_tensor(*lt.q_norm), L.k_norm = dequantize_tensor(*lt.k_norm);
     layers_.push_back(std::move(L));
   }
   output_norm_ = dequantize_tensor(*t.output_norm);
@@ -255,6 +262,12 @@ void CpuForward::forward(const ForwardBatch& batch, KvStorage& kv, float* logits
         const int64_t hd = c.head_dim, group = c.n_heads / c.n_kv_heads;
         auto rope = [&](int64_t i) {
           float* q = &qkv_[i * qkv_w];
+          if (!L.bqkv.empty()) add_inplace(q, L.bqkv.data(), qkv_w);
+          if (!L.q_norm.empty()) {  // each q and k head normalised on its own (in place), then rotated
+            for (int64_t h = 0; h < c.n_heads; ++h) rmsnorm(q + h * hd, L.q_norm.data(), q + h * hd, hd, c.rms_eps);
+            float* k = q + c.q_dim();
+            for (int64_t h = 0; h < c.n_kv_heads; ++h) rmsnorm(k + h * hd, L.k_norm.data(), k + h * hd, hd, c.rms_eps);
+          }
           rope_.apply(q, c.n_heads, slot_pos_[i]);
           rope_.apply(q + c.q_dim(), c.n_kv_heads, slot_pos_[i]);
         };

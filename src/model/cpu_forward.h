@@ -90,6 +90,8 @@ class CpuForward final : public Backend {
     PackedMatrix wo;       // [dim][q_dim]
     Stacked w_gateup;      // rows: [ffn | ffn]
     PackedMatrix w_down;   // [dim][ffn]
+    std::vector<float> bqkv;            // [q_dim | kv_dim | kv_dim] projection biases (qwen2), or empty
+    std::vector<float> q_norm, k_norm;  // [head_dim] per-head RMSNorm weights before RoPE (qwen3), or empty
   };
   CpuForward(const Model& model, std::unique_ptr<ThreadPool> owned, ThreadPool* pool, int64_t max_positions,
              ActQuant act_quant, LayerSkip skip, EarlyExit exit);

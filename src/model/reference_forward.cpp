@@ -1,6 +1,7 @@
 // Reference forward pass, reading top to bottom against the math of a Llama-family decoder.
 #include "model/reference_forward.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "model/rope.h"
@@ -40,6 +41,24 @@ Vec rmsnorm(const Vec& x, const std::vector<float>& w, double eps) {
   return out;
 }
 
+// Optional tensor: dequantized, or empty when the architecture has none.
+std::vector<float> optional_tensor(const GgufTensor* t) { return t ? dequantize_tensor(*t) : std::vector<float>{}; }
+
+// x += b (when the projection has a bias).
+void add_bias(Vec& x, const std::vector<float>& b) {
+  for (size_t i = 0; i < b.size(); ++i) x[i] += b[i];
+}
+
+// RMSNorm of each head_dim slice of x with the same weights (qwen3's q/k norm); nothing when w is empty.
+void head_rmsnorm(Vec& x, const std::vector<float>& w, int64_t head_dim, double eps) {
+  if (w.empty()) return;
+  for (size_t h = 0; h * size_t(head_dim) < x.size(); ++h) {
+    const Vec head(x.begin() + int64_t(h) * head_dim, x.begin() + int64_t(h + 1) * head_dim);
+    const Vec n = rmsnorm(head, w, eps);
+    std::copy(n.begin(), n.end(), x.begin() + int64_t(h) * head_dim);
+  }
+}
+
 }  // namespace
 
 ReferenceForward::ReferenceForward(const Model& model, LayerSkip skip) : model_(model), skip_(std::move(skip)) {
@@ -50,7 +69,9 @@ ReferenceForward::ReferenceForward(const Model& model, LayerSkip skip) : model_(
   for (const LayerTensors& l : t.layers) {
     layers_.push_back({dequantize_tensor(*l.attn_norm), dequantize_tensor(*l.wq), dequantize_tensor(*l.wk),
                        dequantize_tensor(*l.wv), dequantize_tensor(*l.wo), dequantize_tensor(*l.ffn_norm),
-                       dequantize_tensor(*l.w_gate), dequantize_tensor(*l.w_up), dequantize_tensor(*l.w_down)});
+                       dequantize_tensor(*l.w_gate), dequantize_tensor(*l.w_up), dequantize_tensor(*l.w_down),
+                       optional_tensor(l.bq), optional_tensor(l.bk), optional_tensor(l.bv), optional_tensor(l.q_norm),
+                       optional_tensor(l.k_norm)});
   }
 }
 
@@ -73,6 +94,8 @@ std::vector<std::vector<float>> ReferenceForward::logits(const std::vector<int32
       q[i] = matvec(L.wq, h, c.q_dim());  // [n_heads * head_dim]
       k[i] = matvec(L.wk, h, c.kv_dim());  // [n_kv_heads * head_dim]
       v[i] = matvec(L.wv, h, c.kv_dim());
+      add_bias(q[i], L.bq), add_bias(k[i], L.bk), add_bias(v[i], L.bv);
+      head_rmsnorm(q[i], L.q_norm, hd, c.rms_eps), head_rmsnorm(k[i], L.k_norm, hd, c.rms_eps);
       rope_reference(q[i].data(), c.n_heads, hd, c.rope_dim, i, c.rope_base, c.rope_scale, c.rope_layout);
       rope_reference(k[i].data(), c.n_kv_heads, hd, c.rope_dim, i, c.rope_base, c.rope_scale, c.rope_layout);
     }

@@ -24,6 +24,7 @@ class ReferenceForward {
  private:
   struct Layer {
     std::vector<float> attn_norm, wq, wk, wv, wo, ffn_norm, w_gate, w_up, w_down;
+    std::vector<float> bq, bk, bv, q_norm, k_norm;  // empty unless the architecture has them (qwen2, qwen3)
   };
   const Model& model_;
   LayerSkip skip_;

@@ -19,6 +19,8 @@ struct Preset {
   int64_t dim, n_layers, n_heads, n_kv_heads, ffn_dim, n_vocab, ctx_len;
   float rope_base, rms_eps;
   bool tied;
+  const char* arch = "llama";
+  int64_t head_dim = 0;  // 0: dim / heads
 };
 
 // Shapes of the real checkpoints. stories15m (llama2.c) and smollm2-135m share the embedding with the head.
@@ -28,6 +30,9 @@ constexpr Preset kPresets[] = {
     {"llama-7b", 4096, 32, 32, 32, 11008, 32000, 4096, 10000.0f, 1e-5f, false},
     {"smollm2-135m", 576, 30, 9, 3, 1536, 49152, 8192, 100000.0f, 1e-5f, true},
     {"stories15m", 288, 6, 6, 6, 768, 32000, 256, 10000.0f, 1e-5f, true},
+    // Qwen 2.5 0.5B and Qwen 3 0.6B (config.json of each checkpoint): neox RoPE, Q/K/V biases; q/k norms, head_dim 128.
+    {"qwen2.5-0.5b", 896, 24, 14, 2, 4864, 151936, 32768, 1000000.0f, 1e-6f, true, "qwen2"},
+    {"qwen3-0.6b", 1024, 28, 16, 8, 3072, 151936, 40960, 1000000.0f, 1e-6f, true, "qwen3", 128},
 };
 
 // llama.cpp's general.file_type (llama_ftype) for a model whose matrices are all of one type. The
@@ -70,6 +75,7 @@ struct TensorPlan {
   std::string name;
   std::vector<int64_t> shape;  // shape[0] = row length
   bool norm;                   // 1-D, f32, values ~1
+  bool bias = false;           // 1-D, f32, values ~N(0, 0.1^2)
 };
 
 std::vector<TensorPlan> plan_tensors(const SynthSpec& s) {
@@ -82,6 +88,11 @@ std::vector<TensorPlan> plan_tensors(const SynthSpec& s) {
     t.push_back({b + "attn_q.weight", {s.dim, q_dim}, false});
     t.push_back({b + "attn_k.weight", {s.dim, kv_dim}, false});
     t.push_back({b + "attn_v.weight", {s.dim, kv_dim}, false});
+    if (s.arch == "qwen2")  // biases of the Q, K, V projections
+      for (const auto& [w, n] : {std::pair{"attn_q", q_dim}, {"attn_k", kv_dim}, {"attn_v", kv_dim}})
+        t.push_back({b + w + ".bias", {n}, false, true});
+    if (s.arch == "qwen3")  // per-head RMSNorm of q and k
+      for (const char* w : {"attn_q_norm.weight", "attn_k_norm.weight"}) t.push_back({b + w, {s.resolved_head_dim()}, true});
     t.push_back({b + "attn_output.weight", {q_dim, s.dim}, false});
     t.push_back({b + "ffn_norm.weight", {s.dim}, true});
     t.push_back({b + "ffn_gate.weight", {s.dim, s.ffn_dim}, false});
@@ -94,8 +105,8 @@ std::vector<TensorPlan> plan_tensors(const SynthSpec& s) {
 }
 
 void add_metadata(GgufWriter& w, const SynthSpec& s) {
-  const std::string p = "llama.";
-  w.set_string("general.architecture", "llama");
+  const std::string p = s.arch + ".";
+  w.set_string("general.architecture", s.arch);
   w.set_string("general.name", s.name);
   for (const FileType& f : kFileTypes)
     if (f.type == s.weight_type) w.set_u32("general.file_type", f.ftype);
@@ -112,7 +123,7 @@ void add_metadata(GgufWriter& w, const SynthSpec& s) {
   w.set_u32(p + "rope.dimension_count", uint32_t(s.resolved_head_dim()));
   w.set_f32(p + "rope.freq_base", s.rope_base);
   w.set_f32(p + "attention.layer_norm_rms_epsilon", s.rms_eps);
-  if (s.rope_layout == RopeLayout::neox) w.set_string("tinfer.rope.layout", "neox");
+  if (s.arch == "llama" && s.rope_layout == RopeLayout::neox) w.set_string("tinfer.rope.layout", "neox");
   w.set_u64("tinfer.synth.seed", s.seed);
 
   const SynthVocab v = synth_vocab(s.n_vocab);
@@ -136,7 +147,7 @@ std::vector<uint8_t> make_tensor(const SynthSpec& s, const TensorPlan& t, DType 
   const TypeTraits& tt = type_traits(type);
   std::vector<uint8_t> out(rb * size_t(n_rows));
   const uint64_t key = splitmix64(s.seed ^ fnv1a(t.name));
-  const float scale = t.norm ? 0.05f : s.weight_std, offset = t.norm ? 1.0f : 0.0f;
+  const float scale = t.norm ? 0.05f : t.bias ? 0.1f : s.weight_std, offset = t.norm ? 1.0f : 0.0f;
   pool.parallel_for(n_rows, 8, [&](int64_t r0, int64_t r1) {
     std::vector<float> row(static_cast<size_t>(row_len));
     for (int64_t r = r0; r < r1; ++r) {
@@ -159,7 +170,7 @@ GgufWriter build(const SynthSpec& s, int n_threads) {
   GgufWriter w;
   add_metadata(w, s);
   for (const TensorPlan& t : plan_tensors(s)) {
-    const DType type = t.norm ? DType::F32 : synth_tensor_type(s.weight_type, t.shape[0]);
+    const DType type = t.norm || t.bias ? DType::F32 : synth_tensor_type(s.weight_type, t.shape[0]);
     const std::vector<uint8_t> data = make_tensor(s, t, type, pool);
     w.add_tensor(t.name, type, t.shape, data.data(), data.size());
   }
@@ -188,6 +199,10 @@ std::vector<std::string> SynthSpec::validate() const {
                 " (set head_dim explicitly)");
   else if (resolved_head_dim() % 2 != 0)
     e.push_back("head_dim " + std::to_string(resolved_head_dim()) + " must be even (RoPE rotates pairs)");
+  if (arch != "llama" && arch != "qwen2" && arch != "qwen3")
+    e.push_back("arch must be llama, qwen2 or qwen3, got '" + arch + "'");
+  if (arch != "llama" && rope_layout != RopeLayout::neox)
+    e.push_back("qwen2 and qwen3 rotate half-split (neox) pairs: set rope_layout = neox");
   if (n_vocab < 259) e.push_back("n_vocab must be >= 259 (3 specials + 256 byte tokens), got " + std::to_string(n_vocab));
   if (!(rope_base > 1.0f)) e.push_back("rope_base must be > 1");
   if (!(rms_eps > 0.0f)) e.push_back("rms_eps must be > 0");
@@ -206,6 +221,8 @@ const SynthSpec* find_synth_preset(const std::string& name) {
       s.dim = p.dim, s.n_layers = p.n_layers, s.n_heads = p.n_heads, s.n_kv_heads = p.n_kv_heads;
       s.ffn_dim = p.ffn_dim, s.n_vocab = p.n_vocab, s.ctx_len = p.ctx_len;
       s.rope_base = p.rope_base, s.rms_eps = p.rms_eps, s.tied_embeddings = p.tied;
+      s.arch = p.arch, s.head_dim = p.head_dim;
+      if (s.arch != "llama") s.rope_layout = RopeLayout::neox;
       v.push_back(s);
     }
     return v;

@@ -1,5 +1,5 @@
-// Synthetic llama-architecture models: seeded random weights in any supported tensor type, full
-// llama.* metadata and a loadable SentencePiece-style (`llama`) tokenizer. Real model shapes come from
+// Synthetic decoder models (llama, qwen2, qwen3): seeded random weights in any supported tensor type, full
+// <arch>.* metadata and a loadable SentencePiece-style (`llama`) tokenizer. Real model shapes come from
 // a preset table; tests build tiny ones in memory. Same spec + seed -> the same bytes.
 #pragma once
 #include <cstdint>
@@ -13,6 +13,9 @@ namespace tinfer {
 
 struct SynthSpec {
   std::string name = "synth";  // general.name
+  // general.architecture and the metadata prefix: llama; qwen2 (Q/K/V biases); qwen3 (per-head q/k RMSNorm).
+  // qwen2 and qwen3 models rotate neox pairs (set rope_layout = neox).
+  std::string arch = "llama";
   int64_t dim = 64;
   int64_t n_layers = 2;
   int64_t n_heads = 4;
@@ -38,7 +41,7 @@ struct SynthSpec {
   std::vector<std::string> validate() const;
 };
 
-// Presets with real model shapes: tinyllama-1.1b, llama-7b, smollm2-135m, stories15m.
+// Presets with real model shapes: tinyllama-1.1b, llama-7b, smollm2-135m, stories15m, qwen2.5-0.5b, qwen3-0.6b.
 // nullptr if unknown. The returned spec has weight_type F32 and seed 1; copy and adjust.
 const SynthSpec* find_synth_preset(const std::string& name);
 std::vector<std::string> synth_preset_names();

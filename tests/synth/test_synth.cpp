@@ -146,7 +146,8 @@ TEST(Synth, TokenizerLoadsAndRoundTrips) {
 }
 
 TEST(Synth, PresetsAndFile) {
-  EXPECT_EQ(synth_preset_names(), (std::vector<std::string>{"tinyllama-1.1b", "llama-7b", "smollm2-135m", "stories15m"}));
+  EXPECT_EQ(synth_preset_names(), (std::vector<std::string>{"tinyllama-1.1b", "llama-7b", "smollm2-135m", "stories15m",
+                                                            "qwen2.5-0.5b", "qwen3-0.6b"}));
   for (const auto& n : synth_preset_names()) {
     const SynthSpec* s = find_synth_preset(n);
     ASSERT_NE(s, nullptr);
@@ -161,6 +162,11 @@ TEST(Synth, PresetsAndFile) {
   EXPECT_EQ(sm->resolved_head_dim(), 64);
   EXPECT_TRUE(sm->tied_embeddings);
   EXPECT_EQ(sm->rope_base, 100000.0f);
+  const SynthSpec* q3 = find_synth_preset("qwen3-0.6b");
+  EXPECT_EQ(q3->arch, "qwen3");
+  EXPECT_EQ(q3->resolved_head_dim(), 128);  // not dim / heads = 64
+  EXPECT_EQ(q3->rope_layout, RopeLayout::neox);
+  EXPECT_EQ(find_synth_preset("qwen2.5-0.5b")->arch, "qwen2");
 
   SynthSpec s = *find_synth_preset("stories15m");
   s.weight_type = DType::Q8_0;

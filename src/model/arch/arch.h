@@ -22,6 +22,12 @@ struct LayerTensors {
   const GgufTensor* w_gate = nullptr;     // [dim, ffn]
   const GgufTensor* w_up = nullptr;       // [dim, ffn]
   const GgufTensor* w_down = nullptr;     // [ffn, dim]
+  // Optional parts of other families (nullptr when the architecture has none):
+  const GgufTensor* bq = nullptr;         // [n_heads*head_dim]     qwen2: biases of the Q, K, V projections
+  const GgufTensor* bk = nullptr;         // [n_kv_heads*head_dim]
+  const GgufTensor* bv = nullptr;         // [n_kv_heads*head_dim]
+  const GgufTensor* q_norm = nullptr;     // [head_dim]             qwen3: RMSNorm of each q and k head before RoPE
+  const GgufTensor* k_norm = nullptr;     // [head_dim]
 };
 
 struct DecoderTensors {
@@ -42,6 +48,11 @@ const ArchSpec* find_arch(const std::string& name);
 std::vector<std::string> known_archs();
 
 // Shared helpers for architecture files.
+// The Llama-style hyper-parameters under "<arch>." keys (the names llama.cpp's converter writes), and the
+// Llama-style tensors (token_embd, blk.N.attn_norm/attn_q/k/v/output/ffn_norm/ffn_gate/up/down, output_norm,
+// output or tied); families that add to them (arch/qwen.cpp) call these first.
+ModelConfig read_llama_style_config(const GgufFile& file, const std::string& arch);
+DecoderTensors bind_llama_style(const GgufFile& file, const ModelConfig& cfg);
 const GgufTensor& require_tensor(const GgufFile& file, const std::string& name, std::vector<int64_t> shape);
 int64_t require_int(const GgufFile& file, const std::string& key);
 

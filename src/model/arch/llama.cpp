@@ -8,12 +8,10 @@
 
 namespace tinfer {
 
-namespace {
-
-ModelConfig read_llama_config(const GgufFile& f) {
-  const std::string p = "llama.";
+ModelConfig read_llama_style_config(const GgufFile& f, const std::string& arch) {
+  const std::string p = arch + ".";
   ModelConfig c;
-  c.arch = "llama";
+  c.arch = arch;
   c.name = f.get_string("general.name").value_or("");
   c.dim = require_int(f, p + "embedding_length");
   c.n_layers = require_int(f, p + "block_count");
@@ -40,7 +38,7 @@ ModelConfig read_llama_config(const GgufFile& f) {
   return c;
 }
 
-DecoderTensors bind_llama(const GgufFile& f, const ModelConfig& c) {
+DecoderTensors bind_llama_style(const GgufFile& f, const ModelConfig& c) {
   DecoderTensors d;
   d.tok_embd = &require_tensor(f, "token_embd.weight", {c.dim, c.n_vocab});
   d.output_norm = &require_tensor(f, "output_norm.weight", {c.dim});
@@ -62,8 +60,10 @@ DecoderTensors bind_llama(const GgufFile& f, const ModelConfig& c) {
   return d;
 }
 
+namespace {
+ModelConfig read_llama_config(const GgufFile& f) { return read_llama_style_config(f, "llama"); }
 }  // namespace
 
-extern const ArchSpec kLlamaArch{"llama", read_llama_config, bind_llama};
+extern const ArchSpec kLlamaArch{"llama", read_llama_config, bind_llama_style};
 
 }  // namespace tinfer

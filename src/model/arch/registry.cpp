@@ -7,11 +7,13 @@
 
 namespace tinfer {
 
-extern const ArchSpec kLlamaArch;
+extern const ArchSpec kLlamaArch, kQwen2Arch, kQwen3Arch;
 
 namespace {
 const ArchSpec* const kArchs[] = {
     &kLlamaArch,
+    &kQwen2Arch,
+    &kQwen3Arch,
 };
 
 std::string shape_str(const std::vector<int64_t>& s) {
