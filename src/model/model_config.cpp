@@ -30,6 +30,14 @@ void ModelConfig::validate() const {
   if (!(rms_eps > 0.f && rms_eps < 1.f)) problems.push_back("rms epsilon " + std::to_string(rms_eps) + " out of (0, 1)");
   if (!(rope_base > 1.f)) problems.push_back("rope base " + std::to_string(rope_base) + " must be > 1");
   if (!(rope_scale > 0.f)) problems.push_back("rope scale " + std::to_string(rope_scale) + " must be > 0");
+  if (!rope_freq_factors.empty() && int64_t(rope_freq_factors.size()) != rope_dim / 2)
+    problems.push_back("rope frequency factors: " + std::to_string(rope_freq_factors.size()) + " of them, rope dimension / 2 is " +
+                       std::to_string(rope_dim / 2));
+  for (float f : rope_freq_factors)
+    if (!(f > 0.f && f < 1e6f)) {
+      problems.push_back("rope frequency factor " + std::to_string(f) + " must be positive and finite");
+      break;
+    }
   if (problems.empty()) return;
   std::string msg = "invalid model configuration (" + arch + "):";
   for (auto& p : problems) msg += "\n  - " + p;

@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace tinfer {
 
@@ -24,6 +25,9 @@ struct ModelConfig {
   float rope_base = 10000.f;
   float rope_scale = 1.f;  // linear position scaling (positions are divided by it)
   RopeLayout rope_layout = RopeLayout::interleaved;
+  // Per-frequency divisors of the rotation angle (Llama 3's "llama3" RoPE scaling, the GGUF tensor rope_freqs.weight):
+  // theta_i = pos / rope_scale * base^(-2i / rope_dim) / rope_freq_factors[i]. Empty, or rope_dim / 2 of them.
+  std::vector<float> rope_freq_factors;
   bool tied_output = false;  // output head reuses token_embd
 
   int64_t q_dim() const { return n_heads * head_dim; }

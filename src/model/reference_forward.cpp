@@ -96,8 +96,9 @@ std::vector<std::vector<float>> ReferenceForward::logits(const std::vector<int32
       v[i] = matvec(L.wv, h, c.kv_dim());
       add_bias(q[i], L.bq), add_bias(k[i], L.bk), add_bias(v[i], L.bv);
       head_rmsnorm(q[i], L.q_norm, hd, c.rms_eps), head_rmsnorm(k[i], L.k_norm, hd, c.rms_eps);
-      rope_reference(q[i].data(), c.n_heads, hd, c.rope_dim, i, c.rope_base, c.rope_scale, c.rope_layout);
-      rope_reference(k[i].data(), c.n_kv_heads, hd, c.rope_dim, i, c.rope_base, c.rope_scale, c.rope_layout);
+      const float* ff = c.rope_freq_factors.empty() ? nullptr : c.rope_freq_factors.data();
+      rope_reference(q[i].data(), c.n_heads, hd, c.rope_dim, i, c.rope_base, c.rope_scale, c.rope_layout, ff);
+      rope_reference(k[i].data(), c.n_kv_heads, hd, c.rope_dim, i, c.rope_base, c.rope_scale, c.rope_layout, ff);
     }
     for (int64_t i = 0; i < n && attn_on; ++i) {
       Vec att(c.q_dim(), 0.0);

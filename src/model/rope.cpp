@@ -9,7 +9,7 @@ namespace tinfer {
 
 RopeTable::RopeTable(const ModelConfig& cfg, int64_t n_pos)
     : head_dim_(cfg.head_dim), rope_dim_(cfg.rope_dim), base_(cfg.rope_base), scale_(cfg.rope_scale),
-      layout_(cfg.rope_layout) {
+      factors_(cfg.rope_freq_factors), layout_(cfg.rope_layout) {
   check(n_pos >= 1, "RoPE table: need at least one position");
   const int64_t half = rope_dim_ / 2;
   cos_.resize(n_pos * half);
@@ -17,6 +17,7 @@ RopeTable::RopeTable(const ModelConfig& cfg, int64_t n_pos)
   for (int64_t p = 0; p < n_pos; ++p)
     for (int64_t i = 0; i < half; ++i) {
       double theta = double(p) / scale_ * std::pow(base_, -2.0 * double(i) / double(rope_dim_));
+      if (!factors_.empty()) theta /= double(factors_[size_t(i)]);
       cos_[p * half + i] = float(std::cos(theta));
       sin_[p * half + i] = float(std::sin(theta));
     }
@@ -40,12 +41,13 @@ void RopeTable::apply(float* x, int64_t n_heads, int64_t pos) const {
 }
 
 void rope_reference(double* x, int64_t n_heads, int64_t head_dim, int64_t rope_dim, int64_t pos, double base,
-                    double scale, RopeLayout layout) {
+                    double scale, RopeLayout layout, const float* freq_factors) {
   const int64_t half = rope_dim / 2;
   for (int64_t h = 0; h < n_heads; ++h) {
     double* v = x + h * head_dim;
     for (int64_t i = 0; i < half; ++i) {
       double theta = double(pos) / scale * std::pow(base, -2.0 * double(i) / double(rope_dim));
+      if (freq_factors) theta /= double(freq_factors[i]);
       int64_t a = layout == RopeLayout::interleaved ? 2 * i : i;
       int64_t b = layout == RopeLayout::interleaved ? 2 * i + 1 : i + half;
       double x0 = v[a], x1 = v[b];
@@ -53,6 +55,27 @@ void rope_reference(double* x, int64_t n_heads, int64_t head_dim, int64_t rope_d
       v[b] = x0 * std::sin(theta) + x1 * std::cos(theta);
     }
   }
+}
+
+std::vector<float> llama3_rope_factors(double factor, double low_freq_factor, double high_freq_factor,
+                                       double original_ctx, double base, int64_t rope_dim) {
+  check(factor >= 1 && low_freq_factor > 0 && high_freq_factor > low_freq_factor && original_ctx > 0,
+        "llama3 RoPE scaling needs factor >= 1 and 0 < low_freq_factor < high_freq_factor");
+  const double pi = 3.14159265358979323846;
+  const double low_wavelen = original_ctx / low_freq_factor, high_wavelen = original_ctx / high_freq_factor;
+  std::vector<float> f;
+  for (int64_t i = 0; i < rope_dim / 2; ++i) {
+    const double freq = std::pow(base, -2.0 * double(i) / double(rope_dim)), wavelen = 2 * pi / freq;
+    if (wavelen < high_wavelen) {
+      f.push_back(1.0f);
+    } else if (wavelen > low_wavelen) {
+      f.push_back(float(factor));
+    } else {
+      const double smooth = (original_ctx / wavelen - low_freq_factor) / (high_freq_factor - low_freq_factor);
+      f.push_back(float(1.0 / ((1 - smooth) / factor + smooth)));  // freq / the blended frequency
+    }
+  }
+  return f;
 }
 
 }  // namespace tinfer

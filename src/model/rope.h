@@ -21,13 +21,21 @@ class RopeTable {
  private:
   int64_t head_dim_ = 0, rope_dim_ = 0;
   double base_ = 10000, scale_ = 1;
+  std::vector<float> factors_;  // ModelConfig::rope_freq_factors
   RopeLayout layout_ = RopeLayout::interleaved;
   std::vector<float> cos_, sin_;  // [pos][rope_dim/2]
   int64_t n_pos_ = 0;
 };
 
-// Reference rotation in double precision (the test oracle), same layouts.
+// Reference rotation in double precision (the test oracle), same layouts; freq_factors: rope_dim / 2 divisors of
+// the angles (Llama 3 scaling) or nullptr.
 void rope_reference(double* x, int64_t n_heads, int64_t head_dim, int64_t rope_dim, int64_t pos, double base,
-                    double scale, RopeLayout layout);
+                    double scale, RopeLayout layout, const float* freq_factors = nullptr);
+
+// Llama 3's RoPE scaling ("rope_type": "llama3" in config.json) as per-frequency divisors, the values llama.cpp's
+// converter stores in rope_freqs.weight: wavelengths shorter than original_ctx / high_freq_factor keep their
+// frequency, longer than original_ctx / low_freq_factor are divided by `factor`, and those between blend smoothly.
+std::vector<float> llama3_rope_factors(double factor, double low_freq_factor, double high_freq_factor,
+                                       double original_ctx, double base, int64_t rope_dim);
 
 }  // namespace tinfer

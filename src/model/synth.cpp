@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "model/gguf.h"
+#include "model/rope.h"
 #include "quant/type_table.h"
 
 namespace tinfer {
@@ -21,6 +22,7 @@ struct Preset {
   bool tied;
   const char* arch = "llama";
   int64_t head_dim = 0;  // 0: dim / heads
+  double llama3_factor = 0;  // Llama 3 RoPE scaling factor (low 1, high 4, original context 8192); 0: none
 };
 
 // Shapes of the real checkpoints. stories15m (llama2.c) and smollm2-135m share the embedding with the head.
@@ -30,6 +32,8 @@ constexpr Preset kPresets[] = {
     {"llama-7b", 4096, 32, 32, 32, 11008, 32000, 4096, 10000.0f, 1e-5f, false},
     {"smollm2-135m", 576, 30, 9, 3, 1536, 49152, 8192, 100000.0f, 1e-5f, true},
     {"stories15m", 288, 6, 6, 6, 768, 32000, 256, 10000.0f, 1e-5f, true},
+    // Llama 3.2 1B (config.json): GQA 4:1, RoPE base 500000 with llama3 scaling factor 32.
+    {"llama3.2-1b", 2048, 16, 32, 8, 8192, 128256, 131072, 500000.0f, 1e-5f, true, "llama", 0, 32.0},
     // Qwen 2.5 0.5B and Qwen 3 0.6B (config.json of each checkpoint): neox RoPE, Q/K/V biases; q/k norms, head_dim 128.
     {"qwen2.5-0.5b", 896, 24, 14, 2, 4864, 151936, 32768, 1000000.0f, 1e-6f, true, "qwen2"},
     {"qwen3-0.6b", 1024, 28, 16, 8, 3072, 151936, 40960, 1000000.0f, 1e-6f, true, "qwen3", 128},
@@ -99,6 +103,7 @@ std::vector<TensorPlan> plan_tensors(const SynthSpec& s) {
     t.push_back({b + "ffn_up.weight", {s.dim, s.ffn_dim}, false});
     t.push_back({b + "ffn_down.weight", {s.ffn_dim, s.dim}, false});
   }
+  if (!s.rope_freq_factors.empty()) t.push_back({"rope_freqs.weight", {s.resolved_head_dim() / 2}, true});
   t.push_back({"output_norm.weight", {s.dim}, true});
   if (!s.tied_embeddings) t.push_back({"output.weight", {s.dim, s.n_vocab}, false});
   return t;
@@ -171,7 +176,10 @@ GgufWriter build(const SynthSpec& s, int n_threads) {
   add_metadata(w, s);
   for (const TensorPlan& t : plan_tensors(s)) {
     const DType type = t.norm || t.bias ? DType::F32 : synth_tensor_type(s.weight_type, t.shape[0]);
-    const std::vector<uint8_t> data = make_tensor(s, t, type, pool);
+    std::vector<uint8_t> data = make_tensor(s, t, type, pool);
+    if (t.name == "rope_freqs.weight")  // not random: the spec's factors
+      data.assign(reinterpret_cast<const uint8_t*>(s.rope_freq_factors.data()),
+                  reinterpret_cast<const uint8_t*>(s.rope_freq_factors.data() + s.rope_freq_factors.size()));
     w.add_tensor(t.name, type, t.shape, data.data(), data.size());
   }
   return w;
@@ -203,6 +211,8 @@ std::vector<std::string> SynthSpec::validate() const {
     e.push_back("arch must be llama, qwen2 or qwen3, got '" + arch + "'");
   if (arch != "llama" && rope_layout != RopeLayout::neox)
     e.push_back("qwen2 and qwen3 rotate half-split (neox) pairs: set rope_layout = neox");
+  if (!rope_freq_factors.empty() && int64_t(rope_freq_factors.size()) != resolved_head_dim() / 2)
+    e.push_back("rope_freq_factors must hold head_dim / 2 = " + std::to_string(resolved_head_dim() / 2) + " values");
   if (n_vocab < 259) e.push_back("n_vocab must be >= 259 (3 specials + 256 byte tokens), got " + std::to_string(n_vocab));
   if (!(rope_base > 1.0f)) e.push_back("rope_base must be > 1");
   if (!(rms_eps > 0.0f)) e.push_back("rms_eps must be > 0");
@@ -222,6 +232,8 @@ const SynthSpec* find_synth_preset(const std::string& name) {
       s.ffn_dim = p.ffn_dim, s.n_vocab = p.n_vocab, s.ctx_len = p.ctx_len;
       s.rope_base = p.rope_base, s.rms_eps = p.rms_eps, s.tied_embeddings = p.tied;
       s.arch = p.arch, s.head_dim = p.head_dim;
+      if (p.llama3_factor > 0)
+        s.rope_freq_factors = llama3_rope_factors(p.llama3_factor, 1.0, 4.0, 8192.0, p.rope_base, s.resolved_head_dim());
       if (s.arch != "llama") s.rope_layout = RopeLayout::neox;
       v.push_back(s);
     }

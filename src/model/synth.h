@@ -30,6 +30,8 @@ struct SynthSpec {
   // tinfer.rope.layout = "neox" (read by model/arch/llama.cpp).
   RopeLayout rope_layout = RopeLayout::interleaved;
   bool tied_embeddings = false;  // no output.weight: the head reuses token_embd
+  // Llama 3 RoPE scaling: written as the tensor rope_freqs.weight (rope dim / 2 divisors, see llama3_rope_factors).
+  std::vector<float> rope_freq_factors;
   // Type of every 2-D weight matrix; norms stay f32. A matrix whose row length is not a multiple of
   // the type's block falls back (k-quants -> q8_0 when rows are a multiple of 32, otherwise f16).
   DType weight_type = DType::F32;
@@ -41,7 +43,7 @@ struct SynthSpec {
   std::vector<std::string> validate() const;
 };
 
-// Presets with real model shapes: tinyllama-1.1b, llama-7b, smollm2-135m, stories15m, qwen2.5-0.5b, qwen3-0.6b.
+// Presets with real model shapes: tinyllama-1.1b, llama-7b, smollm2-135m, stories15m, llama3.2-1b, qwen2.5-0.5b, qwen3-0.6b.
 // nullptr if unknown. The returned spec has weight_type F32 and seed 1; copy and adjust.
 const SynthSpec* find_synth_preset(const std::string& name);
 std::vector<std::string> synth_preset_names();

@@ -16,6 +16,7 @@
 #include "model/cpu_forward.h"
 #include "model/gguf.h"
 #include "model/reference_forward.h"
+#include "model/rope.h"
 #include "model/synth.h"
 
 namespace tinfer {
@@ -117,6 +118,49 @@ TEST(Arch, LoaderNamesAMissingFamilyTensor) {
       EXPECT_NE(std::string(e.what()).find(missing), std::string::npos) << e.what();
     }
   }
+}
+
+// Llama 3's RoPE scaling for Llama 3.1 8B (base 500000, head_dim 128, factor 8, low 1, high 4, original 8192),
+// derived by hand: wavelength 2 pi 500000^(i/64) is below 8192/4 for i <= 28 (kept), above 8192 for i >= 35
+// (divided by 8), blended between.
+TEST(Arch, Llama3RopeFactors) {
+  const std::vector<float> f = llama3_rope_factors(8, 1, 4, 8192, 500000, 128);
+  ASSERT_EQ(f.size(), 64u);
+  for (size_t i = 0; i < 64; ++i) {
+    if (i <= 28) EXPECT_EQ(f[i], 1.0f) << i;
+    else if (i >= 35) EXPECT_EQ(f[i], 8.0f) << i;
+    else EXPECT_TRUE(f[i] > 1.0f && f[i] < 8.0f && f[i] > f[i - 1]) << i << " " << f[i];
+  }
+  EXPECT_THROW(llama3_rope_factors(8, 4, 1, 8192, 500000, 128), Error);  // low above high
+}
+
+// A Llama model with rope_freqs.weight: the factors load as written, the fast path matches the reference, and
+// they take effect (the reference without them differs).
+TEST(Arch, Llama3RopeScalingMatchesTheReference) {
+  ThreadPool pool(2);
+  SynthSpec spec;
+  spec.dim = 64, spec.n_layers = 2, spec.n_heads = 4, spec.n_kv_heads = 2, spec.ffn_dim = 160, spec.n_vocab = 300;
+  spec.ctx_len = 128, spec.rope_base = 500000, spec.weight_std = 0.08f, spec.seed = 9;
+  spec.rope_freq_factors = llama3_rope_factors(8, 1, 4, 16, 500000, 16);  // a tiny original context: all three regimes
+  auto model = Model::from_gguf_bytes(synthesize_model_bytes(spec));
+  EXPECT_EQ(model->config().rope_freq_factors, spec.rope_freq_factors);
+  CpuForward fwd(*model, pool);
+  const std::vector<int32_t> t = tokens(40, 300);
+  std::vector<float> fast;
+  Session(fwd, 64).feed_all_logits(t, fast, 7);
+  const auto want = ReferenceForward(*model).logits(t);
+  SynthSpec plain = spec;
+  plain.rope_freq_factors.clear();
+  auto unscaled = Model::from_gguf_bytes(synthesize_model_bytes(plain));
+  const auto other = ReferenceForward(*unscaled).logits(t);
+  for (size_t i = 0; i < t.size(); ++i) {
+    const std::vector<float> row(fast.begin() + int64_t(i) * 300, fast.begin() + int64_t(i + 1) * 300);
+    EXPECT_LT(nmse(row, want[i]), 1e-9) << "position " << i;
+  }
+  EXPECT_GT(nmse(want.back(), other.back()), 1e-6);
+  SynthSpec bad = spec;
+  bad.rope_freq_factors.pop_back();
+  EXPECT_FALSE(bad.validate().empty());
 }
 
 TEST(Arch, SynthRefusesWhatAFamilyCannotBe) {

@@ -147,7 +147,7 @@ TEST(Synth, TokenizerLoadsAndRoundTrips) {
 
 TEST(Synth, PresetsAndFile) {
   EXPECT_EQ(synth_preset_names(), (std::vector<std::string>{"tinyllama-1.1b", "llama-7b", "smollm2-135m", "stories15m",
-                                                            "qwen2.5-0.5b", "qwen3-0.6b"}));
+                                                            "llama3.2-1b", "qwen2.5-0.5b", "qwen3-0.6b"}));
   for (const auto& n : synth_preset_names()) {
     const SynthSpec* s = find_synth_preset(n);
     ASSERT_NE(s, nullptr);
@@ -167,6 +167,10 @@ TEST(Synth, PresetsAndFile) {
   EXPECT_EQ(q3->resolved_head_dim(), 128);  // not dim / heads = 64
   EXPECT_EQ(q3->rope_layout, RopeLayout::neox);
   EXPECT_EQ(find_synth_preset("qwen2.5-0.5b")->arch, "qwen2");
+  const SynthSpec* l3 = find_synth_preset("llama3.2-1b");
+  ASSERT_EQ(l3->rope_freq_factors.size(), 32u);  // head_dim 64: factor 32 on the longest wavelengths
+  EXPECT_EQ(l3->rope_freq_factors.front(), 1.0f);
+  EXPECT_EQ(l3->rope_freq_factors.back(), 32.0f);
 
   SynthSpec s = *find_synth_preset("stories15m");
   s.weight_type = DType::Q8_0;

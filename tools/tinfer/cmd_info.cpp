@@ -27,8 +27,11 @@ int cmd_info(int argc, char** argv) {
               (long long)c.head_dim);
   std::printf("ffn            %lld\n", (long long)c.ffn_dim);
   std::printf("context        %lld\n", (long long)c.ctx_len);
-  std::printf("rope           base %g, scale %g, dims %lld, %s\n", c.rope_base, c.rope_scale, (long long)c.rope_dim,
+  std::printf("rope           base %g, scale %g, dims %lld, %s", c.rope_base, c.rope_scale, (long long)c.rope_dim,
               c.rope_layout == RopeLayout::neox ? "neox (half-split)" : "interleaved pairs");
+  if (!c.rope_freq_factors.empty())  // Llama 3 scaling: the divisors run from the shortest wavelength to the longest
+    std::printf(", per-frequency factors %g..%g (rope_freqs)", c.rope_freq_factors.front(), c.rope_freq_factors.back());
+  std::printf("\n");
   std::printf("rms eps        %g\n", c.rms_eps);
   std::printf("output head    %s\n", c.tied_output ? "tied to token embedding" : "separate");
   std::map<std::string, std::pair<int, size_t>> by_type;

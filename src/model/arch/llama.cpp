@@ -1,10 +1,12 @@
 // Llama family (Llama 2/3, TinyLlama, SmolLM2, Mistral without sliding window, llama2.c models):
-// RMSNorm, RoPE, grouped-query attention, SwiGLU feed-forward, tied or separate output head.
+// RMSNorm, RoPE (linear scaling, or Llama 3's per-frequency factors from rope_freqs.weight), grouped-query
+// attention, SwiGLU feed-forward, tied or separate output head.
 #include <string>
 
 #include "core/error.h"
 #include "model/arch/arch.h"
 #include "model/gguf.h"
+#include "quant/type_table.h"
 
 namespace tinfer {
 
@@ -34,6 +36,13 @@ ModelConfig read_llama_style_config(const GgufFile& f, const std::string& arch) 
   check(embd != nullptr && embd->shape.size() == 2, "missing or malformed tensor 'token_embd.weight'");
   c.n_vocab = f.get_int(p + "vocab_size").value_or(embd->shape[1]);
   c.tied_output = f.tensor("output.weight") == nullptr;
+  // Llama 3's RoPE scaling: llama.cpp's converter stores the per-frequency divisors as this tensor.
+  if (const GgufTensor* rf = f.tensor("rope_freqs.weight")) {
+    check(rf->shape.size() == 1 && rf->shape[0] == c.rope_dim / 2,
+          "tensor 'rope_freqs.weight' must hold rope dimension / 2 = " + std::to_string(c.rope_dim / 2) + " factors");
+    c.rope_freq_factors.resize(size_t(c.rope_dim / 2));
+    type_traits(rf->type).to_float(rf->data, c.rope_freq_factors.data(), c.rope_dim / 2);
+  }
   c.validate();
   return c;
 }
