@@ -86,9 +86,9 @@ CpuForward::CpuForward(const Model& model, std::unique_ptr<ThreadPool> owned, Th
     Layer L;
     L.attn_norm = dequantize_tensor(*lt.attn_norm);
     L.ffn_norm = dequantize_tensor(*lt.ffn_norm);
-    L.wqkv = pack_stacked({lt.wq, lt.wk, lt.wv});
+    L.wqkv = lt.wqkv ? pack_stacked({lt.wqkv}) : pack_stacked({lt.wq, lt.wk, lt.wv});  // rows q | k | v either way
     L.wo = pack_tensor(*lt.wo);
-    L.w_gateup = pack_stacked({lt.w_gate, lt.w_up});
+    L.w_gateup = lt.w_gateup ? pack_stacked({lt.w_gateup}) : pack_stacked({lt.w_gate, lt.w_up});  // rows gate | up
     L.w_down = pack_tensor(*lt.w_down);
     if (lt.bq) {  // the biases of q | k | v, side by side as the stacked projection writes its rows
       for (const GgufTensor* b : {lt.bq, lt.bk, lt.bv}) {

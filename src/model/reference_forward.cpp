@@ -59,6 +59,17 @@ void head_rmsnorm(Vec& x, const std::vector<float>& w, int64_t head_dim, double 
   }
 }
 
+// A fused [rows][cols] matrix cut into consecutive blocks of `rows` output rows each.
+std::vector<std::vector<float>> split_rows(const std::vector<float>& w, int64_t cols, std::vector<int64_t> rows) {
+  std::vector<std::vector<float>> out;
+  size_t at = 0;
+  for (int64_t r : rows) {
+    out.emplace_back(w.begin() + int64_t(at), w.begin() + int64_t(at) + r * cols);
+    at += size_t(r * cols);
+  }
+  return out;
+}
+
 }  // namespace
 
 ReferenceForward::ReferenceForward(const Model& model, LayerSkip skip) : model_(model), skip_(std::move(skip)) {
@@ -66,10 +77,16 @@ ReferenceForward::ReferenceForward(const Model& model, LayerSkip skip) : model_(
   tok_embd_ = dequantize_tensor(*t.tok_embd);
   output_norm_ = dequantize_tensor(*t.output_norm);
   output_ = t.output == t.tok_embd ? tok_embd_ : dequantize_tensor(*t.output);
+  const ModelConfig& c = model.config();
   for (const LayerTensors& l : t.layers) {
-    layers_.push_back({dequantize_tensor(*l.attn_norm), dequantize_tensor(*l.wq), dequantize_tensor(*l.wk),
-                       dequantize_tensor(*l.wv), dequantize_tensor(*l.wo), dequantize_tensor(*l.ffn_norm),
-                       dequantize_tensor(*l.w_gate), dequantize_tensor(*l.w_up), dequantize_tensor(*l.w_down),
+    // Fused tensors (phi3) are split by output rows: q | k | v and gate | up, each row `dim` long.
+    std::vector<std::vector<float>> qkv, gu;
+    if (l.wqkv) qkv = split_rows(dequantize_tensor(*l.wqkv), c.dim, {c.q_dim(), c.kv_dim(), c.kv_dim()});
+    else qkv = {dequantize_tensor(*l.wq), dequantize_tensor(*l.wk), dequantize_tensor(*l.wv)};
+    if (l.w_gateup) gu = split_rows(dequantize_tensor(*l.w_gateup), c.dim, {c.ffn_dim, c.ffn_dim});
+    else gu = {dequantize_tensor(*l.w_gate), dequantize_tensor(*l.w_up)};
+    layers_.push_back({dequantize_tensor(*l.attn_norm), qkv[0], qkv[1], qkv[2], dequantize_tensor(*l.wo),
+                       dequantize_tensor(*l.ffn_norm), gu[0], gu[1], dequantize_tensor(*l.w_down),
                        optional_tensor(l.bq), optional_tensor(l.bk), optional_tensor(l.bv), optional_tensor(l.q_norm),
                        optional_tensor(l.k_norm)});
   }

@@ -37,6 +37,8 @@ constexpr Preset kPresets[] = {
     // Qwen 2.5 0.5B and Qwen 3 0.6B (config.json of each checkpoint): neox RoPE, Q/K/V biases; q/k norms, head_dim 128.
     {"qwen2.5-0.5b", 896, 24, 14, 2, 4864, 151936, 32768, 1000000.0f, 1e-6f, true, "qwen2"},
     {"qwen3-0.6b", 1024, 28, 16, 8, 3072, 151936, 40960, 1000000.0f, 1e-6f, true, "qwen3", 128},
+    // Phi-3 mini 4k (config.json): fused QKV and gate/up, MHA, separate head.
+    {"phi3-mini", 3072, 32, 32, 32, 8192, 32064, 4096, 10000.0f, 1e-5f, false, "phi3"},
 };
 
 // llama.cpp's general.file_type (llama_ftype) for a model whose matrices are all of one type. The
@@ -89,9 +91,13 @@ std::vector<TensorPlan> plan_tensors(const SynthSpec& s) {
   for (int64_t l = 0; l < s.n_layers; ++l) {
     const std::string b = "blk." + std::to_string(l) + ".";
     t.push_back({b + "attn_norm.weight", {s.dim}, true});
-    t.push_back({b + "attn_q.weight", {s.dim, q_dim}, false});
-    t.push_back({b + "attn_k.weight", {s.dim, kv_dim}, false});
-    t.push_back({b + "attn_v.weight", {s.dim, kv_dim}, false});
+    if (s.arch == "phi3") {  // fused: rows q | k | v
+      t.push_back({b + "attn_qkv.weight", {s.dim, q_dim + 2 * kv_dim}, false});
+    } else {
+      t.push_back({b + "attn_q.weight", {s.dim, q_dim}, false});
+      t.push_back({b + "attn_k.weight", {s.dim, kv_dim}, false});
+      t.push_back({b + "attn_v.weight", {s.dim, kv_dim}, false});
+    }
     if (s.arch == "qwen2")  // biases of the Q, K, V projections
       for (const auto& [w, n] : {std::pair{"attn_q", q_dim}, {"attn_k", kv_dim}, {"attn_v", kv_dim}})
         t.push_back({b + w + ".bias", {n}, false, true});
@@ -99,8 +105,12 @@ std::vector<TensorPlan> plan_tensors(const SynthSpec& s) {
       for (const char* w : {"attn_q_norm.weight", "attn_k_norm.weight"}) t.push_back({b + w, {s.resolved_head_dim()}, true});
     t.push_back({b + "attn_output.weight", {q_dim, s.dim}, false});
     t.push_back({b + "ffn_norm.weight", {s.dim}, true});
-    t.push_back({b + "ffn_gate.weight", {s.dim, s.ffn_dim}, false});
-    t.push_back({b + "ffn_up.weight", {s.dim, s.ffn_dim}, false});
+    if (s.arch == "phi3") {  // fused: rows gate | up
+      t.push_back({b + "ffn_up.weight", {s.dim, 2 * s.ffn_dim}, false});
+    } else {
+      t.push_back({b + "ffn_gate.weight", {s.dim, s.ffn_dim}, false});
+      t.push_back({b + "ffn_up.weight", {s.dim, s.ffn_dim}, false});
+    }
     t.push_back({b + "ffn_down.weight", {s.ffn_dim, s.dim}, false});
   }
   if (!s.rope_freq_factors.empty()) t.push_back({"rope_freqs.weight", {s.resolved_head_dim() / 2}, true});
@@ -207,10 +217,10 @@ std::vector<std::string> SynthSpec::validate() const {
                 " (set head_dim explicitly)");
   else if (resolved_head_dim() % 2 != 0)
     e.push_back("head_dim " + std::to_string(resolved_head_dim()) + " must be even (RoPE rotates pairs)");
-  if (arch != "llama" && arch != "qwen2" && arch != "qwen3")
-    e.push_back("arch must be llama, qwen2 or qwen3, got '" + arch + "'");
+  if (arch != "llama" && arch != "qwen2" && arch != "qwen3" && arch != "phi3")
+    e.push_back("arch must be llama, qwen2, qwen3 or phi3, got '" + arch + "'");
   if (arch != "llama" && rope_layout != RopeLayout::neox)
-    e.push_back("qwen2 and qwen3 rotate half-split (neox) pairs: set rope_layout = neox");
+    e.push_back(arch + " rotates half-split (neox) pairs: set rope_layout = neox");
   if (!rope_freq_factors.empty() && int64_t(rope_freq_factors.size()) != resolved_head_dim() / 2)
     e.push_back("rope_freq_factors must hold head_dim / 2 = " + std::to_string(resolved_head_dim() / 2) + " values");
   if (n_vocab < 259) e.push_back("n_vocab must be >= 259 (3 specials + 256 byte tokens), got " + std::to_string(n_vocab));

@@ -1,4 +1,4 @@
-// Synthetic decoder models (llama, qwen2, qwen3): seeded random weights in any supported tensor type, full
+// Synthetic decoder models (llama, qwen2, qwen3, phi3): seeded random weights in any supported tensor type, full
 // <arch>.* metadata and a loadable SentencePiece-style (`llama`) tokenizer. Real model shapes come from
 // a preset table; tests build tiny ones in memory. Same spec + seed -> the same bytes.
 #pragma once
@@ -13,8 +13,8 @@ namespace tinfer {
 
 struct SynthSpec {
   std::string name = "synth";  // general.name
-  // general.architecture and the metadata prefix: llama; qwen2 (Q/K/V biases); qwen3 (per-head q/k RMSNorm).
-  // qwen2 and qwen3 models rotate neox pairs (set rope_layout = neox).
+  // general.architecture and the metadata prefix: llama; qwen2 (Q/K/V biases); qwen3 (per-head q/k RMSNorm);
+  // phi3 (fused attn_qkv and gate|up ffn_up tensors). The non-llama families rotate neox pairs (rope_layout = neox).
   std::string arch = "llama";
   int64_t dim = 64;
   int64_t n_layers = 2;
@@ -43,7 +43,7 @@ struct SynthSpec {
   std::vector<std::string> validate() const;
 };
 
-// Presets with real model shapes: tinyllama-1.1b, llama-7b, smollm2-135m, stories15m, llama3.2-1b, qwen2.5-0.5b, qwen3-0.6b.
+// Presets with real model shapes: tinyllama-1.1b, llama-7b, smollm2-135m, stories15m, llama3.2-1b, qwen2.5-0.5b, qwen3-0.6b, phi3-mini.
 // nullptr if unknown. The returned spec has weight_type F32 and seed 1; copy and adjust.
 const SynthSpec* find_synth_preset(const std::string& name);
 std::vector<std::string> synth_preset_names();

@@ -316,6 +316,9 @@ void CompletionCall::run(const WriteFn& write) {
     nlohmann::json routes = nlohmann::json::array();
     for (const PromptCall& pc : s.prompts) routes.push_back(route_json(pc.engine->outcome(), pc.engine->model_id()));
     s.meta.extra["tinfer_route"] = std::move(routes);
+    // Counted and logged before the last bytes go out, so a client that reads /metrics right after its answer sees
+    // this request (report() runs once; ~State reports the requests that end any other way).
+    for (size_t p = 0; p < s.prompts.size(); ++p) s.prompts[p].engine->report(s.meta.id, static_cast<int>(p));
   }
   bool ok;
   if (stream) {

@@ -1,10 +1,11 @@
-// The architectures beyond Llama (model/arch/qwen.cpp): the fast forward against the reference on random tiny
-// models of each family's shape -- qwen2 (Q/K/V biases), qwen3 (per-head q/k RMSNorm, head_dim apart from
-// dim / heads) -- every weight type, grouped-query attention, ragged prefill chunks, decode token by token; the
+// The architectures beyond Llama (model/arch/qwen.cpp, phi3.cpp): the fast forward against the reference on random
+// tiny models of each family's shape -- qwen2 (Q/K/V biases), qwen3 (per-head q/k RMSNorm, head_dim apart from
+// dim / heads), phi3 (fused QKV and gate|up tensors) -- every weight type, grouped-query attention, ragged prefill chunks, decode token by token; the
 // loader names a missing or mis-shaped family tensor; the synthetic spec refuses what the family cannot be.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -34,6 +35,8 @@ const ArchShape kShapes[] = {
     {"qwen2", 128, 1, 2, 2, 64, 96, 280, false},   // MHA
     {"qwen3", 64, 2, 4, 2, 32, 160, 300, true},    // q_dim 128 != dim 64, like Qwen3's head_dim 128
     {"qwen3", 256, 1, 2, 1, 128, 224, 290, false},
+    {"phi3", 64, 2, 4, 4, 16, 160, 300, false},    // fused QKV and gate|up, MHA like Phi-3 mini
+    {"phi3", 128, 1, 4, 2, 32, 96, 280, true},     // fused, GQA
 };
 
 struct TypeCase {
@@ -161,6 +164,33 @@ TEST(Arch, Llama3RopeScalingMatchesTheReference) {
   SynthSpec bad = spec;
   bad.rope_freq_factors.pop_back();
   EXPECT_FALSE(bad.validate().empty());
+}
+
+// A synthesized phi3 file rewritten with extra metadata or tensors.
+std::vector<uint8_t> phi3_with(const std::function<void(GgufWriter&)>& extra) {
+  const std::vector<uint8_t> bytes = synthesize_model_bytes(spec_of(kShapes[4], DType::F32));
+  const GgufFile f = GgufFile::from_bytes(bytes.data(), bytes.size());
+  GgufWriter w;
+  for (const auto& [k, v] : f.metadata()) w.set(k, v);
+  for (const GgufTensor& t : f.tensors()) w.add_tensor(t.name, t.type, t.shape, t.data, t.bytes);
+  extra(w);
+  return w.to_bytes();
+}
+
+// What phi3 does not run yet is bounded or refused, not run wrong: the sliding window caps the context (full
+// attention equals windowed attention inside it); LongRoPE factors refuse the file.
+TEST(Arch, Phi3SlidingWindowCapsTheContextAndLongRopeIsRefused) {
+  auto capped = Model::from_gguf_bytes(phi3_with([](GgufWriter& w) { w.set_u32("phi3.attention.sliding_window", 47); }));
+  EXPECT_EQ(capped->config().ctx_len, 47);
+  const std::vector<float> f(8, 1.0f);  // rope_dim 16 / 2
+  try {
+    Model::from_gguf_bytes(phi3_with([&](GgufWriter& w) {
+      w.add_tensor("rope_factors_long.weight", DType::F32, {8}, f.data(), f.size() * 4);
+    }));
+    ADD_FAILURE() << "LongRoPE file loaded";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("LongRoPE"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Arch, SynthRefusesWhatAFamilyCannotBe) {

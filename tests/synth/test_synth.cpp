@@ -147,7 +147,7 @@ TEST(Synth, TokenizerLoadsAndRoundTrips) {
 
 TEST(Synth, PresetsAndFile) {
   EXPECT_EQ(synth_preset_names(), (std::vector<std::string>{"tinyllama-1.1b", "llama-7b", "smollm2-135m", "stories15m",
-                                                            "llama3.2-1b", "qwen2.5-0.5b", "qwen3-0.6b"}));
+                                                            "llama3.2-1b", "qwen2.5-0.5b", "qwen3-0.6b", "phi3-mini"}));
   for (const auto& n : synth_preset_names()) {
     const SynthSpec* s = find_synth_preset(n);
     ASSERT_NE(s, nullptr);

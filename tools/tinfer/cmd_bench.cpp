@@ -103,7 +103,7 @@ int cmd_bench(int argc, char** argv) {
   const double prefill_bound = peak_ops / (2 * matmul_macs(c));
   const std::string skipped = skip_plan(args, model_identity(*l.model)).describe();
   std::printf("model        %s (%s), %.1f MiB of packed weights read per token, %d threads, isa %s, skip %s\n",
-              l.model->path().c_str(), type_traits(l.model->tensors().layers[0].wq->type).name, weight_bytes / 1048576.0,
+              l.model->path().c_str(), type_traits(l.model->tensors().layers[0].first_matrix().type).name, weight_bytes / 1048576.0,
               l.pool->size(), isa_name(active_isa()), skipped.c_str());
   std::printf("roofline     read %.1f GB/s (median of %zu, range %.1f-%.1f), fp32 %.0f GFLOP/s, int8 %.0f GOP/s\n",
               b.median, bw.size(), b.min, b.max, fp32, int8);

@@ -72,7 +72,7 @@ Loaded load_model(const Args& args) {
 }
 
 bool int8_weights(const Model& model) {
-  const DType t = model.tensors().layers[0].wq->type;
+  const DType t = model.tensors().layers[0].first_matrix().type;
   return t != DType::F32 && t != DType::F16 && t != DType::BF16;
 }
 

@@ -28,6 +28,11 @@ struct LayerTensors {
   const GgufTensor* bv = nullptr;         // [n_kv_heads*head_dim]
   const GgufTensor* q_norm = nullptr;     // [head_dim]             qwen3: RMSNorm of each q and k head before RoPE
   const GgufTensor* k_norm = nullptr;     // [head_dim]
+  // phi3: one fused tensor instead of wq/wk/wv ([dim, q_dim + 2 kv_dim], rows q | k | v) and of w_gate/w_up
+  // ([dim, 2 ffn], rows gate | up); the separate pointers are then nullptr.
+  const GgufTensor* wqkv = nullptr;
+  const GgufTensor* w_gateup = nullptr;
+  const GgufTensor& first_matrix() const { return wq ? *wq : *wqkv; }  // (its type stands for the layer's)
 };
 
 struct DecoderTensors {

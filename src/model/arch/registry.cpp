@@ -7,13 +7,14 @@
 
 namespace tinfer {
 
-extern const ArchSpec kLlamaArch, kQwen2Arch, kQwen3Arch;
+extern const ArchSpec kLlamaArch, kQwen2Arch, kQwen3Arch, kPhi3Arch;
 
 namespace {
 const ArchSpec* const kArchs[] = {
     &kLlamaArch,
     &kQwen2Arch,
     &kQwen3Arch,
+    &kPhi3Arch,
 };
 
 std::string shape_str(const std::vector<int64_t>& s) {
