@@ -104,7 +104,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (size_t i = 0; i < toks.bpe.size(); ++i) check_round_trip(*toks.bpe[i], text, i < toks.n_exact);
 
   // Pre-tokenizers must cover the input exactly, in order, with non-empty words.
-  for (PreTokenizer k : {PreTokenizer::gpt2, PreTokenizer::smollm, PreTokenizer::llama3}) {
+  for (PreTokenizer k : {PreTokenizer::gpt2, PreTokenizer::smollm, PreTokenizer::llama3, PreTokenizer::qwen2}) {
     std::vector<std::string_view> words;
     pre_tokenize(k, text, words);
     std::string joined;

@@ -42,6 +42,21 @@ TEST(PreTokenizer, Llama3Regex) {
   EXPECT_EQ(split(PreTokenizer::llama3, "I'M ok...\n  x"), (Words{"I", "'M", " ok", "...\n", " ", " x"}));
 }
 
+// Expected splits from the Python `regex` package running Qwen 2's pattern (tokenizer.json's pre_tokenizer) on the
+// same strings: digits one at a time, case-insensitive contractions, newline runs, non-Latin letters and numbers.
+TEST(PreTokenizer, Qwen2Regex) {
+  EXPECT_EQ(split(PreTokenizer::qwen2, "Hello 12345 world\n\n"),
+            (Words{"Hello", " ", "1", "2", "3", "4", "5", " world", "\n\n"}));
+  EXPECT_EQ(split(PreTokenizer::qwen2, "I'M ok...\n  x"), (Words{"I", "'M", " ok", "...\n", " ", " x"}));
+  EXPECT_EQ(split(PreTokenizer::qwen2, "price: $3.14, 2025-12!"),
+            (Words{"price", ":", " $", "3", ".", "1", "4", ",", " ", "2", "0", "2", "5", "-", "1", "2", "!"}));
+  EXPECT_EQ(split(PreTokenizer::qwen2, "  \t\n x\u0663\u0664 \u4f60\u597d 123abc"),
+            (Words{"  \t\n", " x", "\u0663", "\u0664", " \u4f60\u597d", " ", "1", "2", "3", "abc"}));
+  EXPECT_EQ(split(PreTokenizer::qwen2, "don't    stop\r\n\r\nnow\U0001F600\U0001F600 x"),
+            (Words{"don", "'t", "   ", " stop", "\r\n\r\n", "now", "\U0001F600\U0001F600", " x"}));
+  EXPECT_EQ(pre_tokenizer_from_name("qwen2"), PreTokenizer::qwen2);
+}
+
 TEST(PreTokenizer, UnknownNameIsAnError) {
   EXPECT_EQ(pre_tokenizer_from_name("default"), PreTokenizer::gpt2);
   EXPECT_EQ(pre_tokenizer_from_name("smollm"), PreTokenizer::smollm);

@@ -2,6 +2,7 @@
 //   gpt2:   's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
 //   smollm: every \p{N} isolated first (HF Digits(individual_digits)), then gpt2 on the rest
 //   llama3: (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
+//   qwen2:  the llama3 regex with \p{N} one at a time (Qwen 2, 2.5 and 3)
 #include "model/tokenizer/pretokenizer.h"
 
 #include <cstdint>
@@ -68,15 +69,16 @@ size_t gpt2_match(const Cps& t, size_t i) {
 
 bool is_crlf(uint32_t c) { return c == '\r' || c == '\n'; }
 
+template <size_t MaxDigits>
 size_t llama3_match(const Cps& t, size_t i) {
   if (size_t c = contraction(t, i, true)) return i + c;
   // [^\r\n\p{L}\p{N}]?\p{L}+
   if (t.cls[i] == kL) return t.run(i, kL);
   if (t.cls[i] != kN && !is_crlf(t.cp[i]) && i + 1 < t.n() && t.cls[i + 1] == kL) return t.run(i + 1, kL);
-  // \p{N}{1,3}
+  // \p{N}{1,3} (llama3), \p{N} (qwen2)
   if (t.cls[i] == kN) {
     size_t j = i;
-    while (j < t.n() && j - i < 3 && t.cls[j] == kN) ++j;
+    while (j < t.n() && j - i < MaxDigits && t.cls[j] == kN) ++j;
     return j;
   }
   // ' ?[^\s\p{L}\p{N}]+[\r\n]*'
@@ -111,10 +113,11 @@ PreTokenizer pre_tokenizer_from_name(const std::string& name) {
   static const std::pair<const char*, PreTokenizer> kTable[] = {
       {"default", PreTokenizer::gpt2}, {"gpt2", PreTokenizer::gpt2},   {"gpt-2", PreTokenizer::gpt2},
       {"smollm", PreTokenizer::smollm}, {"llama3", PreTokenizer::llama3}, {"llama-bpe", PreTokenizer::llama3},
+      {"qwen2", PreTokenizer::qwen2},
   };
   for (const auto& [n, k] : kTable)
     if (name == n) return k;
-  fail("unsupported pre-tokenizer '" + name + "' (tokenizer.ggml.pre; supported: default, gpt2, smollm, llama3)");
+  fail("unsupported pre-tokenizer '" + name + "' (tokenizer.ggml.pre; supported: default, gpt2, smollm, llama3, qwen2)");
 }
 
 void pre_tokenize(PreTokenizer kind, std::string_view text, std::vector<std::string_view>& out) {
@@ -122,7 +125,9 @@ void pre_tokenize(PreTokenizer kind, std::string_view text, std::vector<std::str
     case PreTokenizer::gpt2:
       return split_with(text, gpt2_match, out);
     case PreTokenizer::llama3:
-      return split_with(text, llama3_match, out);
+      return split_with(text, llama3_match<3>, out);
+    case PreTokenizer::qwen2:
+      return split_with(text, llama3_match<1>, out);
     case PreTokenizer::smollm: {
       // Isolate every \p{N} code point, then apply the gpt2 rules to the stretches between.
       size_t start = 0;

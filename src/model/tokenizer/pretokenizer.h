@@ -7,7 +7,7 @@
 
 namespace tinfer {
 
-enum class PreTokenizer { gpt2, smollm, llama3 };
+enum class PreTokenizer { gpt2, smollm, llama3, qwen2 };
 
 // tokenizer.ggml.pre -> PreTokenizer; Error naming an unknown one.
 PreTokenizer pre_tokenizer_from_name(const std::string& name);
