@@ -35,7 +35,7 @@ json parse_plan_header(const std::string& text, const char* format, int version,
   json j;
   try {
     j = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // a syntax error, or a number out of range
     fail(std::string("not valid JSON: ") + e.what());
   }
   check(j.is_object(), std::string("a ") + what + " is a JSON object, got " + j.type_name());
