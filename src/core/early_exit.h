@@ -3,8 +3,11 @@
 // of that distribution is above the threshold (strictly: 1 never exits, 0 always does at the first exit layer),
 // the token's logits are those and it leaves the rest of the step. Its KV in the deeper layers is filled from
 // the exit layer's hidden state (state copying: each deeper layer's K and V projections of that same state), so
-// later tokens attend to something. A token may exit only when it is its sequence's only row in the step
-// (decode; prefill chunks and speculative verify rows run every layer). Plain data; no layers = off.
+// later tokens attend to something. A token may exit only when the caller marks it a decode row
+// (ForwardBatch::may_exit) and it is its sequence's only row in the step: prompt tokens (even one left alone by
+// the token budget) and speculative verify rows run every layer. Blocks of exited tokens are not what a prefill
+// computes, so the engine keeps output blocks out of the prefix cache while early exit is on; a preempted request
+// recomputes its outputs at full depth, so its continuation may differ from an uninterrupted run. Plain data.
 #pragma once
 #include <algorithm>
 #include <cstdint>

@@ -26,6 +26,8 @@ struct ScheduledRequest {
   // A prompt chunk of a request that reports its prompt entropy (RequestParams::prompt_logits): every token of
   // the chunk gets a logit row (the runner's prompt_logits()); the sampling row, if any, is still logits().
   bool prompt_logits = false;
+  // The step feeds one output token alone (no drafts): plain decode, the only row early exit may take out.
+  bool decode = false;
   int context_len() const { return start_pos + static_cast<int>(tokens.size()); }  // attend over [0, this)
   int num_logits() const { return needs_logits ? 1 + num_draft : 0; }  // logit rows: the last token's and the drafts'
 };

@@ -91,6 +91,7 @@ class EngineImpl final : public Engine {
     sc.chunked_prefill = config_.chunked_prefill;
     sc.max_model_len = max_model_len_cfg_;
     sc.max_background_running = config_.max_background_running;
+    sc.cache_outputs = !config_.early_exit.enabled();
     kv::KvCacheConfig kc{.num_blocks = plan_.num_blocks,
                          .block_size = plan_.block_size,
                          .prefix_caching = config_.prefix_caching,

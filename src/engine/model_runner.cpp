@@ -15,6 +15,7 @@ void ModelRunner::run(const BatchPlan& plan) {
     const ScheduledRequest& s = plan.requests[i];
     const int32_t seq = static_cast<int32_t>(batch_.block_tables.size());
     batch_.block_tables.emplace_back(s.block_table.begin(), s.block_table.end());
+    batch_.may_exit.push_back(s.decode && !s.padding ? 1 : 0);
     for (size_t t = 0; t < s.tokens.size(); ++t) {
       batch_.tokens.push_back(s.tokens[t]);
       batch_.positions.push_back(s.start_pos + static_cast<int32_t>(t));

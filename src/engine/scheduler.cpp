@@ -68,6 +68,7 @@ void Scheduler::emit(BatchPlan& plan, const Request& r, int n, std::vector<kv::C
   s.block_table = kv_.block_table(r.id);
   s.needs_logits = s.start_pos + n == r.num_tokens();
   s.prompt_logits = r.prompt_logits && r.num_output_tokens() == 0;
+  s.decode = n == 1 && draft.empty() && s.start_pos >= r.num_prompt_tokens;
   s.copies = std::move(copies);
   plan.num_tokens += static_cast<int>(s.tokens.size());
   plan.requests.push_back(std::move(s));
@@ -306,7 +307,8 @@ std::vector<RequestOutput> Scheduler::update(const BatchPlan& plan, std::span<co
       reason = stop_reason(r);
       if (reason != FinishReason::kNone) break;  // later tokens are dropped with the request
     }
-    kv_.commit(r.id, r.tokens, std::min(r.num_computed_tokens, r.num_tokens()));
+    kv_.commit(r.id, r.tokens,
+               std::min(r.num_computed_tokens, config_.cache_outputs ? r.num_tokens() : r.num_prompt_tokens));
     if (reason == FinishReason::kNone) {
       outs.push_back(std::move(o));
     } else {

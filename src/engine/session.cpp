@@ -25,6 +25,7 @@ void Session::run(const int32_t* tokens, int64_t n, bool all_logits, float* out)
   batch_.positions.resize(n);
   std::iota(batch_.positions.begin(), batch_.positions.end(), int32_t(n_past_));
   batch_.seq.assign(n, 0);
+  batch_.may_exit.assign(1, n == 1 ? 1 : 0);  // a one-token feed is a decode step: early exit may take it out
   batch_.logit_rows.clear();
   if (all_logits) {
     for (int64_t i = 0; i < n; ++i) batch_.logit_rows.push_back(int32_t(i));

@@ -30,7 +30,8 @@ class Session {
   }
   size_t kv_bytes() const { return kv_->bytes(); }
 
-  // Appends `tokens` (in chunks of at most `chunk`) and returns the logits after the last one.
+  // Appends `tokens` (in chunks of at most `chunk`) and returns the logits after the last one. A one-token chunk
+  // is a decode step, which a backend with early exit on may finish early (teacher-forced scoring feeds chunks of 1).
   const std::vector<float>& feed(std::span<const int32_t> tokens, int64_t chunk = 512);
   // One decode step: no allocation (a braced list would build a vector per token).
   const std::vector<float>& feed_token(int32_t token) { return feed(std::span<const int32_t>(&token, 1)); }

@@ -258,6 +258,9 @@ void CpuForward::forward(const ForwardBatch& batch, KvStorage& kv, float* logits
         // Per token: RoPE on q and k, then K smoothing (if the cache has it) and the KV write. An observer sees
         // q | k | v between the two (one pass over the tokens without one).
         OpTimer t(prof, Op::kRopeKv);
+        if (!kv.precision().has_kv(l))
+          fail("cpu backend: layer " + std::to_string(l) + "'s attention runs but the KV cache holds no KV for it (a "
+               "skip plan applied after the cache was allocated?)");
         const float* ks = kv.precision().k_smoothing(l);  // [kv_dim] or nullptr
         const int64_t hd = c.head_dim, group = c.n_heads / c.n_kv_heads;
         auto rope = [&](int64_t i) {

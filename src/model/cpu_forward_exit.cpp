@@ -36,13 +36,16 @@ void CpuForward::begin_slots(const ForwardBatch& batch, bool exits) {
   for (int64_t i = 0; i < n; ++i) slot_row_[size_t(i)] = int32_t(i);
   slot_logit_.assign(size_t(n), -1);
   if (!exits) return;
-  // A row may exit when its logits are wanted and it is its sequence's only row (decode): a prefill chunk's
-  // other rows, or a verify row's neighbours, need this row's every layer anyway.
+  // A row may exit when the caller marks its sequence (a lone decode token: prompt tokens, whose KV later
+  // prefills would compute at full depth, never exit), its logits are wanted, and it is its sequence's only row
+  // (a prefill chunk's other rows, or a verify row's neighbours, need this row's every layer anyway).
+  if (batch.may_exit.empty()) return;
   std::vector<int32_t> rows_of_seq(batch.block_tables.size(), 0);
   for (int32_t s : batch.seq) ++rows_of_seq[size_t(s)];
   for (size_t r = 0; r < batch.logit_rows.size(); ++r) {
-    const int32_t row = batch.logit_rows[r];
-    if (rows_of_seq[size_t(batch.seq[size_t(row)])] == 1) slot_logit_[size_t(row)] = int32_t(r), ++exit_counters_.eligible;
+    const int32_t row = batch.logit_rows[r], s = batch.seq[size_t(row)];
+    if (rows_of_seq[size_t(s)] == 1 && size_t(s) < batch.may_exit.size() && batch.may_exit[size_t(s)])
+      slot_logit_[size_t(row)] = int32_t(r), ++exit_counters_.eligible;
   }
 }
 

@@ -16,9 +16,12 @@ struct ForwardBatch {
   // Run only the first n_layers decoder layers, then the final norm and the head (self-speculative drafting:
   // the target's own early layers as its draft); 0 = every layer. The cache must hold at least that many.
   int32_t n_layers = 0;
+  // Early exit (core/early_exit.h): per sequence, 1 when its row is a lone decode token that may leave the step
+  // early (the caller knows what is a prompt); empty: no row may exit.
+  std::vector<uint8_t> may_exit;
 
   void clear() {
-    tokens.clear(), positions.clear(), seq.clear(), block_tables.clear(), logit_rows.clear();
+    tokens.clear(), positions.clear(), seq.clear(), block_tables.clear(), logit_rows.clear(), may_exit.clear();
     n_layers = 0;
   }
 };

@@ -1,6 +1,7 @@
 // KvStorage: one huge-page buffer for every layer's K and V blocks, each layer in its own types.
 #include "model/kv_storage.h"
 
+#include <cassert>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -54,7 +55,7 @@ KvStorage::KvStorage(const ModelConfig& cfg, int64_t n_blocks, int64_t block_siz
 
 KvLayerView KvStorage::layer_view(int64_t layer) const {
   check(layer >= 0 && layer < n_layers_, "KV layer " + std::to_string(layer) + " out of range");
-  check(precision_.has_kv(layer), "KV layer " + std::to_string(layer) + " holds no KV (its attention is skipped)");
+  if (!precision_.has_kv(layer)) fail("KV layer " + std::to_string(layer) + " holds no KV (its attention is skipped)");
   return views_[size_t(layer)];
 }
 
@@ -70,7 +71,8 @@ void KvStorage::copy_block(int64_t src, int64_t dst) {
 
 void KvStorage::write(int64_t layer, int64_t block, int64_t slot, const float* k, const float* v) {
   const KvLayerView& g = views_[size_t(layer)];
-  check(g.k != nullptr, "KV layer " + std::to_string(layer) + " holds no KV (its attention is skipped)");
+  // (The forward checks has_kv once per layer on its own thread; this runs per token in pool workers.)
+  assert(g.k != nullptr);
   kv_write_token(g, n_kv_heads_, head_dim_, const_cast<uint8_t*>(g.k) + block * g.k_block_bytes,
                  const_cast<uint8_t*>(g.v) + block * g.v_block_bytes, slot, k, v);
 }

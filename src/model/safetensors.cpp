@@ -88,12 +88,14 @@ void SafetensorsFile::parse(const uint8_t* data, size_t size) {
     const uint64_t b = v["data_offsets"][0].get<uint64_t>(), e = v["data_offsets"][1].get<uint64_t>();
     check(b <= e && e <= data_size, t + ": data_offsets [" + std::to_string(b) + ", " + std::to_string(e) +
                                         ") outside the " + std::to_string(data_size) + " bytes of data (truncated file?)");
+    check((8 + n + b) % d->bytes == 0, t + " starts at file byte " + std::to_string(8 + n + b) +
+                                           ", not a multiple of its element size " + std::to_string(d->bytes));
     check(e - b == elems * d->bytes, t + " holds " + std::to_string(e - b) + " bytes, its dtype and shape need " +
                                          std::to_string(elems * d->bytes));
     g.offset = b;
     g.bytes = size_t(e - b);
     g.data = base + b;
-    spans.push_back({b, e});
+    if (e > b) spans.push_back({b, e});  // an empty tensor occupies nothing
     tensors_.push_back(std::move(g));
   }
   std::sort(spans.begin(), spans.end());

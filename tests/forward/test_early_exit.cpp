@@ -156,15 +156,17 @@ TEST(EarlyExit, ExitInsideARaggedBatchEqualsOneSequenceAtATime) {
         b.seq.push_back(seq_index);
       }
       b.logit_rows.push_back(int32_t(b.tokens.size()) - 1);
+      b.may_exit.push_back(s < 2 ? 1 : 0);  // a and b decode; c's chunk is a prompt
     };
     if (together) {
+      // The exiting sequence first, so that its slot moves behind c's chunk and the staying row (the
+      // permutation of slots, streams and block tables runs).
       ForwardBatch b;
-      add(b, 0), add(b, 2), add(b, 1);  // a, c's chunk, b
+      const int order[3] = {exiting, 2, 1 - exiting};
+      for (int s : order) add(b, s);
       std::vector<float> l(3 * V);
       fwd.forward(b, *kv, l.data());
-      std::copy(l.begin(), l.begin() + V, out.begin());                     // a
-      std::copy(l.begin() + 2 * V, l.begin() + 3 * V, out.begin() + V);     // b
-      std::copy(l.begin() + V, l.begin() + 2 * V, out.begin() + 2 * V);     // c
+      for (int k = 0; k < 3; ++k) std::copy(l.begin() + k * V, l.begin() + (k + 1) * V, out.begin() + order[k] * V);
     } else {
       for (int s = 0; s < 3; ++s) {
         ForwardBatch b;

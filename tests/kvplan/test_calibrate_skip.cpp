@@ -92,8 +92,9 @@ TEST_F(CalibrateSkip, WritesAPlanWithinItsBudgetThatPplReproduces) {
   fs::remove(calib), fs::remove(plan), fs::remove(base);
 }
 
-// Every subcommand applies the plan; the engine's KV shrinks by exactly the two layers without attention.
-TEST_F(CalibrateSkip, RunBenchThroughputAndServeApplyAPlan) {
+// run, bench and bench throughput apply the plan (serve takes it through the same engine options, whose refusals
+// are tested below); the engine's KV shrinks by exactly the two layers without attention.
+TEST_F(CalibrateSkip, RunBenchAndThroughputApplyAPlan) {
   const std::string plan = hand_plan();
   auto r = tinfer("run -m " + model_ + " -p 'Once upon a time' -n 8 -t 2 --temp 0 --skip-plan " + plan);
   ASSERT_EQ(r.status, 0) << r.out;

@@ -21,9 +21,10 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-// 8-byte length + header JSON + data.
+// 8-byte length + header JSON (space-padded to a multiple of 8, as the reference writer does) + data.
 std::vector<uint8_t> st_bytes(const json& header, const std::vector<uint8_t>& data) {
-  const std::string h = header.dump();
+  std::string h = header.dump();
+  h.resize((h.size() + 7) / 8 * 8, ' ');
   std::vector<uint8_t> out(8);
   uint64_t n = h.size();
   for (int i = 0; i < 8; ++i) out[size_t(i)] = uint8_t(n >> (8 * i));
@@ -117,6 +118,10 @@ TEST(Safetensors, RefusesMalformedFiles) {
   std::vector<uint8_t> not_json = st_bytes(h, std::vector<uint8_t>(40));
   not_json[8] = '[';
   expect_refused(not_json, "not valid JSON");
+  std::vector<uint8_t> odd = st_bytes(h, std::vector<uint8_t>(40));  // one more header byte: every tensor misaligned
+  odd.insert(odd.begin() + 8, ' ');
+  ++odd[0];
+  expect_refused(odd, "not a multiple of its element size");
   expect_refused(st_bytes(json::array(), {}), "not a JSON object");
   const std::string overflow = "{\"w\":{\"dtype\":5e99999}}";  // a number out of range (found by the fuzzer)
   std::vector<uint8_t> o(8, 0);

@@ -156,7 +156,9 @@ int cmd_bench_ladder(int argc, char** argv) {
   // --kv-plan is the plan rung's, not the base's: every other rung sets its own KV types.
   const KvPrecision speed_plan{base.kv_layers, base.kv_k_smooth};
   base.kv_layers.clear(), base.kv_k_smooth.clear();
-  base.skip = {}, base.early_exit = {};  // the model-side rungs set their own
+  check(base.skip.empty() && !base.early_exit.enabled(),
+        "bench ladder sets each rung's layer skipping and early exit: give --ladder-skip-plans and --ladder-exit "
+        "instead of --skip-plan and --early-exit");
   std::vector<std::string> skip_plans;
   if (args.has("--ladder-skip-plans")) {
     std::stringstream ss(args.str("--ladder-skip-plans"));

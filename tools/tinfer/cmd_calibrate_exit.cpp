@@ -140,8 +140,8 @@ int cmd_calibrate_exit(int argc, char** argv) {
                   t.q.kl_mean, t.q.dppl);
       continue;
     }
-    std::printf("| %s | %.6g | %.1f%% | %.4g | %+.4f (%+.2f%%) | %.2f%% | %.3f |\n", layer_list(t.layers).c_str(),
-                t.threshold, 100 * t.counters.share(), t.q.kl_mean, t.q.dppl, 100 * t.q.dppl / probe.ppl_base(),
+    std::printf("| %s | %.9g | %.1f%% | %.4g | %+.4f (%+.2f%%) | %.2f%% | %.3f |\n", layer_list(t.layers).c_str(),
+                double(float(t.threshold)), 100 * t.counters.share(), t.q.kl_mean, t.q.dppl, 100 * t.q.dppl / probe.ppl_base(),
                 100 * t.q.top1, t.bytes / full);
     if (!pick || t.bytes < pick->bytes) pick = &t;
   }
@@ -154,18 +154,20 @@ int cmd_calibrate_exit(int argc, char** argv) {
     j["within_budget"] = false;
   } else {
     const bool helps = pick->bytes < full;
-    std::printf("result       --early-exit %.6g --exit-layers %s: %.1f%% of tokens exit, %.3f of the weight bytes per "
+    std::printf("result       --early-exit %.9g --exit-layers %s: %.1f%% of tokens exit, %.3f of the weight bytes per "
                 "decode token%s\n",
-                pick->threshold, layer_list(pick->layers).c_str(), 100 * pick->counters.share(), pick->bytes / full,
+                double(float(pick->threshold)), layer_list(pick->layers).c_str(), 100 * pick->counters.share(), pick->bytes / full,
                 helps ? "" : " -- more than without early exit: it would slow decode down (the exit head costs more "
                              "than the layers it saves)");
     j.update(quality_json(pick->q));
     j["within_budget"] = true;
-    j["threshold"] = pick->threshold;
+    j["threshold"] = double(float(pick->threshold));  // the value applied (EarlyExit holds a float)
     j["exit_layers"] = layer_list(pick->layers);
     j["exit_share"] = pick->counters.share();
     j["bytes_ratio"] = pick->bytes / full;
-    j["flags"] = "--early-exit " + std::to_string(pick->threshold) + " --exit-layers " + layer_list(pick->layers);
+    char thr[32];
+    std::snprintf(thr, sizeof thr, "%.9g", double(float(pick->threshold)));
+    j["flags"] = std::string("--early-exit ") + thr + " --exit-layers " + layer_list(pick->layers);
   }
   std::printf("time         %.1f s, %lld evaluations\n", secs, (long long)probe.evaluations());
   if (args.flag("--json")) std::printf("%s\n", j.dump().c_str());

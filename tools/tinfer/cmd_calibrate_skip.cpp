@@ -90,7 +90,7 @@ int cmd_calibrate_skip(int argc, char** argv) {
   const bool allow_attn = blocks.find("attn") != std::string::npos, allow_mlp = blocks.find("mlp") != std::string::npos;
   const long long calib_tokens = args.integer("--calib-tokens"), max_evals = args.integer("--max-evals");
   check(calib_tokens >= 2, "--calib-tokens must be at least 2");
-  check(max_evals >= 0, "--max-evals must be >= 0");
+  check(max_evals >= 0 && max_evals <= 1000000, "--max-evals must be in [0, 1000000]");
   const std::string out_path = args.has("--output") ? args.str("--output") : default_output(args.str("--model"));
   const CalibText text = calib_text_of(args);
 

@@ -107,6 +107,8 @@ int cmd_ppl(int argc, char** argv) {
                                                           " positions, its windows score " + std::to_string(n_records));
 
   const bool use_ref = args.flag("--reference");
+  check(!(use_ref && args.has("--early-exit")),
+        "--early-exit is the fast path's: the reference forward scores every layer (compare with --kld-base instead)");
   const std::string label = std::filesystem::path(args.str("--model")).filename().string() +
                             (use_ref ? " reference" : " fast, kv " + kv_precision(args, l.model->config().n_layers).describe());
   std::optional<LogitsWriter> save;

@@ -102,6 +102,9 @@ int cmd_serve(int argc, char** argv) {
     EngineConfig sc_engine = ec;
     sc_engine.model_path = route->small_path;
     sc_engine.spec = SpecConfig{};
+    // The model-specific plans were made for (and checked against) the large model: the small one runs without
+    // them (a layer-skip, KV or early-exit plan for it would need its own flags).
+    sc_engine.skip = {}, sc_engine.early_exit = {}, sc_engine.kv_layers.clear(), sc_engine.kv_k_smooth.clear();
     small = Engine::create(sc_engine);
     check_same_tokenizer(engine->tokenizer(), small->tokenizer(), "small model " + route->small_path, "large model");
     policy = std::make_unique<server::RoutePolicy>(
