@@ -57,7 +57,8 @@ std::vector<std::string> known_archs();
 // Llama-style tensors (token_embd, blk.N.attn_norm/attn_q/k/v/output/ffn_norm/ffn_gate/up/down, output_norm,
 // output or tied); families that add to them (arch/qwen.cpp) call these first.
 ModelConfig read_llama_style_config(const GgufFile& file, const std::string& arch);
-DecoderTensors bind_llama_style(const GgufFile& file, const ModelConfig& cfg);
+// fused: attn_qkv (rows q | k | v) and ffn_up holding gate | up, instead of the separate tensors (phi3).
+DecoderTensors bind_llama_style(const GgufFile& file, const ModelConfig& cfg, bool fused = false);
 const GgufTensor& require_tensor(const GgufFile& file, const std::string& name, std::vector<int64_t> shape);
 int64_t require_int(const GgufFile& file, const std::string& key);
 

@@ -47,7 +47,7 @@ ModelConfig read_llama_style_config(const GgufFile& f, const std::string& arch) 
   return c;
 }
 
-DecoderTensors bind_llama_style(const GgufFile& f, const ModelConfig& c) {
+DecoderTensors bind_llama_style(const GgufFile& f, const ModelConfig& c, bool fused) {
   DecoderTensors d;
   d.tok_embd = &require_tensor(f, "token_embd.weight", {c.dim, c.n_vocab});
   d.output_norm = &require_tensor(f, "output_norm.weight", {c.dim});
@@ -56,13 +56,21 @@ DecoderTensors bind_llama_style(const GgufFile& f, const ModelConfig& c) {
     const std::string b = "blk." + std::to_string(l) + ".";
     LayerTensors t;
     t.attn_norm = &require_tensor(f, b + "attn_norm.weight", {c.dim});
-    t.wq = &require_tensor(f, b + "attn_q.weight", {c.dim, c.q_dim()});
-    t.wk = &require_tensor(f, b + "attn_k.weight", {c.dim, c.kv_dim()});
-    t.wv = &require_tensor(f, b + "attn_v.weight", {c.dim, c.kv_dim()});
+    if (fused) {  // rows q | k | v
+      t.wqkv = &require_tensor(f, b + "attn_qkv.weight", {c.dim, c.q_dim() + 2 * c.kv_dim()});
+    } else {
+      t.wq = &require_tensor(f, b + "attn_q.weight", {c.dim, c.q_dim()});
+      t.wk = &require_tensor(f, b + "attn_k.weight", {c.dim, c.kv_dim()});
+      t.wv = &require_tensor(f, b + "attn_v.weight", {c.dim, c.kv_dim()});
+    }
     t.wo = &require_tensor(f, b + "attn_output.weight", {c.q_dim(), c.dim});
     t.ffn_norm = &require_tensor(f, b + "ffn_norm.weight", {c.dim});
-    t.w_gate = &require_tensor(f, b + "ffn_gate.weight", {c.dim, c.ffn_dim});
-    t.w_up = &require_tensor(f, b + "ffn_up.weight", {c.dim, c.ffn_dim});
+    if (fused) {  // ffn_up holds gate | up
+      t.w_gateup = &require_tensor(f, b + "ffn_up.weight", {c.dim, 2 * c.ffn_dim});
+    } else {
+      t.w_gate = &require_tensor(f, b + "ffn_gate.weight", {c.dim, c.ffn_dim});
+      t.w_up = &require_tensor(f, b + "ffn_up.weight", {c.dim, c.ffn_dim});
+    }
     t.w_down = &require_tensor(f, b + "ffn_down.weight", {c.ffn_dim, c.dim});
     d.layers.push_back(t);
   }
@@ -71,8 +79,9 @@ DecoderTensors bind_llama_style(const GgufFile& f, const ModelConfig& c) {
 
 namespace {
 ModelConfig read_llama_config(const GgufFile& f) { return read_llama_style_config(f, "llama"); }
+DecoderTensors bind_llama(const GgufFile& f, const ModelConfig& c) { return bind_llama_style(f, c); }
 }  // namespace
 
-extern const ArchSpec kLlamaArch{"llama", read_llama_config, bind_llama_style};
+extern const ArchSpec kLlamaArch{"llama", read_llama_config, bind_llama};
 
 }  // namespace tinfer

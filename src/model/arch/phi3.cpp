@@ -25,24 +25,7 @@ ModelConfig read_phi3(const GgufFile& f) {
   return c;
 }
 
-DecoderTensors bind_phi3(const GgufFile& f, const ModelConfig& c) {
-  DecoderTensors d;
-  d.tok_embd = &require_tensor(f, "token_embd.weight", {c.dim, c.n_vocab});
-  d.output_norm = &require_tensor(f, "output_norm.weight", {c.dim});
-  d.output = c.tied_output ? d.tok_embd : &require_tensor(f, "output.weight", {c.dim, c.n_vocab});
-  for (int64_t l = 0; l < c.n_layers; ++l) {
-    const std::string b = "blk." + std::to_string(l) + ".";
-    LayerTensors t;
-    t.attn_norm = &require_tensor(f, b + "attn_norm.weight", {c.dim});
-    t.wqkv = &require_tensor(f, b + "attn_qkv.weight", {c.dim, c.q_dim() + 2 * c.kv_dim()});
-    t.wo = &require_tensor(f, b + "attn_output.weight", {c.q_dim(), c.dim});
-    t.ffn_norm = &require_tensor(f, b + "ffn_norm.weight", {c.dim});
-    t.w_gateup = &require_tensor(f, b + "ffn_up.weight", {c.dim, 2 * c.ffn_dim});
-    t.w_down = &require_tensor(f, b + "ffn_down.weight", {c.ffn_dim, c.dim});
-    d.layers.push_back(t);
-  }
-  return d;
-}
+DecoderTensors bind_phi3(const GgufFile& f, const ModelConfig& c) { return bind_llama_style(f, c, true); }
 
 }  // namespace
 
