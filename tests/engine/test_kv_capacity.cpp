@@ -17,21 +17,27 @@
 namespace tinfer {
 namespace {
 
-// A GQA model file (8 heads over 2 kv heads, head_dim 12: int4 codes of a head do not fill whole 16-byte lines).
-std::string gqa_model_file() {
-  static const std::string path = [] {
+// A GQA model file (8 heads over 2 kv heads, head_dim 12: int4 codes of a head do not fill whole 16-byte lines),
+// written once per process and removed when it exits.
+struct GqaModelFile {
+  std::string path;
+  GqaModelFile() {
     SynthSpec s;
     s.dim = 96;
     s.n_heads = 8;
     s.n_kv_heads = 2;
     s.n_layers = 3;
     s.ctx_len = 512;
-    const auto p =
-        std::filesystem::path(::testing::TempDir()) / ("tinfer_kv_capacity_" + std::to_string(::getpid()) + ".gguf");
-    synthesize_model(s, p.string(), 1);
-    return p.string();
-  }();
-  return path;
+    path = (std::filesystem::path(::testing::TempDir()) / ("tinfer_kv_capacity_" + std::to_string(::getpid()) + ".gguf"))
+               .string();
+    synthesize_model(s, path, 1);
+  }
+  ~GqaModelFile() { std::filesystem::remove(path); }
+};
+
+std::string gqa_model_file() {
+  static const GqaModelFile file;
+  return file.path;
 }
 
 struct Case {
