@@ -74,8 +74,7 @@ int cmd_calibrate_exit(int argc, char** argv) {
 
   const double t0 = now_s();
   Loaded l = load_model(args);
-  auto* fwd = dynamic_cast<CpuForward*>(l.backend.get());
-  check(fwd != nullptr, "calibrate-exit runs on the CPU backend");
+  CpuForward* fwd = &cpu_forward_of(l, "calibrate-exit");
   const ModelConfig& mc = l.model->config();
   const int64_t L = mc.n_layers;
   check(L >= 2, "early exit needs a model of at least 2 layers");
@@ -85,7 +84,7 @@ int cmd_calibrate_exit(int argc, char** argv) {
         sets.push_back({int32_t(e)});
   for (const auto& s : sets) fwd->set_early_exit(EarlyExit{s, 0.5f});  // refuses a layer outside [1, L-1] now
   fwd->set_early_exit(EarlyExit{});
-  const int64_t ctx = args.has("--ctx") ? context_length(args, *l.model) : std::min<int64_t>(mc.ctx_len, 512);
+  const int64_t ctx = calibration_context(args, *l.model);
   const std::vector<int32_t> calib = calibration_tokens(l.model->tokenizer(), text, calib_tokens);
   KvQualityProbe probe(*fwd, l.pool.get(), calib, ctx, 1);  // the base: every layer, one token per step
   budget.resolve(probe.ppl_base());

@@ -85,7 +85,7 @@ int cmd_calibrate_kv(int argc, char** argv) {
   const double t0 = now_s();
   Loaded l = load_model(args);
   const ModelConfig& mc = l.model->config();
-  const int64_t ctx = args.has("--ctx") ? context_length(args, *l.model) : std::min<int64_t>(mc.ctx_len, 512);
+  const int64_t ctx = calibration_context(args, *l.model);
   const std::vector<int32_t> calib = calibration_tokens(l.model->tokenizer(), text, calib_tokens);
   // Measured on the model's float image by default: with quantized weights the fast path rounds every
   // activation to int8, and any perturbation re-draws all those roundings, so two runs of a quantized model

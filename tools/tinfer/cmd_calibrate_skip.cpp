@@ -96,11 +96,10 @@ int cmd_calibrate_skip(int argc, char** argv) {
 
   const double t0 = now_s();
   Loaded l = load_model(args);
-  auto* fwd = dynamic_cast<CpuForward*>(l.backend.get());
-  check(fwd != nullptr, "calibrate-skip runs on the CPU backend");
+  CpuForward* fwd = &cpu_forward_of(l, "calibrate-skip");
   const ModelConfig& mc = l.model->config();
   const int64_t L = mc.n_layers;
-  const int64_t ctx = args.has("--ctx") ? context_length(args, *l.model) : std::min<int64_t>(mc.ctx_len, 512);
+  const int64_t ctx = calibration_context(args, *l.model);
   const std::vector<int32_t> calib = calibration_tokens(l.model->tokenizer(), text, calib_tokens);
   // The base and every measurement run the model as it is served (quantized weights, int8 activations), on an
   // f32 KV cache: the budget is against what --skip-plan changes, nothing else.

@@ -1,12 +1,14 @@
 // Shared subcommand helpers.
 #include "common.h"
 
+#include <algorithm>
 #include <thread>
 
 #include "core/error.h"
 #include "core/timer.h"
 #include "exit_flags.h"
 #include "kv_flags.h"
+#include "model/cpu_forward.h"
 #include "model/model_identity.h"
 
 namespace tinfer::cli {
@@ -82,6 +84,16 @@ int64_t context_length(const Args& args, const Model& model) {
   check(c >= 1 && c <= model.config().ctx_len,
         "--ctx must be in [1, " + std::to_string(model.config().ctx_len) + "] (the model's context length)");
   return c;
+}
+
+int64_t calibration_context(const Args& args, const Model& model) {
+  return args.has("--ctx") ? context_length(args, model) : std::min<int64_t>(model.config().ctx_len, 512);
+}
+
+CpuForward& cpu_forward_of(Loaded& l, const char* command) {
+  auto* fwd = dynamic_cast<CpuForward*>(l.backend.get());
+  check(fwd != nullptr, std::string(command) + " runs on the CPU backend");
+  return *fwd;
 }
 
 SamplingParams sampling_params(const Args& args) {

@@ -11,6 +11,10 @@
 #include "model/backend.h"
 #include "model/model.h"
 
+namespace tinfer {
+class CpuForward;
+}
+
 namespace tinfer::cli {
 
 struct Loaded {
@@ -28,6 +32,10 @@ std::vector<OptionSpec> concat(std::vector<OptionSpec> a, const std::vector<Opti
 Loaded load_model(const Args& args);  // the CPU backend with act_quant(args)
 bool int8_weights(const Model& model);  // GEMMs run on int8 (quantized weights), not fp32  // the backend positions the model's whole context
 int64_t context_length(const Args& args, const Model& model);  // -c or min(trained, 4096)
+// The calibrate-* commands' windows: -c, else min(trained, 512).
+int64_t calibration_context(const Args& args, const Model& model);
+// The loaded backend as the CPU forward (calibration observes and reconfigures it); Error naming `command` otherwise.
+CpuForward& cpu_forward_of(Loaded& l, const char* command);
 SamplingParams sampling_params(const Args& args);              // validated: Error lists every problem
 // --act-quant when the subcommand declares it (else block32); Error for anything else.
 ActQuant act_quant(const Args& args);
