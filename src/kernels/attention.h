@@ -30,7 +30,7 @@ struct KvLayerView {
 };
 
 // One attention call over a ragged batch of n_tokens query tokens. Token i attends to positions
-// 0..positions[i] of its sequence, whose block table (position p in block table[p / block_size]) is
+// 0..positions[i] of its sequence (with a sliding window W > 0: positions[i] - W + 1 .. positions[i]), whose block table (position p in block table[p / block_size]) is
 // block_tables[i]; those K/V must already be written. q: rows of q_stride floats, each starting with
 // n_heads * head_dim (rotated) query values; out: rows of out_stride floats, n_heads * head_dim written.
 // Query head h reads kv head h / (n_heads / n_kv_heads).
@@ -38,6 +38,7 @@ struct AttentionArgs {
   KvLayerView kv;
   int64_t n_heads = 0, n_kv_heads = 0, head_dim = 0;
   float scale = 0;  // scores are q·k * scale (1 / sqrt(head_dim))
+  int64_t window = 0;  // > 0: sliding-window attention over the last `window` positions (blocks before it unread)
   int64_t n_tokens = 0;
   const int32_t* positions = nullptr;           // [n_tokens]
   const int32_t* const* block_tables = nullptr;  // [n_tokens]

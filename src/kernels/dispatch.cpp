@@ -23,6 +23,7 @@ const KernelTable& active_kernels() {
 
 void rmsnorm(const float* x, const float* w, float* out, int64_t n, float eps) { active_kernels().rmsnorm(x, w, out, n, eps); }
 void silu_mul(float* gate, const float* up, int64_t n) { active_kernels().silu_mul(gate, up, n); }
+void gelu_mul(float* gate, const float* up, int64_t n) { active_kernels().gelu_mul(gate, up, n); }
 void add_inplace(float* y, const float* x, int64_t n) { active_kernels().add_inplace(y, x, n); }
 void softmax_inplace(float* x, int64_t n) { active_kernels().softmax_inplace(x, n); }
 float dot_f32(const float* a, const float* b, int64_t n) { return active_kernels().dot_f32(a, b, n); }

@@ -86,6 +86,7 @@ struct KernelTable {
   // Element-wise ops (semantics in kernels.h).
   void (*rmsnorm)(const float* x, const float* w, float* out, int64_t n, float eps);
   void (*silu_mul)(float* gate, const float* up, int64_t n);
+  void (*gelu_mul)(float* gate, const float* up, int64_t n);
   void (*add_inplace)(float* y, const float* x, int64_t n);
   void (*softmax_inplace)(float* x, int64_t n);
   float (*dot_f32)(const float* a, const float* b, int64_t n);

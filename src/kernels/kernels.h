@@ -51,6 +51,7 @@ const KernelTable& active_kernels();
 // Fused element-wise ops (active ISA).
 void rmsnorm(const float* x, const float* w, float* out, int64_t n, float eps);  // out = x / rms(x) * w
 void silu_mul(float* gate, const float* up, int64_t n);                          // gate = silu(gate) * up
+void gelu_mul(float* gate, const float* up, int64_t n);                          // gate = gelu_tanh(gate) * up
 void add_inplace(float* y, const float* x, int64_t n);                           // y += x
 void softmax_inplace(float* x, int64_t n);
 float dot_f32(const float* a, const float* b, int64_t n);

@@ -44,7 +44,7 @@ struct Case {
 // Runs on each of `tables` (default: all_tables()).
 void check_case(const Case& c, uint32_t seed, std::vector<int64_t> lens = {45, 7},
                 std::vector<std::pair<int, int64_t>> queries = {{0, 40}, {0, 41}, {0, 42}, {0, 43}, {0, 44}, {1, 6}},
-                KvLayerTypes types = {}, std::vector<const KernelTable*> tables = all_tables()) {
+                KvLayerTypes types = {}, std::vector<const KernelTable*> tables = all_tables(), int64_t window = 0) {
   ModelConfig cfg;
   cfg.n_layers = 2, cfg.n_heads = c.n_heads, cfg.n_kv_heads = c.n_kv_heads, cfg.head_dim = c.head_dim;
   const int64_t kv_dim = c.n_kv_heads * c.head_dim, q_dim = c.n_heads * c.head_dim, group = c.n_heads / c.n_kv_heads;
@@ -98,9 +98,10 @@ void check_case(const Case& c, uint32_t seed, std::vector<int64_t> lens = {45, 7
     const int64_t pos = batch.positions[i];
     for (int64_t h = 0; h < c.n_heads; ++h) {
       const int64_t kvh = h / group;
-      std::vector<double> w(pos + 1);
+      const int64_t lo = window > 0 ? std::max<int64_t>(0, pos - window + 1) : 0;  // sliding window: (pos - W, pos]
+      std::vector<double> w(pos + 1, -INFINITY);
       double mx = -1e300, sum = 0;
-      for (int64_t j = 0; j <= pos; ++j) {
+      for (int64_t j = lo; j <= pos; ++j) {
         double d = 0;
         for (int64_t e = 0; e < c.head_dim; ++e) d += double(q[i * stride + h * c.head_dim + e]) * K[s][j][kvh * c.head_dim + e];
         w[j] = d / std::sqrt(double(c.head_dim));
@@ -109,9 +110,21 @@ void check_case(const Case& c, uint32_t seed, std::vector<int64_t> lens = {45, 7
       for (double& x : w) sum += (x = std::exp(x - mx));
       for (int64_t e = 0; e < c.head_dim; ++e) {
         double o = 0;
-        for (int64_t j = 0; j <= pos; ++j) o += w[j] / sum * V[s][j][kvh * c.head_dim + e];
+        for (int64_t j = lo; j <= pos; ++j) o += w[j] / sum * V[s][j][kvh * c.head_dim + e];
         ref[i * q_dim + h * c.head_dim + e] = o;
       }
+    }
+  }
+  if (window > 0) {
+    // Blocks wholly before every query's window of their sequence are poisoned (NaN in f32, garbage bytes
+    // otherwise): a kernel that reads them, even to multiply by a zero weight, fails.
+    for (size_t s = 0; s < lens.size(); ++s) {
+      int64_t lo = lens[s];
+      for (auto [sq, p] : queries)
+        if (size_t(sq) == s) lo = std::min<int64_t>(lo, std::max<int64_t>(0, p - window + 1));
+      std::vector<float> nan(kv_dim, std::numeric_limits<float>::quiet_NaN());
+      for (int64_t b = 0; b < lo / c.block_size; ++b)
+        for (int64_t j = 0; j < c.block_size; ++j) kv.write(1, batch.block_tables[s][b], j, nan.data(), nan.data());
     }
   }
   std::vector<const int32_t*> tabs;
@@ -120,6 +133,7 @@ void check_case(const Case& c, uint32_t seed, std::vector<int64_t> lens = {45, 7
   a.kv = kv.layer_view(1);
   a.n_heads = c.n_heads, a.n_kv_heads = c.n_kv_heads, a.head_dim = c.head_dim;
   a.scale = 1.0f / std::sqrt(float(c.head_dim));
+  a.window = window;
   a.n_tokens = n;
   a.positions = batch.positions.data();
   a.block_tables = tabs.data();
@@ -167,6 +181,27 @@ TEST(PagedAttention, MatchesNaiveAttention) {
                  std::to_string(c.head_dim) + " bs " + std::to_string(c.block_size));
     check_case(c, seed++);
   }
+}
+
+// Sliding-window attention (Mistral, Gemma 3's local layers): each query sees its last W positions only, the
+// window's first block entered part-way (begin > 0 in the block kernels) or on a block boundary, windows wider
+// than the sequence, W = 1; every K x V type pair, GQA, prefill-like runs of queries; the blocks before every
+// window are poisoned.
+TEST(PagedAttention, SlidingWindowMatchesNaiveWindowedAttention) {
+  const Case cases[] = {{8, 4, 64, 16}, {4, 1, 256, 16}, {9, 3, 64, 16}, {6, 2, 64, 8}, {4, 1, 48, 5}, {8, 1, 40, 16}};
+  const std::vector<std::pair<int, int64_t>> queries = {{0, 60}, {0, 61}, {0, 62}, {0, 63}, {0, 64}, {0, 70}, {1, 6}};
+  uint32_t seed = 300;
+  for (const Case& c : cases)
+    for (int64_t window : {1, 7, 16, 17, 32, 100}) {
+      SCOPED_TRACE("heads " + std::to_string(c.n_heads) + "/" + std::to_string(c.n_kv_heads) + " hd " +
+                   std::to_string(c.head_dim) + " bs " + std::to_string(c.block_size) + " window " + std::to_string(window));
+      check_case(c, seed++, {71, 7}, queries, {}, all_tables(), window);
+    }
+  for (KvDtype k : {KvDtype::f16, KvDtype::int8, KvDtype::int4})
+    for (KvDtype v : {KvDtype::f32, KvDtype::int8, KvDtype::int4}) {
+      SCOPED_TRACE(std::string("types ") + kv_dtype_info(k).name + "/" + kv_dtype_info(v).name);
+      check_case({8, 2, 64, 16}, seed++, {71, 7}, queries, {k, v}, all_tables(), 20);
+    }
 }
 
 // One or two decode tokens over long scattered sequences (many blocks, a partial last block, the

@@ -41,6 +41,11 @@ TEST(ElementwiseTest, EveryIsaMatchesReference) {
       expect_close(got, want);
 
       got = a, want = a;
+      kt.gelu_mul(got.data(), b.data(), n);
+      ref::gelu_mul(want.data(), b.data(), n);
+      expect_close(got, want);
+
+      got = a, want = a;
       kt.add_inplace(got.data(), b.data(), n);
       ref::add_inplace(want.data(), b.data(), n);
       expect_close(got, want);
@@ -87,6 +92,10 @@ TEST(ElementwiseTest, SiluExtremes) {
     kernel_table(isa).silu_mul(got.data(), up.data(), 8);
     ref::silu_mul(want.data(), up.data(), 8);
     SCOPED_TRACE(isa_name(isa));
+    expect_close(got, want);
+    got = g, want = g;
+    kernel_table(isa).gelu_mul(got.data(), up.data(), 8);
+    ref::gelu_mul(want.data(), up.data(), 8);
     expect_close(got, want);
   }
 }

@@ -16,6 +16,13 @@ void silu_mul(float* gate, const float* up, int64_t n) {
   for (int64_t i = 0; i < n; ++i) gate[i] = float(gate[i] / (1.0 + std::exp(-double(gate[i]))) * up[i]);
 }
 
+void gelu_mul(float* gate, const float* up, int64_t n) {  // tanh approximation, as Gemma's gelu_pytorch_tanh
+  for (int64_t i = 0; i < n; ++i) {
+    const double g = gate[i];
+    gate[i] = float(0.5 * g * (1.0 + std::tanh(0.7978845608028654 * (g + 0.044715 * g * g * g))) * up[i]);
+  }
+}
+
 void add_inplace(float* y, const float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] += x[i];
 }

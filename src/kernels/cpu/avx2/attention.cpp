@@ -194,7 +194,7 @@ inline void block_pv(const AttnItem& it, const KvBlock16& blk, int64_t h0, int64
     shift[c] = _mm_cvtsi32_si128(VD == KvDtype::int4 && c0 + 8 * c >= it.hd / 2 ? 4 : 0);
   }
   const int64_t vhb = it.kv->v_head_bytes, vss = blk.v_stride / it.kv->v_head_bytes * it.kv->v_scale_bytes;
-  for (int64_t j = 0; j < blk.len; ++j) {
+  for (int64_t j = blk.begin; j < blk.len; ++j) {
     const uint8_t* vj = blk.v + j * blk.v_stride;
     if (prefetch) {  // the next block's V row j of this kv head (and its scale data), spread over this loop
       for (int64_t c = 0; c < vhb; c += 64) _mm_prefetch(reinterpret_cast<const char*>(blk.next_v + j * blk.v_stride) + c, _MM_HINT_T0);
@@ -223,8 +223,11 @@ struct Heads {
     alignas(32) float p[GN][16];
     float r[GN], pm[GN] = {};
     const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), n = _mm256_set1_epi32(int(blk.len));
-    const __m256 valid_lo = _mm256_castsi256_ps(_mm256_cmpgt_epi32(n, iota));
-    const __m256 valid_hi = _mm256_castsi256_ps(_mm256_cmpgt_epi32(n, _mm256_add_epi32(iota, _mm256_set1_epi32(8))));
+    const __m256i iota_hi = _mm256_add_epi32(iota, _mm256_set1_epi32(8)), first = _mm256_set1_epi32(int(blk.begin) - 1);
+    // Visible slots: begin <= j < len.
+    const __m256 valid_lo = _mm256_castsi256_ps(_mm256_and_si256(_mm256_cmpgt_epi32(n, iota), _mm256_cmpgt_epi32(iota, first)));
+    const __m256 valid_hi =
+        _mm256_castsi256_ps(_mm256_and_si256(_mm256_cmpgt_epi32(n, iota_hi), _mm256_cmpgt_epi32(iota_hi, first)));
     block_scores<KD, VD, GN>(it, blk, valid_lo, valid_hi, h0, m, l, qsum, p, r, pm);
     const int64_t nv = it.hd / 8;  // 8-float chunks, two per pass (GN*2 + 2 + 1 of the 16 ymm registers)
     const bool pf = blk.next_v != nullptr;

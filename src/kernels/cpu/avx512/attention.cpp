@@ -66,7 +66,7 @@ inline void block_scores(const AttnItem& it, const KvBlock16& blk, int64_t h0, f
                          float (*p)[16], float* r, float* pm) {
   const int64_t hd = it.hd;
   const float* q = it.q + h0 * hd;
-  const __mmask16 valid = __mmask16((1u << blk.len) - 1);
+  const __mmask16 valid = __mmask16(((1u << blk.len) - 1) & ~((1u << blk.begin) - 1));
   __m512 s0[GN], s1[GN];  // two FMA chains per head: even / odd d (int4: low / high nibbles)
 #pragma GCC unroll 4
   for (int g = 0; g < GN; ++g) s0[g] = s1[g] = _mm512_setzero_ps();
@@ -150,7 +150,7 @@ inline void block_pv(const AttnItem& it, const KvBlock16& blk, int64_t h0, int64
     shift[c] = _mm_cvtsi32_si128(VD == KvDtype::int4 && c0 + 16 * c >= it.hd / 2 ? 4 : 0);
   }
   const int64_t vhb = it.kv->v_head_bytes, vss = blk.v_stride / it.kv->v_head_bytes * it.kv->v_scale_bytes;
-  for (int64_t j = 0; j < blk.len; ++j) {
+  for (int64_t j = blk.begin; j < blk.len; ++j) {
     const uint8_t* vj = blk.v + j * blk.v_stride;
     if (prefetch) {  // the next block's V row j of this kv head (and its scale data), spread over this loop
       for (int64_t c = 0; c < vhb; c += 64) _mm_prefetch(reinterpret_cast<const char*>(blk.next_v + j * blk.v_stride) + c, _MM_HINT_T0);

@@ -47,7 +47,7 @@ void quantize_act_row(const float* x, int64_t cols, ActQuant mode, int8_t* q, fl
 }  // namespace
 
 const KernelTable& kernel_table_avx512() {
-  static const KernelTable t{Isa::avx512, quantize_act_row, avx512_gemms(), v_float_gemm, v_dequant_row, v_rmsnorm, v_silu_mul, v_add_inplace, v_softmax_inplace,
+  static const KernelTable t{Isa::avx512, quantize_act_row, avx512_gemms(), v_float_gemm, v_dequant_row, v_rmsnorm, v_silu_mul, v_gelu_mul, v_add_inplace, v_softmax_inplace,
                              v_dot_f32, v_axpy, v_scale_inplace, avx512_paged_attention()};
   return t;
 }

@@ -15,6 +15,7 @@ struct AttnItem {
   const float* q;  // [group][hd]: this group's query heads
   float* o;        // [group][hd]
   int64_t group, hd, bs, n_blocks, len_last, kvh;
+  int64_t b_first, begin_first;  // the first block read (sliding window) and its first visible slot
   const int32_t* table;
   const KvLayerView* kv;
   float scale;
@@ -52,6 +53,8 @@ inline AttnItem attn_item(const AttentionArgs& a, int64_t item) {
   it.group = group, it.hd = hd, it.bs = bs;
   it.n_blocks = pos / bs + 1;
   it.len_last = pos % bs + 1;
+  const int64_t lo = a.window > 0 ? std::max<int64_t>(0, pos - a.window + 1) : 0;  // first visible position
+  it.b_first = lo / bs, it.begin_first = lo % bs;
   it.kvh = kvh;
   it.table = a.block_tables[i];
   it.kv = &a.kv;
@@ -68,6 +71,7 @@ struct KvBlock16 {
   const uint8_t* k;
   const uint8_t* v;
   int64_t v_stride, len;
+  int64_t begin;  // slots [begin, len) are visible (begin > 0 only in a sliding window's first block)
   alignas(64) float ks[16], km[16], vs[16], vm[16];
   // The next block's K codes, V slot 0, K and V scale data, prefetched by the first head group (else null).
   const uint8_t *next_k, *next_v, *next_ks, *next_vs;
@@ -105,8 +109,9 @@ void attend_blocks16(const AttnItem& it) {
   const int64_t v_sstride = (it.kv->v_slot_bytes / it.kv->v_head_bytes) * it.kv->v_scale_bytes;  // V scale of slot j+1
   KvBlock16 blk;
   blk.v_stride = it.kv->v_slot_bytes;
-  for (int64_t b = 0; b < it.n_blocks; ++b) {
+  for (int64_t b = it.b_first; b < it.n_blocks; ++b) {
     blk.len = b + 1 == it.n_blocks ? it.len_last : 16;
+    blk.begin = b == it.b_first ? it.begin_first : 0;
     blk.k = it.k_tile<uint8_t>(b);
     blk.v = it.v0<uint8_t>(b);
     if constexpr (KD == KvDtype::int8) widen_scales16(it.k_scales(b), 2, blk.len, blk.ks, Heads::cvt16);

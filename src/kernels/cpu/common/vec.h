@@ -108,6 +108,21 @@ inline void v_silu_mul(float* gate, const float* up, int64_t n) {
   for (; i < n; ++i) gate[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
 }
 
+// GeGLU with the tanh GELU (Gemma): gelu(g) = g/2 (1 + tanh(u)), u = sqrt(2/pi) (g + 0.044715 g^3), which is
+// g * sigmoid(2u): the same shape as SiLU with -2u in the exponent.
+inline void v_gelu_mul(float* gate, const float* up, int64_t n) {
+  constexpr float k2 = -2.0f * 0.7978845608028654f, c = 0.044715f;
+  int64_t i = 0;
+  for (; i + kW <= n; i += kW) {
+    vf g = vload(gate + i);
+    vstore(gate + i, g / (1.0f + vexp(k2 * (g + c * g * g * g))) * vload(up + i));
+  }
+  for (; i < n; ++i) {
+    const float g = gate[i];
+    gate[i] = g / (1.0f + std::exp(k2 * (g + c * g * g * g))) * up[i];
+  }
+}
+
 inline void v_softmax_inplace(float* x, int64_t n) {
   if (n <= 0) return;
   float mx = x[0];

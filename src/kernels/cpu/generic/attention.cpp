@@ -28,8 +28,9 @@ void attend_generic(const AttnItem& it) {
   const bool in_place = it.kv->k_dtype == KvDtype::f32 && it.kv->v_dtype == KvDtype::f32;
   thread_local std::vector<float> kbuf, vbuf;
   if (!in_place && kbuf.size() < size_t(hd * bs)) kbuf.resize(size_t(hd * bs)), vbuf.resize(size_t(hd * bs));
-  for (int64_t b = 0; b < it.n_blocks; ++b) {
+  for (int64_t b = it.b_first; b < it.n_blocks; ++b) {
     const int64_t len = b + 1 == it.n_blocks ? it.len_last : bs;
+    const int64_t begin = b == it.b_first ? it.begin_first : 0;  // slots [begin, len) visible
     const float *kt, *v0;  // K [hd] rows of kstride, V [len] rows of vstride
     int64_t kstride, vstride;
     if (in_place) {
@@ -48,7 +49,7 @@ void attend_generic(const AttnItem& it) {
         for (int64_t j = 0; j < len; ++j) score[j] += qd * kd[j];
       }
       float tile_max = -INFINITY;
-      for (int64_t j = 0; j < len; ++j) tile_max = std::max(tile_max, score[j] *= it.scale);
+      for (int64_t j = begin; j < len; ++j) tile_max = std::max(tile_max, score[j] *= it.scale);
       float* oh = it.o + g * hd;
       if (tile_max > m[g]) {  // rescale what was accumulated under the old max
         const float r = std::exp(m[g] - tile_max);
@@ -56,7 +57,7 @@ void attend_generic(const AttnItem& it) {
         l[g] *= r;
         m[g] = tile_max;
       }
-      for (int64_t j = 0; j < len; ++j) {
+      for (int64_t j = begin; j < len; ++j) {
         const float w = std::exp(score[j] - m[g]);
         l[g] += w;
         v_axpy(w, v0 + j * vstride, oh, hd);
