@@ -76,6 +76,7 @@ CpuForward::CpuForward(const Model& model, std::unique_ptr<ThreadPool> owned, Th
       owned_pool_(std::move(owned)),
       pool_(pool ? *pool : *owned_pool_),
       rope_(model.config(), checked_positions(model.config(), max_positions)),
+      rope_local_(model.config().rope_base_swa > 0.f ? RopeTable(model.config(), rope_.n_positions(), true) : RopeTable()),
       act_quant_(act_quant) {
   set_layer_skip(std::move(skip));
   set_early_exit(std::move(exit));
@@ -97,6 +98,8 @@ CpuForward::CpuForward(const Model& model, std::unique_ptr<ThreadPool> owned, Th
       }
     }
     if (lt.q_norm) L.q_norm = dequantize_tensor(*lt.q_norm), L.k_norm = dequantize_tensor(*lt.k_norm);
+    if (lt.post_attn_norm) L.post_attn_norm = dequantize_tensor(*lt.post_attn_norm);
+    if (lt.post_ffn_norm) L.post_ffn_norm = dequantize_tensor(*lt.post_ffn_norm);
     layers_.push_back(std::move(L));
   }
   output_norm_ = dequantize_tensor(*t.output_norm);
@@ -165,6 +168,7 @@ void CpuForward::embed(const ForwardBatch& batch) {
     int32_t tok = batch.tokens[i];
     check(tok >= 0 && tok < c.n_vocab, "token id " + std::to_string(tok) + " out of range");
     tt.to_float(e.data + rb * tok, &x_[i * c.dim], c.dim);
+    if (c.embed_scale != 1.f) scale_inplace(&x_[i * c.dim], c.embed_scale, c.dim);
   }
 }
 
@@ -217,17 +221,20 @@ void CpuForward::forward(const ForwardBatch& batch, KvStorage& kv, float* logits
   const int64_t qkv_w = c.q_dim() + 2 * c.kv_dim(), dim = c.dim, ffn = c.ffn_dim, bs = kv.block_size();
   AttentionArgs att;
   att.n_heads = c.n_heads, att.n_kv_heads = c.n_kv_heads, att.head_dim = c.head_dim;
-  att.scale = 1.0f / std::sqrt(float(c.head_dim));
+  att.scale = c.scores_scale();
   att.n_tokens = n;
   att.positions = slot_pos_.data();
   att.block_tables = att_tables_.data();
   att.q = qkv_.data(), att.q_stride = qkv_w;  // q is the first q_dim of each QKV row
   att.out = att_.data(), att.out_stride = c.q_dim();
-  double attended = 0;  // sum over tokens of the positions each attends to
-  for (int32_t p : batch.positions) attended += double(p) + 1;
-  // Attention bytes per layer: attended x the layer's K and V bytes per token (an upper bound: prefill
-  // rereads from cache).
-  const double att_ops = attended * double(c.n_heads * c.head_dim) * 4;
+  // Sum over tokens of the positions each attends to, per window size (0: full); attention bytes per layer are
+  // that x the layer's K and V bytes per token (an upper bound: prefill rereads from cache).
+  auto attended_in = [&](int64_t window) {
+    double a = 0;
+    for (int32_t p : batch.positions) a += window > 0 ? double(std::min<int64_t>(p + 1, window)) : double(p) + 1;
+    return a;
+  };
+  const double attended_full = attended_in(0), attended_window = attended_in(c.sliding_window);
 
   // Per-token element-wise work over the first `count` slots is split over the pool too (prefill has hundreds).
   auto per_token_n = [&](int64_t count, const std::function<void(int64_t)>& fn) {
@@ -245,6 +252,9 @@ void CpuForward::forward(const ForwardBatch& batch, KvStorage& kv, float* logits
     auto per_token = [&](const std::function<void(int64_t)>& fn) { if (na > 0) per_token_n(na, fn); };
     const Layer& L = layers_[l];
     const bool attn_on = !skip_.skips_attn(l), mlp_on = !skip_.skips_mlp(l);
+    att.window = c.window(l);
+    const double attended = att.window > 0 ? attended_window : attended_full;
+    const RopeTable& rope_table = c.local_rope(l) ? rope_local_ : rope_;
     if (observer_) observer_(l, LinearInput::kResidual, x_.data(), na, dim);
     if (attn_on) {
       {
@@ -271,8 +281,8 @@ void CpuForward::forward(const ForwardBatch& batch, KvStorage& kv, float* logits
             float* k = q + c.q_dim();
             for (int64_t h = 0; h < c.n_kv_heads; ++h) rmsnorm(k + h * hd, L.k_norm.data(), k + h * hd, hd, c.rms_eps);
           }
-          rope_.apply(q, c.n_heads, slot_pos_[i]);
-          rope_.apply(q + c.q_dim(), c.n_kv_heads, slot_pos_[i]);
+          rope_table.apply(q, c.n_heads, slot_pos_[i]);
+          rope_table.apply(q + c.q_dim(), c.n_kv_heads, slot_pos_[i]);
         };
         auto store = [&](int64_t i) {
           float* q = &qkv_[i * qkv_w];
@@ -298,12 +308,16 @@ void CpuForward::forward(const ForwardBatch& batch, KvStorage& kv, float* logits
         att.kv = kv.layer_view(l);
         {
           const double att_bytes = attended * double(kv.precision().layer_bytes_per_token(l, c.n_kv_heads, c.head_dim));
-          OpTimer t(prof, Op::kAttention, att_bytes, att_ops);
+          OpTimer t(prof, Op::kAttention, att_bytes, attended * double(c.n_heads * c.head_dim) * 4);
           paged_attention(att, pool_);
         }
         // att_ rows have stride q_dim(); wo reads [n][q_dim] and writes [n][dim] into xb_.
         if (observer_) observer_(l, LinearInput::kAttnOut, att_.data(), na, c.q_dim());
         matmul(L.wo, att_.data(), na, xb_.data(), pool_, prof, Op::kMatmulOut, act_quant_);
+        if (!L.post_attn_norm.empty()) {
+          OpTimer t(prof, Op::kNorm);
+          per_token([&](int64_t i) { rmsnorm(&xb_[i * dim], L.post_attn_norm.data(), &xb_[i * dim], dim, c.rms_eps); });
+        }
         if (observer_) observer_(l, LinearInput::kAttnDelta, xb_.data(), na, dim);
       }
     }
@@ -325,11 +339,13 @@ void CpuForward::forward(const ForwardBatch& batch, KvStorage& kv, float* logits
     if (observer_) observer_(l, LinearInput::kFfnIn, xb_.data(), na, dim);
     L.w_gateup.run(xb_.data(), na, gu_.data(), tmp_, pool_, prof, Op::kMatmulGateUp, act_quant_);  // [n][gate | up]
     {
-      // SwiGLU, compacted to [n][ffn] for the down GEMM.
+      // SwiGLU or GeGLU, compacted to [n][ffn] for the down GEMM.
       OpTimer t(prof, Op::kActivation);
+      const bool gelu = c.ffn_act == FfnAct::gelu_tanh;
       per_token([&](int64_t i) {
         float* g = &gu_[i * 2 * ffn];
-        silu_mul(g, g + ffn, ffn);
+        if (gelu) gelu_mul(g, g + ffn, ffn);
+        else silu_mul(g, g + ffn, ffn);
         std::memcpy(&ffn_in_[i * ffn], g, ffn * sizeof(float));
       });
     }
@@ -337,7 +353,13 @@ void CpuForward::forward(const ForwardBatch& batch, KvStorage& kv, float* logits
     matmul(L.w_down, ffn_in_.data(), na, xb_.data(), pool_, prof, Op::kMatmulDown, act_quant_);
     if (observer_) observer_(l, LinearInput::kMlpDelta, xb_.data(), na, dim);
     OpTimer t(prof, Op::kResidual);
-    per_token([&](int64_t i) { add_inplace(&x_[i * dim], &xb_[i * dim], dim); });
+    if (!L.post_ffn_norm.empty())
+      per_token([&](int64_t i) {
+        rmsnorm(&xb_[i * dim], L.post_ffn_norm.data(), &xb_[i * dim], dim, c.rms_eps);
+        add_inplace(&x_[i * dim], &xb_[i * dim], dim);
+      });
+    else
+      per_token([&](int64_t i) { add_inplace(&x_[i * dim], &xb_[i * dim], dim); });
   }
   final_logits(batch, na, logits);
 }

@@ -92,6 +92,7 @@ class CpuForward final : public Backend {
     PackedMatrix w_down;   // [dim][ffn]
     std::vector<float> bqkv;            // [q_dim | kv_dim | kv_dim] projection biases (qwen2), or empty
     std::vector<float> q_norm, k_norm;  // [head_dim] per-head RMSNorm weights before RoPE (qwen3), or empty
+    std::vector<float> post_attn_norm, post_ffn_norm;  // [dim] norms of each block's output (gemma3), or empty
   };
   CpuForward(const Model& model, std::unique_ptr<ThreadPool> owned, ThreadPool* pool, int64_t max_positions,
              ActQuant act_quant, LayerSkip skip, EarlyExit exit);
@@ -111,6 +112,7 @@ class CpuForward final : public Backend {
   std::unique_ptr<ThreadPool> owned_pool_;  // (declared before pool_: it may be what pool_ refers to)
   ThreadPool& pool_;
   RopeTable rope_;
+  RopeTable rope_local_;  // the windowed layers' own RoPE (ModelConfig::local_rope), else empty
   ActQuant act_quant_;  // how every GEMM quantizes its activations (BackendOptions::act_quant)
   OpProfile profile_;  // every forward adds to it (always on; see core/op_profile.h)
   LinearObserver observer_;

@@ -1,11 +1,14 @@
 // ModelConfig validation: one function that reports every problem at once.
 #include "model/model_config.h"
 
+#include <cmath>
 #include <vector>
 
 #include "core/error.h"
 
 namespace tinfer {
+
+float ModelConfig::scores_scale() const { return attn_scale > 0.f ? attn_scale : 1.0f / std::sqrt(float(head_dim)); }
 
 void ModelConfig::validate() const {
   std::vector<std::string> problems;
@@ -38,6 +41,14 @@ void ModelConfig::validate() const {
       problems.push_back("rope frequency factor " + std::to_string(f) + " must be positive and finite");
       break;
     }
+  if (sliding_window < 0) problems.push_back("sliding window " + std::to_string(sliding_window) + " must be >= 0");
+  if (!swa_layers.empty() && int64_t(swa_layers.size()) != n_layers)
+    problems.push_back("sliding-window layer pattern names " + std::to_string(swa_layers.size()) + " layers, the model has " +
+                       std::to_string(n_layers));
+  if (rope_base_swa != 0.f && !(rope_base_swa > 1.f))
+    problems.push_back("windowed layers' rope base " + std::to_string(rope_base_swa) + " must be > 1");
+  if (!(embed_scale > 0.f && embed_scale < 1e6f)) problems.push_back("embedding scale " + std::to_string(embed_scale) + " out of (0, 1e6)");
+  if (!(attn_scale >= 0.f && attn_scale < 1e3f)) problems.push_back("attention scale " + std::to_string(attn_scale) + " out of [0, 1e3)");
   if (problems.empty()) return;
   std::string msg = "invalid model configuration (" + arch + "):";
   for (auto& p : problems) msg += "\n  - " + p;

@@ -8,6 +8,7 @@
 namespace tinfer {
 
 enum class RopeLayout { interleaved, neox };  // pairs (2i, 2i+1) vs (i, i + rot_dim/2)
+enum class FfnAct { silu, gelu_tanh };         // the gated MLP's activation: SwiGLU (Llama) or GeGLU (Gemma)
 
 struct ModelConfig {
   std::string arch;        // "llama", ...
@@ -29,6 +30,24 @@ struct ModelConfig {
   // theta_i = pos / rope_scale * base^(-2i / rope_dim) / rope_freq_factors[i]. Empty, or rope_dim / 2 of them.
   std::vector<float> rope_freq_factors;
   bool tied_output = false;  // output head reuses token_embd
+  // Sliding-window attention (Mistral; Gemma 3's local layers): a windowed layer's token at position p attends to
+  // positions (p - sliding_window, p] only. 0: none. swa_layers: [n_layers], 1 = windowed; empty = every layer.
+  int64_t sliding_window = 0;
+  std::vector<uint8_t> swa_layers;
+  // The windowed layers' own RoPE (Gemma 3: base 10000, unscaled, no factors; the global layers keep rope_base,
+  // rope_scale); 0 = every layer shares one RoPE.
+  float rope_base_swa = 0.f;
+  float embed_scale = 1.f;  // the residual stream starts as embedding * embed_scale (Gemma: sqrt(dim))
+  float attn_scale = 0.f;   // attention scores are q.k * attn_scale; 0 = 1 / sqrt(head_dim)
+  FfnAct ffn_act = FfnAct::silu;
+
+  // Layer l's attention window (0 = full causal attention).
+  int64_t window(int64_t l) const {
+    return sliding_window > 0 && (swa_layers.empty() || swa_layers[size_t(l)]) ? sliding_window : 0;
+  }
+  // Whether layer l rotates with the windowed layers' RoPE (rope_base_swa, unscaled) instead of the global one.
+  bool local_rope(int64_t l) const { return rope_base_swa > 0.f && window(l) > 0; }
+  float scores_scale() const;
 
   int64_t q_dim() const { return n_heads * head_dim; }
   int64_t kv_dim() const { return n_kv_heads * head_dim; }

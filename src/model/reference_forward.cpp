@@ -59,6 +59,15 @@ void head_rmsnorm(Vec& x, const std::vector<float>& w, int64_t head_dim, double 
   }
 }
 
+// The gated MLP's activation of the gate value.
+double gated_act(FfnAct act, double g) {
+  switch (act) {
+    case FfnAct::silu: return g / (1.0 + std::exp(-g));
+    case FfnAct::gelu_tanh: return 0.5 * g * (1.0 + std::tanh(0.7978845608028654 * (g + 0.044715 * g * g * g)));
+  }
+  return 0;
+}
+
 // A fused [rows][cols] matrix cut into consecutive blocks of `rows` output rows each.
 std::vector<std::vector<float>> split_rows(const std::vector<float>& w, int64_t cols, std::vector<int64_t> rows) {
   std::vector<std::vector<float>> out;
@@ -88,7 +97,7 @@ ReferenceForward::ReferenceForward(const Model& model, LayerSkip skip) : model_(
     layers_.push_back({dequantize_tensor(*l.attn_norm), qkv[0], qkv[1], qkv[2], dequantize_tensor(*l.wo),
                        dequantize_tensor(*l.ffn_norm), gu[0], gu[1], dequantize_tensor(*l.w_down),
                        optional_tensor(l.bq), optional_tensor(l.bk), optional_tensor(l.bv), optional_tensor(l.q_norm),
-                       optional_tensor(l.k_norm)});
+                       optional_tensor(l.k_norm), optional_tensor(l.post_attn_norm), optional_tensor(l.post_ffn_norm)});
   }
 }
 
@@ -98,7 +107,10 @@ std::vector<std::vector<float>> ReferenceForward::logits(const std::vector<int32
   const ModelConfig& c = model_.config();
   const int64_t n = int64_t(tokens.size()), hd = c.head_dim, group = c.n_heads / c.n_kv_heads;
   std::vector<Vec> x(n);  // residual stream [n][dim]
-  for (int64_t i = 0; i < n; ++i) x[i] = Vec(tok_embd_.begin() + tokens[i] * c.dim, tok_embd_.begin() + (tokens[i] + 1) * c.dim);
+  for (int64_t i = 0; i < n; ++i) {
+    x[i] = Vec(tok_embd_.begin() + tokens[i] * c.dim, tok_embd_.begin() + (tokens[i] + 1) * c.dim);
+    for (double& e : x[i]) e *= double(c.embed_scale);
+  }
 
   for (size_t l = 0; l < layers_.size(); ++l) {
     const Layer& L = layers_[l];
@@ -113,37 +125,42 @@ std::vector<std::vector<float>> ReferenceForward::logits(const std::vector<int32
       v[i] = matvec(L.wv, h, c.kv_dim());
       add_bias(q[i], L.bq), add_bias(k[i], L.bk), add_bias(v[i], L.bv);
       head_rmsnorm(q[i], L.q_norm, hd, c.rms_eps), head_rmsnorm(k[i], L.k_norm, hd, c.rms_eps);
-      const float* ff = c.rope_freq_factors.empty() ? nullptr : c.rope_freq_factors.data();
-      rope_reference(q[i].data(), c.n_heads, hd, c.rope_dim, i, c.rope_base, c.rope_scale, c.rope_layout, ff);
-      rope_reference(k[i].data(), c.n_kv_heads, hd, c.rope_dim, i, c.rope_base, c.rope_scale, c.rope_layout, ff);
+      const RopeParams rp = rope_params(c, c.local_rope(int64_t(l)));
+      rope_reference(q[i].data(), c.n_heads, hd, c.rope_dim, i, rp.base, rp.scale, c.rope_layout, rp.freq_factors);
+      rope_reference(k[i].data(), c.n_kv_heads, hd, c.rope_dim, i, rp.base, rp.scale, c.rope_layout, rp.freq_factors);
     }
+    const int64_t window = c.window(int64_t(l));
     for (int64_t i = 0; i < n && attn_on; ++i) {
       Vec att(c.q_dim(), 0.0);
       for (int64_t h = 0; h < c.n_heads; ++h) {
         const int64_t kvh = h / group;  // grouped-query attention: heads share kv head h / group
-        Vec score(i + 1);
+        // Positions j in (i - window, i] (all of 0..i without a window).
+        const int64_t lo = window > 0 ? std::max<int64_t>(0, i - window + 1) : 0;
+        Vec score(i + 1, 0.0);
         double mx = -INFINITY;
-        for (int64_t j = 0; j <= i; ++j) {
+        for (int64_t j = lo; j <= i; ++j) {
           double s = 0;
           for (int64_t d = 0; d < hd; ++d) s += q[i][h * hd + d] * k[j][kvh * hd + d];
-          score[j] = s / std::sqrt(double(hd));
+          score[j] = s * double(c.scores_scale());
           mx = std::max(mx, score[j]);
         }
         double sum = 0;
-        for (double& s : score) sum += (s = std::exp(s - mx));
-        for (int64_t j = 0; j <= i; ++j)
+        for (int64_t j = lo; j <= i; ++j) sum += (score[j] = std::exp(score[j] - mx));
+        for (int64_t j = lo; j <= i; ++j)
           for (int64_t d = 0; d < hd; ++d) att[h * hd + d] += score[j] / sum * v[j][kvh * hd + d];
       }
       if (frozen(i)) continue;
       Vec o = matvec(L.wo, att, c.dim);
+      if (!L.post_attn_norm.empty()) o = rmsnorm(o, L.post_attn_norm, c.rms_eps);
       for (int64_t d = 0; d < c.dim; ++d) x[i][d] += o[d];
     }
     for (int64_t i = 0; i < n && mlp_on; ++i) {
       if (frozen(i)) continue;
       Vec h = rmsnorm(x[i], L.ffn_norm, c.rms_eps);
       Vec g = matvec(L.w_gate, h, c.ffn_dim), u = matvec(L.w_up, h, c.ffn_dim);
-      for (int64_t f = 0; f < c.ffn_dim; ++f) g[f] = g[f] / (1.0 + std::exp(-g[f])) * u[f];  // SwiGLU
+      for (int64_t f = 0; f < c.ffn_dim; ++f) g[f] = gated_act(c.ffn_act, g[f]) * u[f];  // SwiGLU / GeGLU
       Vec down = matvec(L.w_down, g, c.dim);
+      if (!L.post_ffn_norm.empty()) down = rmsnorm(down, L.post_ffn_norm, c.rms_eps);
       for (int64_t d = 0; d < c.dim; ++d) x[i][d] += down[d];
     }
   }

@@ -25,6 +25,7 @@ class ReferenceForward {
   struct Layer {
     std::vector<float> attn_norm, wq, wk, wv, wo, ffn_norm, w_gate, w_up, w_down;
     std::vector<float> bq, bk, bv, q_norm, k_norm;  // empty unless the architecture has them (qwen2, qwen3)
+    std::vector<float> post_attn_norm, post_ffn_norm;  // gemma3, else empty
   };
   const Model& model_;
   LayerSkip skip_;

@@ -7,9 +7,15 @@
 
 namespace tinfer {
 
-RopeTable::RopeTable(const ModelConfig& cfg, int64_t n_pos)
-    : head_dim_(cfg.head_dim), rope_dim_(cfg.rope_dim), base_(cfg.rope_base), scale_(cfg.rope_scale),
-      factors_(cfg.rope_freq_factors), layout_(cfg.rope_layout) {
+RopeParams rope_params(const ModelConfig& cfg, bool local) {
+  if (local) return {cfg.rope_base_swa, 1.0, nullptr};
+  return {cfg.rope_base, cfg.rope_scale, cfg.rope_freq_factors.empty() ? nullptr : cfg.rope_freq_factors.data()};
+}
+
+RopeTable::RopeTable(const ModelConfig& cfg, int64_t n_pos, bool local)
+    : head_dim_(cfg.head_dim), rope_dim_(cfg.rope_dim), base_(rope_params(cfg, local).base),
+      scale_(rope_params(cfg, local).scale), factors_(local ? std::vector<float>{} : cfg.rope_freq_factors),
+      layout_(cfg.rope_layout) {
   check(n_pos >= 1, "RoPE table: need at least one position");
   const int64_t half = rope_dim_ / 2;
   cos_.resize(n_pos * half);

@@ -12,7 +12,8 @@ class RopeTable {
   RopeTable() = default;
   // Tables for positions [0, n_positions), computed once here: apply() runs on many threads at once
   // and never writes (a table grown on demand raced with its readers).
-  RopeTable(const ModelConfig& cfg, int64_t n_positions);
+  // local: the windowed layers' RoPE (ModelConfig::rope_base_swa, unscaled, no factors) instead of the global one.
+  RopeTable(const ModelConfig& cfg, int64_t n_positions, bool local = false);
   int64_t n_positions() const { return n_pos_; }
   // Rotates `n_heads` heads of `head_dim` floats laid out back to back, at position `pos`
   // (0 <= pos < n_positions(): callers check once per batch, see CpuForward::forward).
@@ -29,6 +30,13 @@ class RopeTable {
 
 // Reference rotation in double precision (the test oracle), same layouts; freq_factors: rope_dim / 2 divisors of
 // the angles (Llama 3 scaling) or nullptr.
+// The RoPE parameters of layer l (the local ones where ModelConfig::local_rope(l)).
+struct RopeParams {
+  double base = 10000, scale = 1;
+  const float* freq_factors = nullptr;  // rope_dim / 2 divisors, or nullptr
+};
+RopeParams rope_params(const ModelConfig& cfg, bool local);
+
 void rope_reference(double* x, int64_t n_heads, int64_t head_dim, int64_t rope_dim, int64_t pos, double base,
                     double scale, RopeLayout layout, const float* freq_factors = nullptr);
 

@@ -23,6 +23,7 @@ struct Preset {
   const char* arch = "llama";
   int64_t head_dim = 0;  // 0: dim / heads
   double llama3_factor = 0;  // Llama 3 RoPE scaling factor (low 1, high 4, original context 8192); 0: none
+  int64_t sliding_window = 0;
 };
 
 // Shapes of the real checkpoints. stories15m (llama2.c) and smollm2-135m share the embedding with the head.
@@ -39,6 +40,11 @@ constexpr Preset kPresets[] = {
     {"qwen3-0.6b", 1024, 28, 16, 8, 3072, 151936, 40960, 1000000.0f, 1e-6f, true, "qwen3", 128},
     // Phi-3 mini 4k (config.json): fused QKV and gate/up, MHA, separate head.
     {"phi3-mini", 3072, 32, 32, 32, 8192, 32064, 4096, 10000.0f, 1e-5f, false, "phi3"},
+    // Mistral 7B v0.1 (config.json): GQA 4:1, a 4096-position sliding window on every layer.
+    {"mistral-7b", 4096, 32, 32, 8, 14336, 32000, 32768, 10000.0f, 1e-5f, false, "llama", 0, 0, 4096},
+    // Gemma 3 270M and 1B (config.json): head_dim 256, 512-position local windows, global RoPE base 1e6, tied head.
+    {"gemma3-270m", 640, 18, 4, 1, 2048, 262144, 32768, 1000000.0f, 1e-6f, true, "gemma3", 256, 0, 512},
+    {"gemma3-1b", 1152, 26, 4, 1, 6912, 262144, 32768, 1000000.0f, 1e-6f, true, "gemma3", 256, 0, 512},
 };
 
 // llama.cpp's general.file_type (llama_ftype) for a model whose matrices are all of one type. The
@@ -101,9 +107,10 @@ std::vector<TensorPlan> plan_tensors(const SynthSpec& s) {
     if (s.arch == "qwen2")  // biases of the Q, K, V projections
       for (const auto& [w, n] : {std::pair{"attn_q", q_dim}, {"attn_k", kv_dim}, {"attn_v", kv_dim}})
         t.push_back({b + w + ".bias", {n}, false, true});
-    if (s.arch == "qwen3")  // per-head RMSNorm of q and k
+    if (s.arch == "qwen3" || s.arch == "gemma3")  // per-head RMSNorm of q and k
       for (const char* w : {"attn_q_norm.weight", "attn_k_norm.weight"}) t.push_back({b + w, {s.resolved_head_dim()}, true});
     t.push_back({b + "attn_output.weight", {q_dim, s.dim}, false});
+    if (s.arch == "gemma3") t.push_back({b + "post_attention_norm.weight", {s.dim}, true});
     t.push_back({b + "ffn_norm.weight", {s.dim}, true});
     if (s.arch == "phi3") {  // fused: rows gate | up
       t.push_back({b + "ffn_up.weight", {s.dim, 2 * s.ffn_dim}, false});
@@ -112,6 +119,7 @@ std::vector<TensorPlan> plan_tensors(const SynthSpec& s) {
       t.push_back({b + "ffn_up.weight", {s.dim, s.ffn_dim}, false});
     }
     t.push_back({b + "ffn_down.weight", {s.ffn_dim, s.dim}, false});
+    if (s.arch == "gemma3") t.push_back({b + "post_ffw_norm.weight", {s.dim}, true});
   }
   if (!s.rope_freq_factors.empty()) t.push_back({"rope_freqs.weight", {s.resolved_head_dim() / 2}, true});
   t.push_back({"output_norm.weight", {s.dim}, true});
@@ -139,6 +147,7 @@ void add_metadata(GgufWriter& w, const SynthSpec& s) {
   w.set_f32(p + "rope.freq_base", s.rope_base);
   w.set_f32(p + "attention.layer_norm_rms_epsilon", s.rms_eps);
   if (s.arch == "llama" && s.rope_layout == RopeLayout::neox) w.set_string("tinfer.rope.layout", "neox");
+  if (s.sliding_window > 0) w.set_u32(p + "attention.sliding_window", uint32_t(s.sliding_window));
   w.set_u64("tinfer.synth.seed", s.seed);
 
   const SynthVocab v = synth_vocab(s.n_vocab);
@@ -217,8 +226,12 @@ std::vector<std::string> SynthSpec::validate() const {
                 " (set head_dim explicitly)");
   else if (resolved_head_dim() % 2 != 0)
     e.push_back("head_dim " + std::to_string(resolved_head_dim()) + " must be even (RoPE rotates pairs)");
-  if (arch != "llama" && arch != "qwen2" && arch != "qwen3" && arch != "phi3")
-    e.push_back("arch must be llama, qwen2, qwen3 or phi3, got '" + arch + "'");
+  if (arch != "llama" && arch != "qwen2" && arch != "qwen3" && arch != "phi3" && arch != "gemma3")
+    e.push_back("arch must be llama, qwen2, qwen3, phi3 or gemma3, got '" + arch + "'");
+  if (sliding_window < 0) e.push_back("sliding_window must be >= 0");
+  if (sliding_window > 0 && arch != "llama" && arch != "gemma3")
+    e.push_back("a sliding window is written for llama (Mistral) and gemma3 only");
+  if (arch == "gemma3" && !tied_embeddings) e.push_back("gemma3 ties its head to the embedding: set tied_embeddings");
   if (arch != "llama" && rope_layout != RopeLayout::neox)
     e.push_back(arch + " rotates half-split (neox) pairs: set rope_layout = neox");
   if (!rope_freq_factors.empty() && int64_t(rope_freq_factors.size()) != resolved_head_dim() / 2)
@@ -241,7 +254,7 @@ const SynthSpec* find_synth_preset(const std::string& name) {
       s.dim = p.dim, s.n_layers = p.n_layers, s.n_heads = p.n_heads, s.n_kv_heads = p.n_kv_heads;
       s.ffn_dim = p.ffn_dim, s.n_vocab = p.n_vocab, s.ctx_len = p.ctx_len;
       s.rope_base = p.rope_base, s.rms_eps = p.rms_eps, s.tied_embeddings = p.tied;
-      s.arch = p.arch, s.head_dim = p.head_dim;
+      s.arch = p.arch, s.head_dim = p.head_dim, s.sliding_window = p.sliding_window;
       if (p.llama3_factor > 0)
         s.rope_freq_factors = llama3_rope_factors(p.llama3_factor, 1.0, 4.0, 8192.0, p.rope_base, s.resolved_head_dim());
       if (s.arch != "llama") s.rope_layout = RopeLayout::neox;

@@ -14,7 +14,8 @@ namespace tinfer {
 struct SynthSpec {
   std::string name = "synth";  // general.name
   // general.architecture and the metadata prefix: llama; qwen2 (Q/K/V biases); qwen3 (per-head q/k RMSNorm);
-  // phi3 (fused attn_qkv and gate|up ffn_up tensors). The non-llama families rotate neox pairs (rope_layout = neox).
+  // phi3 (fused attn_qkv and gate|up ffn_up tensors); gemma3 (q/k norms, post-attention and post-MLP norms, GeGLU,
+  // local/global layers). The non-llama families rotate neox pairs (rope_layout = neox).
   std::string arch = "llama";
   int64_t dim = 64;
   int64_t n_layers = 2;
@@ -32,6 +33,9 @@ struct SynthSpec {
   bool tied_embeddings = false;  // no output.weight: the head reuses token_embd
   // Llama 3 RoPE scaling: written as the tensor rope_freqs.weight (rope dim / 2 divisors, see llama3_rope_factors).
   std::vector<float> rope_freq_factors;
+  // Sliding-window attention, written as <arch>.attention.sliding_window (llama: every layer, Mistral; gemma3: the
+  // local layers, five of every six). 0: none.
+  int64_t sliding_window = 0;
   // Type of every 2-D weight matrix; norms stay f32. A matrix whose row length is not a multiple of
   // the type's block falls back (k-quants -> q8_0 when rows are a multiple of 32, otherwise f16).
   DType weight_type = DType::F32;
@@ -43,7 +47,8 @@ struct SynthSpec {
   std::vector<std::string> validate() const;
 };
 
-// Presets with real model shapes: tinyllama-1.1b, llama-7b, smollm2-135m, stories15m, llama3.2-1b, qwen2.5-0.5b, qwen3-0.6b, phi3-mini.
+// Presets with real model shapes: tinyllama-1.1b, llama-7b, smollm2-135m, stories15m, llama3.2-1b, qwen2.5-0.5b,
+// qwen3-0.6b, phi3-mini, mistral-7b, gemma3-270m, gemma3-1b.
 // nullptr if unknown. The returned spec has weight_type F32 and seed 1; copy and adjust.
 const SynthSpec* find_synth_preset(const std::string& name);
 std::vector<std::string> synth_preset_names();

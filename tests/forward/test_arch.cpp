@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <string>
 #include <tuple>
@@ -29,6 +30,7 @@ struct ArchShape {
   const char* arch;
   int64_t dim, layers, heads, kv_heads, head_dim, ffn, vocab;
   bool tied;
+  int64_t window = 0;  // sliding window (llama: every layer; gemma3: the local layers)
 };
 const ArchShape kShapes[] = {
     {"qwen2", 64, 2, 8, 2, 8, 172, 300, true},     // GQA 4:1, biases on q, k, v
@@ -37,6 +39,9 @@ const ArchShape kShapes[] = {
     {"qwen3", 256, 1, 2, 1, 128, 224, 290, false},
     {"phi3", 64, 2, 4, 4, 16, 160, 300, false},    // fused QKV and gate|up, MHA like Phi-3 mini
     {"phi3", 128, 1, 4, 2, 32, 96, 280, true},     // fused, GQA
+    {"gemma3", 64, 6, 4, 1, 32, 160, 300, true, 5},  // 5 local layers (window 5, RoPE base 10000) + 1 global, MQA
+    {"gemma3", 96, 2, 2, 2, 48, 128, 280, true, 7},  // two local layers
+    {"llama", 64, 2, 4, 2, 16, 96, 300, false, 6},   // Mistral-style window on every layer
 };
 
 struct TypeCase {
@@ -52,6 +57,7 @@ SynthSpec spec_of(const ArchShape& s, DType type) {
   spec.dim = s.dim, spec.n_layers = s.layers, spec.n_heads = s.heads, spec.n_kv_heads = s.kv_heads;
   spec.head_dim = s.head_dim, spec.ffn_dim = s.ffn, spec.n_vocab = s.vocab, spec.ctx_len = 128;
   spec.tied_embeddings = s.tied, spec.weight_type = type, spec.seed = 5, spec.weight_std = 0.08f;
+  spec.sliding_window = s.window;
   return spec;
 }
 
@@ -83,10 +89,49 @@ TEST(Arch, FastMatchesReferenceForEveryFamilyShapeAndType) {
   }
 }
 
+// Gemma 3's configuration as read from the file: five local layers then a global one, the local RoPE base,
+// sqrt(dim) embedding scale, 1/sqrt(head_dim) query scale, GeGLU.
+TEST(Arch, Gemma3ConfigurationFromTheFile) {
+  auto model = Model::from_gguf_bytes(synthesize_model_bytes(spec_of(kShapes[6], DType::F32)));
+  const ModelConfig& c = model->config();
+  EXPECT_EQ(c.sliding_window, 5);
+  EXPECT_EQ(c.swa_layers, (std::vector<uint8_t>{1, 1, 1, 1, 1, 0}));
+  EXPECT_EQ(c.window(0), 5);
+  EXPECT_EQ(c.window(5), 0);
+  EXPECT_TRUE(c.local_rope(4));
+  EXPECT_FALSE(c.local_rope(5));
+  EXPECT_FLOAT_EQ(c.rope_base_swa, 10000.f);
+  EXPECT_FLOAT_EQ(c.embed_scale, 8.f);
+  EXPECT_FLOAT_EQ(c.scores_scale(), 1.f / std::sqrt(32.f));
+  EXPECT_EQ(c.ffn_act, FfnAct::gelu_tanh);
+  EXPECT_TRUE(c.tied_output);
+  ASSERT_NE(model->tensors().layers[0].post_attn_norm, nullptr);
+  ASSERT_NE(model->tensors().layers[0].post_ffn_norm, nullptr);
+}
+
+// The window is applied, and only where it cuts: the same weights without a window give the same logits up to
+// the window's length and different ones after it (in the reference and the fast path alike).
+TEST(Arch, SlidingWindowChangesLogitsOnlyPastTheWindow) {
+  ThreadPool pool(2);
+  for (const ArchShape& s : {kShapes[6], kShapes[8]}) {
+    SCOPED_TRACE(s.arch);
+    ArchShape full = s;
+    full.window = 0;
+    auto windowed = Model::from_gguf_bytes(synthesize_model_bytes(spec_of(s, DType::F32)));
+    auto unwindowed = Model::from_gguf_bytes(synthesize_model_bytes(spec_of(full, DType::F32)));
+    const std::vector<int32_t> t = tokens(14, s.vocab);
+    const auto a = ReferenceForward(*windowed).logits(t), b = ReferenceForward(*unwindowed).logits(t);
+    for (size_t i = 0; i < t.size(); ++i) {
+      if (int64_t(i) < s.window) EXPECT_LT(nmse(a[i], b[i]), 1e-12) << "position " << i;
+      else EXPECT_GT(nmse(a[i], b[i]), 1e-6) << "position " << i;
+    }
+  }
+}
+
 // Decode (one token per step, reading the cache) equals prefill of the same tokens.
 TEST(Arch, DecodeTokenByTokenEqualsPrefill) {
   ThreadPool pool(2);
-  for (const ArchShape& s : {kShapes[0], kShapes[2]}) {
+  for (const ArchShape& s : {kShapes[0], kShapes[2], kShapes[6], kShapes[8]}) {
     SCOPED_TRACE(s.arch);
     auto model = Model::from_gguf_bytes(synthesize_model_bytes(spec_of(s, DType::Q8_0)));
     CpuForward fwd(*model, pool);

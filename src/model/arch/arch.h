@@ -32,6 +32,9 @@ struct LayerTensors {
   // ([dim, 2 ffn], rows gate | up); the separate pointers are then nullptr.
   const GgufTensor* wqkv = nullptr;
   const GgufTensor* w_gateup = nullptr;
+  // gemma3: RMSNorms of each block's output before it joins the residual stream ([dim]).
+  const GgufTensor* post_attn_norm = nullptr;
+  const GgufTensor* post_ffn_norm = nullptr;
   const GgufTensor& first_matrix() const { return wq ? *wq : *wqkv; }  // (its type stands for the layer's)
 };
 

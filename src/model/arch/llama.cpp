@@ -78,7 +78,14 @@ DecoderTensors bind_llama_style(const GgufFile& f, const ModelConfig& c, bool fu
 }
 
 namespace {
-ModelConfig read_llama_config(const GgufFile& f) { return read_llama_style_config(f, "llama"); }
+// Mistral's sliding window on every layer, where the file names one (llama.cpp's converter does not write it for
+// Mistral 7B, which it runs with full attention; checkpoints read from config.json do).
+ModelConfig read_llama_config(const GgufFile& f) {
+  ModelConfig c = read_llama_style_config(f, "llama");
+  c.sliding_window = f.get_int("llama.attention.sliding_window").value_or(0);
+  c.validate();
+  return c;
+}
 DecoderTensors bind_llama(const GgufFile& f, const ModelConfig& c) { return bind_llama_style(f, c); }
 }  // namespace
 

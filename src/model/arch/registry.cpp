@@ -7,7 +7,7 @@
 
 namespace tinfer {
 
-extern const ArchSpec kLlamaArch, kQwen2Arch, kQwen3Arch, kPhi3Arch;
+extern const ArchSpec kLlamaArch, kQwen2Arch, kQwen3Arch, kPhi3Arch, kGemma3Arch;
 
 namespace {
 const ArchSpec* const kArchs[] = {
@@ -15,6 +15,7 @@ const ArchSpec* const kArchs[] = {
     &kQwen2Arch,
     &kQwen3Arch,
     &kPhi3Arch,
+    &kGemma3Arch,
 };
 
 std::string shape_str(const std::vector<int64_t>& s) {
