@@ -15,6 +15,9 @@ struct ScheduledRequest {
   int start_pos = 0;                     // == num_computed_tokens before the step
   std::vector<Token> tokens;             // ids at positions start_pos .. start_pos + tokens.size() - 1
   std::vector<kv::BlockId> block_table;  // covers positions 0 .. start_pos + tokens.size() - 1
+  // The sliding-window layers' own table (KV group 1: kvcache/kv_cache_groups.h), kNoBlock before the window;
+  // empty when every layer uses block_table.
+  std::vector<kv::BlockId> window_table;
   bool needs_logits = false;             // chunk ends at the last known token: sample (1 + num_draft rows)
   // Speculative decoding: the last num_draft tokens are drafts proposed after the last known token, not yet
   // verified. Their KV is written like any other; the caller keeps a prefix of them (update()) and the rest

@@ -22,7 +22,7 @@ bool PaddedStaticBatching::adopt_finished(const Request& r) {
   return true;
 }
 
-void PaddedStaticBatching::plan_rows(BatchPlan& plan, int& budget, kv::KvCacheManager& kv) {
+void PaddedStaticBatching::plan_rows(BatchPlan& plan, int& budget, kv::KvCacheGroups& kv) {
   for (size_t i = 0; i < rows_.size() && budget > 0;) {
     Row& row = rows_[i];
     const int n = std::min(static_cast<int>(row.tokens.size()) - row.computed, budget);
@@ -36,6 +36,7 @@ void PaddedStaticBatching::plan_rows(BatchPlan& plan, int& budget, kv::KvCacheMa
     s.start_pos = row.computed;
     s.tokens.assign(row.tokens.begin() + row.computed, row.tokens.begin() + row.computed + n);
     s.block_table = kv.block_table(row.id);
+    if (kv.num_groups() > 1) s.window_table = kv.block_table(row.id, 1);
     s.needs_logits = row.computed + n == static_cast<int>(row.tokens.size());
     s.copies = std::move(copies);
     s.padding = true;
@@ -47,14 +48,14 @@ void PaddedStaticBatching::plan_rows(BatchPlan& plan, int& budget, kv::KvCacheMa
   }
 }
 
-bool PaddedStaticBatching::reclaim(kv::KvCacheManager& kv) {
+bool PaddedStaticBatching::reclaim(kv::KvCacheGroups& kv) {
   if (rows_.empty()) return false;
   drop(0, kv);  // the longest-finished member's row first
   return true;
 }
 
 void PaddedStaticBatching::update_rows(const BatchPlan& plan, std::span<const Token> sampled, int num_real_running,
-                                       int max_len, kv::KvCacheManager& kv) {
+                                       int max_len, kv::KvCacheGroups& kv) {
   for (size_t i = 0; i < plan.requests.size(); ++i) {
     const ScheduledRequest& s = plan.requests[i];
     if (!s.padding) continue;
@@ -76,7 +77,7 @@ bool PaddedStaticBatching::holds(RequestId id) const {
   return std::any_of(rows_.begin(), rows_.end(), [&](const Row& r) { return r.id == id; });
 }
 
-void PaddedStaticBatching::drop(size_t i, kv::KvCacheManager& kv) {
+void PaddedStaticBatching::drop(size_t i, kv::KvCacheGroups& kv) {
   kv.free(rows_[i].id);
   rows_.erase(rows_.begin() + static_cast<std::ptrdiff_t>(i));
 }

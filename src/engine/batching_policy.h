@@ -11,7 +11,7 @@
 #include "engine/batch_plan.h"
 #include "engine/batching_mode.h"
 #include "engine/request.h"
-#include "kvcache/kv_cache_manager.h"
+#include "kvcache/kv_cache_groups.h"
 
 namespace tinfer {
 
@@ -35,13 +35,13 @@ class BatchingPolicy {
   virtual bool adopt_finished(const Request& r) { (void)r; return false; }
   // After the real requests are planned: the policy's rows join the plan within the remaining budget
   // (a row that finds no block is dropped: it never displaces a real request).
-  virtual void plan_rows(BatchPlan& plan, int& budget, kv::KvCacheManager& kv) { (void)plan, (void)budget, (void)kv; }
+  virtual void plan_rows(BatchPlan& plan, int& budget, kv::KvCacheGroups& kv) { (void)plan, (void)budget, (void)kv; }
   // Blocks ran out for a real request: free one row's blocks. False when there is none.
-  virtual bool reclaim(kv::KvCacheManager& kv) { (void)kv; return false; }
+  virtual bool reclaim(kv::KvCacheGroups& kv) { (void)kv; return false; }
   // After the step: rows advance (sampled[i] is plan.requests[i]'s token, -1 if nobody sampled it); rows
   // that reach max_len leave, and every row leaves once no real member runs (the batch ended).
   virtual void update_rows(const BatchPlan& plan, std::span<const Token> sampled, int num_real_running, int max_len,
-                           kv::KvCacheManager& kv) {
+                           kv::KvCacheGroups& kv) {
     (void)plan, (void)sampled, (void)num_real_running, (void)max_len, (void)kv;
   }
   // Whether `id` is one of the policy's rows (its id is still in use).
@@ -83,10 +83,10 @@ class PaddedStaticBatching final : public StaticBatching {
   int num_rows() const override { return static_cast<int>(rows_.size()); }
   int64_t row_tokens() const override { return row_tokens_; }
   bool adopt_finished(const Request& r) override;
-  void plan_rows(BatchPlan& plan, int& budget, kv::KvCacheManager& kv) override;
-  bool reclaim(kv::KvCacheManager& kv) override;
+  void plan_rows(BatchPlan& plan, int& budget, kv::KvCacheGroups& kv) override;
+  bool reclaim(kv::KvCacheGroups& kv) override;
   void update_rows(const BatchPlan& plan, std::span<const Token> sampled, int num_real_running, int max_len,
-                   kv::KvCacheManager& kv) override;
+                   kv::KvCacheGroups& kv) override;
   bool holds(RequestId id) const override;
 
  private:
@@ -95,7 +95,7 @@ class PaddedStaticBatching final : public StaticBatching {
     std::vector<Token> tokens;  // the finished member's tokens, then whatever the row is fed
     int computed;               // positions whose KV is in the cache
   };
-  void drop(size_t i, kv::KvCacheManager& kv);
+  void drop(size_t i, kv::KvCacheGroups& kv);
   std::vector<Row> rows_;  // in the order members finished
   int64_t row_tokens_ = 0;
 };

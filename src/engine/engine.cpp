@@ -76,14 +76,18 @@ class EngineImpl final : public Engine {
                                                           .early_exit = config_.early_exit});
     precision_ = config_.kv_precision(mc.n_layers);
     const KvPrecision& dtype = precision_;
+    // The reserved layout keeps every block by design: windows are not given back there.
+    const kv::KvWindow window = config_.window_kv && config_.kv_layout == kv::KvLayout::kPaged
+                                    ? kv_window_of(mc, config_.max_seqs, config_.max_batched_tokens)
+                                    : kv::KvWindow{};
     const EngineKvBudget budget = kv_budget(config_.kv_memory_bytes, config_.kv_fraction, mc, dtype,
-                                            config_.block_size, config_.max_seqs, max_model_len_cfg_);
-    plan_ = plan_engine_kv(mc, budget.budget_bytes, config_.block_size, max_model_len_cfg_, dtype);
+                                            config_.block_size, config_.max_seqs, max_model_len_cfg_, window);
+    plan_ = plan_engine_kv(mc, budget.budget_bytes, config_.block_size, max_model_len_cfg_, dtype, window);
     if (config_.verbose) std::fprintf(stderr, "%s\n", describe_kv_plan(plan_, budget, dtype).c_str());
     if (config_.verbose && !config_.skip.empty())
       std::fprintf(stderr, "layer skip: %s (%.1f of %.1f MiB of weights read per step)\n", config_.skip.describe().c_str(),
                    fwd_->weight_bytes_read() / 1048576.0, fwd_->weight_bytes() / 1048576.0);
-    kv_ = fwd_->allocate_kv(plan_.num_blocks, plan_.block_size, dtype);
+    kv_ = fwd_->allocate_kv(plan_.num_blocks, plan_.block_size, dtype, plan_.window_blocks);
 
     SchedulerConfig sc;
     sc.max_batched_tokens = config_.max_batched_tokens;
@@ -94,9 +98,13 @@ class EngineImpl final : public Engine {
     sc.cache_outputs = !config_.early_exit.enabled();
     kv::KvCacheConfig kc{.num_blocks = plan_.num_blocks,
                          .block_size = plan_.block_size,
+                         .window_tokens = plan_.window_release ? plan_.window_tokens : 0,
                          .prefix_caching = config_.prefix_caching,
                          .layout = config_.kv_layout};
-    sched_ = std::make_unique<Scheduler>(sc, kc, make_batching_policy(config_.batching));
+    // Mixed sliding-window models: group 0 the full-attention layers, group 1 the windowed ones (their own pool).
+    const kv::KvGroupSpec groups[] = {{plan_.num_blocks, 0}, {plan_.window_blocks, plan_.window_tokens}};
+    sched_ = std::make_unique<Scheduler>(sc, plan_.window_blocks > 0 ? kv::KvCacheGroups(kc, groups) : kv::KvCacheGroups(kc),
+                                         make_batching_policy(config_.batching));
     max_len_ = sched_->max_len();
     limits_ = RequestLimits{.n_vocab = static_cast<int>(mc.n_vocab),
                             .max_len = max_len_,

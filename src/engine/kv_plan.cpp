@@ -24,7 +24,17 @@ namespace {
 
 }  // namespace
 
-kv::KvShape kv_shape(const ModelConfig& cfg, const KvPrecision& precision) {
+kv::KvWindow kv_window_of(const ModelConfig& cfg, int max_seqs, int max_step_tokens) {
+  kv::KvWindow w;
+  if (cfg.sliding_window <= 0) return w;
+  w.window_tokens = static_cast<int>(cfg.sliding_window);
+  for (int64_t l = 0; l < cfg.n_layers; ++l) w.layers.push_back(cfg.window(l) > 0 ? 1 : 0);
+  w.max_seqs = max_seqs;
+  w.max_step_tokens = max_step_tokens;
+  return w;
+}
+
+kv::KvShape kv_shape(const ModelConfig& cfg, const KvPrecision& precision, const kv::KvWindow& window) {
   check(precision.n_layers() == cfg.n_layers, "KV precision names " + std::to_string(precision.n_layers()) +
                                                   " layers but the model has " + std::to_string(cfg.n_layers));
   kv::KvShape s{.num_layers = static_cast<int>(cfg.n_layers),
@@ -32,6 +42,7 @@ kv::KvShape kv_shape(const ModelConfig& cfg, const KvPrecision& precision) {
                 .head_dim = static_cast<int>(cfg.head_dim)};
   for (int64_t l = 0; l < cfg.n_layers; ++l)
     s.layer_bytes_per_token.push_back(precision.layer_bytes_per_token(l, cfg.n_kv_heads, cfg.head_dim));
+  s.window = window;
   return s;
 }
 
@@ -42,24 +53,25 @@ std::string mib(size_t bytes) { return std::to_string((bytes + (1 << 19)) >> 20)
 }  // namespace
 
 EngineKvBudget kv_budget(int64_t kv_memory_bytes, double kv_fraction, const ModelConfig& cfg, const KvPrecision& precision,
-                         int block_size, int max_seqs, int max_model_len) {
+                         int block_size, int max_seqs, int max_model_len, const kv::KvWindow& window) {
   EngineKvBudget b;
   if (kv_memory_bytes > 0) {
     b.budget_bytes = static_cast<size_t>(kv_memory_bytes);
     b.how = "--kv-memory";
     return b;
   }
-  return kv_budget_of_available(mem_available_bytes(), kv_fraction, cfg, precision, block_size, max_seqs, max_model_len);
+  return kv_budget_of_available(mem_available_bytes(), kv_fraction, cfg, precision, block_size, max_seqs, max_model_len,
+                                window);
 }
 
 EngineKvBudget kv_budget_of_available(size_t mem_available, double kv_fraction, const ModelConfig& cfg,
-                                      const KvPrecision& precision, int block_size, int max_seqs, int max_model_len) {
+                                      const KvPrecision& precision, int block_size, int max_seqs, int max_model_len,
+                                      const kv::KvWindow& window) {
   EngineKvBudget b;
   b.mem_available = mem_available;
   check(b.mem_available > 0, "cannot read MemAvailable from /proc/meminfo: give the KV budget in bytes");
   const size_t fraction = kv::kv_budget_from_fraction(b.mem_available, kv_fraction);
-  const size_t blocks_per_seq = (static_cast<size_t>(max_model_len) + block_size - 1) / block_size;
-  const size_t demand = static_cast<size_t>(max_seqs) * blocks_per_seq * block_size * kv::kv_bytes_per_token(kv_shape(cfg, precision));
+  const size_t demand = kv::kv_demand_bytes(kv_shape(cfg, precision, window), block_size, max_model_len, max_seqs);
   char frac[32];
   std::snprintf(frac, sizeof frac, "%.2f", kv_fraction);
   if (demand <= fraction) {
@@ -76,8 +88,8 @@ EngineKvBudget kv_budget_of_available(size_t mem_available, double kv_fraction, 
 }
 
 kv::KvMemoryPlan plan_engine_kv(const ModelConfig& cfg, size_t budget_bytes, int block_size, int max_model_len,
-                                const KvPrecision& precision) {
-  const kv::KvShape shape = kv_shape(cfg, precision);
+                                const KvPrecision& precision, const kv::KvWindow& window) {
+  const kv::KvShape shape = kv_shape(cfg, precision, window);
   try {
     return kv::plan_kv_memory(shape, budget_bytes, block_size, max_model_len);
   } catch (const Error& e) {
@@ -92,7 +104,15 @@ std::string describe_kv_plan(const kv::KvMemoryPlan& p, const EngineKvBudget& b,
                 "max concurrency %d at max_model_len %d",
                 p.bytes_per_token, precision.describe().c_str(), p.num_blocks, p.block_size, static_cast<long long>(p.capacity_tokens),
                 double(p.bytes_used) / (1 << 20), b.how.c_str(), p.max_concurrency, p.context_len);
-  return buf;
+  std::string out = buf;
+  if (p.window_blocks > 0)
+    out += "; sliding-window layers apart: " + std::to_string(p.window_blocks) + " blocks (" +
+           std::to_string(p.window_bytes_per_token) + " bytes/token, windows of " + std::to_string(p.window_tokens) +
+           " tokens, " + std::to_string(p.window_blocks_per_seq) + " blocks per sequence at most)";
+  else if (p.window_release)
+    out += "; every layer windowed (" + std::to_string(p.window_tokens) + " tokens): blocks leaving the window return to "
+           "the pool, " + std::to_string(p.window_blocks_per_seq) + " blocks per sequence at most";
+  return out;
 }
 
 }  // namespace tinfer

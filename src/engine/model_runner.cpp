@@ -6,7 +6,7 @@ namespace tinfer {
 void ModelRunner::run(const BatchPlan& plan) {
   // Shared blocks about to be written were replaced by fresh ones: fill them before anyone writes.
   for (const ScheduledRequest& s : plan.requests)
-    for (const kv::CowCopy& c : s.copies) kv_.copy_block(c.src, c.dst);
+    for (const kv::CowCopy& c : s.copies) kv_.copy_block(c.src, c.dst, c.group);
 
   batch_.clear();
   row_.assign(plan.requests.size(), -1);
@@ -15,6 +15,7 @@ void ModelRunner::run(const BatchPlan& plan) {
     const ScheduledRequest& s = plan.requests[i];
     const int32_t seq = static_cast<int32_t>(batch_.block_tables.size());
     batch_.block_tables.emplace_back(s.block_table.begin(), s.block_table.end());
+    if (!s.window_table.empty()) batch_.window_tables.emplace_back(s.window_table.begin(), s.window_table.end());
     batch_.may_exit.push_back(s.decode && !s.padding ? 1 : 0);
     for (size_t t = 0; t < s.tokens.size(); ++t) {
       batch_.tokens.push_back(s.tokens[t]);

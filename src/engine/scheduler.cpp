@@ -22,8 +22,8 @@ std::vector<std::string> SchedulerConfig::validate() const {
   return errs;
 }
 
-Scheduler::Scheduler(SchedulerConfig config, kv::KvCacheConfig kv_config, std::unique_ptr<BatchingPolicy> policy)
-    : config_(std::move(config)), kv_(std::move(kv_config)), policy_(std::move(policy)) {
+Scheduler::Scheduler(SchedulerConfig config, kv::KvCacheGroups kv, std::unique_ptr<BatchingPolicy> policy)
+    : config_(std::move(config)), kv_(std::move(kv)), policy_(std::move(policy)) {
   auto errs = config_.validate();
   if (!errs.empty()) {
     std::string msg = "scheduler config:";
@@ -32,7 +32,7 @@ Scheduler::Scheduler(SchedulerConfig config, kv::KvCacheConfig kv_config, std::u
   }
   check(policy_ != nullptr, "scheduler: no batching policy");
   // A lone request can always grow to max_len_, so preemption never loops.
-  const int64_t capacity = static_cast<int64_t>(kv_.pool().num_blocks()) * kv_.block_size();
+  const int64_t capacity = kv_.token_capacity();
   max_len_ = static_cast<int>(std::min<int64_t>(config_.max_model_len, capacity));
 }
 
@@ -66,6 +66,7 @@ void Scheduler::emit(BatchPlan& plan, const Request& r, int n, std::vector<kv::C
   s.tokens.insert(s.tokens.end(), draft.begin(), draft.end());
   s.num_draft = static_cast<int>(draft.size());
   s.block_table = kv_.block_table(r.id);
+  if (kv_.num_groups() > 1) s.window_table = kv_.block_table(r.id, 1);
   s.needs_logits = s.start_pos + n == r.num_tokens();
   s.prompt_logits = r.prompt_logits && r.num_output_tokens() == 0;
   s.decode = n == 1 && draft.empty() && s.start_pos >= r.num_prompt_tokens;

@@ -15,7 +15,7 @@
 #include "engine/batch_plan.h"
 #include "engine/batching_policy.h"
 #include "engine/request.h"
-#include "kvcache/kv_cache_manager.h"
+#include "kvcache/kv_cache_groups.h"
 
 namespace tinfer {
 
@@ -58,7 +58,7 @@ struct SchedulerStats {
 class Scheduler {
  public:
   // Throws tinfer::Error listing every problem of the config.
-  Scheduler(SchedulerConfig config, kv::KvCacheConfig kv_config,
+  Scheduler(SchedulerConfig config, kv::KvCacheGroups kv,
             std::unique_ptr<BatchingPolicy> policy = std::make_unique<ContinuousBatching>());
 
   // Queues a resolved request (engine/request_resolver.h): limits and stop ids are taken as given. Throws for
@@ -94,7 +94,7 @@ class Scheduler {
   int num_background_waiting() const { return static_cast<int>(background_.size()); }
   int num_padding() const { return policy_->num_rows(); }
   const Request* find(RequestId id) const;
-  const kv::KvCacheManager& kv() const { return kv_; }
+  const kv::KvCacheGroups& kv() const { return kv_; }
   const SchedulerConfig& config() const { return config_; }
   const BatchingPolicy& policy() const { return *policy_; }
   SchedulerStats stats() const { return stats_; }
@@ -121,7 +121,7 @@ class Scheduler {
   int draft_room(const Request& r, int budget) const;
 
   SchedulerConfig config_;
-  kv::KvCacheManager kv_;
+  kv::KvCacheGroups kv_;
   std::unique_ptr<BatchingPolicy> policy_;
   int max_len_ = 0;
   std::unordered_map<RequestId, Request> requests_;  // waiting + running

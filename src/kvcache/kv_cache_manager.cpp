@@ -11,6 +11,20 @@ namespace tinfer::kv {
 KvCacheManager::KvCacheManager(KvCacheConfig config)
     : config_(std::move(config)), pool_(config_.num_blocks, config_.block_size) {
   check(static_cast<bool>(config_.hash_fn), "kv cache: hash function is empty");
+  check(config_.window_tokens >= 0, "kv cache: negative sliding window");
+  check(config_.window_tokens == 0 || config_.layout == KvLayout::kPaged,
+        "kv cache: a sliding window needs the paged layout (the reserved one keeps every block by design)");
+}
+
+void KvCacheManager::release_outside_window(Seq& s, int next_pos) {
+  if (config_.window_tokens <= 0) return;
+  // Position next_pos attends to (next_pos - window, next_pos]: blocks wholly before that are done.
+  const int first_needed = std::max(0, next_pos - config_.window_tokens + 1) / config_.block_size;
+  for (; s.released < first_needed && s.released < static_cast<int>(s.blocks.size()); ++s.released) {
+    BlockId& b = s.blocks[static_cast<size_t>(s.released)];
+    if (b != kNoBlock) pool_.release(b);
+    b = kNoBlock;
+  }
 }
 
 PrefixHit KvCacheManager::match_prefix(std::span<const Token> tokens, uint64_t extra_key, int max_tokens) const {
@@ -77,10 +91,12 @@ bool KvCacheManager::allocate(SeqId seq, const AllocRequest& r, std::vector<CowC
     if (config_.layout == KvLayout::kReserved) target = std::max(target, blocks_for(r.reserve_tokens));
     while (static_cast<int>(s.blocks.size()) < target) s.blocks.push_back(pool_.allocate());
     s.num_tokens = end;
+    release_outside_window(s, r.num_computed);  // revived prefix blocks before the window go straight back
     seqs_.emplace(seq, std::move(s));
     return true;
   }
   Seq& s = it->second;
+  release_outside_window(s, r.num_computed);
   // Positions from num_computed on are (re)written: their hashes no longer describe the KV.
   if (static_cast<int>(s.hashes.size()) * bs > r.num_computed) s.hashes.resize(r.num_computed / bs);
   if (r.num_new > 0) {
@@ -106,6 +122,7 @@ void KvCacheManager::commit(SeqId seq, std::span<const Token> tokens, int num_co
   const int bs = config_.block_size;
   const int full = std::min({num_computed, static_cast<int>(tokens.size()), s.num_tokens}) / bs;
   for (int i = static_cast<int>(s.hashes.size()); i < full && i < static_cast<int>(s.blocks.size()); ++i) {
+    if (s.blocks[static_cast<size_t>(i)] == kNoBlock) break;  // given back before it was hashed: the chain ends
     const BlockHash parent = i ? s.hashes[i - 1] : 0;
     auto span = tokens.subspan(static_cast<size_t>(i) * bs, bs);
     const BlockHash h = config_.hash_fn(parent, span, s.extra_key);
@@ -120,7 +137,8 @@ void KvCacheManager::fork(SeqId parent, SeqId child) {
   check(it != seqs_.end(), "kv cache: fork of unknown sequence " + std::to_string(parent));
   check(!seqs_.count(child), "kv cache: fork target " + std::to_string(child) + " already exists");
   Seq copy = it->second;
-  for (BlockId b : copy.blocks) pool_.ref(b);
+  for (BlockId b : copy.blocks)
+    if (b != kNoBlock) pool_.ref(b);
   seqs_.emplace(child, std::move(copy));
 }
 
@@ -128,7 +146,8 @@ void KvCacheManager::free(SeqId seq) {
   auto it = seqs_.find(seq);
   if (it == seqs_.end()) return;
   const auto& blocks = it->second.blocks;
-  for (auto b = blocks.rbegin(); b != blocks.rend(); ++b) pool_.release(*b);
+  for (auto b = blocks.rbegin(); b != blocks.rend(); ++b)
+    if (*b != kNoBlock) pool_.release(*b);
   seqs_.erase(it);
 }
 
@@ -139,6 +158,10 @@ void KvCacheManager::truncate(SeqId seq, int num_tokens) {
   check(num_tokens >= 0 && num_tokens <= s.num_tokens,
         "kv cache: cannot truncate sequence " + std::to_string(seq) + " to " + std::to_string(num_tokens) +
             " tokens: it holds " + std::to_string(s.num_tokens));
+  check(num_tokens >= s.released * config_.block_size,
+        "kv cache: cannot truncate sequence " + std::to_string(seq) + " to " + std::to_string(num_tokens) +
+            " tokens: its blocks before position " + std::to_string(s.released * config_.block_size) +
+            " left the sliding window");
   const int bs = config_.block_size;
   if (static_cast<int>(s.hashes.size()) > num_tokens / bs) s.hashes.resize(static_cast<size_t>(num_tokens / bs));
   if (config_.layout == KvLayout::kPaged)
@@ -166,7 +189,8 @@ KvStats KvCacheManager::stats() const {
   st.prefix_query_tokens = query_tokens_;
   st.prefix_hit_tokens = hit_tokens_;
   for (const auto& [id, s] : seqs_)
-    st.waste_slots += static_cast<int64_t>(s.blocks.size()) * config_.block_size - s.num_tokens;
+    st.waste_slots += static_cast<int64_t>(s.blocks.size() - s.released) * config_.block_size -
+                      (s.num_tokens - s.released * config_.block_size);
   return st;
 }
 

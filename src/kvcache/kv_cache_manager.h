@@ -17,6 +17,10 @@ namespace tinfer::kv {
 struct KvCacheConfig {
   int num_blocks = 0;
   int block_size = 16;
+  // > 0: the cache of sliding-window layers that attend to the last window_tokens positions only. As a sequence
+  // advances, its blocks wholly before the window of the next position to compute go back to the pool (committed
+  // ones stay findable by the prefix cache until evicted) and their table entries become kNoBlock.
+  int window_tokens = 0;
   bool prefix_caching = true;
   KvLayout layout = KvLayout::kPaged;
   BlockHashFn hash_fn = default_block_hash;  // tests inject a colliding one
@@ -27,6 +31,8 @@ struct PrefixHit {
   std::vector<BlockId> blocks;
   std::vector<BlockHash> hashes;  // hashes[i] is the chained hash of blocks[i]
   int num_tokens = 0;             // blocks.size() * block_size
+  // KvCacheGroups: the same leading blocks in each further group's pool ([group - 1][i]).
+  std::vector<std::vector<BlockId>> group_blocks;
 };
 
 // One allocation: make the sequence hold KV slots for positions [0, num_computed + num_new).
@@ -80,6 +86,7 @@ class KvCacheManager {
   void truncate(SeqId seq, int num_tokens);
 
   bool has(SeqId seq) const { return seqs_.count(seq) != 0; }
+  // Position p's block is block_table(seq)[p / block_size]; kNoBlock before a sliding window's first block.
   const std::vector<BlockId>& block_table(SeqId seq) const;
   int num_sequences() const { return static_cast<int>(seqs_.size()); }
   const BlockPool& pool() const { return pool_; }
@@ -93,8 +100,11 @@ class KvCacheManager {
     std::vector<BlockHash> hashes;  // chained hashes of the leading committed full blocks
     int num_tokens = 0;             // slots handed out: highest num_computed + num_new seen
     uint64_t extra_key = 0;
+    int released = 0;               // sliding window: leading table entries given back (kNoBlock)
   };
   int blocks_for(int tokens) const { return (tokens + config_.block_size - 1) / config_.block_size; }
+  // Sliding window: gives back the blocks no position from next_pos on can attend to.
+  void release_outside_window(Seq& s, int next_pos);
   bool must_copy(BlockId id) const { return pool_.ref_count(id) > 1 || pool_.is_cached(id); }
 
   KvCacheConfig config_;

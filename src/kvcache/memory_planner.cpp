@@ -1,6 +1,7 @@
 // KV memory planner arithmetic; every refusal says what was asked and what fits.
 #include "kvcache/memory_planner.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 
@@ -35,9 +36,97 @@ size_t kv_bytes_per_token(const KvShape& s) {
   return total;
 }
 
+namespace {
+
+int blocks_for(int64_t tokens, int block_size) { return static_cast<int>((tokens + block_size - 1) / block_size); }
+
+// The bytes per token of the windowed layers and of the others (every layer's when there is no window).
+struct WindowSplit {
+  size_t window = 0, full = 0;
+};
+WindowSplit split_by_window(const KvShape& s) {
+  WindowSplit w;
+  const KvWindow& win = s.window;
+  if (win.window_tokens <= 0) return {0, kv_bytes_per_token(s)};
+  check(win.layers.size() == static_cast<size_t>(s.num_layers),
+        "kv planner: the sliding-window layer list names " + std::to_string(win.layers.size()) + " layers for " +
+            std::to_string(s.num_layers));
+  check(win.max_seqs >= 1 && win.max_step_tokens >= 0, "kv planner: a window needs max_seqs >= 1 and max_step_tokens >= 0");
+  kv_bytes_per_token(s);  // validates the shape
+  for (int l = 0; l < s.num_layers; ++l) {
+    const size_t b = s.layer_bytes_per_token.empty() ? size_t{2} * s.num_kv_heads * s.head_dim * s.bytes_per_elem
+                                                     : static_cast<size_t>(s.layer_bytes_per_token[size_t(l)]);
+    (win.layers[size_t(l)] ? w.window : w.full) += b;
+  }
+  return w;
+}
+
+// Blocks one sequence holds at most in a windowed pool: its window's (entered part-way: one more) and the block a
+// step opens, never more than its whole context's.
+int window_blocks_per_seq(const KvWindow& w, int block_size, int context_len) {
+  return std::min(blocks_for(context_len, block_size), blocks_for(w.window_tokens, block_size) + 2);
+}
+
+}  // namespace
+
+size_t kv_demand_bytes(const KvShape& shape, int block_size, int context_len, int max_seqs) {
+  const WindowSplit w = split_by_window(shape);
+  const size_t full = static_cast<size_t>(max_seqs) * blocks_for(context_len, block_size) * block_size * w.full;
+  if (w.window == 0) return full;
+  const int wps = window_blocks_per_seq(shape.window, block_size, context_len);
+  const size_t window_blocks = static_cast<size_t>(max_seqs) * wps + blocks_for(shape.window.max_step_tokens, block_size);
+  return full + window_blocks * block_size * w.window;
+}
+
 KvMemoryPlan plan_kv_memory(const KvShape& shape, size_t budget_bytes, int block_size, int context_len) {
   check(block_size > 0, "kv planner: block_size must be positive, got " + std::to_string(block_size));
   check(context_len > 0, "kv planner: context length must be positive, got " + std::to_string(context_len));
+  const WindowSplit split = split_by_window(shape);
+  if (split.window > 0) {
+    KvMemoryPlan p;
+    const KvWindow& w = shape.window;
+    p.block_size = block_size;
+    p.context_len = context_len;
+    p.window_tokens = w.window_tokens;
+    p.window_blocks_per_seq = window_blocks_per_seq(w, block_size, context_len);
+    const int step_blocks = blocks_for(w.max_step_tokens, block_size);
+    if (split.full == 0) {  // every layer windowed: one pool, blocks given back as they leave the window
+      p.window_release = true;
+      p.bytes_per_token = split.window;
+      p.bytes_per_block = p.bytes_per_token * block_size;
+      const size_t blocks = budget_bytes / p.bytes_per_block;
+      p.num_blocks = blocks > size_t{INT32_MAX} ? INT32_MAX : static_cast<int>(blocks);
+      p.capacity_tokens = static_cast<int64_t>(p.num_blocks) * block_size;
+      p.bytes_used = static_cast<size_t>(p.num_blocks) * p.bytes_per_block;
+      p.blocks_per_seq = p.window_blocks_per_seq;
+      p.max_concurrency = std::max(0, p.num_blocks - step_blocks) / p.window_blocks_per_seq;
+      if (p.max_concurrency < 1)
+        fail("kv planner: one sequence's window of " + std::to_string(w.window_tokens) + " tokens and a step's " +
+             std::to_string(w.max_step_tokens) + " new ones need " + std::to_string(p.window_blocks_per_seq + step_blocks) +
+             " blocks (" + std::to_string(p.bytes_per_token) + " bytes/token) but the KV budget of " + mib(budget_bytes) +
+             " holds only " + std::to_string(p.num_blocks));
+      return p;
+    }
+    // Mixed: the window layers' pool first (max_seqs windows and a step's new tokens), the rest for the others.
+    p.window_bytes_per_token = split.window;
+    p.window_blocks = w.max_seqs * p.window_blocks_per_seq + step_blocks;
+    const size_t window_bytes = static_cast<size_t>(p.window_blocks) * block_size * split.window;
+    p.bytes_per_token = split.full;
+    p.bytes_per_block = p.bytes_per_token * block_size;
+    p.blocks_per_seq = blocks_for(context_len, block_size);
+    const size_t blocks = budget_bytes > window_bytes ? (budget_bytes - window_bytes) / p.bytes_per_block : 0;
+    p.num_blocks = blocks > size_t{INT32_MAX} ? INT32_MAX : static_cast<int>(blocks);
+    p.capacity_tokens = static_cast<int64_t>(p.num_blocks) * block_size;
+    p.bytes_used = static_cast<size_t>(p.num_blocks) * p.bytes_per_block + window_bytes;
+    p.max_concurrency = std::min(p.num_blocks / p.blocks_per_seq, w.max_seqs);
+    if (p.max_concurrency < 1)
+      fail("kv planner: the sliding-window layers' pool (" + std::to_string(p.window_blocks) + " blocks, " +
+           mib(window_bytes) + ") and one sequence of " + std::to_string(context_len) + " tokens in the other layers (" +
+           std::to_string(p.blocks_per_seq) + " blocks, " + std::to_string(p.bytes_per_token) +
+           " bytes/token) do not fit the KV budget of " + mib(budget_bytes) +
+           "; lower the context length or max_seqs, or raise the budget");
+    return p;
+  }
   KvMemoryPlan p;
   p.bytes_per_token = kv_bytes_per_token(shape);
   p.bytes_per_block = p.bytes_per_token * block_size;

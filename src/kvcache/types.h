@@ -13,10 +13,12 @@ using BlockHash = uint64_t;
 
 constexpr BlockId kNoBlock = -1;
 
-// Before the step's forward pass, copy every layer's K and V of block `src` into block `dst`.
+// Before the step's forward pass, copy every layer's K and V of block `src` into block `dst` (of the layers of
+// KV group `group`: kv_cache_groups.h; 0 when there is one).
 struct CowCopy {
   BlockId src = kNoBlock;
   BlockId dst = kNoBlock;
+  int group = 0;
   bool operator==(const CowCopy&) const = default;
 };
 

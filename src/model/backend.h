@@ -34,8 +34,9 @@ class KvCache {
   virtual int64_t block_size() const = 0;
   virtual const KvPrecision& precision() const = 0;  // each layer's K and V element types
   virtual size_t bytes() const = 0;
-  // Copies every layer's K and V of block src into block dst (copy-on-write of a shared block).
-  virtual void copy_block(int64_t src, int64_t dst) = 0;
+  // Copies K and V of block src into block dst in every layer of KV group `group` (copy-on-write of a shared
+  // block; group 1 = the sliding-window layers when the cache keeps them apart, see allocate_kv).
+  virtual void copy_block(int64_t src, int64_t dst, int group = 0) = 0;
 };
 
 struct BackendOptions {
@@ -58,7 +59,10 @@ class Backend {
   virtual int64_t max_positions() const = 0;   // positions 0..max_positions()-1 can be run
   // KV memory on this device for n_blocks blocks of block_size slots, every layer, each in its own types
   // (precision.n_layers() must equal the model's). The KvDtype overload: one type for every K and V.
-  virtual std::unique_ptr<KvCache> allocate_kv(int64_t n_blocks, int64_t block_size, const KvPrecision& precision) = 0;
+  // n_window_blocks > 0: the sliding-window layers (ModelConfig::window) get a pool of their own of that many
+  // blocks, addressed by ForwardBatch::window_tables (KV group 1); 0: every layer shares the n_blocks.
+  virtual std::unique_ptr<KvCache> allocate_kv(int64_t n_blocks, int64_t block_size, const KvPrecision& precision,
+                                               int64_t n_window_blocks = 0) = 0;
   std::unique_ptr<KvCache> allocate_kv(int64_t n_blocks, int64_t block_size, KvDtype dtype) {
     return allocate_kv(n_blocks, block_size, KvPrecision::uniform(config().n_layers, dtype));
   }

@@ -182,8 +182,9 @@ void CpuForward::set_layer_skip(LayerSkip skip) {
   skip_ = std::move(skip);
 }
 
-std::unique_ptr<KvCache> CpuForward::allocate_kv(int64_t n_blocks, int64_t block_size, const KvPrecision& precision) {
-  return std::make_unique<KvStorage>(config(), n_blocks, block_size, precision);
+std::unique_ptr<KvCache> CpuForward::allocate_kv(int64_t n_blocks, int64_t block_size, const KvPrecision& precision,
+                                                 int64_t n_window_blocks) {
+  return std::make_unique<KvStorage>(config(), n_blocks, block_size, precision, n_window_blocks);
 }
 
 std::unique_ptr<Backend> make_cpu_backend(const Model& model, const BackendOptions& opts) {
@@ -206,6 +207,9 @@ void CpuForward::forward(const ForwardBatch& batch, KvStorage& kv, float* logits
   const int64_t n_layers = batch.n_layers > 0 ? std::min<int64_t>(batch.n_layers, c.n_layers) : c.n_layers;
   check(kv.n_layers() >= n_layers, "cpu backend: the KV cache holds " + std::to_string(kv.n_layers()) +
                                        " layers, the forward runs " + std::to_string(n_layers));
+  check(kv.has_window_group() == !batch.window_tables.empty() &&
+            (batch.window_tables.empty() || batch.window_tables.size() == batch.block_tables.size()),
+        "cpu backend: the batch's window tables do not match the cache's sliding-window pool");
   ensure_scratch(n, int64_t(batch.logit_rows.size()));
   OpProfile* prof = &profile_;
   {
@@ -253,6 +257,9 @@ void CpuForward::forward(const ForwardBatch& batch, KvStorage& kv, float* logits
     const Layer& L = layers_[l];
     const bool attn_on = !skip_.skips_attn(l), mlp_on = !skip_.skips_mlp(l);
     att.window = c.window(l);
+    // The layer's blocks: the window pool's tables for a sliding-window layer kept apart, else the main ones.
+    const std::vector<const int32_t*>& tables = kv.in_window_group(l) ? att_window_tables_ : att_tables_;
+    att.block_tables = tables.data();
     const double attended = att.window > 0 ? attended_window : attended_full;
     const RopeTable& rope_table = c.local_rope(l) ? rope_local_ : rope_;
     if (observer_) observer_(l, LinearInput::kResidual, x_.data(), na, dim);
@@ -294,7 +301,7 @@ void CpuForward::forward(const ForwardBatch& batch, KvStorage& kv, float* logits
               for (int64_t d = 0; d < hd; ++d) q[h * hd + d] *= ks[(h / group) * hd + d];
           }
           const int64_t pos = slot_pos_[i];
-          kv.write(l, att_tables_[i][pos / bs], pos % bs, k, v);
+          kv.write(l, tables[size_t(i)][pos / bs], pos % bs, k, v);
         };
         if (!observer_) {
           per_token_n(n, [&](int64_t i) { rope(i), store(i); });

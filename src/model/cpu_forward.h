@@ -46,7 +46,8 @@ class CpuForward final : public Backend {
   size_t weight_bytes() const override { return packed_bytes(true); }
   size_t weight_bytes_read() const override { return packed_bytes(false); }
   using Backend::allocate_kv;
-  std::unique_ptr<KvCache> allocate_kv(int64_t n_blocks, int64_t block_size, const KvPrecision& precision) override;
+  std::unique_ptr<KvCache> allocate_kv(int64_t n_blocks, int64_t block_size, const KvPrecision& precision,
+                                       int64_t n_window_blocks = 0) override;
 
   const Model& model() const { return model_; }
   ThreadPool& pool() const { return pool_; }
@@ -127,6 +128,7 @@ class CpuForward final : public Backend {
   int64_t cap_tokens_ = 0, cap_logits_ = 0;
   std::vector<float> x_, xb_, qkv_, att_, gu_, ffn_in_, hidden_, tmp_;
   std::vector<const int32_t*> att_tables_;  // per slot: its sequence's block table (attention args)
+  std::vector<const int32_t*> att_window_tables_;  // per slot: its window table (the cache's KV group 1), or empty
   std::vector<int32_t> slot_pos_, slot_row_, slot_logit_;  // per slot: position, batch row, output row or -1
   std::vector<float> exit_hidden_, exit_logits_;  // exit head scratch: [k][dim], [k][n_vocab]
 };

@@ -32,6 +32,9 @@ void CpuForward::begin_slots(const ForwardBatch& batch, bool exits) {
   slot_pos_.assign(batch.positions.begin(), batch.positions.end());
   att_tables_.resize(size_t(n));
   for (int64_t i = 0; i < n; ++i) att_tables_[size_t(i)] = batch.block_tables[size_t(batch.seq[size_t(i)])].data();
+  att_window_tables_.resize(batch.window_tables.empty() ? 0 : size_t(n));
+  for (size_t i = 0; i < att_window_tables_.size(); ++i)
+    att_window_tables_[i] = batch.window_tables[size_t(batch.seq[i])].data();
   slot_row_.resize(size_t(n));
   for (int64_t i = 0; i < n; ++i) slot_row_[size_t(i)] = int32_t(i);
   slot_logit_.assign(size_t(n), -1);
@@ -101,6 +104,7 @@ int64_t CpuForward::exit_check(int64_t layer, int64_t na, float* logits) {
     for (size_t i = 0; i < order.size(); ++i) v[i] = old[size_t(order[i])];
   };
   permute(slot_pos_), permute(att_tables_), permute(slot_row_), permute(slot_logit_);
+  if (!att_window_tables_.empty()) permute(att_window_tables_);
   for (int64_t i = 0; i < n; ++i)  // xb_ is free between layers
     std::memcpy(&xb_[size_t(i * dim)], &x_[size_t(order[size_t(i)]) * dim], size_t(dim) * sizeof(float));
   std::swap(x_, xb_);

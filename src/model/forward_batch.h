@@ -12,6 +12,9 @@ struct ForwardBatch {
   std::vector<int32_t> positions;  // [n] position of each token in its sequence
   std::vector<int32_t> seq;        // [n] index into block_tables
   std::vector<std::vector<int32_t>> block_tables;  // per sequence: KV block ids covering its positions
+  // Per sequence, when the cache keeps the sliding-window layers in a pool of their own (KV group 1): their
+  // block ids (kNoBlock = -1 before the window); empty otherwise.
+  std::vector<std::vector<int32_t>> window_tables;
   std::vector<int32_t> logit_rows;  // indices into tokens whose logits are wanted, in output order
   // Run only the first n_layers decoder layers, then the final norm and the head (self-speculative drafting:
   // the target's own early layers as its draft); 0 = every layer. The cache must hold at least that many.
@@ -21,7 +24,8 @@ struct ForwardBatch {
   std::vector<uint8_t> may_exit;
 
   void clear() {
-    tokens.clear(), positions.clear(), seq.clear(), block_tables.clear(), logit_rows.clear(), may_exit.clear();
+    tokens.clear(), positions.clear(), seq.clear(), block_tables.clear(), window_tables.clear(), logit_rows.clear();
+    may_exit.clear();
     n_layers = 0;
   }
 };

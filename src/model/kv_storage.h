@@ -19,12 +19,18 @@ namespace tinfer {
 // the first layers only, for forwards limited to them (ForwardBatch::n_layers: a self-draft's own cache).
 class KvStorage final : public KvCache {
  public:
-  KvStorage(const ModelConfig& cfg, int64_t n_blocks, int64_t block_size, const KvPrecision& precision);
+  // n_window_blocks > 0: the sliding-window layers (cfg.window(l) > 0) hold that many blocks of their own (KV group
+  // 1, addressed by the window tables); 0: every layer holds n_blocks.
+  KvStorage(const ModelConfig& cfg, int64_t n_blocks, int64_t block_size, const KvPrecision& precision,
+            int64_t n_window_blocks = 0);
   KvStorage(const ModelConfig& cfg, int64_t n_blocks, int64_t block_size, KvDtype dtype = KvDtype::f32)
       : KvStorage(cfg, n_blocks, block_size, KvPrecision::uniform(cfg.n_layers, dtype)) {}
 
   int64_t n_layers() const { return n_layers_; }
   int64_t n_blocks() const override { return n_blocks_; }
+  // Whether layer l keeps its KV in the window group's pool (then its blocks come from the window tables).
+  bool in_window_group(int64_t l) const { return group_[size_t(l)] == 1; }
+  bool has_window_group() const { return n_window_blocks_ > 0; }
   int64_t block_size() const override { return block_size_; }
   int64_t kv_dim() const { return n_kv_heads_ * head_dim_; }
   const KvPrecision& precision() const override { return precision_; }
@@ -37,10 +43,11 @@ class KvStorage final : public KvCache {
   // Safe to call concurrently for different slots (also of one block).
   void write(int64_t layer, int64_t block, int64_t slot, const float* k, const float* v);
   // Copies every layer's K and V of block `src` into block `dst` (copy-on-write).
-  void copy_block(int64_t src, int64_t dst) override;
+  void copy_block(int64_t src, int64_t dst, int group = 0) override;
 
  private:
-  int64_t n_layers_, n_blocks_, block_size_, n_kv_heads_, head_dim_;
+  int64_t n_layers_, n_blocks_, block_size_, n_kv_heads_, head_dim_, n_window_blocks_;
+  std::vector<uint8_t> group_;      // [n_layers] KV group of each layer (0, or 1 = the window pool)
   KvPrecision precision_;
   std::vector<KvLayerView> views_;  // [n_layers], pointers into buf_
   Buffer buf_;

@@ -129,6 +129,7 @@ int cmd_bench_throughput(int argc, char** argv) {
   j["kv_layout"] = kv::kv_layout_name(cfg.kv_layout);
   j["kv_dtype"] = engine->stats().kv_types;
   j["prefix_caching"] = cfg.prefix_caching;
+  j["window_kv"] = cfg.window_kv;
   j["chunked_prefill"] = cfg.chunked_prefill;
   j["kv_blocks_total"] = engine->stats().kv_blocks_total;
   j["load_s"] = load_s;

@@ -32,6 +32,17 @@ int cmd_info(int argc, char** argv) {
   if (!c.rope_freq_factors.empty())  // Llama 3 scaling: the divisors run from the shortest wavelength to the longest
     std::printf(", per-frequency factors %g..%g (rope_freqs)", c.rope_freq_factors.front(), c.rope_freq_factors.back());
   std::printf("\n");
+  if (c.sliding_window > 0) {
+    int64_t windowed = 0;
+    for (int64_t l = 0; l < c.n_layers; ++l) windowed += c.window(l) > 0;
+    std::printf("attention      sliding window of %lld positions on %lld of %lld layers", (long long)c.sliding_window,
+                (long long)windowed, (long long)c.n_layers);
+    if (c.rope_base_swa > 0) std::printf(" (their RoPE base %g)", c.rope_base_swa);
+    std::printf("\n");
+  }
+  if (c.embed_scale != 1.f || c.attn_scale > 0.f || c.ffn_act != FfnAct::silu)
+    std::printf("block          embedding x %g, scores x %g, %s\n", c.embed_scale, c.scores_scale(),
+                c.ffn_act == FfnAct::gelu_tanh ? "GeGLU (tanh GELU)" : "SwiGLU");
   std::printf("rms eps        %g\n", c.rms_eps);
   std::printf("output head    %s\n", c.tied_output ? "tied to token embedding" : "separate");
   std::map<std::string, std::pair<int, size_t>> by_type;

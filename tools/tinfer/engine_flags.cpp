@@ -17,6 +17,7 @@ std::vector<OptionSpec> engine_options() {
       {"--kv-fraction", "KV budget as a fraction of MemAvailable after loading", true, "0.5"},
       {"--block-size", "KV block size in tokens", true, "16"},
       {"--prefix-caching", "on|off", true, "on"},
+      {"--kv-window", "on|off: sliding-window layers keep only their window's KV (off: the whole context)", true, "on"},
       {"--chunked-prefill", "on|off", true, "on"},
       {"--batching", "continuous|static|static-padded", true, "continuous"},
       {"--kv-layout", "paged|reserved", true, "paged"},
@@ -71,6 +72,7 @@ EngineConfig engine_config(const Args& args) {
   c.kv_fraction = args.number("--kv-fraction");
   c.block_size = static_cast<int>(args.integer("--block-size"));
   c.prefix_caching = on_off(args, "--prefix-caching", errs);
+  c.window_kv = on_off(args, "--kv-window", errs);
   c.chunked_prefill = on_off(args, "--chunked-prefill", errs);
   if (!parse_batching_mode(args.str("--batching"), &c.batching))
     errs.push_back("--batching must be continuous, static or static-padded, got '" + args.str("--batching") + "'");
