@@ -38,6 +38,10 @@ struct EngineConfig {
   double kv_fraction = 0.5;
   int block_size = 16;
   bool prefix_caching = true;
+  // Sliding-window layers (Mistral, Gemma 3's local layers) keep only their window's blocks: a pool of their own
+  // when the model mixes them with full-attention layers, blocks given back as they leave the window otherwise.
+  // false: they keep the whole context like every other layer (their attention is windowed either way).
+  bool window_kv = true;
   kv::KvLayout kv_layout = kv::KvLayout::kPaged;  // kReserved: baseline, max context reserved per sequence
   // KV element types (core/kv_dtype.h): kv_dtype for K and V unless kv_dtype_k / kv_dtype_v say otherwise;
   // a non-empty kv_layers (a per-layer plan, tinfer calibrate-kv) gives every layer's K and V instead.
@@ -107,7 +111,10 @@ struct EngineStats {
   int64_t kv_waste_slots = 0;        // reserved but unused token slots (now)
   int running_peak = 0;              // most requests running in one step so far
   int64_t kv_capacity_tokens = 0;    // kv_blocks_total x block_size
-  int64_t kv_bytes_per_token = 0;    // every layer's K and V, scales included
+  int64_t kv_bytes_per_token = 0;    // every layer's K and V, scales included (the full-attention layers' when
+                                     // the sliding-window layers have their own pool)
+  int kv_window_blocks_total = 0, kv_window_blocks_peak = 0;  // that pool (EngineConfig::window_kv), else 0
+  int64_t kv_window_bytes_per_token = 0;
   std::string kv_types;              // KvPrecision::describe(): "f16", "k=int8 v=int4", "mixed: ..."
   // Speculative decoding: draft tokens verified, of which kept, and the decode steps that carried drafts.
   std::string spec_mode = "none";

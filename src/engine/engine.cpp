@@ -570,6 +570,11 @@ void EngineImpl::publish_stats() {
   stats_.running_peak = running_peak_;
   stats_.kv_capacity_tokens = static_cast<int64_t>(ks.num_blocks) * plan_.block_size;
   stats_.kv_bytes_per_token = static_cast<int64_t>(plan_.bytes_per_token);
+  if (sched_->kv().num_groups() > 1) {
+    const kv::KvStats ws = sched_->kv().group(1).stats();
+    stats_.kv_window_blocks_total = ws.num_blocks, stats_.kv_window_blocks_peak = ws.peak_used;
+    stats_.kv_window_bytes_per_token = static_cast<int64_t>(plan_.window_bytes_per_token);
+  }
   stats_.kv_types = precision_.describe();
   stats_.spec_mode = spec_mode_name(config_.spec.mode);
   stats_.spec_drafted = ss.spec_drafted;

@@ -64,6 +64,49 @@ TEST(MemoryPlanner, RefusesWhenOneSequenceCannotFit) {
   EXPECT_THROW(plan_kv_memory(kLlama7b, gib, 0, 16), Error);
 }
 
+// Sliding-window layers: 4 layers of 64 bytes/token (1 kv head, head_dim 8, f32), three windowed (64 tokens),
+// 2 sequences, steps of 32 tokens, blocks of 16, context 256.
+KvShape windowed_shape(std::vector<uint8_t> layers) {
+  KvShape s{.num_layers = 4, .num_kv_heads = 1, .head_dim = 8, .bytes_per_elem = 4};
+  s.window = KvWindow{.window_tokens = 64, .layers = std::move(layers), .max_seqs = 2, .max_step_tokens = 32};
+  return s;
+}
+
+TEST(MemoryPlanner, MixedWindowLayersGetAPoolOfTheirWindows) {
+  const KvShape s = windowed_shape({1, 1, 1, 0});
+  const KvMemoryPlan p = plan_kv_memory(s, 100000, 16, 256);
+  EXPECT_EQ(p.window_blocks_per_seq, 6);  // 64 tokens = 4 blocks, +1 entered part-way, +1 a step opens
+  EXPECT_EQ(p.window_blocks, 2 * 6 + 2);   // and one step's 32 new tokens
+  EXPECT_EQ(p.window_bytes_per_token, 192u);
+  EXPECT_EQ(p.bytes_per_token, 64u);       // the full-attention layer's
+  EXPECT_EQ(p.num_blocks, (100000 - 14 * 16 * 192) / (64 * 16));  // 55
+  EXPECT_EQ(p.bytes_used, size_t(55 * 1024 + 14 * 16 * 192));
+  EXPECT_EQ(p.max_concurrency, 2);  // 55 / 16 = 3 contexts, but the window pool holds 2
+  EXPECT_FALSE(p.window_release);
+  // Demand: two whole contexts in the full layer, the window pool for the rest -- versus 4 layers x 2 contexts.
+  EXPECT_EQ(kv_demand_bytes(s, 16, 256, 2), size_t(2 * 16 * 16 * 64 + 14 * 16 * 192));
+  KvShape plain = s;
+  plain.window = {};
+  EXPECT_EQ(kv_demand_bytes(plain, 16, 256, 2), size_t(2 * 16 * 16 * 256));
+  try {
+    plan_kv_memory(s, 14 * 16 * 192 + 1000, 16, 256);
+    FAIL() << "expected an Error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("sliding-window layers' pool (14 blocks"), std::string::npos) << e.what();
+  }
+}
+
+TEST(MemoryPlanner, EveryLayerWindowedIsOnePoolThatGivesBlocksBack) {
+  const KvMemoryPlan p = plan_kv_memory(windowed_shape({1, 1, 1, 1}), 100000, 16, 256);
+  EXPECT_TRUE(p.window_release);
+  EXPECT_EQ(p.window_blocks, 0);
+  EXPECT_EQ(p.bytes_per_token, 256u);
+  EXPECT_EQ(p.num_blocks, 100000 / 4096);           // 24
+  EXPECT_EQ(p.max_concurrency, (24 - 2) / 6);       // 3 windows beside a step's new blocks
+  EXPECT_THROW(plan_kv_memory(windowed_shape({1, 1, 1, 1}), 7 * 4096, 16, 256), Error);
+  EXPECT_THROW(plan_kv_memory(windowed_shape({1, 1}), 100000, 16, 256), Error);  // a list for 2 of 4 layers
+}
+
 TEST(MemoryPlanner, BudgetFromFraction) {
   EXPECT_EQ(kv_budget_from_fraction(1000, 0.9), 900u);
   EXPECT_THROW(kv_budget_from_fraction(1000, 0.0), Error);
