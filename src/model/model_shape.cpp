@@ -69,7 +69,7 @@ ModelShape model_shape_from_gguf(const std::string& path) {
   std::sort(order.rbegin(), order.rend());
   for (const auto& [bytes, name] : order) s.weight_type += (s.weight_type.empty() ? "" : " + ") + name;
   s.weight_bytes_exact = true;
-  s.source = "GGUF file " + path;
+  s.source = (std::filesystem::is_directory(path) ? "Hugging Face checkpoint " : "GGUF file ") + path;
   return s;
 }
 
