@@ -44,9 +44,10 @@ TEST(HfTokenizer, EncodesLikeHuggingFaceTokenizers) {
     int bad = 0;
     for (size_t i = 0; i < texts.size(); ++i) {
       const auto got = tok->encode(texts[i], false, true);
-      if (got != want[i].get<std::vector<int32_t>>() && ++bad <= 3)
+      if (got != want[i].get<std::vector<int32_t>>() && ++bad <= 3) {
         ADD_FAILURE() << "text " << i << " " << json(texts[i]).dump() << "\n got " << json(got).dump() << "\nwant "
                       << want[i].dump();
+      }
     }
     EXPECT_EQ(bad, 0) << "of " << texts.size();
   }
