@@ -47,6 +47,11 @@ class GgufFile {
   static GgufFile open(const std::string& path);
   // Validates an in-memory image (copied); used by tests and the fuzzer.
   static GgufFile from_bytes(const uint8_t* data, size_t size);
+  // A view assembled in memory (a Hugging Face checkpoint read as GGUF, model/hf_checkpoint.h): metadata and
+  // tensors whose data points into `backing` (mappings and the few materialised tensors), which the file keeps
+  // alive. Error on duplicate keys or tensor names, or a tensor whose byte count disagrees with its type and shape.
+  static GgufFile from_view(const std::string& name, std::vector<std::pair<std::string, GgufValue>> kv,
+                            std::vector<GgufTensor> tensors, std::shared_ptr<const void> backing);
 
   GgufFile(GgufFile&&) noexcept;
   GgufFile& operator=(GgufFile&&) noexcept;

@@ -32,6 +32,7 @@ struct Parsed {
 struct GgufFile::Impl : Parsed {
   MappedFile map;              // backing store for open()
   std::vector<uint8_t> owned;  // backing store for from_bytes()
+  std::shared_ptr<const void> backing;  // backing store for from_view()
 };
 
 int64_t GgufTensor::elements() const {
@@ -302,6 +303,30 @@ GgufFile GgufFile::from_bytes(const uint8_t* data, size_t size) {
   impl->name = "<memory>";
   impl->owned.assign(data, data + size);
   parse(*impl, impl->owned.data(), impl->owned.size());
+  return GgufFile(std::move(impl));
+}
+
+GgufFile GgufFile::from_view(const std::string& name, std::vector<std::pair<std::string, GgufValue>> kv,
+                            std::vector<GgufTensor> tensors, std::shared_ptr<const void> backing) {
+  auto impl = std::make_unique<Impl>();
+  impl->name = name;
+  impl->version = gguf::kVersion;
+  impl->backing = std::move(backing);
+  for (auto& [key, v] : kv) {
+    check(impl->kv_index.emplace(key, impl->kv.size()).second, name + ": duplicate metadata key '" + key + "'");
+    impl->kv.emplace_back(std::move(key), std::move(v));
+  }
+  for (GgufTensor& t : tensors) {
+    const TypeTraits* tr = find_type(t.type);
+    check(tr != nullptr && !t.shape.empty() && t.shape[0] % tr->block_size == 0,
+          name + ": tensor '" + t.name + "' has an unusable type or shape");
+    check(t.bytes == size_t(t.elements() / tr->block_size) * tr->block_bytes,
+          name + ": tensor '" + t.name + "' holds " + to_string(t.bytes) + " bytes, its type and shape need " +
+              to_string(t.elements() / tr->block_size * tr->block_bytes));
+    check(impl->tensor_index.emplace(t.name, impl->tensors.size()).second,
+          name + ": duplicate tensor '" + t.name + "'");
+    impl->tensors.push_back(std::move(t));
+  }
   return GgufFile(std::move(impl));
 }
 

@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "core/error.h"
+#include "model/hf_checkpoint.h"
 #include "model/llama2c.h"
 
 namespace tinfer {
@@ -56,6 +57,8 @@ Model::Model(GgufFile gguf, std::string path) : gguf_(std::move(gguf)), path_(st
 std::unique_ptr<Model> Model::load(const std::string& path, const ModelLoadOptions& opts) {
   check(std::filesystem::exists(path), "model file '" + path + "' does not exist");
   try {
+    // A directory is a Hugging Face checkpoint, read in place as a GGUF view (open_hf_checkpoint names what is missing).
+    if (std::filesystem::is_directory(path)) return std::unique_ptr<Model>(new Model(open_hf_checkpoint(path), path));
     if (has_gguf_magic(path)) return std::unique_ptr<Model>(new Model(GgufFile::open(path), path));
     std::string tok = opts.tokenizer_path.empty() ? default_llama2c_tokenizer(path) : opts.tokenizer_path;
     check(!tok.empty(), "'" + path + "' is not GGUF; as a llama2.c model it needs a tokenizer (--tokenizer)");

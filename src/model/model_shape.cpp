@@ -1,6 +1,7 @@
 // ModelShape from a GGUF file's header (metadata + tensor table), plus the parameter and weight-byte
 // arithmetic the table and config.json sources share.
 #include "model/model_shape.h"
+#include "model/hf_checkpoint.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -40,7 +41,7 @@ int64_t weight_bytes_as(int64_t params, const std::string& type) {
 
 ModelShape model_shape_from_gguf(const std::string& path) {
   check(std::filesystem::exists(path), "model file '" + path + "' does not exist");
-  {
+  if (!std::filesystem::is_directory(path)) {  // a directory is a Hugging Face checkpoint (open_gguf_or_hf)
     std::ifstream f(path, std::ios::binary);
     char magic[4] = {};
     f.read(magic, 4);
@@ -50,7 +51,7 @@ ModelShape model_shape_from_gguf(const std::string& path) {
               "--like or --config config.json");
   }
   // open() maps the file and validates the header and tensor table; no tensor data is touched here.
-  GgufFile gguf = GgufFile::open(path);
+  GgufFile gguf = open_gguf_or_hf(path);
   ModelShape s;
   try {
     s.config = read_model_config(gguf);
@@ -68,7 +69,7 @@ ModelShape model_shape_from_gguf(const std::string& path) {
   std::sort(order.rbegin(), order.rend());
   for (const auto& [bytes, name] : order) s.weight_type += (s.weight_type.empty() ? "" : " + ") + name;
   s.weight_bytes_exact = true;
-  s.source = "GGUF file " + path;
+  s.source = (std::filesystem::is_directory(path) ? "Hugging Face checkpoint " : "GGUF file ") + path;
   return s;
 }
 

@@ -6,6 +6,7 @@
 #include "common.h"
 #include "core/error.h"
 #include "model/gguf.h"
+#include "model/hf_checkpoint.h"
 #include "quantize/derive_model.h"
 
 namespace tinfer::cli {
@@ -21,7 +22,7 @@ int cmd_derive(int argc, char** argv) {
   check(args.has("--output"), "missing -o FILE");
   const std::string in = args.str("--model"), out = args.str("--output");
   check(in != out, "the output path '" + out + "' is the input file");
-  const GgufFile src = GgufFile::open(in);
+  const GgufFile src = open_gguf_or_hf(in);  // a directory: a Hugging Face checkpoint
   const auto arch = src.get_string("general.architecture");
   check(arch.has_value(), in + ": no general.architecture");
   const auto n = src.get_int(*arch + ".block_count");

@@ -25,5 +25,6 @@ int cmd_calibrate_exit(int argc, char** argv);
 int cmd_calibrate_route(int argc, char** argv);
 int cmd_kv_plan(int argc, char** argv);
 int cmd_derive(int argc, char** argv);
+int cmd_convert(int argc, char** argv);
 
 }  // namespace tinfer::cli

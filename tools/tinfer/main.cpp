@@ -21,6 +21,7 @@ const Entry kCommands[] = {
     {"info", tinfer::cli::cmd_info, "architecture, hyper-parameters, tensors, KV bytes per token"},
     {"ppl", tinfer::cli::cmd_ppl, "teacher-forced perplexity of a text file"},
     {"quantize", tinfer::cli::cmd_quantize, "quantize a GGUF (q8_0 ... q2_k, mixed recipe, rtn/gptq/awq) with a size and quality report"},
+    {"convert", tinfer::cli::cmd_convert, "write a Hugging Face checkpoint directory as GGUF (llama.cpp's names and layout)"},
     {"derive", tinfer::cli::cmd_derive, "write a model with a subset of its layers (a draft / routing model sharing the tokenizer)"},
     {"calibrate-kv", tinfer::cli::cmd_calibrate_kv, "choose per-layer KV cache types within a quality budget; writes a --kv-plan file"},
     {"calibrate-exit", tinfer::cli::cmd_calibrate_exit, "choose the early-exit threshold within a quality budget; prints the --early-exit flags"},

@@ -2,6 +2,7 @@
 // greedy merging of the highest-scoring adjacent pair, byte fallback (<0xNN>) for unknown text.
 #include <array>
 #include <cstdio>
+#include <unordered_map>
 
 #include "model/tokenizer/merge_queue.h"
 #include "model/tokenizer/unicode_util.h"
@@ -20,6 +21,16 @@ class SpmTokenizer final : public VocabTokenizer {
     for (int b = 0; b < 256; ++b) {
       std::snprintf(buf, sizeof buf, "<0x%02X>", b);
       byte_ids_[b] = vocab_.find(buf);
+    }
+    // Merges (a tokenizer.json's BPE): a pair merges by its rank; pairs naming absent pieces can never apply.
+    const auto& merges = vocab_.data().merges;
+    for (size_t r = 0; r < merges.size(); ++r) {
+      const size_t sp = merges[r].find(' ', 1);
+      if (sp == std::string::npos) continue;
+      const std::string_view m(merges[r]);
+      const int32_t a = vocab_.find(m.substr(0, sp)), b = vocab_.find(m.substr(sp + 1));
+      const int32_t ab = mergeable(std::string(m.substr(0, sp)) + std::string(m.substr(sp + 1)));
+      if (a >= 0 && b >= 0 && ab >= 0) ranks_.emplace(key(a, b), Merge{static_cast<int32_t>(r), ab});
     }
   }
 
@@ -104,6 +115,13 @@ class SpmTokenizer final : public VocabTokenizer {
     if (syms.empty()) return;
     syms.back().next = -1;
     merge_symbols(syms, [&](const MergeSymbol& l, const MergeSymbol& r, double& pr, int32_t& id) {
+      if (!ranks_.empty()) {  // Hugging Face BPE: only listed pairs, lowest rank first
+        auto it = ranks_.find(key(vocab_.find(s.substr(l.start, l.len)), vocab_.find(s.substr(r.start, r.len))));
+        if (it == ranks_.end()) return false;
+        pr = -static_cast<double>(it->second.rank);
+        id = it->second.id;
+        return true;
+      }
       id = mergeable(s.substr(l.start, l.len + r.len));
       if (id < 0) return false;
       pr = vocab_.score(id);
@@ -127,7 +145,13 @@ class SpmTokenizer final : public VocabTokenizer {
     }
   }
 
+  struct Merge {
+    int32_t rank, id;
+  };
+  static uint64_t key(int32_t a, int32_t b) { return (static_cast<uint64_t>(uint32_t(a)) << 32) | static_cast<uint32_t>(b); }
+
   std::array<int32_t, 256> byte_ids_;
+  std::unordered_map<uint64_t, Merge> ranks_;  // (left id, right id) -> rank and merged id; empty: merge by score
 };
 
 }  // namespace

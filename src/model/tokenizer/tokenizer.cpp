@@ -43,6 +43,10 @@ std::unique_ptr<Tokenizer> load_tokenizer(const GgufFile& g) {
       else dst = static_cast<int32_t>(*v);
     }
   };
+  for (int64_t e : g.get_int_array("tinfer.tokenizer.eog_token_ids")) {
+    check(e >= 0 && e <= INT32_MAX, "tinfer.tokenizer.eog_token_ids value out of range: " + std::to_string(e));
+    d.eog_ids.push_back(static_cast<int32_t>(e));
+  }
   id("bos_token_id", d.bos);
   id("eos_token_id", d.eos);
   id("unknown_token_id", d.unk);

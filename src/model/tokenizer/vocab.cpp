@@ -29,6 +29,8 @@ void VocabData::validate() const {
   for (const auto& [name, id] : ids)
     if (id < -1 || (id >= 0 && static_cast<size_t>(id) >= n))
       err << "; tokenizer.ggml." << name << " = " << id << " is out of range [0, " << n << ")";
+  for (int32_t id : eog_ids)
+    if (id < 0 || static_cast<size_t>(id) >= n) err << "; end-of-generation id " << id << " is out of range [0, " << n << ")";
   if (model == "gpt2" && merges.empty()) err << "; gpt2 tokenizer has no tokenizer.ggml.merges";
   const std::string e = err.str();
   if (!e.empty()) fail("invalid tokenizer metadata: " + e.substr(2));
@@ -45,6 +47,7 @@ Vocab::Vocab(VocabData d) : d_(std::move(d)) {
   eog_.assign(n, false);
   for (int32_t id : {d_.eos, d_.eot, d_.eom})
     if (id >= 0) eog_[id] = true;
+  for (int32_t id : d_.eog_ids) eog_[id] = true;
   for (int32_t i = 0; i < n; ++i) {
     const TokenAttr a = attrs_[i];
     if ((a == TokenAttr::control || a == TokenAttr::user_defined) && !d_.tokens[i].empty()) specials_.push_back(i);

@@ -20,8 +20,12 @@ struct VocabData {
   std::vector<std::string> tokens;  // [n_vocab]
   std::vector<float> scores;        // [n_vocab] or empty (all 0)
   std::vector<int32_t> types;       // [n_vocab] TokenAttr values, or empty (all normal)
-  std::vector<std::string> merges;  // gpt2: "left right", rank = index
+  // gpt2: "left right", rank = index. llama (SentencePiece-style BPE from a tokenizer.json): when present, pairs
+  // merge by this rank (Hugging Face's BPE) instead of by the merged piece's score.
+  std::vector<std::string> merges;
   int32_t bos = -1, eos = -1, unk = -1, eot = -1, eom = -1, pad = -1;
+  // More end-of-generation ids (generation_config.json's eos_token_id list; GGUF: tinfer.tokenizer.eog_token_ids).
+  std::vector<int32_t> eog_ids;
   bool add_bos = true;
   bool add_space_prefix = true;  // SentencePiece dummy prefix
   // Throws Error listing every problem: array lengths that disagree, ids out of range, bad types.
