@@ -6,6 +6,14 @@ the normalizer " " -> U+2581, control tokens added as special tokens and user-de
 of spaces/tabs, "<table>" ...) as plain added tokens. `AutoTokenizer.from_pretrained(dir, gguf_file=...)`
 does exactly this but imports torch to read the metadata; here the metadata comes from the `gguf` package
 and the same transformers builder functions are called, so no torch is needed.
+
+One deliberate difference (faithful=True, the default): transformers' gemma_tokenizer respells the
+user-defined pieces made of 2..31 literal spaces (ids 138..167) as U+2581 runs, which turns them into
+ordinary BPE merges (32 spaces + "The" -> 16+16 spaces, "The"), and then no longer adds them as added
+tokens. Gemma's own tokenizer (tokenizer.json: added tokens with literal-space content, not normalized)
+and llama.cpp (user-defined pieces matched whole in the raw text, longest first) give 31 spaces, " The".
+With faithful=True the pieces keep the GGUF's spelling, so they are added tokens matched whole, as every
+other user-defined piece ("\n" runs, tab runs, "<table>") already is. faithful=False is transformers as is.
 """
 import gguf
 
@@ -34,16 +42,24 @@ def gguf_tokenizer_dict(path):
     return field("general.architecture"), d
 
 
-def hf_tokenizer_from_gguf(path):
-    """A transformers tokenizer object equal to AutoTokenizer.from_pretrained(dir, gguf_file=name)'s."""
+def hf_tokenizer_from_gguf(path, faithful=True):
+    """A transformers tokenizer object as AutoTokenizer.from_pretrained(dir, gguf_file=name) builds it
+    (faithful=False), or with the space-run pieces kept as the GGUF spells them (faithful=True)."""
     from transformers.integrations.gguf.gguf_tokenizer_mapping import (
+        GemmaTokenizer,
         add_gguf_special_tokens,
         select_tokenizer_builder,
+        sentencepiece_tokenizer,
         set_split_regex,
     )
 
     arch, d = gguf_tokenizer_dict(path)
-    tok = select_tokenizer_builder(arch, d.get("tokenizer_type"))(d)
+    if faithful and arch in ("gemma", "gemma2", "gemma3") and d.get("tokenizer_type") == "llama":
+        # gemma_tokenizer without the respelling: merges ranked by file order, as transformers ranks them.
+        positions = {token: -index for index, token in enumerate(d["tokens"])}
+        tok = sentencepiece_tokenizer(d, GemmaTokenizer, vocab_scores=positions)
+    else:
+        tok = select_tokenizer_builder(arch, d.get("tokenizer_type"))(d)
     tok = add_gguf_special_tokens(tok, d)
     tok = set_split_regex(tok, d)
     return tok

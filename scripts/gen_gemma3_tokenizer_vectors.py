@@ -2,12 +2,16 @@
 """Writes tests/data/gemma3/tokenizer_vectors.json: expected encodings of the Gemma 3 GGUF vocabulary.
 
 The oracle is Hugging Face's: the tokenizer transformers builds from a GGUF (scripts/gemma3_hf_tokenizer.py,
-equal to AutoTokenizer.from_pretrained(dir, gguf_file=...)), run by the `tokenizers` package. Each case
-holds the text and two encodings without BOS:
+AutoTokenizer.from_pretrained(dir, gguf_file=...) but with the literal space-run pieces kept as added
+tokens, as Gemma's tokenizer.json and llama.cpp have them -- see that file), run by the `tokenizers`
+package. Each case holds the text and two encodings without BOS:
   ids          special-token texts ("<bos>", "<start_of_turn>") left as plain text; user-defined tokens
                ("\\n", space and tab runs, "<table>") still matched whole, as llama.cpp does
                (tinfer: encode(text, false, false))
   ids_special  control-token texts mapped to their ids (tinfer: encode(text, false, true))
+  ids_hf_gguf  (only where it differs from ids) transformers' GGUF conversion unchanged, for information
+  ids_spm      (only where it differs from ids) the `sentencepiece` package with a model built from the
+               GGUF's pieces (scripts/gemma3_spm_tokenizer.py), for information
 Texts: slices of the shared corpora (../shared/corpus) and adversarial strings. Invalid UTF-8 cannot
 be given to `tokenizers` (it takes str), so it is not covered here.
 
@@ -20,6 +24,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gemma3_hf_tokenizer import hf_tokenizer_from_gguf  # noqa: E402
+from gemma3_spm_tokenizer import spm_from_gguf  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHARED = os.environ.get("TINFER_SHARED", os.path.join(os.path.dirname(ROOT), "shared"))
@@ -136,11 +141,20 @@ def main():
     tok = hf_tokenizer_from_gguf(a.model)
     bt = tok.backend_tokenizer
     cases = [{"source": "adversarial", "text": t} for t in ADVERSARIAL] + corpus_slices()
+    raw = hf_tokenizer_from_gguf(a.model, faithful=False).backend_tokenizer
+    raw.encode_special_tokens = True
+    sp = spm_from_gguf(a.model)
     for c in cases:
         bt.encode_special_tokens = True  # control texts stay text; user-defined (non-special) still match
         c["ids"] = bt.encode(c["text"], add_special_tokens=False).ids
         bt.encode_special_tokens = False
         c["ids_special"] = bt.encode(c["text"], add_special_tokens=False).ids
+        other = raw.encode(c["text"], add_special_tokens=False).ids
+        if other != c["ids"]:
+            c["ids_hf_gguf"] = other
+        other = sp.encode(c["text"])
+        if other != c["ids"]:
+            c["ids_spm"] = other
     doc = {
         "model": os.path.basename(a.model),
         "generator": "scripts/gen_gemma3_tokenizer_vectors.py (Hugging Face tokenizers, vocabulary converted "
@@ -155,7 +169,8 @@ def main():
     with open(a.out, "w", encoding="utf-8") as f:
         f.write(head + ', "cases": [\n' + ",\n".join(lines) + "\n]}\n")
     n_ids = sum(len(c["ids"]) for c in cases)
-    print(f"wrote {len(cases)} cases, {n_ids} ids to {a.out}")
+    print(f"wrote {len(cases)} cases, {n_ids} ids to {a.out}; transformers' GGUF conversion differs on "
+          f"{sum('ids_hf_gguf' in c for c in cases)}, sentencepiece on {sum('ids_spm' in c for c in cases)}")
 
 
 if __name__ == "__main__":

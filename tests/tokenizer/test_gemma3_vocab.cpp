@@ -81,7 +81,10 @@ TEST_F(Gemma3Vocab, MatchesHuggingFaceTokenizers) {
       ADD_FAILURE() << "encoding with specials differs for " << what << "\n  tinfer: " << ids_str(got_special)
                     << "\n  HF:     " << ids_str(want_special);
     }
-    EXPECT_EQ(tok_->decode(want, true), text) << what;
+    // Lossless round trip, except for a literal U+2581 in the text: SentencePiece decodes it as ' '.
+    if (text.find("\xE2\x96\x81") == std::string::npos) {
+      EXPECT_EQ(tok_->decode(want, true), text) << what;
+    }
     ++n;
   }
   EXPECT_GE(n, 80);
