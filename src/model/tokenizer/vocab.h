@@ -51,8 +51,9 @@ class Vocab {
     int32_t id = -1;  // >= 0: special token
     std::string_view text;
   };
-  // Splits `text` at occurrences of control/user-defined token texts (longest match first) that
-  // overlap no `literal` range; without parse_special the whole text is one raw fragment.
+  // Splits `text` at occurrences of special token texts, longest match first: user-defined texts
+  // always (they are plain text matched whole, as llama.cpp and Hugging Face added tokens are), control
+  // texts only with parse_special and where they overlap no `literal` range.
   std::vector<Fragment> split_special(std::string_view text, bool parse_special,
                                       std::span<const TextRange> literal = {}) const;
 
@@ -61,6 +62,7 @@ class Vocab {
   std::vector<TokenAttr> attrs_;
   std::unordered_map<std::string_view, int32_t> index_;  // views into d_.tokens
   std::vector<int32_t> specials_;                        // control/user-defined ids, longest text first
+  bool has_user_defined_ = false;
   std::vector<bool> eog_;
 };
 
