@@ -21,6 +21,8 @@ struct KvCapacityQuery {
   int max_seqs = 64;            //   capped, as the engine does, at max_seqs sequences of context_len
   int block_size = 16;
   int context_len = 0;  // 0: the model's context length; more than it is refused (as the engine refuses it)
+  bool window_kv = true;      // sliding-window layers keep their window only (the engine's --kv-window)
+  int max_step_tokens = 512;  // the engine's --max-batched-tokens (the window pool holds one step's new tokens)
 };
 
 struct KvLayerBytes {

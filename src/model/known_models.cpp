@@ -18,7 +18,7 @@ constexpr KnownModel kKnownModels[] = {
     {"llama-2-70b", 80, 64, 8, 128, 8192, 28672, 32000, 4096, false, false, 68'976'648'192},
     {"llama-3-8b", 32, 32, 8, 128, 4096, 14336, 128256, 8192, false, false, 8'030'261'248},
     {"llama-3-70b", 80, 64, 8, 128, 8192, 28672, 128256, 8192, false, false, 70'553'706'496},
-    {"mistral-7b", 32, 32, 8, 128, 4096, 14336, 32000, 32768, false, false, 7'241'732'096},
+    {"mistral-7b", 32, 32, 8, 128, 4096, 14336, 32000, 32768, false, false, 7'241'732'096, 4096},
     {"qwen2.5-7b", 28, 28, 4, 128, 3584, 18944, 152064, 32768, false, true, 7'615'616'512},
     {"smollm2-135m", 30, 9, 3, 64, 576, 1536, 49152, 8192, true, false, 134'515'008},
     {"llama-3.2-1b", 16, 32, 8, 64, 2048, 8192, 128256, 131072, true, false, 1'235'814'400},
@@ -58,6 +58,7 @@ ModelShape model_shape_like(const std::string& name, const std::string& weight_t
     c.n_vocab = m.vocab;
     c.ctx_len = m.ctx;
     c.tied_output = m.tied_embeddings;
+    c.sliding_window = m.sliding_window;
     c.validate();
     s.params = m.params;
     s.weight_type = weight_type.empty() ? "f16" : weight_type;

@@ -27,6 +27,7 @@ struct KnownModel {
   bool tied_embeddings;
   bool attn_bias;  // q/k/v projections carry biases (Qwen2)
   int64_t params;  // the checkpoint's parameter count
+  int64_t sliding_window = 0;  // every layer attends to the last this many positions (Mistral); 0: none
 };
 
 std::span<const KnownModel> known_models();

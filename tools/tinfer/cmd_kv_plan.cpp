@@ -44,6 +44,8 @@ int cmd_kv_plan(int argc, char** argv) {
                  {"--max-seqs", "with --kv-fraction: the engine's cap (max_seqs x context)", true, "64"},
                  {"-c,--ctx", "context length per sequence (default: the model's)"},
                  {"--block-size", "KV block size in tokens", true, "16"},
+                 {"--kv-window", "on|off: sliding-window layers keep only their window (as the engine)", true, "on"},
+                 {"--max-batched-tokens", "the engine's step budget (the window pool holds one step)", true, "512"},
                  {"--json", "one JSON object instead of the table", false},
              }),
       "tinfer kv-plan (-m MODEL.gguf | --like NAME | --config config.json) [--memory BYTES | --kv-fraction F] "
@@ -73,6 +75,9 @@ int cmd_kv_plan(int argc, char** argv) {
   q.max_seqs = in_range("--max-seqs", 1, 1 << 20);
   q.block_size = in_range("--block-size", 1, 256);
   if (args.has("--ctx")) q.context_len = in_range("--ctx", 1, 1 << 24);
+  q.max_step_tokens = in_range("--max-batched-tokens", 1, 1 << 20);
+  check(args.str("--kv-window") == "on" || args.str("--kv-window") == "off", "--kv-window must be on or off");
+  q.window_kv = args.str("--kv-window") == "on";
   const KvCapacityReport report = kv_capacity(shape.config, precision, q);
   if (args.flag("--json"))
     std::printf("%s\n", kv_plan_json(shape, report).dump(2).c_str());

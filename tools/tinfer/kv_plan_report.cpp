@@ -84,6 +84,14 @@ std::string kv_plan_table(const ModelShape& s, const KvCapacityReport& r) {
   o += fmt("capacity     %d blocks = %lld tokens, %s used\n", p.num_blocks, ll(p.capacity_tokens),
            human(double(p.bytes_used)).c_str());
   o += fmt("sequences    %d at %d tokens (%d blocks each)\n", p.max_concurrency, p.context_len, p.blocks_per_seq);
+  if (p.window_blocks > 0)
+    o += fmt("window pool  %d blocks for the sliding-window layers (%zu bytes/token, windows of %d tokens, %d blocks "
+             "per sequence at most, %s): the per-token figures above are the other layers'\n",
+             p.window_blocks, p.window_bytes_per_token, p.window_tokens, p.window_blocks_per_seq,
+             human(double(p.window_blocks) * p.block_size * double(p.window_bytes_per_token)).c_str());
+  else if (p.window_release)
+    o += fmt("window       every layer attends to the last %d tokens: blocks leaving the window return to the pool "
+             "(%d blocks per sequence at most)\n", p.window_tokens, p.window_blocks_per_seq);
   o += fmt("\nsame budget, K = V:\n  type  bytes/token       tokens  seqs@%-6d  x f16\n", p.context_len);
   for (const KvDtypeCapacity& d : r.by_dtype) {
     const double x = x_f16(r, d);
@@ -147,6 +155,11 @@ nlohmann::json kv_plan_json(const ModelShape& s, const KvCapacityReport& r) {
       {"bytes_used", p.bytes_used},
       {"blocks_per_seq", p.blocks_per_seq},
       {"max_concurrency", p.max_concurrency},
+      {"window", {{"tokens", p.window_tokens},
+                  {"release", p.window_release},
+                  {"pool_blocks", p.window_blocks},
+                  {"pool_bytes_per_token", p.window_bytes_per_token},
+                  {"blocks_per_seq", p.window_blocks_per_seq}}},
       {"by_dtype", by_dtype},
   };
 }
