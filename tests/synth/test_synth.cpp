@@ -147,13 +147,19 @@ TEST(Synth, TokenizerLoadsAndRoundTrips) {
 
 TEST(Synth, PresetsAndFile) {
   EXPECT_EQ(synth_preset_names(), (std::vector<std::string>{"tinyllama-1.1b", "llama-7b", "smollm2-135m", "stories15m",
-                                                            "llama3.2-1b", "qwen2.5-0.5b", "qwen3-0.6b", "phi3-mini"}));
+                                                            "llama3.2-1b", "qwen2.5-0.5b", "qwen3-0.6b", "phi3-mini",
+                                                            "mistral-7b", "gemma3-270m", "gemma3-1b"}));
   for (const auto& n : synth_preset_names()) {
     const SynthSpec* s = find_synth_preset(n);
     ASSERT_NE(s, nullptr);
     EXPECT_TRUE(s->validate().empty()) << n;
   }
   EXPECT_EQ(find_synth_preset("gpt-5"), nullptr);
+  const SynthSpec* g = find_synth_preset("gemma3-270m");
+  EXPECT_EQ(g->arch, "gemma3");
+  EXPECT_EQ(g->sliding_window, 512);
+  EXPECT_EQ(g->resolved_head_dim(), 256);
+  EXPECT_EQ(find_synth_preset("mistral-7b")->sliding_window, 4096);
   const SynthSpec* t = find_synth_preset("tinyllama-1.1b");
   EXPECT_EQ(t->dim, 2048);
   EXPECT_EQ(t->n_kv_heads, 4);
