@@ -22,7 +22,7 @@ ChatTemplate::ChatTemplate(const std::string& source, const std::string& origin)
   try {
     t_ = std::make_shared<const jinja::Template>(source);
   } catch (const Error& e) {
-    fail(origin + ": " + e.what());
+    fail(origin == "chat template" ? std::string(e.what()) : origin + ": " + e.what());
   }
 }
 

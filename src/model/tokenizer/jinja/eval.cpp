@@ -108,6 +108,8 @@ std::vector<Value> iterate_value(Interp& in, const Value& v) { return iterate(in
 
 Interp::Flow Interp::exec_for(const Stmt& s) {
   std::vector<Value> items = iterate(*this, eval(*s.expr));
+  // Each iteration is a fresh scope over the enclosing one: a `set` in the body is seen by the rest
+  // of that iteration only (Jinja2's rule, hence namespace() for anything carried across).
   scopes_.emplace_back();
   auto bind = [&](const Value& item) {
     if (s.targets.size() == 1) {
@@ -121,6 +123,7 @@ Interp::Flow Interp::exec_for(const Stmt& s) {
   if (s.filter) {  // {% for x in xs if cond %}: filtered before loop.* is computed
     std::vector<Value> kept;
     for (const Value& it : items) {
+      scopes_.back().clear();
       bind(it);
       if (truthy(eval(*s.filter))) kept.push_back(it);
     }
@@ -129,6 +132,7 @@ Interp::Flow Interp::exec_for(const Stmt& s) {
   const int64_t n = static_cast<int64_t>(items.size());
   for (int64_t k = 0; k < n; ++k) {
     tick();
+    scopes_.back().clear();
     bind(items[size_t(k)]);
     Dict loop;
     loop.set(Value::text("index"), Value::integer(k + 1));
@@ -150,8 +154,8 @@ Interp::Flow Interp::exec_for(const Stmt& s) {
     const Flow f = exec(s.body);
     if (f == Flow::break_) break;
   }
-  if (n == 0) exec(s.else_body);
   scopes_.pop_back();
+  if (n == 0) exec(s.else_body);
   return Flow::normal;
 }
 

@@ -365,6 +365,19 @@ Value apply_filter(Interp& in, const std::string& name, const Value& v, Args& a)
     in.check_size(s.s.size() * (pad.size() + 1) + pad.size());
     return Value::string(indent(s, pad, bool_arg(a, 1, "first", false), bool_arg(a, 2, "blank", false)));
   }
+  if (name == "min" || name == "max") {
+    const bool cs = bool_arg(a, 0, "case_sensitive", false);
+    const Value* attr = arg(a, 1, "attribute");
+    const std::vector<Value> items = iterate_value(in, v);
+    if (items.empty()) return Value::undefined("no " + name + " item, sequence was empty");
+    auto key = [&](const Value& x) { return sort_key(attr && attr->is_string() ? get_attribute(x, attr->s()) : x, cs); };
+    size_t best = 0;
+    for (size_t k = 1; k < items.size(); ++k) {
+      const int c = compare_values(in, key(items[k]), key(items[best]));
+      if (name == "min" ? c < 0 : c > 0) best = k;
+    }
+    return items[best];
+  }
   if (name == "abs") {
     if (v.kind == Value::Kind::floating) return Value::floating(std::fabs(v.f));
     if (v.kind == Value::Kind::integer && v.i != INT64_MIN) return Value::integer(v.i < 0 ? -v.i : v.i);
@@ -440,7 +453,8 @@ bool is_known_filter(std::string_view n) {
   static const char* const kNames[] = {"trim", "length", "count", "tojson", "string", "safe", "e", "escape", "int",
                                        "float", "lower", "upper", "capitalize", "title", "default", "d", "join",
                                        "first", "last", "list", "reverse", "map", "select", "reject", "selectattr",
-                                       "rejectattr", "replace", "items", "dictsort", "sort", "unique", "indent", "abs"};
+                                       "rejectattr", "replace", "items", "dictsort", "sort", "unique", "indent", "abs",
+                                       "min", "max"};
   for (const char* k : kNames)
     if (n == k) return true;
   return false;
