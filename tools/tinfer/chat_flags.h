@@ -10,5 +10,8 @@ namespace tinfer::cli {
 
 OptionSpec chat_template_option();
 ChatTemplate chat_template(const Args& args, const Model& model);
+// `text` as one user turn, encoded with the template (BOS as the tokenizer adds it).
+std::vector<int32_t> chat_prompt(const Tokenizer& tok, const ChatTemplate& tmpl, const std::string& text);
+std::vector<int32_t> chat_prompt(const Args& args, const Model& model, const std::string& text);
 
 }  // namespace tinfer::cli

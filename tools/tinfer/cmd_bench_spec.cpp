@@ -124,12 +124,10 @@ int cmd_bench_spec(int argc, char** argv) {
   const Tokenizer& tok = runs[0].engine->tokenizer();
   const Model& model = runs[0].engine->model();
   std::vector<std::vector<Token>> prompts;
-  const std::optional<ChatTemplate> tmpl =
-      args.flag("--chat") ? std::optional<ChatTemplate>(chat_template(args, model)) : std::nullopt;
+  std::optional<ChatTemplate> tmpl;
+  if (args.flag("--chat")) tmpl.emplace(chat_template(args, model));
   for (const std::string& e : read_prompt_file(args.str("--prompts")))
-    prompts.push_back(args.flag("--chat") ? encode_chat(tok, *tmpl, {{"user", e}}, {},
-                                                        tok.add_bos_by_default() && tok.bos() >= 0)
-                                          : encode_prompt(tok, e));
+    prompts.push_back(tmpl ? chat_prompt(tok, *tmpl, e) : encode_prompt(tok, e));
   check(!prompts.empty(), "--prompts: no entries");
   // Warm-up: one short request per engine (scratch buffers, page faults).
   for (ModeRun& m : runs) {

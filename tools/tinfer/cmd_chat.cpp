@@ -35,11 +35,11 @@ int cmd_chat(int argc, char** argv) {
     if (line.empty()) continue;
     history.push_back({"user", line});
     const bool bos = tok.add_bos_by_default() && tok.bos() >= 0;
-    std::vector<int32_t> toks = encode_chat(tok, tmpl, history, {}, bos);
+    std::vector<int32_t> toks = encode_chat(tok, tmpl, history, ChatOptions{}, bos);
     const int64_t answer_room = args.integer("-n");
     while (int64_t(toks.size()) + answer_room > session.max_ctx() && history.size() > 1) {
       history.erase(history.begin());  // drop the oldest turns until the new one fits
-      toks = encode_chat(tok, tmpl, history, {}, bos);
+      toks = encode_chat(tok, tmpl, history, ChatOptions{}, bos);
     }
     size_t common = 0;
     const auto& cached = session.tokens();

@@ -36,10 +36,8 @@ int cmd_run(int argc, char** argv) {
   std::fprintf(stderr, "KV cache: %s, %lld bytes/token\n", kv.describe().c_str(),
                (long long)kv.bytes_per_token(mc.n_kv_heads, mc.head_dim));
   const Tokenizer& tok = l.model->tokenizer();
-  std::vector<int32_t> prompt =
-      args.flag("--chat") ? encode_chat(tok, chat_template(args, *l.model), {{"user", args.str("--prompt")}}, {},
-                                        tok.add_bos_by_default() && tok.bos() >= 0)
-                          : encode_prompt(tok, args.str("--prompt"));
+  std::vector<int32_t> prompt = args.flag("--chat") ? chat_prompt(args, *l.model, args.str("--prompt"))
+                                                    : encode_prompt(tok, args.str("--prompt"));
   Session session(*l.backend, context_length(args, *l.model), kv);
   GenerateOptions opts;
   opts.max_tokens = n;
