@@ -59,10 +59,13 @@ TEST(ChatTemplate, SmolLM2InjectsDefaultSystemPrompt) {
   EXPECT_EQ(apply_chat_template(kSmolTemplate, {}, true), "<|im_start|>assistant\n");
 }
 
+// The template is rendered as written: no default system turn, and no generation prompt unless the
+// template prints one (the old family-recognising renderer appended it regardless).
 TEST(ChatTemplate, PlainChatMLHasNoDefaultSystem) {
   const std::string t = "{% for m in messages %}{{'<|im_start|>' + m['role'] + '\\n' + m['content'] + '<|im_end|>\\n'}}"
-                        "{% endfor %}";
+                        "{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
   EXPECT_EQ(apply_chat_template(t, {{"user", "Hi"}}, true), "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
+  EXPECT_EQ(apply_chat_template(t, {{"user", "Hi"}}, false), "<|im_start|>user\nHi<|im_end|>\n");
 }
 
 TEST(ChatTemplate, SmolLM2TemplateFromGguf) {
