@@ -248,6 +248,12 @@ TEST(ChatTemplate, ResourceLimits) {
             std::string::npos);
   EXPECT_NE(run("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}").find("nested too deeply"), std::string::npos);
   EXPECT_NE(run("{{ 'x' * 100000000 }}").find("string too long"), std::string::npos);
+  EXPECT_NE(run("{{ 3 ** 100 }}").find("integer overflow"), std::string::npos);
+  // Values stay acyclic and shallow, so printing, comparing and freeing them cannot recurse without end.
+  EXPECT_NE(run("{% set ns = namespace(x=[]) %}{% for i in range(1000) %}{% set ns.x = [ns.x] %}{% endfor %}")
+                .find("nested too deeply"),
+            std::string::npos);
+  EXPECT_NE(run("{% set ns = namespace() %}{% set ns.me = [ns] %}").find("namespace cannot be stored"), std::string::npos);
   EXPECT_NE(what_of([] { jinja::Template("{{ " + std::string(5000, '(') + "1" + std::string(5000, ')') + " }}"); }).find("nested too deeply"),
             std::string::npos);
   std::string chain = "{{ x";

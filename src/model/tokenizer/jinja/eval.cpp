@@ -159,6 +159,23 @@ Interp::Flow Interp::exec_for(const Stmt& s) {
   return Flow::normal;
 }
 
+namespace {
+
+bool holds_namespace(const Value& v) {
+  if (v.kind == Value::Kind::ns) return true;
+  if (v.is_list()) {
+    for (const Value& x : *v.list)
+      if (holds_namespace(x)) return true;
+  }
+  if (v.kind == Value::Kind::dict) {
+    for (const auto& [k, x] : v.dict->items)
+      if (holds_namespace(x)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 void Interp::exec_set(const Stmt& s) {
   Value v;
   if (s.expr) {
@@ -173,6 +190,8 @@ void Interp::exec_set(const Stmt& s) {
   if (!s.attr_of.empty()) {
     const Value ns = lookup(s.attr_of);
     if (ns.kind != Value::Kind::ns) error("cannot assign attribute on non-namespace object '" + s.attr_of + "'");
+    // Namespaces are the only mutable values: keeping them out of each other keeps values acyclic.
+    if (holds_namespace(v)) error("a namespace cannot be stored in a namespace attribute");
     ns.dict->set(Value::text(s.targets[0]), std::move(v));
     return;
   }
@@ -419,11 +438,10 @@ Value Interp::arith(const std::string& op, const Value& a, const Value& b) {
     }
     if (op == "**") {
       if (fl || y < 0) return Value::floating(std::pow(fx, fy));
-      int64_t acc = 1;
-      for (int64_t k = 0; k < y; ++k) {
-        tick();
-        if (__builtin_mul_overflow(acc, x, &acc)) error("integer overflow");
-        if (acc == 0 || acc == 1) break;
+      int64_t acc = 1, base = x;  // by squaring: at most 63 steps before overflow is certain
+      for (int64_t e = y; e > 0; e >>= 1) {
+        if ((e & 1) && __builtin_mul_overflow(acc, base, &acc)) error("integer overflow");
+        if (e > 1 && __builtin_mul_overflow(base, base, &base)) error("integer overflow");
       }
       return Value::integer(acc);
     }

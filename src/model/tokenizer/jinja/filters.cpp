@@ -3,6 +3,8 @@
 // indent...) are literal as a whole when any of the input was, so caller data never becomes
 // template text.
 #include <algorithm>
+#include <cctype>
+#include <cerrno>
 #include <cmath>
 
 #include "model/tokenizer/jinja/eval.h"

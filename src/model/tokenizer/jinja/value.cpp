@@ -1,6 +1,7 @@
 // Value semantics copied from Python (behaviour, not code): truthiness, equality, str() and repr().
 #include "model/tokenizer/jinja/value.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -37,14 +38,41 @@ Str Str::substr(size_t begin, size_t end) const {
   return r;
 }
 
+namespace {
+
+uint16_t nested_depth(const List& items) {
+  int d = 0;
+  for (const Value& x : items) d = std::max<int>(d, x.depth);
+  if (d + 1 > kMaxValueDepth) fail("chat template: value nested too deeply");
+  return uint16_t(d + 1);
+}
+
+uint16_t nested_depth(const Dict& dict) {
+  int d = 0;
+  for (const auto& [k, x] : dict.items) d = std::max<int>(d, x.depth);
+  if (d + 1 > kMaxValueDepth) fail("chat template: value nested too deeply");
+  return uint16_t(d + 1);
+}
+
+}  // namespace
+
+Value Value::make_list(List items) {
+  Value v = make(Kind::list);
+  v.depth = nested_depth(items);
+  v.list = std::make_shared<const List>(std::move(items));
+  return v;
+}
+
 Value Value::make_dict(Dict d) {
   Value v = make(Kind::dict);
+  v.depth = nested_depth(d);
   v.dict = std::make_shared<Dict>(std::move(d));
   return v;
 }
 
 Value Value::make_namespace(Dict d) {
   Value v = make(Kind::ns);
+  v.depth = nested_depth(d);
   v.dict = std::make_shared<Dict>(std::move(d));
   return v;
 }

@@ -32,6 +32,8 @@ struct Str {
   static Str derived(std::string text, bool literal);
 };
 
+constexpr int kMaxValueDepth = 200;
+
 struct Value;
 using List = std::vector<Value>;
 struct Dict;
@@ -55,6 +57,7 @@ struct Value {
   std::shared_ptr<const Function> fn;
   std::string hint;    // undefined: what was missing, for error messages
   bool tuple = false;  // a list that Python would print as a tuple: (a, b)
+  uint16_t depth = 0;  // nesting of lists/dicts; bounded (kMaxValueDepth) so recursion over values is too
 
   static Value undefined(std::string what = {}) {
     Value v;
@@ -83,11 +86,7 @@ struct Value {
     return v;
   }
   static Value text(std::string s) { return string(Str(std::move(s))); }
-  static Value make_list(List items) {
-    Value v = make(Kind::list);
-    v.list = std::make_shared<const List>(std::move(items));
-    return v;
-  }
+  static Value make_list(List items);
   static Value make_tuple(List items) {
     Value v = make_list(std::move(items));
     v.tuple = true;
