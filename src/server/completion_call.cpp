@@ -151,7 +151,14 @@ std::unique_ptr<CompletionCall> CompletionCall::start(ServerContext& ctx, const 
     PromptCall pc;
     const std::string pname = chat ? "messages" : n_prompts > 1 ? "prompt[" + std::to_string(p) + "]" : "prompt";
     if (chat) {
-      pc.prompt = encode_chat(tok, ctx.chat_template, req.messages, true, tok.add_bos_by_default() && tok.bos() >= 0);
+      ChatOptions co;
+      co.tools_json = req.tools_json;
+      try {
+        pc.prompt = encode_chat(tok, ctx.chat_template, req.messages, co, tok.add_bos_by_default() && tok.bos() >= 0);
+      } catch (const Error& e) {  // the template refused these messages (raise_exception, a type error...)
+        throw ApiError(400, std::string("the chat template cannot render these messages: ") + e.what(), "messages",
+                       "invalid_value");
+      }
     } else {
       pc.prompt = encode_prompt(tok, req.prompts[p]);
       if (req.echo)

@@ -297,7 +297,7 @@ void warm_up(EngineDriver& driver, int engine, const Tokenizer& tokenizer) {
 }
 }  // namespace
 
-void HttpServer::attach(Engine& engine, const Tokenizer& tokenizer, std::string chat_template, std::string model_id) {
+void HttpServer::attach(Engine& engine, const Tokenizer& tokenizer, ChatTemplate chat_template, std::string model_id) {
   Impl& s = *impl_;
   s.driver = std::make_unique<EngineDriver>(engine);
   s.ctx = std::unique_ptr<ServerContext>(new ServerContext{
@@ -307,7 +307,7 @@ void HttpServer::attach(Engine& engine, const Tokenizer& tokenizer, std::string 
   s.ready.store(true, std::memory_order_release);
 }
 
-void HttpServer::attach_routed(Engine& large, Engine& small, const RoutePolicy& policy, std::string chat_template) {
+void HttpServer::attach_routed(Engine& large, Engine& small, const RoutePolicy& policy, ChatTemplate chat_template) {
   Impl& s = *impl_;
   check(s.config.served_model_name.empty(), "--served-model-name names one model; routed models keep their ids");
   s.driver = std::make_unique<EngineDriver>(std::vector<Engine*>{&large, &small});  // kLargeModel, kSmallModel

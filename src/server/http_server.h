@@ -4,7 +4,7 @@
 #include <memory>
 #include <string>
 
-#include "model/tokenizer/tokenizer.h"
+#include "model/tokenizer/chat_template.h"
 #include "server/route_policy.h"
 #include "server/server_config.h"
 #include "tinfer/engine.h"
@@ -20,10 +20,10 @@ class HttpServer {
   int start();
   // Starts the engine thread, runs a one-token warm-up generation and marks the server ready.
   // The engine, tokenizer and template must outlive the server. Throws Error if the warm-up fails.
-  void attach(Engine& engine, const Tokenizer& tokenizer, std::string chat_template, std::string model_id);
+  void attach(Engine& engine, const Tokenizer& tokenizer, ChatTemplate chat_template, std::string model_id);
   // Routing between two models (route_policy.h): one engine thread steps both; the large model's tokenizer and
   // template serve both (the caller checks the two vocabularies are equal). Each model gets its own warm-up.
-  void attach_routed(Engine& large, Engine& small, const RoutePolicy& policy, std::string chat_template);
+  void attach_routed(Engine& large, Engine& small, const RoutePolicy& policy, ChatTemplate chat_template);
   bool ready() const;
   // Stops accepting, lets in-flight requests finish for shutdown_grace_s, aborts the rest (each gets
   // a proper final response), then stops the engine thread. Idempotent.

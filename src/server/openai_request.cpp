@@ -56,12 +56,15 @@ std::string get_str(const json& v, const std::string& name) {
   return v.get<std::string>();
 }
 
-// Chat content: a string, or a list of {"type": "text", "text": ...} parts (joined).
-std::string message_content(const json& v, const std::string& name) {
-  if (v.is_null()) return "";
-  if (v.is_string()) return v.get<std::string>();
+// Chat content: a string, or a list of {"type": "text", "text": ...} parts (kept as parts for
+// templates that read them, and joined for those that do not).
+void message_content(const json& v, const std::string& name, ChatMessage& m) {
+  if (v.is_null()) return;
+  if (v.is_string()) {
+    m.content = v.get<std::string>();
+    return;
+  }
   if (!v.is_array()) bad(name, "must be a string or a list of content parts");
-  std::string out;
   for (size_t i = 0; i < v.size(); ++i) {
     const json& part = v[i];
     std::string pn = name + "[" + std::to_string(i) + "]";
@@ -74,9 +77,9 @@ std::string message_content(const json& v, const std::string& name) {
       bad(pn + ".type", "must be \"text\" (only text content is supported), got " + type->dump());
     const json* text = field(part, "text");
     if (!text) bad(pn + ".text", "is required");
-    out += get_str(*text, pn + ".text");
+    m.parts.push_back(get_str(*text, pn + ".text"));
+    m.content += m.parts.back();
   }
-  return out;
 }
 
 std::vector<int32_t> token_ids(const json& v, const std::string& name) {
@@ -143,8 +146,19 @@ void parse_messages(const json& v, CompletionRequest& r) {
     std::string rs = get_str(*role, pn + ".role");
     if (rs != "system" && rs != "user" && rs != "assistant" && rs != "developer" && rs != "tool")
       bad(pn + ".role", "must be one of system, developer, user, assistant, tool; got '" + rs + "'");
-    auto c = m.find("content");
-    r.messages.push_back({rs == "developer" ? "system" : rs, c == m.end() ? "" : message_content(*c, pn + ".content")});
+    ChatMessage msg;
+    msg.role = rs == "developer" ? "system" : rs;
+    if (const json* c = field(m, "content")) message_content(*c, pn + ".content", msg);
+    // Tool calling: the assistant's calls and a tool result's id/name go to the template as they came.
+    nlohmann::ordered_json extra = nlohmann::ordered_json::object();
+    for (const char* k : {"tool_calls", "tool_call_id", "name"})
+      if (const json* x = field(m, k)) extra[k] = nlohmann::ordered_json::parse(x->dump());
+    if (const json* tc = field(m, "tool_calls")) {
+      if (!tc->is_array()) bad(pn + ".tool_calls", "must be a list");
+      msg.content_null = !field(m, "content");  // templates test `content is none` on tool-call turns
+    }
+    if (!extra.empty()) msg.extra_json = extra.dump();
+    r.messages.push_back(std::move(msg));
   }
 }
 
@@ -184,6 +198,14 @@ CompletionRequest parse_completion_request(const json& body, bool chat) {
     const json* m = field(body, "messages");
     if (!m) bad("messages", "is required");
     parse_messages(*m, r);
+    if (const json* t = field(body, "tools")) {
+      if (!t->is_array()) bad("tools", "must be a list of tool definitions");
+      for (size_t i = 0; i < t->size(); ++i)
+        if (!(*t)[i].is_object()) bad("tools[" + std::to_string(i) + "]", "must be an object");
+      // Passed to the template as JSON values. Keys come out sorted (the body is parsed into sorted
+      // maps), so tojson prints them in that order rather than the client's.
+      if (!t->empty()) r.tools_json = nlohmann::ordered_json::parse(t->dump()).dump();
+    }
   } else {
     const json* p = field(body, "prompt");
     if (!p) bad("prompt", "is required");

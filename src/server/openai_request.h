@@ -24,6 +24,7 @@ struct CompletionRequest {
   // Completions: one or more prompts (each its own engine request); chat: messages.
   std::vector<PromptInput> prompts;
   std::vector<ChatMessage> messages;
+  std::string tools_json;  // chat "tools" (JSON array) for the template; "" when none
   bool echo = false;  // completions: the prompt's text is prepended to each choice
 
   int max_tokens = -1;            // -1: not given (the engine default applies)

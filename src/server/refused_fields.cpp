@@ -25,6 +25,7 @@ bool empty_list(const json& v, int) { return v.is_array() && v.empty(); }
 bool is_false(const json& v, int) { return v.is_boolean() && !v.get<bool>(); }
 bool is_zero(const json& v, int) { return v.is_number() && v.get<double>() == 0; }
 bool is_none(const json& v, int) { return v.is_string() && v.get<std::string>() == "none"; }
+bool is_none_or_auto(const json& v, int n) { return is_none(v, n) || (v.is_string() && v.get<std::string>() == "auto"); }
 bool is_text_format(const json& v, int) {
   return v.is_object() && v.size() == 1 && v.contains("type") && v["type"] == "text";
 }
@@ -35,9 +36,11 @@ bool text_only(const json& v, int) { return v.is_array() && v.size() == 1 && v[0
 
 const Refused kRefused[] = {
     // OpenAI fields.
-    {"tools", kChat, empty_list, "tool calling is not supported"},
-    {"tool_choice", kChat, is_none, "tool calling is not supported (only \"none\" is accepted)"},
-    {"parallel_tool_calls", kChat, never, "is only meaningful with 'tools', which are not supported"},
+    // "tools" are passed to the chat template (the model sees the definitions and may answer with a
+    // call), but calls are not parsed out of the answer: they arrive as text in "content". Forcing or
+    // shaping calls is refused.
+    {"tool_choice", kChat, is_none_or_auto, "forcing tool calls is not supported (only \"none\" and \"auto\" are accepted)"},
+    {"parallel_tool_calls", kChat, never, "tool calls are not parsed from the answer, so they cannot be shaped"},
     {"functions", kChat, empty_list, "function calling is not supported"},
     {"function_call", kChat, is_none, "function calling is not supported (only \"none\" is accepted)"},
     {"response_format", kBoth, is_text_format, "structured output (JSON mode / json_schema) is not supported; "

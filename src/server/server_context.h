@@ -6,7 +6,7 @@
 #include <mutex>
 #include <string>
 
-#include "model/tokenizer/tokenizer.h"
+#include "model/tokenizer/chat_template.h"
 #include "server/engine_driver.h"
 #include "server/metrics.h"
 #include "server/route_policy.h"
@@ -18,7 +18,7 @@ struct ServerContext {
   const ServerConfig& config;
   EngineDriver& driver;
   const Tokenizer& tokenizer;
-  std::string chat_template;
+  ChatTemplate chat_template;  // parsed when the server started
   std::string model_id;
   int max_model_len = 0;
   Metrics& metrics;

@@ -3,6 +3,7 @@
 // template's text only).
 #include "server/small_routes.h"
 
+#include "core/error.h"
 #include "server/api_error.h"
 #include "server/openai_request.h"
 
@@ -44,9 +45,17 @@ json tokenize_response(const ServerContext& ctx, const json& body) {
   if (add_special && tok.add_bos_by_default() && tok.bos() >= 0) ids.push_back(tok.bos());
   if (body.contains("messages")) {
     json chat = {{"messages", body["messages"]}};
+    if (body.contains("tools")) chat["tools"] = body["tools"];
     CompletionRequest r = parse_completion_request(chat, true);
-    auto t = encode_chat(tok, ctx.chat_template, r.messages, true, false);
-    ids.insert(ids.end(), t.begin(), t.end());
+    ChatOptions co;
+    co.tools_json = r.tools_json;
+    ids.clear();  // encode_chat adds BOS itself (and drops one the template prints)
+    try {
+      ids = encode_chat(tok, ctx.chat_template, r.messages, co, add_special && tok.add_bos_by_default() && tok.bos() >= 0);
+    } catch (const Error& e) {
+      throw ApiError(400, std::string("the chat template cannot render these messages: ") + e.what(), "messages",
+                     "invalid_value");
+    }
   } else {
     auto it = body.find("prompt");
     if (it == body.end() || !it->is_string()) throw ApiError(400, "'prompt' must be a string", "prompt");

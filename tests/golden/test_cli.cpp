@@ -232,3 +232,20 @@ TEST(Cli, DecodeSweepTimesFullBatches) {
 
 }  // namespace
 }  // namespace tinfer
+
+// --chat-template FILE replaces the model's template; one outside the supported Jinja subset stops the
+// command before any work, naming the file, the line and the construct.
+namespace tinfer {
+namespace {
+TEST(Cli, ChatTemplateFileOverridesAndUnsupportedFailsAtLoad) {
+  std::string model = test::shared_file("models/stories260K.gguf");
+  TINFER_REQUIRE_FILE(model, "models/stories260K.gguf");
+  const std::string bad = temp_file("bad.jinja", "{% for m in messages %}\n{% include 'x.jinja' %}{% endfor %}");
+  expect_error("run -m " + model + " --chat --chat-template " + bad + " -p hi -n 2", "line 2: unsupported tag 'include'");
+  const std::string good = temp_file("good.jinja", "{% for m in messages %}[{{ m.role }}] {{ m.content }}{% endfor %}");
+  auto r = test::run_command(test::tinfer_bin() + " run -m " + model + " --chat --chat-template " + good +
+                             " -p 'Once upon' -n 2 --temp 0 2>&1");
+  EXPECT_EQ(r.status, 0) << r.out;
+}
+}  // namespace
+}  // namespace tinfer

@@ -72,8 +72,7 @@ TEST(Request, BeamSearchFields) {
 // a client asking for JSON mode or tools believed it got them); values asking for nothing pass.
 TEST(Request, RefusesUnsupportedFeaturesByName) {
   const char* chat_refused[] = {
-      R"({"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function", "function": {"name": "f"}}]})",
-      R"({"messages": [{"role": "user", "content": "x"}], "tool_choice": "auto"})",
+      R"({"messages": [{"role": "user", "content": "x"}], "tool_choice": "required"})",
       R"({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_object"}})",
       R"({"messages": [{"role": "user", "content": "x"}], "functions": [{"name": "f"}]})",
       R"({"messages": [{"role": "user", "content": "x"}], "function_call": "auto"})",
@@ -81,7 +80,7 @@ TEST(Request, RefusesUnsupportedFeaturesByName) {
       R"({"messages": [{"role": "user", "content": "x"}], "guided_json": {}})",
       R"({"messages": [{"role": "user", "content": "x"}], "echo": true})",
   };
-  const char* chat_names[] = {"tools", "tool_choice", "response_format", "functions", "function_call",
+  const char* chat_names[] = {"tool_choice", "response_format", "functions", "function_call",
                               "parallel_tool_calls", "guided_json", "echo"};
   for (size_t i = 0; i < std::size(chat_refused); ++i) {
     ApiError e = error_of(chat_refused[i], true);

@@ -30,7 +30,7 @@ def post(srv, path, body):
 
 def test_refused_fields(srv, openai, client):
     msgs = [{"role": "user", "content": "hi"}]
-    for kw, param in [({"tools": [{"type": "function", "function": {"name": "f", "parameters": {}}}]}, "tools"),
+    for kw, param in [({"tool_choice": "required"}, "tool_choice"),
                       ({"response_format": {"type": "json_object"}}, "response_format")]:
         try:
             client.chat.completions.create(model="stories260K", messages=msgs, max_tokens=4, **kw)
@@ -41,6 +41,13 @@ def test_refused_fields(srv, openai, client):
     check(st == 400 and r["error"]["param"] == "suffix", "suffix: %s" % r)
     st, r = post(srv, CHAT, {"messages": msgs, "max_tokens": 2, "response_format": {"type": "text"}, "tools": []})
     check(st == 200, "harmless values refused: %s" % r)
+    # Tool definitions and tool-call turns go to the chat template (calls in the answer stay text).
+    tools = [{"type": "function", "function": {"name": "f", "parameters": {}}}]
+    turns = msgs + [{"role": "assistant", "content": None, "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "42"}]
+    st, r = post(srv, CHAT, {"messages": turns, "max_tokens": 2, "tools": tools, "tool_choice": "auto"})
+    check(st == 200, "tools refused: %s" % r)
     st, r = post(srv, CHAT, {"messages": [{"role": "user", "content": [{"type": 5, "text": "x"}]}]})
     check(st == 400 and r["error"]["param"] == "messages[0].content[0].type"
           and r["error"]["type"] == "invalid_request_error", "content part type: %s" % r)

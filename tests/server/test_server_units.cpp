@@ -227,7 +227,7 @@ TEST(HttpServer, InProcessRoundTripWithFakeEngine) {
   HttpServer srv(cfg);
   int port = srv.start();
   EXPECT_NE(http(port, "GET", "/health", "").find("503"), std::string::npos);  // loading
-  srv.attach(engine, engine.tokenizer(), "", "fake");
+  srv.attach(engine, engine.tokenizer(), ChatTemplate::for_model("", ""), "fake");
   EXPECT_NE(http(port, "GET", "/health", "").find("200 OK"), std::string::npos);
   std::string r = http(port, "POST", "/v1/completions", R"({"prompt": "hi", "max_tokens": 5, "stop": "d"})");
   EXPECT_NE(r.find("\"text\":\"abc\""), std::string::npos) << r;
@@ -272,7 +272,7 @@ TEST(HttpServer, PromptListsEchoBiasAndResponseBudget) {
   cfg.max_response_entries = 100;
   HttpServer srv(cfg);
   int port = srv.start();
-  srv.attach(engine, engine.tokenizer(), "", "fake");
+  srv.attach(engine, engine.tokenizer(), ChatTemplate::for_model("", ""), "fake");
   // Two prompts x n 2: choices indexed prompt * n + sample, usage summed over the prompts.
   json r = body_of(http(port, "POST", "/v1/completions", R"({"prompt": ["hi", [3, 4, 5]], "n": 2, "max_tokens": 3})"));
   ASSERT_EQ(r["choices"].size(), 4u) << r;
@@ -294,7 +294,7 @@ TEST(HttpServer, PromptListsEchoBiasAndResponseBudget) {
   EXPECT_NE(lb.find("400 Bad Request"), std::string::npos) << lb;
   EXPECT_EQ(body_of(lb)["error"]["param"], "logit_bias");
   json t = body_of(http(port, "POST", "/v1/chat/completions",
-                        R"({"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function"}]})"));
+                        R"({"messages": [{"role": "user", "content": "x"}], "tools": {"type": "function"}})"));
   EXPECT_EQ(t["error"]["param"], "tools");
   json ct = body_of(http(port, "POST", "/v1/chat/completions",
                          R"({"messages": [{"role": "user", "content": [{"type": 5, "text": "x"}]}]})"));

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -15,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench_workload.h"
+#include "chat_flags.h"
 #include "commands.h"
 #include "common.h"
 #include "core/error.h"
@@ -97,7 +99,8 @@ int cmd_bench_spec(int argc, char** argv) {
                       {"--gen", "most generated tokens per prompt (greedy; end of generation stops earlier)", true,
                        "128"},
                       {"--repeat", "repetitions (modes interleaved; median over repeats)", true, "3"},
-                      {"--json", "print one JSON object on the last line", false}});
+                      {"--json", "print one JSON object on the last line", false},
+                      chat_template_option()});
   Args args(argc, argv, spec,
             "tinfer bench spec -m MODEL --prompts FILE [--chat] [--modes none,ngram,draft,self] [--draft-model F] "
             "[--spec-self-layers L] [--spec-tokens K] [--gen 128] [--repeat 3] [engine flags] [--json]");
@@ -121,10 +124,10 @@ int cmd_bench_spec(int argc, char** argv) {
   const Tokenizer& tok = runs[0].engine->tokenizer();
   const Model& model = runs[0].engine->model();
   std::vector<std::vector<Token>> prompts;
+  std::optional<ChatTemplate> tmpl;
+  if (args.flag("--chat")) tmpl.emplace(chat_template(args, model));
   for (const std::string& e : read_prompt_file(args.str("--prompts")))
-    prompts.push_back(args.flag("--chat") ? encode_chat(tok, model.chat_template(), {{"user", e}}, true,
-                                                        tok.add_bos_by_default() && tok.bos() >= 0)
-                                          : encode_prompt(tok, e));
+    prompts.push_back(tmpl ? chat_prompt(tok, *tmpl, e) : encode_prompt(tok, e));
   check(!prompts.empty(), "--prompts: no entries");
   // Warm-up: one short request per engine (scratch buffers, page faults).
   for (ModeRun& m : runs) {

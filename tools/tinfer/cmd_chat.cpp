@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <iostream>
 
+#include "chat_flags.h"
 #include "commands.h"
 #include "common.h"
 #include "core/error.h"
@@ -16,12 +17,13 @@ namespace tinfer::cli {
 int cmd_chat(int argc, char** argv) {
   auto spec = concat(concat(model_options(), sampling_options()),
                      {{"-n,--n-predict", "max tokens per answer", true, "512"},
-                      {"--system", "system prompt (default: the template's)", true, ""}});
+                      {"--system", "system prompt (default: the template's)", true, ""},
+                      chat_template_option()});
   Args args(argc, argv, spec, "tinfer chat -m MODEL");
   SamplingParams sp = sampling_params(args);
   Loaded l = load_model(args);
   const Tokenizer& tok = l.model->tokenizer();
-  const std::string tmpl = l.model->chat_template();
+  const ChatTemplate tmpl = chat_template(args, *l.model);
   Session session(*l.backend, context_length(args, *l.model));
   std::vector<ChatMessage> history;
   if (!args.str("--system").empty()) history.push_back({"system", args.str("--system")});
@@ -33,11 +35,11 @@ int cmd_chat(int argc, char** argv) {
     if (line.empty()) continue;
     history.push_back({"user", line});
     const bool bos = tok.add_bos_by_default() && tok.bos() >= 0;
-    std::vector<int32_t> toks = encode_chat(tok, tmpl, history, true, bos);
+    std::vector<int32_t> toks = encode_chat(tok, tmpl, history, ChatOptions{}, bos);
     const int64_t answer_room = args.integer("-n");
     while (int64_t(toks.size()) + answer_room > session.max_ctx() && history.size() > 1) {
       history.erase(history.begin());  // drop the oldest turns until the new one fits
-      toks = encode_chat(tok, tmpl, history, true, bos);
+      toks = encode_chat(tok, tmpl, history, ChatOptions{}, bos);
     }
     size_t common = 0;
     const auto& cached = session.tokens();

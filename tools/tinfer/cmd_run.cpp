@@ -1,6 +1,7 @@
 // tinfer run: print only the generated continuation to stdout; timings to stderr.
 #include <cstdio>
 
+#include "chat_flags.h"
 #include "commands.h"
 #include "common.h"
 #include "core/error.h"
@@ -19,10 +20,11 @@ int cmd_run(int argc, char** argv) {
                      {{"-p,--prompt", "prompt text (empty: start from BOS)", true, ""},
                       {"-n,--n-predict", "tokens to generate", true, "128"},
                       {"--chat", "wrap the prompt as a user message in the chat template", false},
-                      {"--ignore-eos", "keep generating past end-of-generation tokens", false}});
+                      {"--ignore-eos", "keep generating past end-of-generation tokens", false},
+                      chat_template_option()});
   spec = concat(concat(concat(spec, kv_type_options()), early_exit_options()), beam_options());
   Args args(argc, argv, spec,
-            "tinfer run -m MODEL -p PROMPT [-n N] [--temp T] [--top-k K] [--top-p P] [--seed S] [--chat] "
+            "tinfer run -m MODEL -p PROMPT [-n N] [--temp T] [--top-k K] [--top-p P] [--seed S] [--chat [--chat-template FILE]] "
             "[--kv-dtype T | --kv-plan FILE] [--beams N [--length-penalty X] [--early-stopping]]");
   SamplingParams sp = sampling_params(args);
   long long n = args.integer("-n");
@@ -34,10 +36,8 @@ int cmd_run(int argc, char** argv) {
   std::fprintf(stderr, "KV cache: %s, %lld bytes/token\n", kv.describe().c_str(),
                (long long)kv.bytes_per_token(mc.n_kv_heads, mc.head_dim));
   const Tokenizer& tok = l.model->tokenizer();
-  std::vector<int32_t> prompt =
-      args.flag("--chat") ? encode_chat(tok, l.model->chat_template(), {{"user", args.str("--prompt")}}, true,
-                                        tok.add_bos_by_default() && tok.bos() >= 0)
-                          : encode_prompt(tok, args.str("--prompt"));
+  std::vector<int32_t> prompt = args.flag("--chat") ? chat_prompt(args, *l.model, args.str("--prompt"))
+                                                    : encode_prompt(tok, args.str("--prompt"));
   Session session(*l.backend, context_length(args, *l.model), kv);
   GenerateOptions opts;
   opts.max_tokens = n;

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "chat_flags.h"
 #include "commands.h"
 #include "common.h"
 #include "core/error.h"
@@ -41,7 +42,8 @@ int cmd_serve(int argc, char** argv) {
               {"--body-timeout", "seconds a request's whole body may take after its head; beyond: 408", true, "30"},
               {"--send-timeout", "seconds a client may accept no response byte before it is dropped", true, "2"},
               {"--max-response-entries",
-               "non-streamed responses: most choices x max_tokens x (1 + top_logprobs); beyond: 400", true, "262144"}});
+               "non-streamed responses: most choices x max_tokens x (1 + top_logprobs); beyond: 400", true, "262144"},
+              chat_template_option()});
   const std::string usage =
       "tinfer serve -m MODEL [--host H] [--port P] [engine flags] [--served-model-name NAME]  (API key: env "
       "TINFER_API_KEY)\n       tinfer serve --model-small S --model-large L --route explicit|entropy "
@@ -93,6 +95,7 @@ int cmd_serve(int argc, char** argv) {
   std::fprintf(stderr, "tinfer serve: listening on http://%s:%d (loading %s)\n", sc.host.c_str(), port,
                ec.model_path.c_str());
   std::unique_ptr<Engine> engine = Engine::create(ec);
+  ChatTemplate tmpl = chat_template(args, engine->model());  // an unsupported template fails here, at start
   std::string model_id = std::filesystem::path(ec.model_path).stem().string();
   std::unique_ptr<Engine> small;  // routing only
   std::unique_ptr<server::RoutePolicy> policy;
@@ -109,7 +112,7 @@ int cmd_serve(int argc, char** argv) {
     check_same_tokenizer(engine->tokenizer(), small->tokenizer(), "small model " + route->small_path, "large model");
     policy = std::make_unique<server::RoutePolicy>(
         route->config, std::vector<std::string>{model_id, std::filesystem::path(route->small_path).stem().string()});
-    server.attach_routed(*engine, *small, *policy, engine->model().chat_template());
+    server.attach_routed(*engine, *small, *policy, std::move(tmpl));
     std::fprintf(stderr, "tinfer serve: routing %s: large '%s', small '%s'",
                  server::route_mode_name(route->config.mode), policy->ids()[server::kLargeModel].c_str(),
                  policy->ids()[server::kSmallModel].c_str());
@@ -122,7 +125,7 @@ int cmd_serve(int argc, char** argv) {
                        : "off");
     std::fprintf(stderr, "\n");
   } else {
-    server.attach(*engine, engine->tokenizer(), engine->model().chat_template(), model_id);
+    server.attach(*engine, engine->tokenizer(), std::move(tmpl), model_id);
   }
   std::fprintf(stderr, "tinfer serve: ready on http://%s:%d, model '%s', max_model_len %d%s\n", sc.host.c_str(), port,
                sc.served_model_name.empty() ? model_id.c_str() : sc.served_model_name.c_str(), engine->max_model_len(),

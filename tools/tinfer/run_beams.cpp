@@ -6,6 +6,7 @@
 
 #include <tinfer/engine.h>
 
+#include "chat_flags.h"
 #include "common.h"
 #include "core/error.h"
 #include "core/timer.h"
@@ -44,9 +45,7 @@ int run_beam_search(const Args& args, SamplingParams sampling, int max_tokens) {
   const double load_s = now_s() - t0;
   const Tokenizer& tok = engine->tokenizer();
   const std::vector<int32_t> prompt =
-      args.flag("--chat") ? encode_chat(tok, engine->model().chat_template(), {{"user", args.str("--prompt")}}, true,
-                                        tok.add_bos_by_default() && tok.bos() >= 0)
-                          : encode_prompt(tok, args.str("--prompt"));
+      args.flag("--chat") ? chat_prompt(args, engine->model(), args.str("--prompt")) : encode_prompt(tok, args.str("--prompt"));
   GenerationRequest g;
   g.prompt = prompt;
   g.sampling = sampling;

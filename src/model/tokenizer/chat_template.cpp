@@ -1,116 +1,116 @@
-// apply_chat_template: recognises the template family from tokenizer.chat_template text (ChatML,
-// Llama-2 [INST]) and renders it directly, without a Jinja interpreter; plain fallback otherwise.
-// Rendering records where each message's content lies, so that encode_chat can parse special tokens
-// in the template's text only: a user writing "<|im_end|>" gets those characters, not a forged turn.
-#include <string>
+// ChatTemplate: messages and options -> Jinja variables (as Hugging Face's apply_chat_template
+// passes them), render, and the prompt's literal ranges from the rendered string's provenance.
+// What is literal: every string of the caller's data -- message contents (and content parts), tool
+// definitions, tool calls and other message fields -- and anything the template derives from them
+// (see jinja/filters.cpp). Roles are template text: they are checked against a fixed set by callers.
+#include "model/tokenizer/chat_template.h"
 
-#include "model/tokenizer/tokenizer.h"
+#include <fstream>
+#include <sstream>
+
+#include "core/error.h"
+#include "model/tokenizer/jinja/template.h"
 
 namespace tinfer {
+
+using jinja::Dict;
+using jinja::List;
+using jinja::Str;
+using jinja::Value;
+
+ChatTemplate::ChatTemplate(const std::string& source, const std::string& origin) : source_(source) {
+  try {
+    t_ = std::make_shared<const jinja::Template>(source);
+  } catch (const Error& e) {
+    fail(origin == "chat template" ? std::string(e.what()) : origin + ": " + e.what());
+  }
+}
+
+ChatTemplate ChatTemplate::for_model(const std::string& model_template, const std::string& architecture) {
+  if (!model_template.empty()) return ChatTemplate(model_template, "the model's chat template");
+  const std::string builtin = builtin_chat_template(architecture);
+  if (!builtin.empty()) return ChatTemplate(builtin, "built-in chat template for " + architecture);
+  return ChatTemplate(builtin_chat_template(""), "built-in plain chat template");
+}
+
+ChatTemplate ChatTemplate::from_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  check(f.good(), "cannot read chat template file '" + path + "'");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ChatTemplate(ss.str(), path);
+}
+
 namespace {
 
-// Appends template text and message contents, remembering the contents' ranges.
-struct Renderer {
-  ChatPrompt p;
-  Renderer& operator<<(const std::string& template_text) {
-    p.text += template_text;
-    return *this;
-  }
-  Renderer& content(const std::string& c) {
-    if (!c.empty()) p.content.push_back({p.text.size(), p.text.size() + c.size()});
-    p.text += c;
-    return *this;
-  }
-};
-
-// Reads a Jinja string-literal body: "\n" escapes become newlines, "\'" quotes; stops at `end`.
-std::string unescape_until(const std::string& s, size_t pos, const std::string& end) {
-  const size_t stop = s.find(end, pos);
-  if (stop == std::string::npos) return {};
-  std::string out;
-  for (size_t i = pos; i < stop; ++i) {
-    if (s[i] == '\\' && i + 1 < stop) {
-      const char c = s[++i];
-      out += c == 'n' ? '\n' : c == 't' ? '\t' : c;
-    } else {
-      out += s[i];
+Value message_value(const ChatMessage& m, bool parts_as_list) {
+  Dict d;
+  d.set(Value::text("role"), Value::text(m.role));
+  if (m.content_null) {
+    d.set(Value::text("content"), Value::none());
+  } else if (parts_as_list && !m.parts.empty()) {
+    List parts;
+    for (const std::string& p : m.parts) {
+      Dict part;
+      part.set(Value::text("type"), Value::text("text"));
+      part.set(Value::text("text"), Value::string(Str::literal(p)));
+      parts.push_back(Value::make_dict(std::move(part)));
     }
+    d.set(Value::text("content"), Value::make_list(std::move(parts)));
+  } else {
+    d.set(Value::text("content"), Value::string(Str::literal(m.content)));
   }
-  return out;
-}
-
-// ChatML templates that inject a default system turn when the conversation has none (SmolLM2,
-// Qwen) spell it as a literal '<|im_start|>system\n...<|im_end|>' guarded by a role check.
-std::string default_system_prompt(const std::string& tmpl) {
-  const bool guarded = tmpl.find("!= 'system'") != std::string::npos || tmpl.find("!= \"system\"") != std::string::npos;
-  if (!guarded) return {};
-  const std::string head = "<|im_start|>system";
-  for (size_t at = tmpl.find(head); at != std::string::npos; at = tmpl.find(head, at + 1)) {
-    size_t p = at + head.size();
-    if (tmpl.compare(p, 1, "\n") == 0) p += 1;
-    else if (tmpl.compare(p, 2, "\\n") == 0) p += 2;
-    else continue;
-    // Skip the form that prints the caller's system message (an expression follows, not text).
-    const std::string body = unescape_until(tmpl, p, "<|im_end|>");
-    if (!body.empty() && body.find('\'') == std::string::npos && body.find('+') == std::string::npos) return body;
+  if (!m.extra_json.empty()) {
+    const Value extra = jinja::from_json(m.extra_json, true);
+    check(extra.is_dict(), "message fields must be a JSON object");
+    for (const auto& [k, v] : extra.dict->items)
+      if (k.s() != "role" && k.s() != "content") d.set(Value::text(k.s()), v);
   }
-  return {};
-}
-
-// The default system prompt comes from the template itself, so it is template text.
-ChatPrompt chatml(const std::string& tmpl, const std::vector<ChatMessage>& msgs, bool gen) {
-  Renderer out;
-  const std::string sys = default_system_prompt(tmpl);
-  if (!sys.empty() && (msgs.empty() ? false : msgs[0].role != "system"))
-    out << "<|im_start|>system\n" + sys + "<|im_end|>\n";
-  for (const auto& m : msgs) {
-    out << "<|im_start|>" + m.role + "\n";
-    out.content(m.content) << "<|im_end|>\n";
-  }
-  if (gen) out << "<|im_start|>assistant\n";
-  return out.p;
-}
-
-// Llama-2 chat: "<s>[INST] <<SYS>>\n{sys}\n<</SYS>>\n\n{user} [/INST] {answer} </s>" per exchange.
-ChatPrompt llama2(const std::vector<ChatMessage>& msgs) {
-  Renderer out;
-  std::string sys;
-  bool first_user = true;
-  for (const auto& m : msgs) {
-    if (m.role == "system") {
-      sys = m.content;
-    } else if (m.role == "user") {
-      out << "<s>[INST] ";
-      if (first_user && !sys.empty()) {
-        out << "<<SYS>>\n";
-        out.content(sys) << "\n<</SYS>>\n\n";
-      }
-      out.content(m.content) << " [/INST]";
-      first_user = false;
-    } else {
-      out << " ";
-      out.content(m.content) << " </s>";
-    }
-  }
-  return out.p;
-}
-
-ChatPrompt plain(const std::vector<ChatMessage>& msgs, bool gen) {
-  Renderer out;
-  for (const auto& m : msgs) {
-    out << m.role + ": ";
-    out.content(m.content) << "\n";
-  }
-  if (gen) out << "assistant:";
-  return out.p;
+  return Value::make_dict(std::move(d));
 }
 
 }  // namespace
 
+ChatPrompt ChatTemplate::render(const std::vector<ChatMessage>& messages, const ChatOptions& opts) const {
+  std::unordered_map<std::string, Value> vars;
+  if (!opts.kwargs_json.empty()) {
+    const Value kw = jinja::from_json(opts.kwargs_json, false);
+    check(kw.is_dict(), "chat template arguments must be a JSON object");
+    for (const auto& [k, v] : kw.dict->items) vars[k.s()] = v;
+  }
+  const bool parts_as_list = t_->mentions("text");
+  List msgs;
+  for (const ChatMessage& m : messages) msgs.push_back(message_value(m, parts_as_list));
+  vars["messages"] = Value::make_list(std::move(msgs));
+  vars["add_generation_prompt"] = Value::boolean(opts.add_generation_prompt);
+  vars["tools"] = opts.tools_json.empty() ? Value::none() : jinja::from_json(opts.tools_json, true);
+  vars["documents"] = Value::none();
+  vars["bos_token"] = Value::text(opts.bos_token);
+  vars["eos_token"] = Value::text(opts.eos_token);
+  Str out = t_->render(std::move(vars), jinja::Limits{}, opts.clock);
+  return ChatPrompt{std::move(out.s), std::move(out.lit)};
+}
+
+std::vector<int32_t> encode_chat(const Tokenizer& tok, const ChatTemplate& tmpl, const std::vector<ChatMessage>& messages,
+                                 ChatOptions opts, bool add_bos) {
+  if (opts.bos_token.empty() && tok.bos() >= 0) opts.bos_token = tok.piece(tok.bos());
+  if (opts.eos_token.empty() && tok.eos() >= 0) opts.eos_token = tok.piece(tok.eos());
+  ChatPrompt p = tmpl.render(messages, opts);
+  // Templates that print bos_token themselves (Llama 3, Mistral, Gemma) would get a second BOS.
+  const std::string& bos = opts.bos_token;
+  if (add_bos && tok.bos() >= 0 && !bos.empty() && p.text.compare(0, bos.size(), bos) == 0 &&
+      (p.content.empty() || p.content[0].begin >= bos.size())) {
+    p.text.erase(0, bos.size());
+    for (TextRange& r : p.content) r.begin -= bos.size(), r.end -= bos.size();
+  }
+  return tok.encode(p.text, add_bos, true, p.content);
+}
+
+// The string-template entry points: parse on every call (tests, tools that render once).
 ChatPrompt render_chat(const std::string& tmpl, const std::vector<ChatMessage>& messages, bool add_generation_prompt) {
-  if (tmpl.find("<|im_start|>") != std::string::npos) return chatml(tmpl, messages, add_generation_prompt);
-  if (tmpl.find("[INST]") != std::string::npos) return llama2(messages);
-  return plain(messages, add_generation_prompt);
+  ChatOptions o;
+  o.add_generation_prompt = add_generation_prompt;
+  return ChatTemplate::for_model(tmpl, "").render(messages, o);
 }
 
 std::string apply_chat_template(const std::string& tmpl, const std::vector<ChatMessage>& messages,
@@ -120,8 +120,9 @@ std::string apply_chat_template(const std::string& tmpl, const std::vector<ChatM
 
 std::vector<int32_t> encode_chat(const Tokenizer& tok, const std::string& tmpl, const std::vector<ChatMessage>& messages,
                                  bool add_generation_prompt, bool add_bos) {
-  const ChatPrompt p = render_chat(tmpl, messages, add_generation_prompt);
-  return tok.encode(p.text, add_bos, true, p.content);
+  ChatOptions o;
+  o.add_generation_prompt = add_generation_prompt;
+  return encode_chat(tok, ChatTemplate::for_model(tmpl, ""), messages, o, add_bos);
 }
 
 }  // namespace tinfer

@@ -61,17 +61,23 @@ class Utf8Stream {
   std::string pending_;
 };
 
-// Chat formatting for the model's template (ChatML recognised from tokenizer.chat_template;
-// a plain "role: content" fallback otherwise).
+// Chat formatting (chat_template.h has the parsed-once ChatTemplate these wrap).
 struct ChatMessage {
   std::string role;
   std::string content;
+  // Content sent as a list of text parts (OpenAI clients): templates that read parts
+  // (`message['content'][0]['text']`) get the list, others `content` (the parts joined).
+  std::vector<std::string> parts;
+  bool content_null = false;  // content absent or null (an assistant turn holding only tool calls)
+  std::string extra_json;     // further fields (tool_calls, tool_call_id, name) as a JSON object, or ""
 };
 // A rendered chat prompt: the template's text with each message's content at a `content` range.
 struct ChatPrompt {
   std::string text;
-  std::vector<TextRange> content;  // sorted, disjoint
+  std::vector<TextRange> content;  // sorted, disjoint: bytes that came from the caller's data
 };
+// The model's template source (tokenizer.chat_template; "" for none: plain "role: content" lines),
+// parsed on every call. Tools and servers parse once with ChatTemplate instead.
 ChatPrompt render_chat(const std::string& tmpl, const std::vector<ChatMessage>& messages, bool add_generation_prompt);
 std::string apply_chat_template(const std::string& tmpl, const std::vector<ChatMessage>& messages,
                                 bool add_generation_prompt);
