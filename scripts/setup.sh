@@ -20,7 +20,7 @@ fi
 if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv
 fi
-if ! .venv/bin/python -c "import numpy, gguf, openai, matplotlib" 2>/dev/null; then
+if ! .venv/bin/python -c "import numpy, gguf, openai, matplotlib, jinja2" 2>/dev/null; then
   .venv/bin/pip install -q --disable-pip-version-check numpy gguf openai matplotlib jinja2
 fi
 
