@@ -16,6 +16,7 @@
 #include "golden_util.h"
 #include "model/cpu_forward.h"
 #include "model/reference_forward.h"
+#include "model/tokenizer/chat_template.h"
 
 namespace tinfer {
 namespace {
@@ -152,6 +153,37 @@ TEST_F(Gemma3, GreedyContinuationIsTheReferences) {
   // scripts/ref_gemma3.py's greedy continuation is " the capital of the country of France. It is the largest": the
   // same ten tokens, then a near tie (" largest" / " capital") that the fast path's int8 activations tip the other way.
   EXPECT_EQ(a.substr(0, 48), " the capital of the country of France. It is the");
+}
+
+// A chat turn through the model's template (the file ships none: the built-in Gemma one): the prompt is BOS and
+// the turn markers as single tokens, the greedy answer is deterministic and starts with the reference forward's
+// argmax. (This is the base 270M model, not the instruction-tuned one: its answer is not meant to be good.)
+TEST_F(Gemma3, ChatAnswerIsStableAndStartsWithTheReferenceArgmax) {
+  const Tokenizer& tok = model_->tokenizer();
+  const ChatTemplate tmpl = ChatTemplate::for_model(model_->chat_template(), model_->config().arch);
+  const std::vector<int32_t> ids =
+      encode_chat(tok, tmpl, {{"user", "What is the capital of France?"}}, ChatOptions{}, true);
+  ASSERT_GE(ids.size(), 5u);
+  EXPECT_EQ(ids[0], tok.bos());
+  EXPECT_EQ(ids[1], tok.token_id("<start_of_turn>"));
+  EXPECT_EQ(ids[ids.size() - 3], tok.token_id("<start_of_turn>"));
+  EXPECT_EQ(tok.piece(ids[ids.size() - 2]), "model");
+  ThreadPool pool(2);
+  CpuForward fwd(*model_, pool, 256);
+  GenerateOptions o;
+  o.max_tokens = 12;
+  o.sampling.temperature = 0;
+  auto answer = [&] {
+    Session s(fwd, 256);
+    std::vector<int32_t> out;
+    generate(s, tok, ids, o, [&](int32_t t) { return out.push_back(t), true; });
+    return out;
+  };
+  const std::vector<int32_t> a = answer();
+  ASSERT_FALSE(a.empty());
+  EXPECT_EQ(a, answer());
+  const auto last = ReferenceForward(*model_).logits(ids, {int64_t(ids.size()) - 1});
+  EXPECT_EQ(std::max_element(last[0].begin(), last[0].end()) - last[0].begin(), a[0]);
 }
 
 // `tinfer ppl` on the shared wikitext slice, 4096 tokens at ctx 2048 (two windows, each past the local layers'
