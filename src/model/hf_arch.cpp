@@ -155,10 +155,38 @@ void phi3_extra(const json& hp, const std::string& arch, GgufMetaList& out) {
   out.u32(arch + ".attention.sliding_window", has(hp, "sliding_window") ? uint64_t(int_of(hp, "sliding_window")) : 0);
 }
 
+// Gemma 3: the local layers' RoPE base and the local/global pattern, under the keys the gemma3 reader takes (llama.cpp
+// hard-codes 10000 and 6: a file of a checkpoint that differs from them would run wrong there, and is refused here
+// unless the pattern can be written); soft-capping (Gemma 2) refused.
 void gemma3_extra(const json& hp, const std::string& arch, GgufMetaList& out) {
   const std::string rt = rope_type(hp);
   if (rt == "linear") linear_rope_scaling(hp, arch, out);  // global layers only
   check(rt.empty() || rt == "linear" || rt == "default", "config.json: gemma3 rope_scaling type '" + rt + "' is not linear");
+  if (has(hp, "rope_local_base_freq")) out.f32(arch + ".rope.freq_base_swa", hp["rope_local_base_freq"].get<double>());
+  int64_t pattern = has(hp, "sliding_window_pattern") ? int_of(hp, "sliding_window_pattern") : 6;
+  if (has(hp, "layer_types")) {  // newer configs list each layer: every pattern-th is "full_attention"
+    const json& lt = hp["layer_types"];
+    check(lt.is_array() && !lt.empty(), "config.json: layer_types must be a list");
+    pattern = 0;
+    for (size_t i = 0; i < lt.size() && pattern == 0; ++i)
+      if (lt[i] == "full_attention") pattern = int64_t(i) + 1;
+    if (pattern == 0) pattern = int64_t(lt.size()) + 1;  // no global layer in the list
+    for (size_t i = 0; i < lt.size(); ++i)
+      check(lt[i] == ((int64_t(i) + 1) % pattern == 0 ? "full_attention" : "sliding_attention"),
+            "config.json: layer_types is not one global layer every " + std::to_string(pattern) + " layers");
+  }
+  check(pattern >= 1, "config.json: sliding_window_pattern must be >= 1");
+  out.u32(arch + ".attention.sliding_window_pattern", uint64_t(pattern));
+  for (const char* cap : {"final_logit_softcapping", "attn_logit_softcapping"})
+    check(!has(hp, cap), std::string("config.json: gemma3 with ") + cap + " (Gemma 2's soft-capping) is not supported");
+  if (has(hp, "query_pre_attn_scalar")) {
+    const int64_t q = int_of(hp, "query_pre_attn_scalar"), hd = head_dim_of(hp);
+    const int64_t per_head = int_of(hp, "hidden_size") / int_of(hp, "num_attention_heads");
+    const bool is_27b = int_of(hp, "num_hidden_layers") == 62;  // the reader's rule (arch/gemma3.cpp)
+    check(q == (is_27b ? per_head : hd), "config.json: query_pre_attn_scalar " + std::to_string(q) +
+                                             " is not what the gemma3 reader applies (" +
+                                             std::to_string(is_27b ? per_head : hd) + ")");
+  }
 }
 
 constexpr HfArch kArchs[] = {

@@ -26,7 +26,8 @@ struct ArchNames {
   const char* hf;
 };
 constexpr ArchNames kHfNames[] = {
-    {"llama", "LlamaForCausalLM"}, {"qwen2", "Qwen2ForCausalLM"}, {"qwen3", "Qwen3ForCausalLM"}, {"phi3", "Phi3ForCausalLM"}};
+    {"llama", "LlamaForCausalLM"}, {"qwen2", "Qwen2ForCausalLM"}, {"qwen3", "Qwen3ForCausalLM"}, {"phi3", "Phi3ForCausalLM"},
+    {"gemma3", "Gemma3ForCausalLM"}};
 
 const char* dtype_name(DType t) {
   switch (t) {
@@ -75,6 +76,15 @@ json config_json(const SynthSpec& s, const char* hf_arch) {
   if (s.head_dim > 0) c["head_dim"] = s.head_dim;
   if (!s.rope_freq_factors.empty()) c["rope_scaling"] = llama3_scaling(s);
   if (s.arch == "phi3") c["original_max_position_embeddings"] = s.ctx_len, c["sliding_window"] = nullptr;
+  if (s.arch == "llama" && s.sliding_window > 0) c["sliding_window"] = s.sliding_window;
+  if (s.arch == "gemma3") {
+    c["sliding_window"] = s.sliding_window;
+    c["sliding_window_pattern"] = 6;
+    c["rope_local_base_freq"] = 10000.0;
+    c["query_pre_attn_scalar"] = s.resolved_head_dim();
+    c["hidden_activation"] = "gelu_pytorch_tanh";
+    c["head_dim"] = s.resolved_head_dim();
+  }
   return c;
 }
 
@@ -167,6 +177,13 @@ void synthesize_hf_checkpoint(const SynthSpec& spec, const std::string& dir, con
     if (t.name == "rope_freqs.weight") continue;  // config.json's rope_scaling says it
     SafetensorsEntry e{hf_tensor_name(arch, t.name, spec.arch == "phi3"), t.type, t.shape, t.data, t.bytes};
     const bool qk = t.name.ends_with("attn_q.weight") || t.name.ends_with("attn_k.weight");
+    if (spec.arch == "gemma3" && t.name.ends_with("norm.weight")) {  // Gemma checkpoints store w of (1 + w)
+      auto& buf = owned.emplace_back(t.bytes);
+      const auto* src = reinterpret_cast<const float*>(t.data);
+      auto* dst = reinterpret_cast<float*>(buf.data());
+      for (size_t i = 0; i < t.bytes / sizeof(float); ++i) dst[i] = src[i] - 1.0f;
+      e.data = buf.data();
+    }
     if (unpermute && qk) {
       const int64_t heads = t.name.ends_with("attn_q.weight") ? spec.n_heads : spec.n_kv_heads;
       auto& buf = owned.emplace_back(t.bytes);
