@@ -229,8 +229,8 @@ std::vector<std::string> SynthSpec::validate() const {
   if (arch != "llama" && arch != "qwen2" && arch != "qwen3" && arch != "phi3" && arch != "gemma3")
     e.push_back("arch must be llama, qwen2, qwen3, phi3 or gemma3, got '" + arch + "'");
   if (sliding_window < 0) e.push_back("sliding_window must be >= 0");
-  if (sliding_window > 0 && arch != "llama" && arch != "gemma3")
-    e.push_back("a sliding window is written for llama (Mistral) and gemma3 only");
+  if (sliding_window > 0 && arch != "llama" && arch != "gemma3" && arch != "phi3")
+    e.push_back("a sliding window is written for llama (Mistral), phi3 and gemma3 only");
   if (arch == "gemma3" && !tied_embeddings) e.push_back("gemma3 ties its head to the embedding: set tied_embeddings");
   if (arch != "llama" && rope_layout != RopeLayout::neox)
     e.push_back(arch + " rotates half-split (neox) pairs: set rope_layout = neox");

@@ -33,8 +33,8 @@ struct SynthSpec {
   bool tied_embeddings = false;  // no output.weight: the head reuses token_embd
   // Llama 3 RoPE scaling: written as the tensor rope_freqs.weight (rope dim / 2 divisors, see llama3_rope_factors).
   std::vector<float> rope_freq_factors;
-  // Sliding-window attention, written as <arch>.attention.sliding_window (llama: every layer, Mistral; gemma3: the
-  // local layers, five of every six). 0: none.
+  // Sliding-window attention, written as <arch>.attention.sliding_window (llama, phi3: every layer, Mistral, Phi-3;
+  // gemma3: the local layers, five of every six). 0: none.
   int64_t sliding_window = 0;
   // Type of every 2-D weight matrix; norms stay f32. A matrix whose row length is not a multiple of
   // the type's block falls back (k-quants -> q8_0 when rows are a multiple of 32, otherwise f16).

@@ -1,9 +1,9 @@
 // Phi-3 family ("phi3": Phi-3 / Phi-3.5 mini): the Llama block with Q, K and V in one fused tensor (attn_qkv, rows
 // q | k | v) and gate and up in one (ffn_up, rows gate | up), NEOX RoPE, a separate output head; metadata under
 // "phi3." keys and tensor names as llama.cpp's converter writes them.
-// Not implemented yet, so refused or bounded rather than run wrong: LongRoPE (rope_factors_long/short: the file
-// is refused), and the sliding window (phi3.attention.sliding_window): the context is capped at the window, where
-// full attention equals windowed attention.
+// The sliding window (phi3.attention.sliding_window, e.g. 2047 for Phi-3 mini 4k) on every layer, as llama.cpp runs
+// it: position p attends to (p - window, p]. Not implemented yet, so refused rather than run wrong: LongRoPE
+// (rope_factors_long/short).
 #include <algorithm>
 #include <string>
 
@@ -20,8 +20,8 @@ ModelConfig read_phi3(const GgufFile& f) {
   c.rope_layout = RopeLayout::neox;
   check(f.tensor("rope_factors_long.weight") == nullptr && f.tensor("rope_factors_short.weight") == nullptr,
         "phi3: LongRoPE scaling (rope_factors_long/short) is not supported yet");
-  if (auto window = f.get_int("phi3.attention.sliding_window"); window && *window > 0)
-    c.ctx_len = std::min<int64_t>(c.ctx_len, *window);
+  c.sliding_window = f.get_int("phi3.attention.sliding_window").value_or(0);
+  c.validate();
   return c;
 }
 
