@@ -113,7 +113,7 @@ struct EngineStats {
   int64_t kv_capacity_tokens = 0;    // kv_blocks_total x block_size
   int64_t kv_bytes_per_token = 0;    // every layer's K and V, scales included (the full-attention layers' when
                                      // the sliding-window layers have their own pool)
-  int kv_window_blocks_total = 0, kv_window_blocks_peak = 0;  // that pool (EngineConfig::window_kv), else 0
+  int kv_window_blocks_total = 0, kv_window_blocks_used = 0, kv_window_blocks_peak = 0;  // that pool, else 0
   int64_t kv_window_bytes_per_token = 0;
   std::string kv_types;              // KvPrecision::describe(): "f16", "k=int8 v=int4", "mixed: ..."
   // Speculative decoding: draft tokens verified, of which kept, and the decode steps that carried drafts.

@@ -573,6 +573,7 @@ void EngineImpl::publish_stats() {
   if (sched_->kv().num_groups() > 1) {
     const kv::KvStats ws = sched_->kv().group(1).stats();
     stats_.kv_window_blocks_total = ws.num_blocks, stats_.kv_window_blocks_peak = ws.peak_used;
+    stats_.kv_window_blocks_used = ws.used;
     stats_.kv_window_bytes_per_token = static_cast<int64_t>(plan_.window_bytes_per_token);
   }
   stats_.kv_types = precision_.describe();

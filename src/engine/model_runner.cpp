@@ -1,6 +1,8 @@
 // ModelRunner: BatchPlan -> CoW copies -> ForwardBatch -> Backend::forward -> logit rows.
 #include "engine/model_runner.h"
 
+#include "core/error.h"
+
 namespace tinfer {
 
 void ModelRunner::run(const BatchPlan& plan) {
@@ -9,13 +11,19 @@ void ModelRunner::run(const BatchPlan& plan) {
     for (const kv::CowCopy& c : s.copies) kv_.copy_block(c.src, c.dst, c.group);
 
   batch_.clear();
+  // With a sliding-window pool every request has a window table (the scheduler and policies set them together):
+  // one missing would shift the per-sequence index.
+  const bool windows = !plan.requests.empty() && !plan.requests[0].window_table.empty();
   row_.assign(plan.requests.size(), -1);
   prompt_row_.assign(plan.requests.size(), -1);
   for (size_t i = 0; i < plan.requests.size(); ++i) {
     const ScheduledRequest& s = plan.requests[i];
     const int32_t seq = static_cast<int32_t>(batch_.block_tables.size());
     batch_.block_tables.emplace_back(s.block_table.begin(), s.block_table.end());
-    if (!s.window_table.empty()) batch_.window_tables.emplace_back(s.window_table.begin(), s.window_table.end());
+    if (windows) {
+      check(!s.window_table.empty(), "model runner: a request without a window table in a batch that has them");
+      batch_.window_tables.emplace_back(s.window_table.begin(), s.window_table.end());
+    }
     batch_.may_exit.push_back(s.decode && !s.padding ? 1 : 0);
     for (size_t t = 0; t < s.tokens.size(); ++t) {
       batch_.tokens.push_back(s.tokens[t]);

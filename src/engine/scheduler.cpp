@@ -31,8 +31,19 @@ Scheduler::Scheduler(SchedulerConfig config, kv::KvCacheGroups kv, std::unique_p
     fail(msg);
   }
   check(policy_ != nullptr, "scheduler: no batching policy");
-  // A lone request can always grow to max_len_, so preemption never loops.
+  // A lone request can always grow to max_len_, so preemption never loops: full-attention pools bound max_len_,
+  // and a windowed pool must hold one sequence's window and one step's tokens.
   const int64_t capacity = kv_.token_capacity();
+  for (int g = 0; g < kv_.num_groups(); ++g) {
+    const kv::KvCacheManager& m = kv_.group(g);
+    const int w = m.config().window_tokens, bs = m.block_size();
+    if (w <= 0) continue;
+    const int need = (w - 1 + config_.max_batched_tokens + bs - 1) / bs + 1;
+    check(m.pool().num_blocks() >= need, "scheduler: a sliding-window pool of " + std::to_string(m.pool().num_blocks()) +
+                                             " blocks cannot hold one sequence's window of " + std::to_string(w) +
+                                             " tokens and a step of " + std::to_string(config_.max_batched_tokens) +
+                                             " (" + std::to_string(need) + " blocks)");
+  }
   max_len_ = static_cast<int>(std::min<int64_t>(config_.max_model_len, capacity));
 }
 

@@ -16,10 +16,24 @@ KvCacheManager::KvCacheManager(KvCacheConfig config)
         "kv cache: a sliding window needs the paged layout (the reserved one keeps every block by design)");
 }
 
-void KvCacheManager::release_outside_window(Seq& s, int next_pos) {
-  if (config_.window_tokens <= 0) return;
+int KvCacheManager::first_needed_block(int next_pos) const {
+  if (config_.window_tokens <= 0) return 0;
   // Position next_pos attends to (next_pos - window, next_pos]: blocks wholly before that are done.
-  const int first_needed = std::max(0, next_pos - config_.window_tokens + 1) / config_.block_size;
+  return std::max(0, next_pos - config_.window_tokens + 1) / config_.block_size;
+}
+
+int KvCacheManager::releasable(const Seq& s, int next_pos) const {
+  int n = 0;
+  const int first = std::min(first_needed_block(next_pos), static_cast<int>(s.blocks.size()));
+  for (int i = s.released; i < first; ++i) {
+    const BlockId b = s.blocks[static_cast<size_t>(i)];
+    n += b != kNoBlock && pool_.ref_count(b) == 1;  // shared ones stay with their other owners
+  }
+  return n;
+}
+
+void KvCacheManager::release_outside_window(Seq& s, int next_pos) {
+  const int first_needed = first_needed_block(next_pos);
   for (; s.released < first_needed && s.released < static_cast<int>(s.blocks.size()); ++s.released) {
     BlockId& b = s.blocks[static_cast<size_t>(s.released)];
     if (b != kNoBlock) pool_.release(b);
@@ -53,7 +67,9 @@ int KvCacheManager::blocks_needed(SeqId seq, const AllocRequest& r) const {
     int shared = 0, revived = 0;
     if (r.hit) {
       shared = static_cast<int>(r.hit->blocks.size());
-      for (BlockId b : r.hit->blocks) revived += pool_.ref_count(b) == 0;
+      // A sliding window's hit blocks before its first query's window are never taken (nor counted).
+      for (size_t i = static_cast<size_t>(first_needed_block(r.num_computed)); i < r.hit->blocks.size(); ++i)
+        revived += pool_.ref_count(r.hit->blocks[i]) == 0;
     }
     int target = blocks_for(end);
     if (config_.layout == KvLayout::kReserved) target = std::max(target, blocks_for(r.reserve_tokens));
@@ -66,12 +82,13 @@ int KvCacheManager::blocks_needed(SeqId seq, const AllocRequest& r) const {
     const int last = std::min(have - 1, (end - 1) / config_.block_size);
     for (int i = r.num_computed / config_.block_size; i <= last; ++i) copies += must_copy(s.blocks[i]);
   }
-  return std::max(0, blocks_for(end) - have) + copies;
+  // allocate() first gives back the blocks that left the window (those it owns alone come free).
+  return std::max(0, blocks_for(end) - have) + copies - releasable(s, r.num_computed);
 }
 
 bool KvCacheManager::allocate(SeqId seq, const AllocRequest& r, std::vector<CowCopy>* cow) {
   check(r.num_computed >= 0 && r.num_new >= 0, "kv cache: negative token count");
-  if (!can_allocate(seq, r)) return false;
+  if (!can_allocate(seq, r)) return false;  // (counts the blocks a window gives back below as free)
   const int bs = config_.block_size;
   const int end = r.num_computed + r.num_new;
   auto it = seqs_.find(seq);
@@ -83,15 +100,21 @@ bool KvCacheManager::allocate(SeqId seq, const AllocRequest& r, std::vector<CowC
     Seq s;
     s.extra_key = r.extra_key;
     if (r.hit) {
-      for (BlockId b : r.hit->blocks) pool_.ref(b);  // revive before allocating, so they cannot be evicted
       s.blocks = r.hit->blocks;
       s.hashes = r.hit->hashes;
+      // Blocks before the window of the first query stay where they are (kNoBlock here); the rest are revived
+      // before allocating, so they cannot be evicted.
+      s.released = std::min(first_needed_block(r.num_computed), static_cast<int>(s.blocks.size()));
+      for (int i = 0; i < static_cast<int>(s.blocks.size()); ++i) {
+        BlockId& b = s.blocks[static_cast<size_t>(i)];
+        if (i < s.released) b = kNoBlock;
+        else pool_.ref(b);
+      }
     }
     int target = blocks_for(end);
     if (config_.layout == KvLayout::kReserved) target = std::max(target, blocks_for(r.reserve_tokens));
     while (static_cast<int>(s.blocks.size()) < target) s.blocks.push_back(pool_.allocate());
     s.num_tokens = end;
-    release_outside_window(s, r.num_computed);  // revived prefix blocks before the window go straight back
     seqs_.emplace(seq, std::move(s));
     return true;
   }
@@ -158,10 +181,11 @@ void KvCacheManager::truncate(SeqId seq, int num_tokens) {
   check(num_tokens >= 0 && num_tokens <= s.num_tokens,
         "kv cache: cannot truncate sequence " + std::to_string(seq) + " to " + std::to_string(num_tokens) +
             " tokens: it holds " + std::to_string(s.num_tokens));
-  check(num_tokens >= s.released * config_.block_size,
+  // The next query (position num_tokens) reads its window: none of it may have been given back.
+  check(s.released <= first_needed_block(num_tokens),
         "kv cache: cannot truncate sequence " + std::to_string(seq) + " to " + std::to_string(num_tokens) +
             " tokens: its blocks before position " + std::to_string(s.released * config_.block_size) +
-            " left the sliding window");
+            " left the sliding window, which position " + std::to_string(num_tokens) + " reads");
   const int bs = config_.block_size;
   if (static_cast<int>(s.hashes.size()) > num_tokens / bs) s.hashes.resize(static_cast<size_t>(num_tokens / bs));
   if (config_.layout == KvLayout::kPaged)

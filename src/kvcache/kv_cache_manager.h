@@ -103,7 +103,10 @@ class KvCacheManager {
     int released = 0;               // sliding window: leading table entries given back (kNoBlock)
   };
   int blocks_for(int tokens) const { return (tokens + config_.block_size - 1) / config_.block_size; }
-  // Sliding window: gives back the blocks no position from next_pos on can attend to.
+  // Sliding window: the first block position next_pos reads (0 without a window); the blocks before it that a
+  // release would free (owned by s alone); giving those back (no position from next_pos on attends to them).
+  int first_needed_block(int next_pos) const;
+  int releasable(const Seq& s, int next_pos) const;
   void release_outside_window(Seq& s, int next_pos);
   bool must_copy(BlockId id) const { return pool_.ref_count(id) > 1 || pool_.is_cached(id); }
 

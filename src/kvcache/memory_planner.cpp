@@ -61,8 +61,9 @@ WindowSplit split_by_window(const KvShape& s) {
   return w;
 }
 
-// Blocks one sequence holds at most in a windowed pool: its window's (entered part-way: one more) and the block a
-// step opens, never more than its whole context's.
+// Blocks one sequence holds at most in a windowed pool while it decodes: its window's (entered part-way: one more),
+// plus one of slack (the block a step opens); a prefill chunk's extra blocks are the step's, counted once for the
+// pool. Never more than its whole context's.
 int window_blocks_per_seq(const KvWindow& w, int block_size, int context_len) {
   return std::min(blocks_for(context_len, block_size), blocks_for(w.window_tokens, block_size) + 2);
 }

@@ -57,6 +57,11 @@ std::string Metrics::render(const EngineStats& s, int queued, bool ready, const 
         static_cast<double>(long_lane_waiting.load()));
   gauge(o, "tinfer:kv_blocks_used", "gauge", "KV-cache blocks in use.", s.kv_blocks_used);
   gauge(o, "tinfer:kv_blocks_total", "gauge", "KV-cache blocks in the pool.", s.kv_blocks_total);
+  if (s.kv_window_blocks_total > 0) {  // the sliding-window layers' own pool (kvcache/kv_cache_groups.h)
+    gauge(o, "tinfer:kv_window_blocks_used", "gauge", "Sliding-window layers' KV blocks in use.", s.kv_window_blocks_used);
+    gauge(o, "tinfer:kv_window_blocks_total", "gauge", "Sliding-window layers' KV blocks in their pool.",
+          s.kv_window_blocks_total);
+  }
   gauge(o, "tinfer:kv_bytes_per_token", "gauge", "KV-cache bytes one token takes, every layer, scales included.",
         static_cast<double>(s.kv_bytes_per_token));
   o += "# HELP tinfer:kv_cache_info The KV cache's element types (f32, f16, int8, int4; per layer when mixed).\n"

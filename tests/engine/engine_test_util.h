@@ -5,11 +5,14 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <vector>
 
 #include "common/test_env.h"
+#include "engine/session.h"
+#include "model/backend.h"
 #include "model/model.h"
 #include "model/synth.h"
 
@@ -41,6 +44,20 @@ inline EngineConfig base_config() {
   c.verbose = false;
   c.max_batched_tokens = 64;
   return c;
+}
+
+// Greedy on one batch-1 Session (every block kept): the prompt in one forward, then one token per step.
+inline std::vector<Token> session_greedy(const Model& m, const std::vector<Token>& prompt, int n,
+                                         BackendOptions opts = BackendOptions{.threads = 2}) {
+  auto be = create_backend("cpu", m, opts);
+  Session s(*be, 256);
+  const std::vector<float>* l = &s.feed(prompt);
+  std::vector<Token> out;
+  for (int i = 0; i < n; ++i) {
+    out.push_back(Token(std::max_element(l->begin(), l->end()) - l->begin()));
+    l = &s.feed_token(out.back());
+  }
+  return out;
 }
 
 inline GenerationRequest greedy(std::vector<Token> prompt, int max_tokens) {

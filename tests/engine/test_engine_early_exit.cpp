@@ -26,16 +26,8 @@ EngineConfig exit_config(int budget) {
 }
 
 // Greedy with early exit on one Session: the prompt in one forward (no exit), then one token per step.
-std::vector<Token> session_greedy(const Model& m, const std::vector<Token>& prompt, int n) {
-  auto be = create_backend("cpu", m, BackendOptions{.threads = 2, .early_exit = EarlyExit{{2}, 0.0f}});
-  Session s(*be, 256);
-  const std::vector<float>* l = &s.feed(prompt);
-  std::vector<Token> out;
-  for (int i = 0; i < n; ++i) {
-    out.push_back(Token(std::max_element(l->begin(), l->end()) - l->begin()));
-    l = &s.feed_token(out.back());
-  }
-  return out;
+std::vector<Token> exit_session_greedy(const Model& m, const std::vector<Token>& prompt, int n) {
+  return session_greedy(m, prompt, n, BackendOptions{.threads = 2, .early_exit = EarlyExit{{2}, 0.0f}});
 }
 
 TEST(EngineEarlyExit, OnlyDecodeRowsExitWhateverTheChunking) {
@@ -44,7 +36,7 @@ TEST(EngineEarlyExit, OnlyDecodeRowsExitWhateverTheChunking) {
   const std::vector<Token> prompt{1, 403, 407, 261, 378, 29892, 727};  // 7 tokens (ids < 512 below)
   std::vector<Token> p = prompt;
   for (Token& t : p) t = t % 512;
-  const std::vector<Token> want = session_greedy(*m, p, 12);
+  const std::vector<Token> want = exit_session_greedy(*m, p, 12);
   // Budget 6: the prompt's 7th token is computed alone in the second step; it must not exit.
   for (int budget : {64, 6}) {
     auto e = Engine::create(stories(), exit_config(budget));

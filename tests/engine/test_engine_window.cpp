@@ -30,18 +30,6 @@ std::unique_ptr<Model> windowed_model(const char* arch) {
   return Model::from_gguf_bytes(synthesize_model_bytes(windowed_spec(arch)));
 }
 
-std::vector<Token> session_greedy(const Model& m, const std::vector<Token>& prompt, int n) {
-  auto be = create_backend("cpu", m, BackendOptions{.threads = 2});
-  Session s(*be, 256);
-  const std::vector<float>* l = &s.feed(prompt);
-  std::vector<Token> out;
-  for (int i = 0; i < n; ++i) {
-    out.push_back(Token(std::max_element(l->begin(), l->end()) - l->begin()));
-    l = &s.feed_token(out.back());
-  }
-  return out;
-}
-
 std::vector<std::vector<Token>> long_prompts() {
   std::vector<std::vector<Token>> p;
   for (int i = 0; i < 4; ++i) {
@@ -116,6 +104,29 @@ TEST(EngineWindow, EveryLayerWindowedRunsPastItsPoolWithoutPreemption) {
       EXPECT_GT(st.preemptions, 0);  // the same pool without giving blocks back
     }
   }
+}
+
+// max_seqs 1 and a prompt longer than the window and two steps: the planner's window pool (1 x 4 + 4 blocks) takes
+// each chunk because the previous chunk's blocks go back first (found by review: it preempted itself forever).
+TEST(EngineWindow, LoneLongPromptFinishesWithMaxSeqsOne) {
+  EngineConfig c = base_config();
+  c.max_batched_tokens = 64, c.max_model_len = 256, c.max_seqs = 1;
+  auto e = Engine::create(windowed_model("gemma3"), c);
+  std::vector<Token> prompt{1};
+  for (int j = 0; j < 199; ++j) prompt.push_back(Token(3 + (j * 17) % 290));
+  std::vector<Token> got;
+  bool finished = false;
+  e->add_request(greedy(prompt, 4), [&](const TokenEvent& ev) {
+    if (ev.has_token) got.push_back(ev.token);
+    finished = finished || ev.finished;
+  });
+  int steps = 0;
+  for (; steps < 100 && e->has_work(); ++steps) e->step();
+  EXPECT_TRUE(finished) << "not finished after " << steps << " steps";
+  EXPECT_EQ(e->stats().preemptions, 0);
+  EXPECT_EQ(e->stats().kv_window_blocks_total, 8);
+  auto ref = windowed_model("gemma3");
+  EXPECT_EQ(got, session_greedy(*ref, prompt, 4));
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 // with copy-on-write copies naming their group.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <limits>
 #include <numeric>
 #include <vector>
@@ -47,12 +48,13 @@ TEST(KvWindow, BlocksLeavingTheWindowReturnToThePool) {
   EXPECT_EQ(kv.pool().free_list(), (Ids{4, 5, 6, 7, 0, 1}));
   EXPECT_EQ(kv.stats().used, 2);
   EXPECT_EQ(kv.stats().waste_slots, 2);  // 8 slots held for positions 8..13
-  // Rollback may not reach into given-back blocks; a short one is fine.
+  // Rollback may not bring back a query whose window was given back (12 reads 7..12: block 1); 13 reads 8..13.
   EXPECT_THROW(kv.truncate(1, 7), Error);
-  kv.truncate(1, 12);
-  EXPECT_EQ(kv.block_table(1), (Ids{X, X, 2}));
+  EXPECT_THROW(kv.truncate(1, 12), Error);
+  kv.truncate(1, 13);
+  EXPECT_EQ(kv.block_table(1), (Ids{X, X, 2, 3}));
   kv.fork(1, 2);
-  EXPECT_EQ(kv.block_table(2), (Ids{X, X, 2}));
+  EXPECT_EQ(kv.block_table(2), (Ids{X, X, 2, 3}));
   EXPECT_EQ(kv.pool().ref_count(2), 2);
   kv.free(1);
   kv.free(2);
@@ -81,8 +83,46 @@ TEST(KvWindow, CommittedBlocksThatLeftTheWindowStayInThePrefixCache) {
   const PrefixHit hit = kv.match_prefix(t, 0, 12);
   EXPECT_EQ(hit.blocks, (Ids{0, 1, 2}));
   ASSERT_TRUE(kv.allocate(2, {.num_computed = 12, .num_new = 1, .hit = &hit}, nullptr));
-  EXPECT_EQ(kv.block_table(2), (Ids{X, 1, 2, 4}));  // the revived block 0 goes straight back
+  EXPECT_EQ(kv.block_table(2), (Ids{X, 1, 2, 4}));  // block 0, before position 12's window, is not taken
   EXPECT_EQ(kv.stats().cached_free, 1);
+}
+
+// allocate() gives back the blocks that left the window before it takes new ones, and can_allocate() counts them:
+// a chunk fits a pool the planner sized for one window and one step (found by review: it was refused, and a lone
+// sequence preempted itself forever).
+TEST(KvWindow, BlocksGivenBackCountAsFreeForTheSameAllocation) {
+  KvCacheManager kv(cfg(8, 8));  // window 8 = 2 blocks, one sequence, 16-token steps: 1 x (2 + 2) + 4
+  ASSERT_TRUE(kv.allocate(1, {.num_computed = 0, .num_new = 16}, nullptr));
+  ASSERT_TRUE(kv.allocate(1, {.num_computed = 16, .num_new = 16}, nullptr));  // reads 9..31: blocks 2..7
+  EXPECT_EQ(kv.block_table(1), (Ids{X, X, 2, 3, 4, 5, 6, 7}));
+  // 32..47 reads 25..47: blocks 6..11; 2..5 go back in the same call, 4 new ones come from them.
+  EXPECT_EQ(kv.blocks_needed(1, {.num_computed = 32, .num_new = 16}), 0);
+  ASSERT_TRUE(kv.allocate(1, {.num_computed = 32, .num_new = 16}, nullptr));
+  EXPECT_EQ(kv.block_table(1), (Ids{X, X, X, X, X, X, 6, 7, 0, 1, 2, 3}));
+  // A block shared with a fork is not freed by giving it back: it does not count.
+  kv.fork(1, 2);
+  EXPECT_EQ(kv.blocks_needed(1, {.num_computed = 48, .num_new = 4}), 1);
+}
+
+// A prefix hit in a windowed pool takes only the blocks its first query's window reads (found by review: every
+// hit block was revived and counted, so a next chat turn longer than the pool was never admitted).
+TEST(KvWindow, PrefixHitTakesOnlyTheWindowsBlocks) {
+  KvCacheManager kv(cfg(6, 4, true));
+  const std::vector<Token> t = iota_tokens(25);
+  for (int p = 0; p < 24; p += 4) {
+    ASSERT_TRUE(kv.allocate(1, {.num_computed = p, .num_new = 4}, nullptr));
+    kv.commit(1, t, p + 4);
+  }
+  kv.free(1);
+  const PrefixHit hit = kv.match_prefix(t, 0, 24);
+  ASSERT_EQ(hit.num_tokens, 24);
+  // Position 24 reads 21..24: hit block 5 and a new block 6.
+  EXPECT_EQ(kv.blocks_needed(2, {.num_computed = 24, .num_new = 1, .hit = &hit}), 2);
+  ASSERT_TRUE(kv.allocate(2, {.num_computed = 24, .num_new = 1, .hit = &hit}, nullptr));
+  const Ids& table = kv.block_table(2);
+  EXPECT_EQ(std::count(table.begin(), table.end(), X), 5);
+  EXPECT_EQ(table[5], hit.blocks[5]);
+  EXPECT_EQ(kv.stats().used, 2);
 }
 
 TEST(KvWindow, ReservedLayoutRefusesAWindow) {

@@ -63,6 +63,8 @@ ModelConfig read_llama_style_config(const GgufFile& file, const std::string& arc
 // fused: attn_qkv (rows q | k | v) and ffn_up holding gate | up, instead of the separate tensors (phi3).
 DecoderTensors bind_llama_style(const GgufFile& file, const ModelConfig& cfg, bool fused = false);
 const GgufTensor& require_tensor(const GgufFile& file, const std::string& name, std::vector<int64_t> shape);
+// Every layer's per-head q and k RMSNorm weights, blk.N.attn_q_norm / attn_k_norm [head_dim] (qwen3, gemma3).
+void bind_qk_norms(const GgufFile& file, const ModelConfig& cfg, DecoderTensors& d);
 int64_t require_int(const GgufFile& file, const std::string& key);
 
 }  // namespace tinfer

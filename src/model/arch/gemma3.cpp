@@ -25,7 +25,9 @@ ModelConfig read_gemma3(const GgufFile& f) {
   c.embed_scale = std::sqrt(float(c.dim));
   // query_pre_attn_scalar: head_dim for every size but 27B, whose queries are scaled by dim / heads (168).
   c.attn_scale = 1.0f / std::sqrt(float(c.n_layers == 62 ? c.dim / c.n_heads : c.head_dim));
-  c.sliding_window = f.get_int("gemma3.attention.sliding_window").value_or(0);
+  // Required: without it the local layers would lose their window and their RoPE base (ModelConfig::local_rope).
+  c.sliding_window = require_int(f, "gemma3.attention.sliding_window");
+  check(c.sliding_window > 0, "gemma3.attention.sliding_window must be > 0");
   const int64_t pattern = f.get_int("gemma3.attention.sliding_window_pattern").value_or(kDefaultSwaPattern);
   check(pattern >= 1, "gemma3.attention.sliding_window_pattern must be >= 1");
   c.swa_layers.resize(size_t(c.n_layers));
@@ -41,11 +43,10 @@ ModelConfig read_gemma3(const GgufFile& f) {
 
 DecoderTensors bind_gemma3(const GgufFile& f, const ModelConfig& c) {
   DecoderTensors d = bind_llama_style(f, c);
+  bind_qk_norms(f, c, d);
   for (int64_t l = 0; l < c.n_layers; ++l) {
     const std::string b = "blk." + std::to_string(l) + ".";
     LayerTensors& t = d.layers[size_t(l)];
-    t.q_norm = &require_tensor(f, b + "attn_q_norm.weight", {c.head_dim});
-    t.k_norm = &require_tensor(f, b + "attn_k_norm.weight", {c.head_dim});
     t.post_attn_norm = &require_tensor(f, b + "post_attention_norm.weight", {c.dim});
     t.post_ffn_norm = &require_tensor(f, b + "post_ffw_norm.weight", {c.dim});
   }

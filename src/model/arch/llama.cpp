@@ -77,6 +77,15 @@ DecoderTensors bind_llama_style(const GgufFile& f, const ModelConfig& c, bool fu
   return d;
 }
 
+void bind_qk_norms(const GgufFile& f, const ModelConfig& c, DecoderTensors& d) {
+  for (int64_t l = 0; l < c.n_layers; ++l) {
+    const std::string b = "blk." + std::to_string(l) + ".";
+    LayerTensors& t = d.layers[size_t(l)];
+    t.q_norm = &require_tensor(f, b + "attn_q_norm.weight", {c.head_dim});
+    t.k_norm = &require_tensor(f, b + "attn_k_norm.weight", {c.head_dim});
+  }
+}
+
 namespace {
 // Mistral's sliding window on every layer, where the file names one (llama.cpp's converter does not write it for
 // Mistral 7B, which it runs with full attention; checkpoints read from config.json do).

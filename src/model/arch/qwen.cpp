@@ -34,12 +34,7 @@ DecoderTensors bind_qwen2(const GgufFile& f, const ModelConfig& c) {
 
 DecoderTensors bind_qwen3(const GgufFile& f, const ModelConfig& c) {
   DecoderTensors d = bind_llama_style(f, c);
-  for (int64_t l = 0; l < c.n_layers; ++l) {
-    const std::string b = "blk." + std::to_string(l) + ".";
-    LayerTensors& t = d.layers[size_t(l)];
-    t.q_norm = &require_tensor(f, b + "attn_q_norm.weight", {c.head_dim});
-    t.k_norm = &require_tensor(f, b + "attn_k_norm.weight", {c.head_dim});
-  }
+  bind_qk_norms(f, c, d);
   return d;
 }
 
