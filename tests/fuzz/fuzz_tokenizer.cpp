@@ -71,7 +71,7 @@ VocabData code_unigram(bool bytes, bool clean) {
       if (t == 6) t = 5;  // unused: never matched, never a fallback
   d.remove_extra_whitespaces = clean;
   d.pre = clean ? "default" : "metaspace";
-  d.tokens.push_back("a\xE2\x96\x81b");
+  d.tokens.push_back("a\xE2\x96\x81" "b");
   d.types.push_back(1);
   d.scores.push_back(-1.5f);
   return d;
