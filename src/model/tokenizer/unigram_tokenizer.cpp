@@ -196,7 +196,10 @@ class UnigramTokenizer final : public VocabTokenizer {
     }
     if (s.empty()) return;
     bool prefix = d.add_space_prefix && after_special;
-    if (prefix_ != Prefix::sentencepiece) prefix = d.add_space_prefix && s[0] != ' ' && (prefix_ == Prefix::metaspace || at_start);
+    if (prefix_ != Prefix::sentencepiece) {  // Metaspace looks at the text after ' ' -> U+2581: a literal one counts
+      const bool has_space = s[0] == ' ' || s.substr(0, kSpace.size()) == kSpace;
+      prefix = d.add_space_prefix && !has_space && (prefix_ == Prefix::metaspace || at_start);
+    }
     if (prefix) buf += kSpace;
     bool prev_space = false;
     for (char c : s) {
@@ -208,6 +211,10 @@ class UnigramTokenizer final : public VocabTokenizer {
       if (!(d.remove_extra_whitespaces && prev_space)) buf += kSpace;
       prev_space = true;
     }
+    // SentencePiece trims trailing spaces after escaping them, so literal U+2581s at the end go too.
+    if (d.remove_extra_whitespaces)
+      while (buf.size() >= kSpace.size() && std::string_view(buf).substr(buf.size() - kSpace.size()) == kSpace)
+        buf.resize(buf.size() - kSpace.size());
   }
 
   // Viterbi over character boundaries: best[e] is the best-scoring segmentation of s[0, e) and its last piece.
