@@ -66,7 +66,8 @@ void add_vocab_metadata(const HfVocab& v, GgufMetaList& m) {
     if (id >= 0) m.u32(std::string("tokenizer.ggml.") + key, uint64_t(id));
   if (!d.eog_ids.empty()) m.i32s("tinfer.tokenizer.eog_token_ids", d.eog_ids);
   m.boolean("tokenizer.ggml.add_bos_token", d.add_bos);
-  if (d.model == "llama") m.boolean("tokenizer.ggml.add_space_prefix", d.add_space_prefix);
+  if (d.model == "llama" || d.model == "t5") m.boolean("tokenizer.ggml.add_space_prefix", d.add_space_prefix);
+  if (d.model == "t5") m.boolean("tokenizer.ggml.remove_extra_whitespaces", d.remove_extra_whitespaces);
   if (!v.chat_template.empty()) m.str("tokenizer.chat_template", v.chat_template);
   for (const auto& [name, tmpl] : v.named_templates) m.str("tokenizer.chat_template." + name, tmpl);
 }

@@ -1,5 +1,5 @@
-// libFuzzer target: arbitrary bytes through both tokenizer kinds (encode with every flag, decode,
-// streaming), the pre-tokenizers, the SentencePiece protobuf parser and chat templating.
+// libFuzzer target: arbitrary bytes through every tokenizer kind (SentencePiece BPE, byte-level BPE, unigram: encode
+// with every flag, decode, streaming), the pre-tokenizers, the SentencePiece protobuf parser and chat templating.
 // Vocabularies are built once: in code always, plus shared fixtures when $TINFER_SHARED/../shared has them.
 #include <cstdio>
 #include <cstdlib>
@@ -61,11 +61,29 @@ VocabData code_bpe(const std::string& pre) {
   return d;
 }
 
+// Unigram ("t5"): pieces crossing U+2581, byte fallback, a user-defined piece; and the same without byte pieces
+// (unknown runs -> <unk>) and with SentencePiece's whitespace clean-up and Metaspace prefix rules.
+VocabData code_unigram(bool bytes, bool clean) {
+  VocabData d = code_spm();
+  d.model = "t5";
+  if (!bytes)
+    for (auto& t : d.types)
+      if (t == 6) t = 5;  // unused: never matched, never a fallback
+  d.remove_extra_whitespaces = clean;
+  d.pre = clean ? "default" : "metaspace";
+  d.tokens.push_back("a\xE2\x96\x81" "b");
+  d.types.push_back(1);
+  d.scores.push_back(-1.5f);
+  return d;
+}
+
 struct Tokenizers {
   std::vector<std::unique_ptr<Tokenizer>> spm, bpe;  // bpe[i] for i < n_exact hold every byte
   size_t n_exact = 0;
   Tokenizers() {
     spm.push_back(make_spm_tokenizer(code_spm()));
+    for (bool bytes : {true, false})
+      for (bool clean : {true, false}) spm.push_back(make_unigram_tokenizer(code_unigram(bytes, clean)));
     for (const char* pre : {"gpt2", "smollm", "llama3"}) bpe.push_back(make_bpe_tokenizer(code_bpe(pre)));
     n_exact = bpe.size();  // SmolLM2's vocab lacks bytes never seen in UTF-8 (0xC0, 0xF5..): <unk>, lossy
     const char* env = std::getenv("TINFER_SHARED");
@@ -133,7 +151,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // The protobuf reader and chat templating see the same bytes.
   try {
     auto d = parse_sentencepiece_model(data, size);
-    if (!d.tokens.empty() && d.tokens.size() < 4096) make_spm_tokenizer(std::move(d))->encode("a b", true);
+    if (!d.tokens.empty() && d.tokens.size() < 4096) {
+      make_spm_tokenizer(d)->encode("a b", true);
+      make_unigram_tokenizer(std::move(d))->encode("a b", true);  // refuses a charsmap: Error
+    }
   } catch (const Error&) {
   }
   try {  // most byte strings are not valid templates (fuzz_chat_template covers the interpreter)

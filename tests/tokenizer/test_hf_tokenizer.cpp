@@ -3,7 +3,8 @@
 // with byte fallback) encode corpus lines and adversarial strings (whitespace runs, digits, emoji, special-token
 // look-alikes) exactly as HF does (fixtures: scripts/gen_hf_tokenizer_fixtures.py). Then the reader's choices:
 // pre names, token types, special ids from tokenizer_config / config / generation_config (eos lists end generation),
-// chat templates (string or named list), and the refusals (unknown regex, Unigram).
+// chat templates (string or named list), and the refusals (unknown regex, a Unigram NFKC normalizer; test_unigram.cpp has
+// the Unigram ones).
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -109,8 +110,10 @@ TEST(HfTokenizer, RefusesWhatItCannotRun) {
                          {{{"type", "Split"}, {"pattern", {{"Regex", "\\p{L}+|\\d{1,4}"}}}, {"behavior", "Isolated"}},
                           {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", false}}}}};
   EXPECT_NE(refusal(j).find("unknown pre-tokenizer regex \"\\\\p{L}+|\\\\d{1,4}\""), std::string::npos) << refusal(j);
-  json u = {{"model", {{"type", "Unigram"}, {"vocab", json::array({{"a", -1.0}})}}}};
-  EXPECT_NE(refusal(u).find("Unigram"), std::string::npos);
+  json u = {{"model", {{"type", "Unigram"}, {"vocab", json::array({{"a", -1.0}})}}},
+            {"normalizer", {{"type", "NFKC"}}},
+            {"pre_tokenizer", {{"type", "Metaspace"}, {"replacement", "\u2581"}, {"prepend_scheme", "always"}}}};
+  EXPECT_NE(refusal(u).find("normalizer 'NFKC' is not supported for Unigram"), std::string::npos) << refusal(u);
   json w = {{"model", {{"type", "WordPiece"}, {"vocab", json::object()}}}};
   EXPECT_NE(refusal(w).find("'WordPiece' is not supported"), std::string::npos);
 }

@@ -165,28 +165,15 @@ struct Builder {
   }
 };
 
-}  // namespace
-
-HfVocab vocab_from_hf(const HfTokenizerFiles& files, int64_t n_vocab) {
-  const json root = parse(files.tokenizer_json, "tokenizer.json");
-  const json tcfg = files.tokenizer_config.empty() ? json::object() : parse(files.tokenizer_config, "tokenizer_config.json");
-  const json gcfg = files.generation_config.empty() ? json::object() : parse(files.generation_config, "generation_config.json");
-  const json cfg = files.config.empty() ? json::object() : parse(files.config, "config.json");
-  check(root.is_object() && root.contains("model") && root["model"].is_object(), "tokenizer.json has no \"model\" object");
+// A BPE model's pieces, merges and pre-tokenizer/normalizer settings into b; returns the unk token's text ("" none).
+std::string bpe_model(const json& root, Builder& b) {
   const json& model = root["model"];
-  const std::string mtype = type_of(model).empty() && model.contains("merges") ? "BPE" : type_of(model);
-  check(mtype != "Unigram", "tokenizer.json: Unigram models are not supported yet (no unigram tokenizer kind)");
-  check(mtype == "BPE", "tokenizer.json: model type '" + mtype + "' is not supported (BPE)");
-  check(model.contains("vocab") && model["vocab"].is_object(), "tokenizer.json: BPE model without a \"vocab\" object");
-  check(model.contains("merges") && model["merges"].is_array(), "tokenizer.json: BPE model without a \"merges\" list");
-
+  VocabData& d = b.out.vocab;
   bool byte_level = false;
   for (const json& p : members(root.value("pre_tokenizer", json()), "pretokenizers")) byte_level |= type_of(p) == "ByteLevel";
   const bool byte_fallback = flag(model, "byte_fallback", false);
   check(!(byte_level && byte_fallback), "tokenizer.json: byte-level BPE with byte_fallback is not supported");
 
-  Builder b;
-  VocabData& d = b.out.vocab;
   d.model = byte_level ? "gpt2" : "llama";
   const std::string unk = model.contains("unk_token") && model["unk_token"].is_string() ? model["unk_token"].get<std::string>() : "";
   for (const auto& [piece, id] : model["vocab"].items()) {
@@ -214,6 +201,100 @@ HfVocab vocab_from_hf(const HfTokenizerFiles& files, int64_t n_vocab) {
     d.pre = "default";
     d.add_space_prefix = spm_space_prefix(root);
   }
+  return unk;
+}
+
+// A Unigram model ("vocab": [[piece, log prob], ...], "unk_id", "byte_fallback") into b as model "t5"; returns the
+// unk token's text. The text pipeline must be one the unigram kind reproduces exactly: ' ' -> U+2581 by a Replace
+// normalizer or a Metaspace pre-tokenizer, a dummy prefix by Prepend("▁") or Metaspace's prepend_scheme. Unicode
+// normalizers (NFKC, a SentencePiece Precompiled charsmap) are refused: text would be tokenized unnormalised.
+std::string unigram_model(const json& root, Builder& b) {
+  const json& model = root["model"];
+  VocabData& d = b.out.vocab;
+  d.model = "t5";
+  check(model.contains("vocab") && model["vocab"].is_array(), "tokenizer.json: Unigram model without a \"vocab\" list");
+  const bool byte_fallback = flag(model, "byte_fallback", false);
+  int64_t unk_id = -1;
+  if (model.contains("unk_id") && !model["unk_id"].is_null()) {
+    check(model["unk_id"].is_number_integer(), "tokenizer.json: Unigram unk_id is not an integer");
+    unk_id = model["unk_id"].get<int64_t>();
+    check(unk_id >= 0 && unk_id < int64_t(model["vocab"].size()), "tokenizer.json: Unigram unk_id " +
+                                                                     std::to_string(unk_id) + " is not in the vocab");
+  }
+  int64_t id = 0;
+  for (const json& e : model["vocab"]) {
+    check(e.is_array() && e.size() == 2 && e[0].is_string() && e[1].is_number(),
+          "tokenizer.json: Unigram vocab entry #" + std::to_string(id) + " is not [piece, score]: " + e.dump());
+    const std::string piece = e[0].get<std::string>();
+    int32_t type = int32_t(TokenAttr::normal);
+    if (byte_fallback && piece.size() == 6 && piece.rfind("<0x", 0) == 0 && piece[5] == '>') type = int32_t(TokenAttr::byte);
+    if (id == unk_id) type = int32_t(TokenAttr::unknown);
+    b.put(id++, piece, type, e[1].get<float>());
+  }
+  d.unk = int32_t(unk_id);
+
+  bool replaces_space = false, prepends = false;
+  for (const json& n : members(root.value("normalizer", json()), "normalizers")) {
+    const std::string t = type_of(n);
+    if (t == "Prepend" && n.value("prepend", "") == kMetaspace) {
+      prepends = true;
+    } else if (t == "Replace" && n.contains("pattern") && n["pattern"].value("String", "") == " " &&
+               n.value("content", "") == kMetaspace) {
+      replaces_space = true;
+    } else if (t == "Precompiled") {
+      const json& map = n.value("precompiled_charsmap", json());
+      check(map.is_null() || (map.is_string() && map.get<std::string>().empty()),
+            "tokenizer.json: the Precompiled normalizer (a SentencePiece charsmap) is not supported for Unigram");
+    } else {
+      fail("tokenizer.json: normalizer '" + t + "' is not supported for Unigram");
+    }
+  }
+  d.pre = "default";
+  d.add_space_prefix = prepends;
+  for (const json& p : members(root.value("pre_tokenizer", json()), "pretokenizers")) {
+    const std::string t = type_of(p);
+    check(t == "Metaspace", "tokenizer.json: pre-tokenizer '" + t + "' is not supported for Unigram");
+    check(p.value("replacement", kMetaspace) == std::string(kMetaspace), "tokenizer.json: Metaspace replacement must be U+2581");
+    check(!prepends, "tokenizer.json: a Prepend normalizer and a Metaspace pre-tokenizer together are not supported");
+    replaces_space = true;
+    const std::string scheme = p.value("prepend_scheme", flag(p, "add_prefix_space", true) ? "always" : "never");
+    check(scheme == "always" || scheme == "first" || scheme == "never", "tokenizer.json: unknown Metaspace prepend_scheme '" + scheme + "'");
+    d.add_space_prefix = scheme != "never";
+    d.pre = scheme == "first" ? "metaspace-first" : "metaspace";
+    // split: Viterbi runs word by word (each U+2581 starts a word). The unigram kind segments whole fragments, the
+    // same thing unless a piece holds U+2581 past its first character; such a vocabulary is refused.
+    if (flag(p, "split", true))
+      for (size_t i = 0; i < d.tokens.size(); ++i)
+        check(d.types[i] != int32_t(TokenAttr::normal) || d.tokens[i].find(kMetaspace, 1) == std::string::npos,
+              "tokenizer.json: Metaspace split with piece '" + d.tokens[i] + "' spanning words is not supported");
+  }
+  check(replaces_space, "tokenizer.json: Unigram without a space -> U+2581 replacement (Replace or Metaspace)");
+  return unk_id >= 0 ? d.tokens[size_t(unk_id)] : std::string();
+}
+
+}  // namespace
+
+HfVocab vocab_from_hf(const HfTokenizerFiles& files, int64_t n_vocab) {
+  const json root = parse(files.tokenizer_json, "tokenizer.json");
+  const json tcfg = files.tokenizer_config.empty() ? json::object() : parse(files.tokenizer_config, "tokenizer_config.json");
+  const json gcfg = files.generation_config.empty() ? json::object() : parse(files.generation_config, "generation_config.json");
+  const json cfg = files.config.empty() ? json::object() : parse(files.config, "config.json");
+  check(root.is_object() && root.contains("model") && root["model"].is_object(), "tokenizer.json has no \"model\" object");
+  const json& model = root["model"];
+  const std::string mtype = type_of(model).empty() && model.contains("merges") ? "BPE" : type_of(model);
+  check(mtype == "BPE" || mtype == "Unigram", "tokenizer.json: model type '" + mtype + "' is not supported (BPE, Unigram)");
+  const bool unigram = mtype == "Unigram";
+  Builder b;
+  VocabData& d = b.out.vocab;
+  std::string unk;
+  if (unigram) {
+    unk = unigram_model(root, b);
+  } else {
+    check(model.contains("vocab") && model["vocab"].is_object(), "tokenizer.json: BPE model without a \"vocab\" object");
+    check(model.contains("merges") && model["merges"].is_array(), "tokenizer.json: BPE model without a \"merges\" list");
+    unk = bpe_model(root, b);
+  }
+  const bool byte_level = d.model == "gpt2";
   // Added tokens (tokenizer.json, then tokenizer_config.json's added_tokens_decoder): special -> control.
   auto add_token = [&](int64_t id, const std::string& text, bool special) {
     b.put(id, text, int32_t(special ? TokenAttr::control : TokenAttr::user_defined), byte_level ? 0.0f : -1000.0f);

@@ -1,5 +1,5 @@
 // load_sentencepiece_model: a minimal protobuf wire-format reader for SentencePiece ModelProto
-// (pieces, trainer_spec special ids, normalizer_spec dummy prefix), bounds-checked throughout.
+// (pieces, trainer_spec model type and special ids, normalizer_spec settings), bounds-checked throughout.
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -101,19 +101,25 @@ VocabData parse_sentencepiece_model(const uint8_t* data, size_t size) {
       d.tokens.push_back(std::move(piece));
       d.scores.push_back(score);
       d.types.push_back(type);
-    } else if (f.number == 2 && f.wire == 2) {  // TrainerSpec: unk_id=40 bos_id=41 eos_id=42 pad_id=43
+    } else if (f.number == 2 && f.wire == 2) {  // TrainerSpec: model_type=3 unk_id=40 bos_id=41 eos_id=42 pad_id=43
       for (WireReader m(f.data, f.size); !m.done();) {
         const auto g = m.next();
         if (g.wire != 0) continue;
-        if (g.number == 40) unk = as_id(g.varint);
+        // UNIGRAM = 1 (BPE = 2). Only an explicit 1 counts: hand-made protos without a TrainerSpec stay "llama".
+        if (g.number == 3) d.model = g.varint == 1 ? "t5" : "llama";
+        else if (g.number == 40) unk = as_id(g.varint);
         else if (g.number == 41) bos = as_id(g.varint);
         else if (g.number == 42) eos = as_id(g.varint);
         else if (g.number == 43) pad = as_id(g.varint);
       }
-    } else if (f.number == 3 && f.wire == 2) {  // NormalizerSpec: add_dummy_prefix=3
+    } else if (f.number == 3 && f.wire == 2) {
+      // NormalizerSpec: precompiled_charsmap=2 add_dummy_prefix=3 remove_extra_whitespaces=4 (default true)
+      d.remove_extra_whitespaces = true;
       for (WireReader m(f.data, f.size); !m.done();) {
         const auto g = m.next();
-        if (g.number == 3 && g.wire == 0) d.add_space_prefix = g.varint != 0;
+        if (g.number == 2 && g.wire == 2) d.precompiled_charsmap.assign(reinterpret_cast<const char*>(g.data), g.size);
+        else if (g.number == 3 && g.wire == 0) d.add_space_prefix = g.varint != 0;
+        else if (g.number == 4 && g.wire == 0) d.remove_extra_whitespaces = g.varint != 0;
       }
     }
   }
@@ -133,7 +139,7 @@ std::unique_ptr<Tokenizer> load_sentencepiece_model(const std::string& path) {
   check(in.good(), "cannot open SentencePiece model '" + path + "'");
   const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   try {
-    return make_spm_tokenizer(parse_sentencepiece_model(bytes.data(), bytes.size()));
+    return make_tokenizer(parse_sentencepiece_model(bytes.data(), bytes.size()));
   } catch (const Error& e) {
     fail(path + ": " + e.what());
   }

@@ -58,7 +58,13 @@ std::unique_ptr<Tokenizer> load_tokenizer(const GgufFile& g) {
   if (spm && d.bos < 0) d.bos = 1;
   if (spm && d.eos < 0) d.eos = 2;
   d.add_bos = g.get_bool("tokenizer.ggml.add_bos_token").value_or(spm);
-  d.add_space_prefix = g.get_bool("tokenizer.ggml.add_space_prefix").value_or(spm);
+  // t5 (unigram): SentencePiece's normaliser settings as llama.cpp's converter writes them; the dummy prefix is on
+  // unless the file says otherwise, and the charsmap (bytes) goes to the kind, which refuses a non-empty one.
+  const bool ugm = d.model == "t5";
+  d.add_space_prefix = g.get_bool("tokenizer.ggml.add_space_prefix").value_or(spm || ugm);
+  d.remove_extra_whitespaces = g.get_bool("tokenizer.ggml.remove_extra_whitespaces").value_or(false);
+  if (ugm)
+    for (int64_t b : g.get_int_array("tokenizer.ggml.precompiled_charsmap")) d.precompiled_charsmap.push_back(static_cast<char>(b));
   return make_tokenizer(std::move(d));
 }
 

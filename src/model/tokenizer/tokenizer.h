@@ -1,4 +1,4 @@
-// Tokenizer interface: SentencePiece-style BPE (`llama`) and byte-level BPE (`gpt2`), built from
+// Tokenizer interface: SentencePiece-style BPE (`llama`), byte-level BPE (`gpt2`) and SentencePiece unigram (`t5`), built from
 // GGUF metadata (or a SentencePiece .model protobuf, or a llama2.c tokenizer .bin).
 #pragma once
 #include <cstdint>
@@ -46,7 +46,7 @@ class Tokenizer {
   virtual bool adds_space_prefix() const { return false; }
 };
 
-// Builds the tokenizer named by tokenizer.ggml.model ("llama" or "gpt2"); Error otherwise.
+// Builds the tokenizer named by tokenizer.ggml.model ("llama", "gpt2" or "t5"); Error otherwise.
 std::unique_ptr<Tokenizer> load_tokenizer(const GgufFile& gguf);
 // SentencePiece model protobuf (e.g. llama2-tokenizer.model, tok512.model).
 std::unique_ptr<Tokenizer> load_sentencepiece_model(const std::string& path);

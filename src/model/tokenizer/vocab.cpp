@@ -121,10 +121,11 @@ std::vector<Vocab::Fragment> Vocab::split_special(std::string_view text, bool pa
 
 std::unique_ptr<Tokenizer> make_tokenizer(VocabData d) {
   using Maker = std::unique_ptr<Tokenizer> (*)(VocabData);
-  static const std::pair<const char*, Maker> kTable[] = {{"llama", make_spm_tokenizer}, {"gpt2", make_bpe_tokenizer}};
+  static const std::pair<const char*, Maker> kTable[] = {
+      {"llama", make_spm_tokenizer}, {"gpt2", make_bpe_tokenizer}, {"t5", make_unigram_tokenizer}};
   for (const auto& [name, make] : kTable)
     if (d.model == name) return make(std::move(d));
-  fail("unsupported tokenizer model '" + d.model + "' (supported: llama, gpt2)");
+  fail("unsupported tokenizer model '" + d.model + "' (supported: llama, gpt2, t5)");
 }
 
 }  // namespace tinfer

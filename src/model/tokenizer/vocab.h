@@ -15,8 +15,10 @@ namespace tinfer {
 
 // Plain metadata, as in the GGUF keys tokenizer.ggml.*; filled by load_tokenizer or by tests.
 struct VocabData {
-  std::string model;                // tokenizer.ggml.model: "llama", "gpt2"
-  std::string pre = "default";      // tokenizer.ggml.pre (gpt2 pre-tokenizer name)
+  std::string model;                // tokenizer.ggml.model: "llama", "gpt2", "t5" (SentencePiece unigram)
+  // tokenizer.ggml.pre: gpt2's pre-tokenizer name; t5: where the dummy prefix goes ("default": SentencePiece's,
+  // "metaspace" / "metaspace-first": a tokenizer.json Metaspace pre-tokenizer's prepend_scheme always / first).
+  std::string pre = "default";
   std::vector<std::string> tokens;  // [n_vocab]
   std::vector<float> scores;        // [n_vocab] or empty (all 0)
   std::vector<int32_t> types;       // [n_vocab] TokenAttr values, or empty (all normal)
@@ -28,6 +30,11 @@ struct VocabData {
   std::vector<int32_t> eog_ids;
   bool add_bos = true;
   bool add_space_prefix = true;  // SentencePiece dummy prefix
+  // t5 (SentencePiece normaliser): strip leading/trailing spaces and collapse runs (tokenizer.ggml.remove_extra_whitespaces).
+  bool remove_extra_whitespaces = false;
+  // t5: SentencePiece's compiled normalisation table (tokenizer.ggml.precompiled_charsmap); the unigram kind refuses
+  // a non-empty one (not implemented) rather than tokenize unnormalised text.
+  std::string precompiled_charsmap;
   // Throws Error listing every problem: array lengths that disagree, ids out of range, bad types.
   void validate() const;
 };
@@ -69,12 +76,14 @@ class Vocab {
 // Constructors for each tokenizer kind (the table load_tokenizer dispatches on).
 std::unique_ptr<Tokenizer> make_spm_tokenizer(VocabData d);
 std::unique_ptr<Tokenizer> make_bpe_tokenizer(VocabData d);
-// SentencePiece ModelProto bytes -> VocabData (model "llama"); Error on malformed input.
+std::unique_ptr<Tokenizer> make_unigram_tokenizer(VocabData d);  // "t5"
+// SentencePiece ModelProto bytes -> VocabData (model "llama" for BPE models, "t5" for unigram ones); Error on
+// malformed input.
 VocabData parse_sentencepiece_model(const uint8_t* data, size_t size);
 // Dispatch by d.model (Error naming an unknown model); the kind validates d before building.
 std::unique_ptr<Tokenizer> make_tokenizer(VocabData d);
 
-// The part both tokenizer kinds share: a validated vocabulary and the Tokenizer queries answered from it.
+// The part every tokenizer kind shares: a validated vocabulary and the Tokenizer queries answered from it.
 class VocabTokenizer : public Tokenizer {
  public:
   explicit VocabTokenizer(VocabData d) : vocab_(std::move(d)) {}
