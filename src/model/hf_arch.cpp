@@ -2,6 +2,7 @@
 // tensor names of gguf-py's tensor map, the keys each model class's set_gguf_parameters writes and its defaults.
 #include "model/hf_arch.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/error.h"
@@ -150,8 +151,22 @@ void phi3_extra(const json& hp, const std::string& arch, GgufMetaList& out) {
   const double rot = has(hp, "partial_rotary_factor") ? hp["partial_rotary_factor"].get<double>() : 1.0;
   out.u32(arch + ".rope.dimension_count",
           uint64_t(int64_t(rot * double(int_of(hp, "hidden_size"))) / int_of(hp, "num_attention_heads")));
-  // llama.cpp writes the rope_factors_long/short tensors for these; the phi3 reader refuses them.
-  check(!has(hp, "rope_scaling"), "phi3: LongRoPE scaling (config.json rope_scaling) is not supported yet");
+  // LongRoPE ("longrope", formerly "su"): the short/long factor tensors (hf_checkpoint.cpp), the original context and
+  // the attention factor sqrt(1 + ln(scale) / ln(original)) llama.cpp's converter computes.
+  if (has(hp, "rope_scaling")) {
+    const json& rs = hp["rope_scaling"];
+    const std::string t = rope_type(hp);
+    check(t == "longrope" || t == "su", "phi3: rope_scaling type '" + t + "' is not supported (longrope)");
+    const int64_t rope_dim = int64_t(rot * double(int_of(hp, "hidden_size"))) / int_of(hp, "num_attention_heads");
+    for (const char* k : {"short_factor", "long_factor"})
+      check(rs.contains(k) && rs[k].is_array() && int64_t(rs[k].size()) == rope_dim / 2 &&
+                std::all_of(rs[k].begin(), rs[k].end(), [](const json& v) { return v.is_number(); }),
+            std::string("phi3: rope_scaling.") + k + " must hold rope dimension / 2 = " + std::to_string(rope_dim / 2) +
+                " numbers");
+    const int64_t orig = int_of(hp, "original_max_position_embeddings");  // (kPhi3Keys writes its key)
+    const double scale = double(int_of(hp, "max_position_embeddings")) / double(orig);
+    out.f32(arch + ".rope.scaling.attn_factor", scale > 1.0 ? std::sqrt(1.0 + std::log(scale) / std::log(double(orig))) : 1.0);
+  }
   out.u32(arch + ".attention.sliding_window", has(hp, "sliding_window") ? uint64_t(int_of(hp, "sliding_window")) : 0);
 }
 

@@ -170,18 +170,26 @@ GgufFile open_hf_checkpoint(const std::string& dir, const HfViewOptions& opts) {
     }
     tensors.push_back(std::move(t));
   }
-  if (a == "llama" && is_llama3_scaling(hp)) {
-    const int64_t rope_dim = hp_int(hp, "head_dim", hp_int(hp, "hidden_size", 0) / std::max<int64_t>(n_head, 1));
-    const std::vector<float> f = llama3_factors(hp, rope_dim);
+  // RoPE factors llama.cpp's converter adds as tensors: Llama 3's, and Phi-3's LongRoPE short and long ones.
+  auto add_factors = [&](const char* name, const std::vector<float>& f) {
     auto& buf = backing->owned.emplace_back(f.size() * sizeof(float));
     std::memcpy(buf.data(), f.data(), buf.size());
     GgufTensor t;
-    t.name = "rope_freqs.weight";
+    t.name = name;
     t.type = DType::F32;
     t.shape = {int64_t(f.size())};
     t.bytes = buf.size();
     t.data = buf.data();
     tensors.push_back(std::move(t));
+  };
+  if (a == "llama" && is_llama3_scaling(hp)) {
+    const int64_t rope_dim = hp_int(hp, "head_dim", hp_int(hp, "hidden_size", 0) / std::max<int64_t>(n_head, 1));
+    add_factors("rope_freqs.weight", llama3_factors(hp, rope_dim));
+  }
+  if (a == "phi3" && hp.contains("rope_scaling") && hp["rope_scaling"].is_object()) {  // checked by phi3_extra
+    const json& rs = hp["rope_scaling"];
+    add_factors("rope_factors_short.weight", rs["short_factor"].get<std::vector<float>>());
+    add_factors("rope_factors_long.weight", rs["long_factor"].get<std::vector<float>>());
   }
   meta.u32("general.file_type", file_type_of(tensors));
 

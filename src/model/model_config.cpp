@@ -41,6 +41,16 @@ void ModelConfig::validate() const {
       problems.push_back("rope frequency factor " + std::to_string(f) + " must be positive and finite");
       break;
     }
+  if (!rope_freq_factors_long.empty() &&
+      (rope_freq_factors_long.size() != rope_freq_factors.size() || rope_orig_ctx <= 0))
+    problems.push_back("LongRoPE: long factors need as many short ones and the original context length");
+  for (float f : rope_freq_factors_long)
+    if (!(f > 0.f && f < 1e6f)) {
+      problems.push_back("long rope frequency factor " + std::to_string(f) + " must be positive and finite");
+      break;
+    }
+  if (!(rope_attn_factor > 0.f && rope_attn_factor < 10.f))
+    problems.push_back("rope attention factor " + std::to_string(rope_attn_factor) + " out of (0, 10)");
   if (sliding_window < 0) problems.push_back("sliding window " + std::to_string(sliding_window) + " must be >= 0");
   if (!swa_layers.empty() && int64_t(swa_layers.size()) != n_layers)
     problems.push_back("sliding-window layer pattern names " + std::to_string(swa_layers.size()) + " layers, the model has " +

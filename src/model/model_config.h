@@ -29,6 +29,12 @@ struct ModelConfig {
   // Per-frequency divisors of the rotation angle (Llama 3's "llama3" RoPE scaling, the GGUF tensor rope_freqs.weight):
   // theta_i = pos / rope_scale * base^(-2i / rope_dim) / rope_freq_factors[i]. Empty, or rope_dim / 2 of them.
   std::vector<float> rope_freq_factors;
+  // LongRoPE (Phi-3 128k, Phi-3.5: the tensors rope_factors_short / _long): rope_freq_factors holds the short
+  // factors; a forward that positions more than rope_orig_ctx tokens (its configured context, as llama.cpp
+  // decides) divides by rope_freq_factors_long instead. Either way cos and sin are scaled by rope_attn_factor.
+  std::vector<float> rope_freq_factors_long;
+  int64_t rope_orig_ctx = 0;
+  float rope_attn_factor = 1.f;
   bool tied_output = false;  // output head reuses token_embd
   // Sliding-window attention (Mistral; Gemma 3's local layers): a windowed layer's token at position p attends to
   // positions (p - sliding_window, p] only. 0: none. swa_layers: [n_layers], 1 = windowed; empty = every layer.

@@ -81,7 +81,8 @@ std::vector<std::vector<float>> split_rows(const std::vector<float>& w, int64_t 
 
 }  // namespace
 
-ReferenceForward::ReferenceForward(const Model& model, LayerSkip skip) : model_(model), skip_(std::move(skip)) {
+ReferenceForward::ReferenceForward(const Model& model, LayerSkip skip, int64_t max_positions)
+    : model_(model), skip_(std::move(skip)), max_positions_(max_positions > 0 ? max_positions : model.config().ctx_len) {
   const DecoderTensors& t = model.tensors();
   tok_embd_ = dequantize_tensor(*t.tok_embd);
   output_norm_ = dequantize_tensor(*t.output_norm);
@@ -125,9 +126,11 @@ std::vector<std::vector<float>> ReferenceForward::logits(const std::vector<int32
       v[i] = matvec(L.wv, h, c.kv_dim());
       add_bias(q[i], L.bq), add_bias(k[i], L.bk), add_bias(v[i], L.bv);
       head_rmsnorm(q[i], L.q_norm, hd, c.rms_eps), head_rmsnorm(k[i], L.k_norm, hd, c.rms_eps);
-      const RopeParams rp = rope_params(c, c.local_rope(int64_t(l)));
-      rope_reference(q[i].data(), c.n_heads, hd, c.rope_dim, i, rp.base, rp.scale, c.rope_layout, rp.freq_factors);
-      rope_reference(k[i].data(), c.n_kv_heads, hd, c.rope_dim, i, rp.base, rp.scale, c.rope_layout, rp.freq_factors);
+      const RopeParams rp = rope_params(c, c.local_rope(int64_t(l)), max_positions_);
+      rope_reference(q[i].data(), c.n_heads, hd, c.rope_dim, i, rp.base, rp.scale, c.rope_layout, rp.freq_factors,
+                     rp.attn_factor);
+      rope_reference(k[i].data(), c.n_kv_heads, hd, c.rope_dim, i, rp.base, rp.scale, c.rope_layout, rp.freq_factors,
+                     rp.attn_factor);
     }
     const int64_t window = c.window(int64_t(l));
     for (int64_t i = 0; i < n && attn_on; ++i) {

@@ -12,7 +12,9 @@ namespace tinfer {
 class ReferenceForward {
  public:
   // skip: sub-blocks left out of every pass (a layer-skip plan's reference); empty = none.
-  explicit ReferenceForward(const Model& model, LayerSkip skip = {});
+  // max_positions: the context the forward is configured for (0: the model's), which picks LongRoPE's factors as
+  // CpuForward's does.
+  explicit ReferenceForward(const Model& model, LayerSkip skip = {}, int64_t max_positions = 0);
   // Logits after each position of `tokens`: [tokens.size()][n_vocab]. Only rows listed in
   // `want` are returned (all when empty), in that order.
   // exit_after (early exit with state copying, core/early_exit.h): per position, the layer count after which its
@@ -29,6 +31,7 @@ class ReferenceForward {
   };
   const Model& model_;
   LayerSkip skip_;
+  int64_t max_positions_ = 0;
   std::vector<float> tok_embd_, output_norm_, output_;
   std::vector<Layer> layers_;
 };

@@ -7,16 +7,19 @@
 
 namespace tinfer {
 
-RopeParams rope_params(const ModelConfig& cfg, bool local) {
-  if (local) return {cfg.rope_base_swa, 1.0, nullptr};
-  return {cfg.rope_base, cfg.rope_scale, cfg.rope_freq_factors.empty() ? nullptr : cfg.rope_freq_factors.data()};
+RopeParams rope_params(const ModelConfig& cfg, bool local, int64_t n_positions) {
+  if (local) return {cfg.rope_base_swa, 1.0, nullptr, 1.0};
+  const std::vector<float>& f =
+      !cfg.rope_freq_factors_long.empty() && n_positions > cfg.rope_orig_ctx ? cfg.rope_freq_factors_long : cfg.rope_freq_factors;
+  return {cfg.rope_base, cfg.rope_scale, f.empty() ? nullptr : f.data(), cfg.rope_attn_factor};
 }
 
 RopeTable::RopeTable(const ModelConfig& cfg, int64_t n_pos, bool local)
-    : head_dim_(cfg.head_dim), rope_dim_(cfg.rope_dim), base_(rope_params(cfg, local).base),
-      scale_(rope_params(cfg, local).scale), factors_(local ? std::vector<float>{} : cfg.rope_freq_factors),
-      layout_(cfg.rope_layout) {
+    : head_dim_(cfg.head_dim), rope_dim_(cfg.rope_dim), layout_(cfg.rope_layout) {
   check(n_pos >= 1, "RoPE table: need at least one position");
+  const RopeParams rp = rope_params(cfg, local, n_pos);
+  base_ = rp.base, scale_ = rp.scale, attn_factor_ = rp.attn_factor;
+  if (rp.freq_factors) factors_.assign(rp.freq_factors, rp.freq_factors + rope_dim_ / 2);
   const int64_t half = rope_dim_ / 2;
   cos_.resize(n_pos * half);
   sin_.resize(n_pos * half);
@@ -24,8 +27,8 @@ RopeTable::RopeTable(const ModelConfig& cfg, int64_t n_pos, bool local)
     for (int64_t i = 0; i < half; ++i) {
       double theta = double(p) / scale_ * std::pow(base_, -2.0 * double(i) / double(rope_dim_));
       if (!factors_.empty()) theta /= double(factors_[size_t(i)]);
-      cos_[p * half + i] = float(std::cos(theta));
-      sin_[p * half + i] = float(std::sin(theta));
+      cos_[p * half + i] = float(std::cos(theta) * attn_factor_);
+      sin_[p * half + i] = float(std::sin(theta) * attn_factor_);
     }
   n_pos_ = n_pos;
 }
@@ -47,7 +50,7 @@ void RopeTable::apply(float* x, int64_t n_heads, int64_t pos) const {
 }
 
 void rope_reference(double* x, int64_t n_heads, int64_t head_dim, int64_t rope_dim, int64_t pos, double base,
-                    double scale, RopeLayout layout, const float* freq_factors) {
+                    double scale, RopeLayout layout, const float* freq_factors, double attn_factor) {
   const int64_t half = rope_dim / 2;
   for (int64_t h = 0; h < n_heads; ++h) {
     double* v = x + h * head_dim;
@@ -57,8 +60,9 @@ void rope_reference(double* x, int64_t n_heads, int64_t head_dim, int64_t rope_d
       int64_t a = layout == RopeLayout::interleaved ? 2 * i : i;
       int64_t b = layout == RopeLayout::interleaved ? 2 * i + 1 : i + half;
       double x0 = v[a], x1 = v[b];
-      v[a] = x0 * std::cos(theta) - x1 * std::sin(theta);
-      v[b] = x0 * std::sin(theta) + x1 * std::cos(theta);
+      const double c = std::cos(theta) * attn_factor, s = std::sin(theta) * attn_factor;
+      v[a] = x0 * c - x1 * s;
+      v[b] = x0 * s + x1 * c;
     }
   }
 }

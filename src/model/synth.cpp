@@ -121,7 +121,12 @@ std::vector<TensorPlan> plan_tensors(const SynthSpec& s) {
     t.push_back({b + "ffn_down.weight", {s.ffn_dim, s.dim}, false});
     if (s.arch == "gemma3") t.push_back({b + "post_ffw_norm.weight", {s.dim}, true});
   }
-  if (!s.rope_freq_factors.empty()) t.push_back({"rope_freqs.weight", {s.resolved_head_dim() / 2}, true});
+  if (!s.rope_factors_long.empty()) {  // phi3 LongRoPE: short and long divisors
+    t.push_back({"rope_factors_short.weight", {s.resolved_head_dim() / 2}, true});
+    t.push_back({"rope_factors_long.weight", {s.resolved_head_dim() / 2}, true});
+  } else if (!s.rope_freq_factors.empty()) {
+    t.push_back({"rope_freqs.weight", {s.resolved_head_dim() / 2}, true});
+  }
   t.push_back({"output_norm.weight", {s.dim}, true});
   if (!s.tied_embeddings) t.push_back({"output.weight", {s.dim, s.n_vocab}, false});
   return t;
@@ -148,6 +153,10 @@ void add_metadata(GgufWriter& w, const SynthSpec& s) {
   w.set_f32(p + "attention.layer_norm_rms_epsilon", s.rms_eps);
   if (s.arch == "llama" && s.rope_layout == RopeLayout::neox) w.set_string("tinfer.rope.layout", "neox");
   if (s.sliding_window > 0) w.set_u32(p + "attention.sliding_window", uint32_t(s.sliding_window));
+  if (!s.rope_factors_long.empty()) {
+    w.set_u32(p + "rope.scaling.original_context_length", uint32_t(s.rope_orig_ctx));
+    w.set_f32(p + "rope.scaling.attn_factor", s.rope_attn_factor);
+  }
   w.set_u64("tinfer.synth.seed", s.seed);
 
   const SynthVocab v = synth_vocab(s.n_vocab);
@@ -196,9 +205,14 @@ GgufWriter build(const SynthSpec& s, int n_threads) {
   for (const TensorPlan& t : plan_tensors(s)) {
     const DType type = t.norm || t.bias ? DType::F32 : synth_tensor_type(s.weight_type, t.shape[0]);
     std::vector<uint8_t> data = make_tensor(s, t, type, pool);
-    if (t.name == "rope_freqs.weight")  // not random: the spec's factors
-      data.assign(reinterpret_cast<const uint8_t*>(s.rope_freq_factors.data()),
-                  reinterpret_cast<const uint8_t*>(s.rope_freq_factors.data() + s.rope_freq_factors.size()));
+    // Not random: the spec's factors.
+    const std::vector<float>* factors = t.name == "rope_factors_long.weight" ? &s.rope_factors_long
+                                        : t.name == "rope_freqs.weight" || t.name == "rope_factors_short.weight"
+                                            ? &s.rope_freq_factors
+                                            : nullptr;
+    if (factors)
+      data.assign(reinterpret_cast<const uint8_t*>(factors->data()),
+                  reinterpret_cast<const uint8_t*>(factors->data() + factors->size()));
     w.add_tensor(t.name, type, t.shape, data.data(), data.size());
   }
   return w;
@@ -236,6 +250,9 @@ std::vector<std::string> SynthSpec::validate() const {
     e.push_back(arch + " rotates half-split (neox) pairs: set rope_layout = neox");
   if (!rope_freq_factors.empty() && int64_t(rope_freq_factors.size()) != resolved_head_dim() / 2)
     e.push_back("rope_freq_factors must hold head_dim / 2 = " + std::to_string(resolved_head_dim() / 2) + " values");
+  if (!rope_factors_long.empty() &&
+      (arch != "phi3" || rope_factors_long.size() != rope_freq_factors.size() || rope_orig_ctx <= 0))
+    e.push_back("LongRoPE (phi3): long factors need as many short ones (rope_freq_factors) and rope_orig_ctx");
   if (n_vocab < 259) e.push_back("n_vocab must be >= 259 (3 specials + 256 byte tokens), got " + std::to_string(n_vocab));
   if (!(rope_base > 1.0f)) e.push_back("rope_base must be > 1");
   if (!(rms_eps > 0.0f)) e.push_back("rms_eps must be > 0");

@@ -33,6 +33,11 @@ struct SynthSpec {
   bool tied_embeddings = false;  // no output.weight: the head reuses token_embd
   // Llama 3 RoPE scaling: written as the tensor rope_freqs.weight (rope dim / 2 divisors, see llama3_rope_factors).
   std::vector<float> rope_freq_factors;
+  // phi3 LongRoPE: rope_freq_factors are then the short factors (tensor rope_factors_short.weight), these the long
+  // ones (rope_factors_long.weight), with phi3.rope.scaling.original_context_length / attn_factor.
+  std::vector<float> rope_factors_long;
+  int64_t rope_orig_ctx = 0;
+  float rope_attn_factor = 1.f;
   // Sliding-window attention, written as <arch>.attention.sliding_window (llama, phi3: every layer, Mistral, Phi-3;
   // gemma3: the local layers, five of every six). 0: none.
   int64_t sliding_window = 0;

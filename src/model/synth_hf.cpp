@@ -74,8 +74,13 @@ json config_json(const SynthSpec& s, const char* hf_arch) {
   for (const auto& [t, name] : kTorch)
     if (t == s.weight_type) c["torch_dtype"] = name;
   if (s.head_dim > 0) c["head_dim"] = s.head_dim;
-  if (!s.rope_freq_factors.empty()) c["rope_scaling"] = llama3_scaling(s);
+  if (!s.rope_freq_factors.empty() && s.rope_factors_long.empty()) c["rope_scaling"] = llama3_scaling(s);
   if (s.arch == "phi3") c["original_max_position_embeddings"] = s.ctx_len, c["sliding_window"] = nullptr;
+  if (s.arch == "phi3" && s.sliding_window > 0) c["sliding_window"] = s.sliding_window;
+  if (!s.rope_factors_long.empty()) {  // phi3 LongRoPE
+    c["original_max_position_embeddings"] = s.rope_orig_ctx;
+    c["rope_scaling"] = {{"type", "longrope"}, {"short_factor", s.rope_freq_factors}, {"long_factor", s.rope_factors_long}};
+  }
   if (s.arch == "llama" && s.sliding_window > 0) c["sliding_window"] = s.sliding_window;
   if (s.arch == "gemma3") {
     c["sliding_window"] = s.sliding_window;
@@ -174,7 +179,7 @@ void synthesize_hf_checkpoint(const SynthSpec& spec, const std::string& dir, con
   std::vector<std::vector<uint8_t>> owned;
   std::vector<SafetensorsEntry> all;
   for (const GgufTensor& t : g.tensors()) {
-    if (t.name == "rope_freqs.weight") continue;  // config.json's rope_scaling says it
+    if (t.name.starts_with("rope_f")) continue;  // rope_freqs / rope_factors_*: config.json's rope_scaling says it
     SafetensorsEntry e{hf_tensor_name(arch, t.name, spec.arch == "phi3"), t.type, t.shape, t.data, t.bytes};
     const bool qk = t.name.ends_with("attn_q.weight") || t.name.ends_with("attn_k.weight");
     if (spec.arch == "gemma3" && t.name.ends_with("norm.weight")) {  // Gemma checkpoints store w of (1 + w)

@@ -223,8 +223,8 @@ std::vector<uint8_t> phi3_with(const std::function<void(GgufWriter&)>& extra) {
 }
 
 // Phi-3's window on every layer (the context stays the model's); the window placement itself is tested with the
-// Mistral-style shape above.
-TEST(Arch, Phi3SlidingWindowOnEveryLayerAndLongRopeIsRefused) {
+// Mistral-style shape above. A LongRoPE file missing one of its two factor tensors is refused.
+TEST(Arch, Phi3SlidingWindowOnEveryLayerAndHalfALongRopeIsRefused) {
   auto windowed = Model::from_gguf_bytes(phi3_with([](GgufWriter& w) { w.set_u32("phi3.attention.sliding_window", 47); }));
   EXPECT_EQ(windowed->config().ctx_len, 128);
   EXPECT_EQ(windowed->config().sliding_window, 47);
@@ -235,10 +235,48 @@ TEST(Arch, Phi3SlidingWindowOnEveryLayerAndLongRopeIsRefused) {
     Model::from_gguf_bytes(phi3_with([&](GgufWriter& w) {
       w.add_tensor("rope_factors_long.weight", DType::F32, {8}, f.data(), f.size() * 4);
     }));
-    ADD_FAILURE() << "LongRoPE file loaded";
+    ADD_FAILURE() << "a LongRoPE file without its short factors loaded";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("LongRoPE"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("rope_factors_short"), std::string::npos) << e.what();
   }
+}
+
+// Phi-3 LongRoPE: the short factors while the forward's context is within the original one, the long ones beyond
+// it, cos and sin scaled by the attention factor -- the fast path equals the reference configured for the same
+// context, and the two factor sets (and the attention factor) really change the logits.
+TEST(Arch, Phi3LongRopeFollowsTheConfiguredContext) {
+  ThreadPool pool(2);
+  SynthSpec spec = spec_of(kShapes[4], DType::F32);
+  const int64_t half = spec.resolved_head_dim() / 2;
+  for (int64_t i = 0; i < half; ++i) {
+    spec.rope_freq_factors.push_back(1.0f + 0.05f * float(i));
+    spec.rope_factors_long.push_back(1.0f + 0.9f * float(i));
+  }
+  spec.rope_orig_ctx = 32, spec.rope_attn_factor = 1.19f;
+  auto model = Model::from_gguf_bytes(synthesize_model_bytes(spec));
+  const ModelConfig& c = model->config();
+  ASSERT_EQ(c.rope_freq_factors_long.size(), size_t(half));
+  EXPECT_EQ(c.rope_orig_ctx, 32);
+  EXPECT_FLOAT_EQ(c.rope_attn_factor, 1.19f);
+  const std::vector<int32_t> t = tokens(17, kShapes[4].vocab);
+  std::vector<std::vector<float>> by_ctx;
+  for (int64_t ctx : {32, 128}) {  // short factors, then long ones
+    SCOPED_TRACE("context " + std::to_string(ctx));
+    CpuForward fwd(*model, pool, ctx);
+    Session session(fwd, ctx);
+    std::vector<float> fast;
+    session.feed_all_logits(t, fast, 5);
+    const auto want = ReferenceForward(*model, {}, ctx).logits(t);
+    for (size_t i = 0; i < t.size(); ++i) {
+      const std::vector<float> row(fast.begin() + int64_t(i) * kShapes[4].vocab, fast.begin() + int64_t(i + 1) * kShapes[4].vocab);
+      EXPECT_LT(nmse(row, want[i]), 1e-9) << "position " << i;
+    }
+    by_ctx.push_back(want.back());
+  }
+  EXPECT_GT(nmse(by_ctx[0], by_ctx[1]), 1e-6);  // the factor sets differ where it shows
+  spec.rope_attn_factor = 1.0f;
+  auto plain = Model::from_gguf_bytes(synthesize_model_bytes(spec));
+  EXPECT_GT(nmse(ReferenceForward(*plain, {}, 32).logits(t).back(), by_ctx[0]), 1e-6);
 }
 
 TEST(Arch, SynthRefusesWhatAFamilyCannotBe) {

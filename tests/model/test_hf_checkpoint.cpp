@@ -72,12 +72,20 @@ TEST(HfCheckpoint, EveryFamilyGivesTheSameLogitsAsGgufDirAndConverted) {
     DType type;
     bool llama3;
   };
+  // scaled: Llama 3's RoPE factors (llama), LongRoPE (phi3).
   const Case cases[] = {{"llama", DType::BF16, false}, {"llama", DType::F32, true},  {"qwen2", DType::F16, false},
-                        {"qwen3", DType::BF16, false}, {"phi3", DType::F32, false},  {"gemma3", DType::BF16, false}};
+                        {"qwen3", DType::BF16, false}, {"phi3", DType::F32, false},  {"phi3", DType::F32, true},
+                        {"gemma3", DType::BF16, false}};
   for (const Case& c : cases) {
     SCOPED_TRACE(std::string(c.arch) + " type " + std::to_string(int(c.type)));
     SynthSpec spec = family(c.arch, c.type);
-    if (c.llama3) spec.rope_freq_factors = llama3_rope_factors(8.0, 1.0, 4.0, 8192.0, spec.rope_base, 16);
+    if (c.llama3 && std::string(c.arch) == "llama")
+      spec.rope_freq_factors = llama3_rope_factors(8.0, 1.0, 4.0, 8192.0, spec.rope_base, 16);
+    if (c.llama3 && std::string(c.arch) == "phi3") {  // LongRoPE: the attention factor as the converter computes it
+      for (int i = 0; i < 8; ++i) spec.rope_freq_factors.push_back(1.0f + 0.25f * float(i)), spec.rope_factors_long.push_back(2.0f + float(i));
+      spec.rope_orig_ctx = 16;
+      spec.rope_attn_factor = float(std::sqrt(1.0 + std::log(64.0 / 16.0) / std::log(16.0)));
+    }
     TempDir dir(c.arch);
     synthesize_hf_checkpoint(spec, dir / "hf", {.shards = 3});
     ASSERT_TRUE(fs::exists(dir / "hf/model.safetensors.index.json"));

@@ -29,7 +29,11 @@ int cmd_info(int argc, char** argv) {
   std::printf("context        %lld\n", (long long)c.ctx_len);
   std::printf("rope           base %g, scale %g, dims %lld, %s", c.rope_base, c.rope_scale, (long long)c.rope_dim,
               c.rope_layout == RopeLayout::neox ? "neox (half-split)" : "interleaved pairs");
-  if (!c.rope_freq_factors.empty())  // Llama 3 scaling: the divisors run from the shortest wavelength to the longest
+  if (!c.rope_freq_factors_long.empty())
+    std::printf(", LongRoPE: short factors %g..%g, long %g..%g beyond %lld positions, attention factor %g",
+                c.rope_freq_factors.front(), c.rope_freq_factors.back(), c.rope_freq_factors_long.front(),
+                c.rope_freq_factors_long.back(), (long long)c.rope_orig_ctx, c.rope_attn_factor);
+  else if (!c.rope_freq_factors.empty())  // Llama 3 scaling: the divisors run from the shortest wavelength to the longest
     std::printf(", per-frequency factors %g..%g (rope_freqs)", c.rope_freq_factors.front(), c.rope_freq_factors.back());
   std::printf("\n");
   if (c.sliding_window > 0) {
