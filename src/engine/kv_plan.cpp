@@ -106,7 +106,8 @@ std::string describe_kv_plan(const kv::KvMemoryPlan& p, const EngineKvBudget& b,
                 double(p.bytes_used) / (1 << 20), b.how.c_str(), p.max_concurrency, p.context_len);
   std::string out = buf;
   if (p.window_blocks > 0)
-    out += "; sliding-window layers apart: " + std::to_string(p.window_blocks) + " blocks (" +
+    out += "; sliding-window layers apart: " + std::to_string(p.window_blocks) + " blocks for " +
+           std::to_string(p.window_seqs) + " windows (" +
            std::to_string(p.window_bytes_per_token) + " bytes/token, windows of " + std::to_string(p.window_tokens) +
            " tokens, " + std::to_string(p.window_blocks_per_seq) + " blocks per sequence at most)";
   else if (p.window_release)

@@ -108,18 +108,24 @@ KvMemoryPlan plan_kv_memory(const KvShape& shape, size_t budget_bytes, int block
              " holds only " + std::to_string(p.num_blocks));
       return p;
     }
-    // Mixed: the window layers' pool first (max_seqs windows and a step's new tokens), the rest for the others.
+    // Mixed: the window layers' pool first (max_seqs windows and a step's new tokens, fewer windows when the budget
+    // cannot also hold that many whole contexts in the other layers), the rest for the others.
     p.window_bytes_per_token = split.window;
-    p.window_blocks = w.max_seqs * p.window_blocks_per_seq + step_blocks;
+    p.blocks_per_seq = blocks_for(context_len, block_size);
+    const size_t step_bytes = static_cast<size_t>(step_blocks) * block_size * split.window;
+    const size_t seq_bytes = (static_cast<size_t>(p.window_blocks_per_seq) * split.window +
+                              static_cast<size_t>(p.blocks_per_seq) * split.full) * block_size;
+    const size_t fit = budget_bytes > step_bytes ? (budget_bytes - step_bytes) / seq_bytes : 0;
+    p.window_seqs = static_cast<int>(std::clamp<size_t>(fit, 1, static_cast<size_t>(w.max_seqs)));
+    p.window_blocks = p.window_seqs * p.window_blocks_per_seq + step_blocks;
     const size_t window_bytes = static_cast<size_t>(p.window_blocks) * block_size * split.window;
     p.bytes_per_token = split.full;
     p.bytes_per_block = p.bytes_per_token * block_size;
-    p.blocks_per_seq = blocks_for(context_len, block_size);
     const size_t blocks = budget_bytes > window_bytes ? (budget_bytes - window_bytes) / p.bytes_per_block : 0;
     p.num_blocks = blocks > size_t{INT32_MAX} ? INT32_MAX : static_cast<int>(blocks);
     p.capacity_tokens = static_cast<int64_t>(p.num_blocks) * block_size;
     p.bytes_used = static_cast<size_t>(p.num_blocks) * p.bytes_per_block + window_bytes;
-    p.max_concurrency = std::min(p.num_blocks / p.blocks_per_seq, w.max_seqs);
+    p.max_concurrency = std::min(p.num_blocks / p.blocks_per_seq, p.window_seqs);
     if (p.max_concurrency < 1)
       fail("kv planner: the sliding-window layers' pool (" + std::to_string(p.window_blocks) + " blocks, " +
            mib(window_bytes) + ") and one sequence of " + std::to_string(context_len) + " tokens in the other layers (" +

@@ -48,6 +48,7 @@ struct KvMemoryPlan {
   int window_blocks = 0;
   size_t window_bytes_per_token = 0;
   int window_blocks_per_seq = 0;  // blocks one sequence holds at most in a windowed pool
+  int window_seqs = 0;            // windows the mixed model's pool is sized for (max_seqs, or fewer to fit)
 };
 
 size_t kv_bytes_per_token(const KvShape& shape);

@@ -50,7 +50,7 @@ inline EngineConfig base_config() {
 inline std::vector<Token> session_greedy(const Model& m, const std::vector<Token>& prompt, int n,
                                          BackendOptions opts = BackendOptions{.threads = 2}) {
   auto be = create_backend("cpu", m, opts);
-  Session s(*be, 256);
+  Session s(*be, std::min<int64_t>(256, be->max_positions()));
   const std::vector<float>* l = &s.feed(prompt);
   std::vector<Token> out;
   for (int i = 0; i < n; ++i) {

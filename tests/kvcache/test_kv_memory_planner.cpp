@@ -88,11 +88,19 @@ TEST(MemoryPlanner, MixedWindowLayersGetAPoolOfTheirWindows) {
   KvShape plain = s;
   plain.window = {};
   EXPECT_EQ(kv_demand_bytes(plain, 16, 256, 2), size_t(2 * 16 * 16 * 256));
+  EXPECT_EQ(p.window_seqs, 2);
+  // A budget for one whole context and one window: the pool shrinks to one window (and the step) rather than fail.
+  const size_t one = 16 * 16 * 64 + (6 + 2) * 16 * 192;
+  const KvMemoryPlan small = plan_kv_memory(s, one, 16, 256);
+  EXPECT_EQ(small.window_seqs, 1);
+  EXPECT_EQ(small.window_blocks, 6 + 2);
+  EXPECT_EQ(small.num_blocks, 16);
+  EXPECT_EQ(small.max_concurrency, 1);
   try {
-    plan_kv_memory(s, 14 * 16 * 192 + 1000, 16, 256);
+    plan_kv_memory(s, one - 1024, 16, 256);
     FAIL() << "expected an Error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("sliding-window layers' pool (14 blocks"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("sliding-window layers' pool (8 blocks"), std::string::npos) << e.what();
   }
 }
 
