@@ -60,32 +60,7 @@ class SpmTokenizer final : public VocabTokenizer {
   }
 
   std::string token_bytes(int32_t id, bool render_special) const override {
-    if (!vocab_.in_range(id)) return {};
-    const std::string& p = vocab_.data().tokens[id];
-    switch (vocab_.attr(id)) {
-      case TokenAttr::byte: {
-        unsigned v = 0;
-        if (p.size() == 6 && std::sscanf(p.c_str(), "<0x%2X>", &v) == 1) return std::string(1, static_cast<char>(v));
-        return p;
-      }
-      case TokenAttr::control:
-      case TokenAttr::unknown:
-      case TokenAttr::unused:
-        return render_special ? p : std::string();
-      default: {
-        std::string s;
-        s.reserve(p.size());
-        for (size_t i = 0; i < p.size();) {
-          if (p.compare(i, kSpace.size(), kSpace) == 0) {
-            s += ' ';
-            i += kSpace.size();
-          } else {
-            s += p[i++];
-          }
-        }
-        return s;
-      }
-    }
+    return sentencepiece_token_bytes(vocab_, id, render_special);
   }
 
   bool adds_space_prefix() const override { return vocab_.data().add_space_prefix; }

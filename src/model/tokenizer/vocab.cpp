@@ -2,6 +2,7 @@
 #include "model/tokenizer/vocab.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <sstream>
 
 #include "core/error.h"
@@ -126,6 +127,36 @@ std::unique_ptr<Tokenizer> make_tokenizer(VocabData d) {
   for (const auto& [name, make] : kTable)
     if (d.model == name) return make(std::move(d));
   fail("unsupported tokenizer model '" + d.model + "' (supported: llama, gpt2, t5)");
+}
+
+std::string sentencepiece_token_bytes(const Vocab& vocab, int32_t id, bool render_special) {
+  static const std::string kSpace = "\xE2\x96\x81";  // U+2581, SentencePiece's space
+  if (!vocab.in_range(id)) return {};
+  const std::string& p = vocab.data().tokens[size_t(id)];
+  switch (vocab.attr(id)) {
+    case TokenAttr::byte: {
+      unsigned v = 0;
+      if (p.size() == 6 && std::sscanf(p.c_str(), "<0x%2X>", &v) == 1) return std::string(1, static_cast<char>(v));
+      return p;
+    }
+    case TokenAttr::control:
+    case TokenAttr::unknown:
+    case TokenAttr::unused:
+      return render_special ? p : std::string();
+    default: {
+      std::string s;
+      s.reserve(p.size());
+      for (size_t i = 0; i < p.size();) {
+        if (p.compare(i, kSpace.size(), kSpace) == 0) {
+          s += ' ';
+          i += kSpace.size();
+        } else {
+          s += p[i++];
+        }
+      }
+      return s;
+    }
+  }
 }
 
 }  // namespace tinfer

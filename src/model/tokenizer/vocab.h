@@ -73,6 +73,10 @@ class Vocab {
   std::vector<bool> eog_;
 };
 
+// A SentencePiece-style piece's bytes (both SentencePiece kinds: BPE and unigram): <0xNN> byte pieces as their
+// byte, U+2581 as a space, control/unknown/unused pieces "" unless render_special.
+std::string sentencepiece_token_bytes(const Vocab& vocab, int32_t id, bool render_special);
+
 // Constructors for each tokenizer kind (the table load_tokenizer dispatches on).
 std::unique_ptr<Tokenizer> make_spm_tokenizer(VocabData d);
 std::unique_ptr<Tokenizer> make_bpe_tokenizer(VocabData d);
