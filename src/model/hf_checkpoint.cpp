@@ -65,6 +65,7 @@ void add_vocab_metadata(const HfVocab& v, GgufMetaList& m) {
   for (const auto& [key, id] : ids)
     if (id >= 0) m.u32(std::string("tokenizer.ggml.") + key, uint64_t(id));
   if (!d.eog_ids.empty()) m.i32s("tinfer.tokenizer.eog_token_ids", d.eog_ids);
+  if (!d.normalizer.empty()) m.str("tinfer.tokenizer.normalizer", d.normalizer);
   m.boolean("tokenizer.ggml.add_bos_token", d.add_bos);
   if (d.model == "llama" || d.model == "t5") m.boolean("tokenizer.ggml.add_space_prefix", d.add_space_prefix);
   if (d.model == "t5") m.boolean("tokenizer.ggml.remove_extra_whitespaces", d.remove_extra_whitespaces);

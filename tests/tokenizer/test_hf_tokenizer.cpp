@@ -103,6 +103,31 @@ std::string refusal(const json& tj) {
   return "(accepted)";
 }
 
+// Unicode normalizers (Qwen's NFC, NFKC) are applied before tokenizing: the fixtures with one set encode text whose
+// normal form differs exactly as the `tokenizers` package does (scripts/gen_hf_normalizer_vectors.py), for
+// byte-level BPE, SentencePiece-style BPE and Unigram (GGUF files carry it as tinfer.tokenizer.normalizer).
+TEST(HfTokenizer, UnicodeNormalizersMatchTheTokenizersPackage) {
+  const json cases = json::parse(read(kDir + "normalizer_expected.json"));
+  ASSERT_GE(cases.size(), 16u);
+  int changed = 0;
+  for (const json& c : cases) {
+    json tj = json::parse(read(kDir + c["fixture"].get<std::string>() + ".tokenizer.json"));
+    const json form = {{"type", c["normalizer"]}};
+    if (tj["normalizer"].is_null()) tj["normalizer"] = form;
+    else if (tj["normalizer"]["type"] == "Sequence") tj["normalizer"]["normalizers"].insert(tj["normalizer"]["normalizers"].begin(), form);
+    else tj["normalizer"] = {{"type", "Sequence"}, {"normalizers", {form, tj["normalizer"]}}};
+    const HfVocab v = vocab_from_hf({tj.dump(), "", "", ""});
+    EXPECT_EQ(v.vocab.normalizer, c["normalizer"] == "NFC" ? "nfc" : "nfkc");
+    const std::string text = c["text"].get<std::string>();
+    const auto tok = make_tokenizer(v.vocab);
+    EXPECT_EQ(tok->encode(text, false), c["ids"].get<std::vector<int32_t>>()) << c["fixture"] << " " << text;
+    VocabData plain = v.vocab;
+    plain.normalizer.clear();
+    changed += make_tokenizer(plain)->encode(text, false) != tok->encode(text, false);
+  }
+  EXPECT_GE(changed, 10);  // the normalizer is what makes these encodings right
+}
+
 TEST(HfTokenizer, RefusesWhatItCannotRun) {
   json j = tiny_byte_level();
   j["pre_tokenizer"] = {{"type", "Sequence"},
@@ -111,9 +136,12 @@ TEST(HfTokenizer, RefusesWhatItCannotRun) {
                           {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", false}}}}};
   EXPECT_NE(refusal(j).find("unknown pre-tokenizer regex \"\\\\p{L}+|\\\\d{1,4}\""), std::string::npos) << refusal(j);
   json u = {{"model", {{"type", "Unigram"}, {"vocab", json::array({{"a", -1.0}})}}},
-            {"normalizer", {{"type", "NFKC"}}},
+            {"normalizer", {{"type", "Lowercase"}}},
             {"pre_tokenizer", {{"type", "Metaspace"}, {"replacement", "\u2581"}, {"prepend_scheme", "always"}}}};
-  EXPECT_NE(refusal(u).find("normalizer 'NFKC' is not supported for Unigram"), std::string::npos) << refusal(u);
+  EXPECT_NE(refusal(u).find("normalizer 'Lowercase' is not supported for Unigram"), std::string::npos) << refusal(u);
+  json l = tiny_byte_level();
+  l["normalizer"] = {{"type", "Lowercase"}};
+  EXPECT_NE(refusal(l).find("normalizer 'Lowercase' is not supported for byte-level BPE"), std::string::npos) << refusal(l);
   json w = {{"model", {{"type", "WordPiece"}, {"vocab", json::object()}}}};
   EXPECT_NE(refusal(w).find("'WordPiece' is not supported"), std::string::npos);
 }

@@ -229,8 +229,10 @@ TEST(Unigram, TokenizerJsonReaderAndRefusals) {
 
   auto refuse = [](json j, const std::string& needle) { expect_error([&] { vocab_from_hf({j.dump(), "", "", ""}); }, needle); };
   json j = tiny_unigram();
-  j["normalizer"] = {{"type", "NFKC"}};
-  refuse(j, "normalizer 'NFKC' is not supported for Unigram");
+  j["normalizer"] = {{"type", "Lowercase"}};
+  refuse(j, "normalizer 'Lowercase' is not supported for Unigram");
+  j["normalizer"] = {{"type", "NFKC"}};  // applied before tokenizing (VocabData::normalizer)
+  EXPECT_EQ(vocab_from_hf({j.dump(), "", "", ""}).vocab.normalizer, "nfkc");
   j["normalizer"] = {{"type", "Precompiled"}, {"precompiled_charsmap", "ALAAAGFiY2Q="}};
   refuse(j, "Precompiled");
   j["normalizer"] = {{"type", "Precompiled"}, {"precompiled_charsmap", nullptr}};  // identity: accepted

@@ -40,13 +40,14 @@ class BpeTokenizer final : public VocabTokenizer {
     if (add_bos && d.bos >= 0) out.push_back(d.bos);
     std::vector<std::string_view> words;
     std::vector<MergeSymbol> syms;
+    std::string norm;  // (words are views into it until the next fragment)
     for (const auto& frag : vocab_.split_special(text, parse_special, literal)) {
       if (frag.id >= 0) {
         out.push_back(frag.id);
         continue;
       }
       words.clear();
-      pre_tokenize(pre_, frag.text, words);
+      pre_tokenize(pre_, vocab_.normalized(frag.text, norm), words);
       for (std::string_view w : words) encode_word(w, syms, out);
     }
     return out;

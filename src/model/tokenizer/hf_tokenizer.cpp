@@ -89,6 +89,25 @@ std::string byte_level_pre(const json& pre_tok) {
        " (known: the Llama 3, Qwen 2 and GPT-2 patterns)");
 }
 
+// The Unicode normal form a tokenizer.json's normalizers ask for ("" none); any other normalizer type is left to the
+// model kind's own check (`others` lists what it accepts besides these).
+const char* const kUnicodeForms[][2] = {{"NFC", "nfc"}, {"NFKC", "nfkc"}, {"NFD", "nfd"}, {"NFKD", "nfkd"}};
+std::string unicode_form(const json& root) {
+  std::string form;
+  for (const json& n : members(root.value("normalizer", json()), "normalizers"))
+    for (const auto& [hf, ours] : kUnicodeForms)
+      if (type_of(n) == hf) {
+        check(form.empty() || form == ours, "tokenizer.json: two different Unicode normalizers");
+        form = ours;
+      }
+  return form;
+}
+bool is_unicode_form(const std::string& t) {
+  for (const auto& [hf, ours] : kUnicodeForms)
+    if (t == hf) return true;
+  return false;
+}
+
 // SentencePiece-style BPE: is a dummy-prefix space added? (Prepend("▁") normalizer, or a Metaspace pre-tokenizer
 // whose prepend scheme is not "never".) Refuses normalizers that change text in other ways.
 bool spm_space_prefix(const json& root) {
@@ -99,7 +118,7 @@ bool spm_space_prefix(const json& root) {
     else if (t == "Replace" && n.contains("pattern") && n["pattern"].value("String", "") == " " &&
              n.value("content", "") == kMetaspace)
       replaces_space = true;
-    else if (t != "NFC" && t != "NFKC")  // NFC leaves text already in NFC unchanged (the inputs we test)
+    else if (!is_unicode_form(t))  // (VocabData::normalizer: applied before tokenizing)
       fail("tokenizer.json: normalizer '" + t + "' is not supported for SentencePiece-style BPE");
   }
   for (const json& p : members(root.value("pre_tokenizer", json()), "pretokenizers")) {
@@ -193,7 +212,10 @@ std::string bpe_model(const json& root, Builder& b) {
       if (int32_t id = b.find(l + r); id >= 0 && d.scores[size_t(id)] == 0.0f) d.scores[size_t(id)] = -float(rank + 1);
     ++rank;
   }
+  d.normalizer = unicode_form(root);
   if (byte_level) {
+    for (const json& n : members(root.value("normalizer", json()), "normalizers"))
+      check(is_unicode_form(type_of(n)), "tokenizer.json: normalizer '" + type_of(n) + "' is not supported for byte-level BPE");
     d.pre = byte_level_pre(root["pre_tokenizer"]);
     d.scores.clear();
     d.add_space_prefix = false;
@@ -245,10 +267,11 @@ std::string unigram_model(const json& root, Builder& b) {
       const json& map = n.value("precompiled_charsmap", json());
       check(map.is_null() || (map.is_string() && map.get<std::string>().empty()),
             "tokenizer.json: the Precompiled normalizer (a SentencePiece charsmap) is not supported for Unigram");
-    } else {
+    } else if (!is_unicode_form(t)) {
       fail("tokenizer.json: normalizer '" + t + "' is not supported for Unigram");
     }
   }
+  d.normalizer = unicode_form(root);
   d.pre = "default";
   d.add_space_prefix = prepends;
   for (const json& p : members(root.value("pre_tokenizer", json()), "pretokenizers")) {

@@ -40,7 +40,7 @@ class SpmTokenizer final : public VocabTokenizer {
     const VocabData& d = vocab_.data();
     if (add_bos && d.bos >= 0) out.push_back(d.bos);
     bool after_special = true;  // the dummy prefix goes before the text and after each special token
-    std::string buf;
+    std::string buf, norm;
     for (const auto& frag : vocab_.split_special(text, parse_special, literal)) {
       if (frag.id >= 0) {
         out.push_back(frag.id);
@@ -49,7 +49,7 @@ class SpmTokenizer final : public VocabTokenizer {
       }
       buf.clear();
       if (d.add_space_prefix && after_special) buf += kSpace;
-      for (char c : frag.text) {
+      for (char c : vocab_.normalized(frag.text, norm)) {
         if (c == ' ') buf += kSpace;
         else buf += c;
       }

@@ -28,6 +28,7 @@ std::unique_ptr<Tokenizer> load_tokenizer(const GgufFile& g) {
   check(model.has_value(), "GGUF has no tokenizer (tokenizer.ggml.model missing)");
   d.model = *model;
   d.pre = g.get_string("tokenizer.ggml.pre").value_or("default");
+  d.normalizer = g.get_string("tinfer.tokenizer.normalizer").value_or("");
   d.tokens = g.get_string_array("tokenizer.ggml.tokens");
   for (double s : g.get_float_array("tokenizer.ggml.scores")) d.scores.push_back(static_cast<float>(s));
   for (int64_t t : g.get_int_array("tokenizer.ggml.token_type")) {

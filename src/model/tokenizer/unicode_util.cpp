@@ -1,9 +1,13 @@
 // UTF-8 helpers, ICU-backed character classes and the GPT-2 byte <-> unicode table.
 #include "model/tokenizer/unicode_util.h"
 
+#include <unicode/normalizer2.h>
 #include <unicode/uchar.h>
+#include <unicode/unistr.h>
 
 #include <array>
+
+#include "core/error.h"
 
 namespace tinfer::unicode {
 
@@ -71,6 +75,32 @@ size_t incomplete_tail(std::string_view s) {
     return need > back ? back : 0;
   }
   return 0;
+}
+
+bool normalize(std::string_view s, const std::string& form, std::string& out) {
+  bool ascii = true;
+  for (char c : s) ascii = ascii && static_cast<unsigned char>(c) < 0x80;
+  if (ascii) return false;
+  for (size_t i = 0; i < s.size();) {  // invalid UTF-8 stays bytes (the tokenizers' byte fallback takes it)
+    const size_t n = utf8_len(s, i);
+    size_t j = i;
+    if (next_cp(s, j) == 0xFFFD && !(n == 3 && s.compare(i, 3, "\xEF\xBF\xBD") == 0)) return false;
+    i = j;
+  }
+  UErrorCode err = U_ZERO_ERROR;
+  const icu::Normalizer2* nz = form == "nfc"    ? icu::Normalizer2::getNFCInstance(err)
+                               : form == "nfkc" ? icu::Normalizer2::getNFKCInstance(err)
+                               : form == "nfd"  ? icu::Normalizer2::getNFDInstance(err)
+                               : form == "nfkd" ? icu::Normalizer2::getNFKDInstance(err)
+                                                : nullptr;
+  check(nz != nullptr, "unknown Unicode normalizer '" + form + "' (nfc, nfkc, nfd, nfkd)");
+  check(U_SUCCESS(err), "ICU: cannot load the " + form + " normalizer");
+  const icu::UnicodeString u = icu::UnicodeString::fromUTF8(icu::StringPiece(s.data(), int32_t(s.size())));
+  const icu::UnicodeString n = nz->normalize(u, err);
+  check(U_SUCCESS(err), "ICU: " + form + " normalization failed");
+  out.clear();
+  n.toUTF8String(out);
+  return true;
 }
 
 bool is_letter(uint32_t cp) { return (U_GET_GC_MASK(static_cast<UChar32>(cp)) & U_GC_L_MASK) != 0; }

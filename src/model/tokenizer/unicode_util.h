@@ -18,6 +18,10 @@ void append_utf8(std::string& out, uint32_t cp);
 // continuation bytes than it announces); 0 when `s` ends on a character boundary.
 size_t incomplete_tail(std::string_view s);
 
+// Unicode normal form `form` ("nfc", "nfkc", "nfd", "nfkd") of valid UTF-8 `s` into out; false (out untouched) when
+// s is ASCII (every form leaves it as is) or not valid UTF-8. Error for an unknown form.
+bool normalize(std::string_view s, const std::string& form, std::string& out);
+
 bool is_letter(uint32_t cp);      // \p{L}
 bool is_number(uint32_t cp);      // \p{N}
 bool is_whitespace(uint32_t cp);  // \s (Unicode White_Space)

@@ -134,7 +134,7 @@ class UnigramTokenizer final : public VocabTokenizer {
     const VocabData& d = vocab_.data();
     if (add_bos && d.bos >= 0) out.push_back(d.bos);
     bool after_special = true;
-    std::string buf;
+    std::string buf, norm;
     for (const auto& frag : vocab_.split_special(text, parse_special, literal)) {
       if (frag.id >= 0) {
         out.push_back(frag.id);
@@ -142,7 +142,7 @@ class UnigramTokenizer final : public VocabTokenizer {
         continue;
       }
       const bool at_start = frag.text.data() == text.data();
-      normalize(frag.text, after_special, at_start, buf);
+      normalize(vocab_.normalized(frag.text, norm), after_special, at_start, buf);
       segment(buf, out);
       after_special = false;
     }

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "model/tokenizer/unicode_util.h"
 
 namespace tinfer {
 
@@ -13,6 +14,8 @@ void VocabData::validate() const {
   std::ostringstream err;
   const size_t n = tokens.size();
   if (n == 0) err << "; tokenizer.ggml.tokens is empty";
+  if (!normalizer.empty() && normalizer != "nfc" && normalizer != "nfkc" && normalizer != "nfd" && normalizer != "nfkd")
+    err << "; tinfer.tokenizer.normalizer '" << normalizer << "' is not nfc, nfkc, nfd or nfkd";
   if (n > static_cast<size_t>(INT32_MAX)) err << "; too many tokens (" << n << ")";
   if (!scores.empty() && scores.size() != n)
     err << "; tokenizer.ggml.scores has " << scores.size() << " entries, tokens has " << n;
@@ -72,6 +75,11 @@ int32_t Vocab::find(std::string_view piece) const {
 }
 
 bool Vocab::is_eog(int32_t id) const { return in_range(id) && eog_[id]; }
+
+std::string_view Vocab::normalized(std::string_view text, std::string& buf) const {
+  if (d_.normalizer.empty()) return text;
+  return unicode::normalize(text, d_.normalizer, buf) ? std::string_view(buf) : text;
+}
 
 std::vector<Vocab::Fragment> Vocab::split_special(std::string_view text, bool parse_special,
                                                   std::span<const TextRange> literal) const {

@@ -30,6 +30,9 @@ struct VocabData {
   std::vector<int32_t> eog_ids;
   bool add_bos = true;
   bool add_space_prefix = true;  // SentencePiece dummy prefix
+  // Unicode normalisation of plain text before tokenizing (tokenizer.json's NFC / NFKC / NFD / NFKD normalizers,
+  // e.g. Qwen's NFC; GGUF key tinfer.tokenizer.normalizer): "" none, "nfc", "nfkc", "nfd", "nfkd".
+  std::string normalizer;
   // t5 (SentencePiece normaliser): strip leading/trailing spaces and collapse runs (tokenizer.ggml.remove_extra_whitespaces).
   bool remove_extra_whitespaces = false;
   // t5: SentencePiece's compiled normalisation table (tokenizer.ggml.precompiled_charsmap); the unigram kind refuses
@@ -63,6 +66,9 @@ class Vocab {
   // texts only with parse_special and where they overlap no `literal` range.
   std::vector<Fragment> split_special(std::string_view text, bool parse_special,
                                       std::span<const TextRange> literal = {}) const;
+  // A plain-text fragment in the vocabulary's Unicode normal form (VocabData::normalizer): the text itself when
+  // there is none, it is ASCII or not valid UTF-8 (bytes are tokenized as they are), else a view of buf.
+  std::string_view normalized(std::string_view text, std::string& buf) const;
 
  private:
   VocabData d_;
