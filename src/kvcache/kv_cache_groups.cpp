@@ -27,18 +27,25 @@ int64_t KvCacheGroups::token_capacity() const {
   return cap;
 }
 
+// The longest hit every group takes. A full-attention group's hit holds for any shorter length too, a windowed
+// group's need not (other blocks are its window then): each group is asked again, up to the shortest answer so far,
+// until they agree.
 PrefixHit KvCacheGroups::match_prefix(std::span<const Token> tokens, uint64_t extra_key, int max_tokens) const {
-  PrefixHit hit = groups_[0].match_prefix(tokens, extra_key, max_tokens);
-  std::vector<PrefixHit> others;
-  size_t n = hit.blocks.size();
-  for (size_t g = 1; g < groups_.size() && n > 0; ++g) {
-    others.push_back(groups_[g].match_prefix(tokens, extra_key, max_tokens));
-    n = std::min(n, others.back().blocks.size());
+  std::vector<PrefixHit> hits(groups_.size());
+  int limit = max_tokens;
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t g = 0; g < groups_.size(); ++g) {
+      if (!hits[g].blocks.empty() && hits[g].num_tokens == limit) continue;
+      hits[g] = groups_[g].match_prefix(tokens, extra_key, limit);
+      if (hits[g].num_tokens < limit) limit = hits[g].num_tokens, changed = true;
+    }
+    for (const PrefixHit& h : hits) changed = changed || h.num_tokens != limit;
+    if (limit == 0) break;
   }
-  hit.blocks.resize(n), hit.hashes.resize(n);
-  hit.num_tokens = static_cast<int>(n) * block_size();
-  if (n > 0)
-    for (PrefixHit& o : others) hit.group_blocks.emplace_back(o.blocks.begin(), o.blocks.begin() + static_cast<int64_t>(n));
+  PrefixHit hit = std::move(hits[0]);
+  if (limit == 0) return PrefixHit{};
+  for (size_t g = 1; g < hits.size(); ++g) hit.group_blocks.push_back(std::move(hits[g].blocks));
   return hit;
 }
 

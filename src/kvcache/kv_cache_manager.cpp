@@ -46,6 +46,7 @@ PrefixHit KvCacheManager::match_prefix(std::span<const Token> tokens, uint64_t e
   if (!config_.prefix_caching) return hit;
   const int bs = config_.block_size;
   const int limit = std::min(static_cast<int>(tokens.size()), std::max(max_tokens, 0));
+  if (config_.window_tokens > 0) return match_window_prefix(tokens, extra_key, limit);
   BlockHash parent = 0;
   for (int i = 0; (i + 1) * bs <= limit; ++i) {
     auto span = tokens.subspan(static_cast<size_t>(i) * bs, bs);
@@ -57,6 +58,32 @@ PrefixHit KvCacheManager::match_prefix(std::span<const Token> tokens, uint64_t e
     parent = h;
   }
   hit.num_tokens = static_cast<int>(hit.blocks.size()) * bs;
+  return hit;
+}
+
+// A sliding window needs only the blocks the next query reads: the longest run of n full blocks whose chain of
+// hashes matches tokens and whose blocks from first_needed_block(n * bs) on are all still cached (the earlier ones,
+// given back long ago and maybe evicted, come back as kNoBlock). Longest first; each try looks up a window's blocks.
+PrefixHit KvCacheManager::match_window_prefix(std::span<const Token> tokens, uint64_t extra_key, int limit) const {
+  const int bs = config_.block_size;
+  std::vector<BlockHash> hashes;
+  for (int i = 0; (i + 1) * bs <= limit; ++i)
+    hashes.push_back(config_.hash_fn(i ? hashes.back() : 0, tokens.subspan(static_cast<size_t>(i) * bs, bs), extra_key));
+  PrefixHit hit;
+  for (int n = static_cast<int>(hashes.size()); n > 0 && hit.blocks.empty(); --n) {
+    std::vector<BlockId> blocks(static_cast<size_t>(n), kNoBlock);
+    bool all = true;
+    for (int i = first_needed_block(n * bs); i < n && all; ++i) {
+      const auto id = pool_.lookup(hashes[size_t(i)], i ? hashes[size_t(i) - 1] : 0,
+                                   tokens.subspan(static_cast<size_t>(i) * bs, bs), extra_key);
+      all = id.has_value();
+      if (all) blocks[size_t(i)] = *id;
+    }
+    if (!all) continue;
+    hit.blocks = std::move(blocks);
+    hit.hashes.assign(hashes.begin(), hashes.begin() + n);
+    hit.num_tokens = n * bs;
+  }
   return hit;
 }
 

@@ -56,7 +56,8 @@ class KvCacheManager {
  public:
   explicit KvCacheManager(KvCacheConfig config);
 
-  // Longest run of cached full blocks that prefix tokens[0, min(size, max_tokens)). Empty with caching off.
+  // Longest run of cached full blocks that prefix tokens[0, min(size, max_tokens)). Empty with caching off. With a
+  // sliding window only the blocks the next query reads must still be cached: the others are kNoBlock in the hit.
   // Counts nothing: a caller that may retry the lookup calls record_prefix_query() once per admission.
   PrefixHit match_prefix(std::span<const Token> tokens, uint64_t extra_key, int max_tokens) const;
   void record_prefix_query(int query_tokens, int hit_tokens) {
@@ -106,6 +107,7 @@ class KvCacheManager {
   // Sliding window: the first block position next_pos reads (0 without a window); the blocks before it that a
   // release would free (owned by s alone); giving those back (no position from next_pos on attends to them).
   int first_needed_block(int next_pos) const;
+  PrefixHit match_window_prefix(std::span<const Token> tokens, uint64_t extra_key, int limit) const;
   int releasable(const Seq& s, int next_pos) const;
   void release_outside_window(Seq& s, int next_pos);
   bool must_copy(BlockId id) const { return pool_.ref_count(id) > 1 || pool_.is_cached(id); }

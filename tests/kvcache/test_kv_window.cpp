@@ -81,7 +81,7 @@ TEST(KvWindow, CommittedBlocksThatLeftTheWindowStayInThePrefixCache) {
   EXPECT_EQ(kv.block_table(1), (Ids{X, 1, 2, 3}));
   EXPECT_EQ(kv.stats().cached_free, 1);
   const PrefixHit hit = kv.match_prefix(t, 0, 12);
-  EXPECT_EQ(hit.blocks, (Ids{0, 1, 2}));
+  EXPECT_EQ(hit.blocks, (Ids{X, 1, 2}));  // position 12 reads 7..12: block 0 is not needed
   ASSERT_TRUE(kv.allocate(2, {.num_computed = 12, .num_new = 1, .hit = &hit}, nullptr));
   EXPECT_EQ(kv.block_table(2), (Ids{X, 1, 2, 4}));  // block 0, before position 12's window, is not taken
   EXPECT_EQ(kv.stats().cached_free, 1);
@@ -125,6 +125,30 @@ TEST(KvWindow, PrefixHitTakesOnlyTheWindowsBlocks) {
   EXPECT_EQ(kv.stats().used, 2);
 }
 
+// A windowed prefix hit needs only its window's blocks: after the chain's first blocks were evicted, a long prompt
+// still hits in full (found by review: the chain from block 0 was required, so early evictions lost every hit).
+TEST(KvWindow, PrefixHitSurvivesTheEvictionOfBlocksBeforeTheWindow) {
+  KvCacheManager kv(cfg(8, 6, true));
+  const std::vector<Token> t = iota_tokens(25);
+  for (int p = 0; p < 24; p += 4) {  // 24 tokens in 4-token steps: blocks 0..5, the early ones given back on the way
+    ASSERT_TRUE(kv.allocate(1, {.num_computed = p, .num_new = 4}, nullptr));
+    kv.commit(1, t, p + 4);
+  }
+  kv.free(1);
+  ASSERT_TRUE(kv.allocate(2, {.num_computed = 0, .num_new = 8}, nullptr));   // the never-used blocks 6, 7
+  ASSERT_TRUE(kv.allocate(3, {.num_computed = 0, .num_new = 8}, nullptr));   // evicts 0 and 1, the chain's start
+  EXPECT_EQ(kv.block_table(3), (Ids{0, 1}));
+  const PrefixHit hit = kv.match_prefix(t, 0, 24);
+  EXPECT_EQ(hit.num_tokens, 24);
+  EXPECT_EQ(hit.blocks, (Ids{X, X, X, X, 4, 5}));  // position 24 reads 19..24: blocks 4 and 5
+  ASSERT_TRUE(kv.allocate(4, {.num_computed = 24, .num_new = 1, .hit = &hit}, nullptr));
+  EXPECT_EQ(kv.block_table(4), (Ids{X, X, X, X, 4, 5, 2}));
+  // The chain is still verified: other tokens hit nothing.
+  std::vector<Token> other = t;
+  other[1] = 7;
+  EXPECT_EQ(kv.match_prefix(other, 0, 24).num_tokens, 0);
+}
+
 TEST(KvWindow, ReservedLayoutRefusesAWindow) {
   KvCacheConfig c = cfg(8, 6);
   c.layout = KvLayout::kReserved;
@@ -165,17 +189,18 @@ TEST(KvGroups, PrefixHitIsWhatEveryGroupStillHas) {
   PrefixHit hit = kv.match_prefix(t, 0, 16);
   EXPECT_EQ(hit.num_tokens, 16);
   ASSERT_EQ(hit.group_blocks.size(), 1u);
-  EXPECT_EQ(hit.group_blocks[0], (Ids{0, 1, 2, 3}));
+  EXPECT_EQ(hit.group_blocks[0], (Ids{X, X, 2, 3}));  // the window group needs what position 16 reads: 11..16
   kv.free(1);  // every block cached and free, the chain's tail first in line for eviction
   // Three blocks for another sequence: group 0 has 4 never-used ones, group 1 only 2, so it evicts block 3, the
-  // chain's last: the hit shrinks to the three blocks both groups still have.
+  // chain's last: 16 tokens no longer hit in group 1, 12 do (position 12 reads 7..12: blocks 1, 2), and group 0
+  // agrees on 12.
   ASSERT_TRUE(kv.allocate(2, {.num_computed = 0, .num_new = 12}, nullptr));
   EXPECT_EQ(kv.block_table(2, 0), (Ids{4, 5, 6}));
   EXPECT_EQ(kv.block_table(2, 1), (Ids{4, 5, 3}));
   hit = kv.match_prefix(t, 0, 16);
   EXPECT_EQ(hit.num_tokens, 12);
   EXPECT_EQ(hit.blocks, (Ids{0, 1, 2}));
-  EXPECT_EQ(hit.group_blocks, (std::vector<Ids>{{0, 1, 2}}));
+  EXPECT_EQ(hit.group_blocks, (std::vector<Ids>{{X, 1, 2}}));
 }
 
 TEST(KvGroups, CapacityIsUnboundedWhenEveryGroupIsWindowed) {
