@@ -26,6 +26,9 @@ class GgufMetaList {
   void i32s(const std::string& k, const std::vector<int32_t>& v) {
     array(k, GgufType::INT32, v, [](int32_t x) { return GgufValue{GgufType::INT32, int64_t(x)}; });
   }
+  void u8s(const std::string& k, const std::string& bytes) {  // (a blob as llama.cpp writes one: an array of UINT8)
+    array(k, GgufType::UINT8, bytes, [](char c) { return GgufValue{GgufType::UINT8, uint64_t(uint8_t(c))}; });
+  }
   std::vector<std::pair<std::string, GgufValue>> take() { return std::move(kv_); }
 
  private:

@@ -69,6 +69,7 @@ void add_vocab_metadata(const HfVocab& v, GgufMetaList& m) {
   m.boolean("tokenizer.ggml.add_bos_token", d.add_bos);
   if (d.model == "llama" || d.model == "t5") m.boolean("tokenizer.ggml.add_space_prefix", d.add_space_prefix);
   if (d.model == "t5") m.boolean("tokenizer.ggml.remove_extra_whitespaces", d.remove_extra_whitespaces);
+  if (!d.precompiled_charsmap.empty()) m.u8s("tokenizer.ggml.precompiled_charsmap", d.precompiled_charsmap);
   if (!v.chat_template.empty()) m.str("tokenizer.chat_template", v.chat_template);
   for (const auto& [name, tmpl] : v.named_templates) m.str("tokenizer.chat_template." + name, tmpl);
 }

@@ -93,6 +93,32 @@ TEST(Unigram, EncodesLikeSentencePiece) {
   }
 }
 
+// A model trained with SentencePiece's default nmt_nfkc normalisation carries a precompiled character map: fullwidth
+// forms, ligatures, circled digits, odd spaces are mapped before segmentation exactly as sentencepiece does
+// (scripts/gen_spm_charsmap_fixture.py); without the map the same texts encode differently.
+TEST(Unigram, PrecompiledCharsmapNormalisesLikeSentencePiece) {
+  const json expected = json::parse(test::read_file(kData + "/spm_unigram/nfkc_expected.json"));
+  const auto texts = expected["texts"].get<std::vector<std::string>>();
+  const auto tok = load_sentencepiece_model(kData + "/spm_unigram/nfkc.model");
+  int bad = 0;
+  for (size_t i = 0; i < texts.size(); ++i) {
+    const auto got = tok->encode(texts[i], false, false);
+    if (got != expected["ids"][i].get<std::vector<int32_t>>() && ++bad <= 3)
+      ADD_FAILURE() << "text " << i << " " << json(texts[i]).dump() << "\n got " << json(got).dump() << "\nwant "
+                    << expected["ids"][i].dump();
+  }
+  EXPECT_EQ(bad, 0) << "of " << texts.size();
+  EXPECT_EQ(tok->encode("\xEF\xBC\xA8i", false), tok->encode("Hi", false));  // fullwidth H
+  const std::string model = test::read_file(kData + "/spm_unigram/nfkc.model");
+  VocabData plain = parse_sentencepiece_model(reinterpret_cast<const uint8_t*>(model.data()), model.size());
+  ASSERT_FALSE(plain.precompiled_charsmap.empty());
+  plain.precompiled_charsmap.clear();
+  const auto unmapped = make_tokenizer(plain);
+  int differ = 0;
+  for (size_t i = 0; i < texts.size(); ++i) differ += unmapped->encode(texts[i], false) != tok->encode(texts[i], false);
+  EXPECT_GE(differ, 8);  // the map is what makes these right
+}
+
 // <unk> <s> </s> <sep>(user-defined), then pieces with their scores, optionally the 256 byte pieces.
 VocabData code_vocab(const std::vector<std::pair<std::string, float>>& pieces, bool bytes) {
   VocabData d;
@@ -192,7 +218,7 @@ std::vector<uint8_t> t5_gguf(bool charsmap) {
   w.set_u32("tokenizer.ggml.eos_token_id", 2);
   w.set_bool("tokenizer.ggml.add_bos_token", false);
   w.set_bool("tokenizer.ggml.remove_extra_whitespaces", true);
-  if (charsmap) w.set_i32_array("tokenizer.ggml.precompiled_charsmap", {4, 0, 0, 0, 1, 2, 3, 4});
+  if (charsmap) w.set_i32_array("tokenizer.ggml.precompiled_charsmap", {16, 0, 0, 0, 1, 2, 3, 4});  // trie past its end
   return w.to_bytes();
 }
 
@@ -206,7 +232,7 @@ TEST(Unigram, GgufT5Vocabulary) {
   EXPECT_EQ(e, ids(*tok, {kSp + "ab", kSp, "b", "<0xE2>", "<0x82>", "<0xAC>"}));
   EXPECT_EQ(tok->decode(e), "ab b\xE2\x82\xAC");
   const auto with_map = t5_gguf(true);
-  expect_error([&] { load_tokenizer(GgufFile::from_bytes(with_map.data(), with_map.size())); }, "precompiled_charsmap");
+  expect_error([&] { load_tokenizer(GgufFile::from_bytes(with_map.data(), with_map.size())); }, "precompiled charsmap");
 }
 
 json tiny_unigram() {
@@ -233,8 +259,11 @@ TEST(Unigram, TokenizerJsonReaderAndRefusals) {
   refuse(j, "normalizer 'Lowercase' is not supported for Unigram");
   j["normalizer"] = {{"type", "NFKC"}};  // applied before tokenizing (VocabData::normalizer)
   EXPECT_EQ(vocab_from_hf({j.dump(), "", "", ""}).vocab.normalizer, "nfkc");
-  j["normalizer"] = {{"type", "Precompiled"}, {"precompiled_charsmap", "ALAAAGFiY2Q="}};
-  refuse(j, "Precompiled");
+  j["normalizer"] = {{"type", "Precompiled"}, {"precompiled_charsmap", "ALAAAGFiY2Q="}};  // base64 of a broken map
+  EXPECT_EQ(vocab_from_hf({j.dump(), "", "", ""}).vocab.precompiled_charsmap, std::string("\x00\xB0\x00\x00" "abcd", 8));
+  expect_error([&] { make_tokenizer(vocab_from_hf({j.dump(), "", "", ""}).vocab); }, "precompiled charsmap");
+  j["normalizer"] = {{"type", "Precompiled"}, {"precompiled_charsmap", "not base64!"}};
+  refuse(j, "base64");
   j["normalizer"] = {{"type", "Precompiled"}, {"precompiled_charsmap", nullptr}};  // identity: accepted
   EXPECT_EQ(vocab_from_hf({j.dump(), "", "", ""}).vocab.model, "t5");
   j = tiny_unigram();

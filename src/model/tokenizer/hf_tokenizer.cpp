@@ -89,6 +89,26 @@ std::string byte_level_pre(const json& pre_tok) {
        " (known: the Llama 3, Qwen 2 and GPT-2 patterns)");
 }
 
+// Standard base64 (with or without padding); Error on any other character.
+std::string base64_decode(const std::string& s) {
+  std::string out;
+  uint32_t acc = 0;
+  int bits = 0;
+  for (char c : s) {
+    int v;
+    if (c >= 'A' && c <= 'Z') v = c - 'A';
+    else if (c >= 'a' && c <= 'z') v = c - 'a' + 26;
+    else if (c >= '0' && c <= '9') v = c - '0' + 52;
+    else if (c == '+') v = 62;
+    else if (c == '/') v = 63;
+    else if (c == '=') break;
+    else fail("tokenizer.json: precompiled_charsmap is not base64");
+    acc = (acc << 6) | uint32_t(v), bits += 6;
+    if (bits >= 8) bits -= 8, out += char((acc >> bits) & 0xFF);
+  }
+  return out;
+}
+
 // The Unicode normal form a tokenizer.json's normalizers ask for ("" none); any other normalizer type is left to the
 // model kind's own check (`others` lists what it accepts besides these).
 const char* const kUnicodeForms[][2] = {{"NFC", "nfc"}, {"NFKC", "nfkc"}, {"NFD", "nfd"}, {"NFKD", "nfkd"}};
@@ -229,7 +249,7 @@ std::string bpe_model(const json& root, Builder& b) {
 // A Unigram model ("vocab": [[piece, log prob], ...], "unk_id", "byte_fallback") into b as model "t5"; returns the
 // unk token's text. The text pipeline must be one the unigram kind reproduces exactly: ' ' -> U+2581 by a Replace
 // normalizer or a Metaspace pre-tokenizer, a dummy prefix by Prepend("▁") or Metaspace's prepend_scheme. Unicode
-// normalizers (NFKC, a SentencePiece Precompiled charsmap) are refused: text would be tokenized unnormalised.
+// normalizers (NFC/NFKC..., a SentencePiece Precompiled charsmap) are applied by the unigram kind.
 std::string unigram_model(const json& root, Builder& b) {
   const json& model = root["model"];
   VocabData& d = b.out.vocab;
@@ -263,10 +283,10 @@ std::string unigram_model(const json& root, Builder& b) {
     } else if (t == "Replace" && n.contains("pattern") && n["pattern"].value("String", "") == " " &&
                n.value("content", "") == kMetaspace) {
       replaces_space = true;
-    } else if (t == "Precompiled") {
+    } else if (t == "Precompiled") {  // SentencePiece's character map, base64 (the unigram kind applies it)
       const json& map = n.value("precompiled_charsmap", json());
-      check(map.is_null() || (map.is_string() && map.get<std::string>().empty()),
-            "tokenizer.json: the Precompiled normalizer (a SentencePiece charsmap) is not supported for Unigram");
+      check(map.is_null() || map.is_string(), "tokenizer.json: Precompiled's precompiled_charsmap must be a string");
+      if (map.is_string()) d.precompiled_charsmap = base64_decode(map.get<std::string>());
     } else if (!is_unicode_form(t)) {
       fail("tokenizer.json: normalizer '" + t + "' is not supported for Unigram");
     }

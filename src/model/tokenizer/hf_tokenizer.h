@@ -8,8 +8,8 @@
 //     (strings or {"content": ...}) then config.json ids; generation_config.json's eos_token_id (one id or a list)
 //     all end generation; add_bos_token from tokenizer_config.json, else the post-processor's template.
 //   - Unigram: model "t5", scores = the pieces' log probabilities, unk_id typed unknown, <0xNN> pieces typed byte
-//     with byte_fallback; Metaspace (prepend_scheme always/first/never) or Prepend + Replace(' ', U+2581); NFKC and
-//     non-empty Precompiled normalizers are refused (not implemented).
+//     with byte_fallback; Metaspace (prepend_scheme always/first/never) or Prepend + Replace(' ', U+2581); Unicode
+//     (NFC/NFKC/NFD/NFKD) and Precompiled (SentencePiece's character map, base64) normalizers applied.
 #pragma once
 #include <string>
 #include <utility>

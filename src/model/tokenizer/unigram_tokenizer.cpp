@@ -1,5 +1,6 @@
 // SentencePiece unigram tokenizer (tokenizer.ggml.model = "t5", llama.cpp's name for UGM vocabularies; tokenizer.json
-// "Unigram" models). Text is normalised (optional whitespace clean-up, dummy-prefix space, ' ' -> U+2581), then
+// "Unigram" models). Text is normalised (the model's precompiled character map if any, optional whitespace
+// clean-up, dummy-prefix space, ' ' -> U+2581), then
 // segmented by Viterbi: the split maximising the sum of the pieces' scores (log probabilities). A character no piece
 // starts with is unknown (score: lowest piece score - 10, as SentencePiece and Hugging Face give it); consecutive
 // unknown characters fuse into one <unk>, or become <0xNN> byte pieces when the vocabulary has them (byte fallback).
@@ -9,8 +10,10 @@
 #include <array>
 #include <cstdio>
 #include <limits>
+#include <optional>
 
 #include "core/error.h"
+#include "model/tokenizer/charsmap.h"
 #include "model/tokenizer/unicode_util.h"
 #include "model/tokenizer/vocab.h"
 
@@ -103,9 +106,7 @@ class UnigramTokenizer final : public VocabTokenizer {
  public:
   explicit UnigramTokenizer(VocabData d) : VocabTokenizer(std::move(d)) {
     const VocabData& v = vocab_.data();
-    check(v.precompiled_charsmap.empty(),
-          "unigram tokenizer: a SentencePiece precompiled_charsmap normalizer is not supported (its text would be "
-          "tokenized without the normalisation the model was trained with)");
+    if (!v.precompiled_charsmap.empty()) charsmap_.emplace(v.precompiled_charsmap);
     if (v.pre == "metaspace") prefix_ = Prefix::metaspace;
     else if (v.pre == "metaspace-first") prefix_ = Prefix::metaspace_first;
     else check(v.pre == "default", "unigram tokenizer: unknown tokenizer.ggml.pre '" + v.pre +
@@ -134,7 +135,7 @@ class UnigramTokenizer final : public VocabTokenizer {
     const VocabData& d = vocab_.data();
     if (add_bos && d.bos >= 0) out.push_back(d.bos);
     bool after_special = true;
-    std::string buf, norm;
+    std::string buf, norm, mapped;
     for (const auto& frag : vocab_.split_special(text, parse_special, literal)) {
       if (frag.id >= 0) {
         out.push_back(frag.id);
@@ -142,7 +143,9 @@ class UnigramTokenizer final : public VocabTokenizer {
         continue;
       }
       const bool at_start = frag.text.data() == text.data();
-      normalize(vocab_.normalized(frag.text, norm), after_special, at_start, buf);
+      std::string_view plain = vocab_.normalized(frag.text, norm);
+      if (charsmap_) mapped = charsmap_->normalize(plain), plain = mapped;  // before the whitespace rules, as SentencePiece
+      normalize(plain, after_special, at_start, buf);
       segment(buf, out);
       after_special = false;
     }
@@ -251,6 +254,7 @@ class UnigramTokenizer final : public VocabTokenizer {
   double unk_score_ = 0;
   Prefix prefix_ = Prefix::sentencepiece;
   std::array<int32_t, 256> byte_ids_;
+  std::optional<CharsMap> charsmap_;  // the model's precompiled normalisation (e.g. nmt_nfkc), if it has one
 };
 
 }  // namespace

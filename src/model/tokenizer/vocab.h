@@ -35,8 +35,8 @@ struct VocabData {
   std::string normalizer;
   // t5 (SentencePiece normaliser): strip leading/trailing spaces and collapse runs (tokenizer.ggml.remove_extra_whitespaces).
   bool remove_extra_whitespaces = false;
-  // t5: SentencePiece's compiled normalisation table (tokenizer.ggml.precompiled_charsmap); the unigram kind refuses
-  // a non-empty one (not implemented) rather than tokenize unnormalised text.
+  // t5: SentencePiece's compiled normalisation table (tokenizer.ggml.precompiled_charsmap, model/tokenizer/charsmap.h),
+  // applied by the unigram kind before its whitespace rules.
   std::string precompiled_charsmap;
   // Throws Error listing every problem: array lengths that disagree, ids out of range, bad types.
   void validate() const;
