@@ -42,6 +42,16 @@ std::vector<std::vector<Token>> long_prompts() {
   return p;
 }
 
+// Every prompt as one greedy request of 40 tokens through e; each answer must equal want's; the engine's stats.
+EngineStats run_all(Engine& e, const std::vector<std::vector<Token>>& prompts, const std::vector<std::vector<Token>>& want) {
+  std::vector<GenerationRequest> reqs;
+  for (const auto& p : prompts) reqs.push_back(greedy(p, 40));
+  std::vector<RequestId> ids;
+  const Outputs out = run(e, reqs, &ids);
+  for (size_t i = 0; i < ids.size(); ++i) EXPECT_EQ(out.at(ids[i])[0].tokens, want[i]) << "request " << i;
+  return e.stats();
+}
+
 EngineConfig window_config(bool window_kv, int budget) {
   EngineConfig c = base_config();
   c.window_kv = window_kv;
@@ -60,12 +70,7 @@ TEST(EngineWindow, MixedLocalGlobalModelEqualsSessionAndWindowOff) {
     for (int budget : {64, 13}) {
       SCOPED_TRACE(std::string("window kv ") + (window_kv ? "on" : "off") + " budget " + std::to_string(budget));
       auto e = Engine::create(windowed_model("gemma3"), window_config(window_kv, budget));
-      std::vector<GenerationRequest> reqs;
-      for (const auto& p : prompts) reqs.push_back(greedy(p, 40));
-      std::vector<RequestId> ids;
-      const Outputs out = run(*e, reqs, &ids);
-      for (size_t i = 0; i < ids.size(); ++i) EXPECT_EQ(out.at(ids[i])[0].tokens, want[i]) << "request " << i;
-      const EngineStats st = e->stats();
+      const EngineStats st = run_all(*e, prompts, want);
       EXPECT_EQ(st.preemptions, 0);
       if (window_kv) {
         // The planner's pool: 8 sequences x (2 + 2) blocks + one step's new tokens; 1 of 6 layers in the main one.
@@ -91,12 +96,7 @@ TEST(EngineWindow, EveryLayerWindowedRunsPastItsPoolWithoutPreemption) {
     EngineConfig c = window_config(window_kv, 32);
     c.kv_memory_bytes = 24 * 16 * bytes_per_token;
     auto e = Engine::create(windowed_model("llama"), c);
-    std::vector<GenerationRequest> reqs;
-    for (const auto& p : prompts) reqs.push_back(greedy(p, 40));
-    std::vector<RequestId> ids;
-    const Outputs out = run(*e, reqs, &ids);
-    for (size_t i = 0; i < ids.size(); ++i) EXPECT_EQ(out.at(ids[i])[0].tokens, want[i]) << "request " << i;
-    const EngineStats st = e->stats();
+    const EngineStats st = run_all(*e, prompts, want);
     EXPECT_EQ(st.kv_blocks_total, 24);
     if (window_kv) {
       EXPECT_EQ(st.preemptions, 0);

@@ -13,9 +13,9 @@ namespace {
 
 constexpr std::string_view kSpace = "\xE2\x96\x81";  // U+2581 LOWER ONE EIGHTH BLOCK
 
-class SpmTokenizer final : public VocabTokenizer {
+class SpmTokenizer final : public SentencePieceTokenizer {
  public:
-  explicit SpmTokenizer(VocabData d) : VocabTokenizer(std::move(d)) {
+  explicit SpmTokenizer(VocabData d) : SentencePieceTokenizer(std::move(d)) {
     byte_ids_.fill(-1);
     char buf[8];
     for (int b = 0; b < 256; ++b) {
@@ -58,12 +58,6 @@ class SpmTokenizer final : public VocabTokenizer {
     }
     return out;
   }
-
-  std::string token_bytes(int32_t id, bool render_special) const override {
-    return sentencepiece_token_bytes(vocab_, id, render_special);
-  }
-
-  bool adds_space_prefix() const override { return vocab_.data().add_space_prefix; }
 
  private:
   // Pieces that take part in merging: normal and user-defined (SentencePiece never forms control,

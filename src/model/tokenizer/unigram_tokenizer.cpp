@@ -102,9 +102,9 @@ class PieceTrie {
   std::vector<Edge> edges_;
 };
 
-class UnigramTokenizer final : public VocabTokenizer {
+class UnigramTokenizer final : public SentencePieceTokenizer {
  public:
-  explicit UnigramTokenizer(VocabData d) : VocabTokenizer(std::move(d)) {
+  explicit UnigramTokenizer(VocabData d) : SentencePieceTokenizer(std::move(d)) {
     const VocabData& v = vocab_.data();
     if (!v.precompiled_charsmap.empty()) charsmap_.emplace(v.precompiled_charsmap);
     if (v.pre == "metaspace") prefix_ = Prefix::metaspace;
@@ -151,12 +151,6 @@ class UnigramTokenizer final : public VocabTokenizer {
     }
     return out;
   }
-
-  std::string token_bytes(int32_t id, bool render_special) const override {
-    return sentencepiece_token_bytes(vocab_, id, render_special);
-  }
-
-  bool adds_space_prefix() const override { return vocab_.data().add_space_prefix; }
 
  private:
   // Where the dummy-prefix space goes (VocabData::pre): SentencePiece ("default") before every text fragment (the

@@ -109,4 +109,15 @@ class VocabTokenizer : public Tokenizer {
   Vocab vocab_;
 };
 
+// The part both SentencePiece kinds (BPE and unigram) share: pieces read back as text (sentencepiece_token_bytes) and
+// the dummy-prefix flag.
+class SentencePieceTokenizer : public VocabTokenizer {
+ public:
+  using VocabTokenizer::VocabTokenizer;
+  std::string token_bytes(int32_t id, bool render_special) const override {
+    return sentencepiece_token_bytes(vocab_, id, render_special);
+  }
+  bool adds_space_prefix() const override { return vocab_.data().add_space_prefix; }
+};
+
 }  // namespace tinfer
