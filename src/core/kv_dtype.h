@@ -5,7 +5,7 @@
 //   int8  1 byte per value + an fp16 scale per (token, kv head): x = scale * code, code in [-127, 127].
 //   int4  half a byte per value + an fp16 scale and an fp16 min per (token, kv head): x = min + scale * code,
 //         code in [0, 15] (the min is the zero point in value units: zero point = -min / scale).
-// The quantized types are written by KvStorage (model/kv_storage.h) through kernels/kv_quant.h and read by
+// The quantized types are written by KvStorage (backend/cpu/kv_storage.h) through kernels/kv_quant.h and read by
 // the paged attention kernels, which dequantize on load.
 #pragma once
 #include <cstdint>

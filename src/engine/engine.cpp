@@ -21,7 +21,7 @@
 #include "engine/kv_plan.h"
 #include "engine/model_runner.h"
 #include "engine/scheduler.h"
-#include "model/backend.h"
+#include "backend/backend.h"
 #include "model/model.h"
 
 namespace tinfer {

@@ -3,7 +3,7 @@
 
 #include "core/error.h"
 #include "core/timer.h"
-#include "model/tokenizer/tokenizer.h"
+#include "text/tokenizer/tokenizer.h"
 
 namespace tinfer {
 

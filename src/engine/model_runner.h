@@ -5,8 +5,8 @@
 #include <vector>
 
 #include "engine/scheduler.h"
-#include "model/backend.h"
-#include "model/forward_batch.h"
+#include "backend/backend.h"
+#include "backend/forward_batch.h"
 
 namespace tinfer {
 

@@ -7,7 +7,7 @@
 #include <span>
 #include <vector>
 
-#include "model/backend.h"
+#include "backend/backend.h"
 
 namespace tinfer {
 

@@ -6,7 +6,7 @@
 #include <string_view>
 #include <vector>
 
-#include "model/tokenizer/tokenizer.h"
+#include "text/tokenizer/tokenizer.h"
 
 namespace tinfer {
 

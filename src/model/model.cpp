@@ -5,8 +5,8 @@
 #include <fstream>
 
 #include "core/error.h"
-#include "model/hf_checkpoint.h"
-#include "model/llama2c.h"
+#include "model/hf/hf_checkpoint.h"
+#include "formats/llama2c.h"
 
 namespace tinfer {
 

@@ -6,9 +6,9 @@
 #include <string>
 
 #include "model/arch/arch.h"
-#include "model/gguf.h"
+#include "formats/gguf.h"
 #include "model/model_config.h"
-#include "model/tokenizer/tokenizer.h"
+#include "text/tokenizer/tokenizer.h"
 
 namespace tinfer {
 

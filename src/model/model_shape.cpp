@@ -1,7 +1,7 @@
 // ModelShape from a GGUF file's header (metadata + tensor table), plus the parameter and weight-byte
 // arithmetic the table and config.json sources share.
 #include "model/model_shape.h"
-#include "model/hf_checkpoint.h"
+#include "model/hf/hf_checkpoint.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "core/error.h"
-#include "model/gguf.h"
+#include "formats/gguf.h"
 #include "model/model.h"
 #include "quant/type_table.h"
 

@@ -8,9 +8,9 @@
 
 #include "core/error.h"
 #include "core/thread_pool.h"
-#include "model/cpu_forward.h"
+#include "backend/cpu/cpu_forward.h"
 #include "model/model.h"
-#include "model/gguf.h"
+#include "formats/gguf.h"
 #include "quant/type_table.h"
 #include "quantize/float_model.h"
 #include "quantize/grid_quant.h"

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "model/gguf.h"
+#include "formats/gguf.h"
 
 namespace tinfer {
 

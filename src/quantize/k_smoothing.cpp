@@ -6,7 +6,7 @@
 
 #include "core/error.h"
 #include "core/thread_pool.h"
-#include "model/cpu_forward.h"
+#include "backend/cpu/cpu_forward.h"
 #include "model/model.h"
 #include "quantize/calib_stats.h"
 

@@ -11,7 +11,7 @@
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "core/timer.h"
-#include "model/gguf.h"
+#include "formats/gguf.h"
 #include "quantize/calib_stats.h"
 #include "model/model.h"
 #include "quant/type_table.h"

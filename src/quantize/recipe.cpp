@@ -33,7 +33,7 @@
 #include <cctype>
 
 #include "core/error.h"
-#include "model/gguf.h"
+#include "formats/gguf.h"
 #include "quant/type_table.h"
 
 namespace tinfer {

@@ -4,7 +4,7 @@
 #include <memory>
 #include <string>
 
-#include "model/tokenizer/chat_template.h"
+#include "text/chat/chat_template.h"
 #include "server/route_policy.h"
 #include "server/server_config.h"
 #include "tinfer/engine.h"

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "engine/sampler.h"
-#include "model/tokenizer/tokenizer.h"
+#include "text/tokenizer/tokenizer.h"
 
 namespace tinfer::server {
 

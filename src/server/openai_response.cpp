@@ -4,7 +4,7 @@
 
 #include <cstdio>
 
-#include "model/tokenizer/unicode_util.h"
+#include "text/tokenizer/unicode_util.h"
 #include "server/api_error.h"
 
 namespace tinfer::server {

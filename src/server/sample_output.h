@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "engine/text_stream.h"
-#include "model/tokenizer/tokenizer.h"
+#include "text/tokenizer/tokenizer.h"
 #include "server/stop_matcher.h"
 #include "tinfer/engine.h"
 

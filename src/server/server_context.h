@@ -6,7 +6,7 @@
 #include <mutex>
 #include <string>
 
-#include "model/tokenizer/chat_template.h"
+#include "text/chat/chat_template.h"
 #include "server/engine_driver.h"
 #include "server/metrics.h"
 #include "server/route_policy.h"

@@ -8,7 +8,7 @@
 #include "engine/generate.h"
 #include "engine/session.h"
 #include "engine/text_stream.h"
-#include "model/cpu_forward.h"
+#include "backend/cpu/cpu_forward.h"
 #include "model/model.h"
 
 namespace tinfer::test {

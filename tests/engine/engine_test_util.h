@@ -12,9 +12,9 @@
 
 #include "common/test_env.h"
 #include "engine/session.h"
-#include "model/backend.h"
+#include "backend/backend.h"
 #include "model/model.h"
-#include "model/synth.h"
+#include "model/synth/synth.h"
 
 namespace tinfer::engine_test {
 

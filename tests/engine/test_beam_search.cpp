@@ -10,7 +10,7 @@
 #include <set>
 
 #include "engine/engine_test_util.h"
-#include "model/reference_forward.h"
+#include "backend/cpu/reference_forward.h"
 
 namespace tinfer {
 namespace {

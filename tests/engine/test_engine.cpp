@@ -12,9 +12,9 @@
 #include "core/thread_pool.h"
 #include "engine/generate.h"
 #include "engine/kv_plan.h"
-#include "model/backend.h"
+#include "backend/backend.h"
 #include "model/model.h"
-#include "model/synth.h"
+#include "model/synth/synth.h"
 #include "engine_test_util.h"
 
 namespace tinfer {

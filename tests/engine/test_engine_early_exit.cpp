@@ -10,7 +10,7 @@
 #include "common/test_env.h"
 #include "engine/session.h"
 #include "engine_test_util.h"
-#include "model/backend.h"
+#include "backend/backend.h"
 
 namespace tinfer {
 namespace {

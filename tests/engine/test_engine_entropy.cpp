@@ -12,7 +12,7 @@
 #include "engine/entropy.h"
 #include "engine_test_util.h"
 #include "model/model.h"
-#include "model/reference_forward.h"
+#include "backend/cpu/reference_forward.h"
 
 namespace tinfer {
 namespace {

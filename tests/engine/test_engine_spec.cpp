@@ -14,7 +14,7 @@
 #include "core/error.h"
 #include "engine/decoding/speculator.h"
 #include "model/model.h"
-#include "model/tokenizer/tokenizer.h"
+#include "text/tokenizer/tokenizer.h"
 #include "engine_test_util.h"
 
 namespace tinfer {

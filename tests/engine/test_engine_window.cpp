@@ -11,7 +11,7 @@
 
 #include "engine/session.h"
 #include "engine_test_util.h"
-#include "model/backend.h"
+#include "backend/backend.h"
 
 namespace tinfer {
 namespace {

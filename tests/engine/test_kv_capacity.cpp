@@ -9,10 +9,10 @@
 #include "common/test_env.h"
 #include "core/error.h"
 #include "engine/kv_capacity.h"
-#include "model/backend.h"
+#include "backend/backend.h"
 #include "model/model.h"
 #include "model/model_shape.h"
-#include "model/synth.h"
+#include "model/synth/synth.h"
 
 namespace tinfer {
 namespace {

@@ -15,11 +15,11 @@
 #include "core/thread_pool.h"
 #include "engine/session.h"
 #include "forward_test_util.h"
-#include "model/cpu_forward.h"
-#include "model/gguf.h"
-#include "model/reference_forward.h"
+#include "backend/cpu/cpu_forward.h"
+#include "formats/gguf.h"
+#include "backend/cpu/reference_forward.h"
 #include "model/rope.h"
-#include "model/synth.h"
+#include "model/synth/synth.h"
 
 namespace tinfer {
 namespace {

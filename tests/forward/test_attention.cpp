@@ -17,9 +17,9 @@
 #include "kernels/attention.h"
 #include "kernels/kernel_table.h"
 #include "kernels/kernels.h"
-#include "model/forward_batch.h"
+#include "backend/forward_batch.h"
 #include "kernels/kv_quant.h"
-#include "model/kv_storage.h"
+#include "backend/cpu/kv_storage.h"
 
 namespace tinfer {
 namespace {

@@ -13,11 +13,11 @@
 #include "core/error.h"
 #include "core/op_profile.h"
 #include "core/timer.h"
-#include "model/backend.h"
-#include "model/cpu_forward.h"
+#include "backend/backend.h"
+#include "backend/cpu/cpu_forward.h"
 #include "model/rope.h"
-#include "model/reference_forward.h"
-#include "model/synth.h"
+#include "backend/cpu/reference_forward.h"
+#include "model/synth/synth.h"
 
 namespace tinfer {
 namespace {

@@ -9,9 +9,9 @@
 #include "core/thread_pool.h"
 #include "engine/session.h"
 #include "forward_test_util.h"
-#include "model/cpu_forward.h"
-#include "model/reference_forward.h"
-#include "model/synth.h"
+#include "backend/cpu/cpu_forward.h"
+#include "backend/cpu/reference_forward.h"
+#include "model/synth/synth.h"
 
 namespace tinfer {
 namespace {

@@ -5,8 +5,8 @@
 #include <string>
 
 #include "core/error.h"
-#include "model/tokenizer/chat_template.h"
-#include "model/tokenizer/jinja/template.h"
+#include "text/chat/chat_template.h"
+#include "text/jinja/template.h"
 
 namespace {
 

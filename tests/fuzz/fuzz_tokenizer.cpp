@@ -8,11 +8,11 @@
 #include <vector>
 
 #include "core/error.h"
-#include "model/gguf.h"
-#include "model/tokenizer/pretokenizer.h"
-#include "model/tokenizer/tokenizer.h"
-#include "model/tokenizer/unicode_util.h"
-#include "model/tokenizer/vocab.h"
+#include "formats/gguf.h"
+#include "text/tokenizer/pretokenizer.h"
+#include "text/tokenizer/tokenizer.h"
+#include "text/tokenizer/unicode_util.h"
+#include "text/tokenizer/vocab.h"
 
 namespace {
 

@@ -7,8 +7,8 @@
 #include "common/test_env.h"
 #include "core/thread_pool.h"
 #include "engine/generate.h"
-#include "model/cpu_forward.h"
-#include "model/reference_forward.h"
+#include "backend/cpu/cpu_forward.h"
+#include "backend/cpu/reference_forward.h"
 
 namespace tinfer {
 namespace {

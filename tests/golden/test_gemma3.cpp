@@ -14,9 +14,9 @@
 #include "core/thread_pool.h"
 #include "engine/generate.h"
 #include "golden_util.h"
-#include "model/cpu_forward.h"
-#include "model/reference_forward.h"
-#include "model/tokenizer/chat_template.h"
+#include "backend/cpu/cpu_forward.h"
+#include "backend/cpu/reference_forward.h"
+#include "text/chat/chat_template.h"
 
 namespace tinfer {
 namespace {

@@ -11,8 +11,8 @@
 #include "engine/generate.h"
 #include "engine/text_stream.h"
 #include "golden/golden_util.h"
-#include "model/cpu_forward.h"
-#include "model/reference_forward.h"
+#include "backend/cpu/cpu_forward.h"
+#include "backend/cpu/reference_forward.h"
 
 namespace tinfer {
 namespace {

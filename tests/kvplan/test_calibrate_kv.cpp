@@ -16,7 +16,7 @@
 #include "golden/golden_util.h"
 #include "kv_plan_file.h"
 #include "model/model_identity.h"
-#include "model/synth.h"
+#include "model/synth/synth.h"
 
 namespace tinfer::cli {
 namespace {

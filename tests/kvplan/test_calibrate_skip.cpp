@@ -16,7 +16,7 @@
 #include "common/test_env.h"
 #include "golden/golden_util.h"
 #include "model/model_identity.h"
-#include "model/synth.h"
+#include "model/synth/synth.h"
 #include "skip_plan_file.h"
 
 namespace tinfer::cli {

@@ -11,9 +11,9 @@
 #include "common/test_env.h"
 #include "core/error.h"
 #include "kv_plan_file.h"
-#include "model/gguf.h"
+#include "formats/gguf.h"
 #include "model/model_identity.h"
-#include "model/synth.h"
+#include "model/synth/synth.h"
 
 namespace tinfer::cli {
 namespace {

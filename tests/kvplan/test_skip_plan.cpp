@@ -9,7 +9,7 @@
 
 #include "core/error.h"
 #include "kvcache/memory_planner.h"
-#include "model/kv_storage.h"
+#include "backend/cpu/kv_storage.h"
 #include "skip_plan_file.h"
 #include "skip_search.h"
 #include "plan_json.h"

@@ -10,7 +10,7 @@
 
 #include "common/test_env.h"
 #include "core/error.h"
-#include "model/gguf.h"
+#include "formats/gguf.h"
 #include "model/test_gguf_bytes.h"
 #include "quant/type_table.h"
 

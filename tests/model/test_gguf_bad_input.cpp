@@ -7,7 +7,7 @@
 #include <fstream>
 
 #include "core/error.h"
-#include "model/gguf.h"
+#include "formats/gguf.h"
 #include "model/test_gguf_bytes.h"
 
 namespace tinfer {

@@ -1,4 +1,4 @@
-// Hugging Face checkpoints (model/hf_checkpoint.h, hf_convert.h, synth_hf.h): for every family, a synthetic model
+// Hugging Face checkpoints (model/hf/hf_checkpoint.h, hf_convert.h, synth_hf.h): for every family, a synthetic model
 // written as GGUF and as an HF directory (sharded safetensors, BF16/F16/F32, tokenizer.json) gives the same logits
 // from the GGUF, from `-m DIR` and from the converted GGUF (bit-identical where the weights are; llama's -m DIR
 // rotates HF's rotate-half rows as neox pairs, equal up to summation order); the converted file holds the synthetic
@@ -15,15 +15,15 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
-#include "model/gguf.h"
-#include "model/hf_checkpoint.h"
-#include "model/hf_convert.h"
+#include "formats/gguf.h"
+#include "model/hf/hf_checkpoint.h"
+#include "model/hf/hf_convert.h"
 #include "model/model.h"
-#include "model/reference_forward.h"
+#include "backend/cpu/reference_forward.h"
 #include "model/rope.h"
-#include "model/safetensors.h"
-#include "model/synth.h"
-#include "model/synth_hf.h"
+#include "formats/safetensors.h"
+#include "model/synth/synth.h"
+#include "model/synth/synth_hf.h"
 
 namespace tinfer {
 namespace {

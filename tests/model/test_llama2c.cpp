@@ -11,8 +11,8 @@
 
 #include "common/test_env.h"
 #include "core/error.h"
-#include "model/gguf.h"
-#include "model/llama2c.h"
+#include "formats/gguf.h"
+#include "formats/llama2c.h"
 
 namespace tinfer {
 namespace {

@@ -13,7 +13,7 @@
 
 #include "core/error.h"
 #include "core/fp16.h"
-#include "model/safetensors.h"
+#include "formats/safetensors.h"
 
 namespace tinfer {
 namespace {

@@ -12,7 +12,7 @@
 #include "common/temp_dir.h"
 #include "common/test_env.h"
 #include "core/error.h"
-#include "model/gguf.h"
+#include "formats/gguf.h"
 #include "model/model.h"
 #include "quantize/derive_model.h"
 

@@ -11,7 +11,7 @@
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "engine/session.h"
-#include "model/backend.h"
+#include "backend/backend.h"
 #include "model/model.h"
 #include "quantize/k_smoothing.h"
 

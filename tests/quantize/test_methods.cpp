@@ -14,8 +14,8 @@
 #include <random>
 
 #include "common/test_env.h"
-#include "model/cpu_forward.h"
-#include "model/gguf.h"
+#include "backend/cpu/cpu_forward.h"
+#include "formats/gguf.h"
 #include "model/model.h"
 #include "core/thread_pool.h"
 #include "quantize/grid_quant.h"

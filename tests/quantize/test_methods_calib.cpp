@@ -9,7 +9,7 @@
 #include <sstream>
 
 #include "common/test_env.h"
-#include "model/cpu_forward.h"
+#include "backend/cpu/cpu_forward.h"
 #include "model/model.h"
 #include "quantize/calib_stats.h"
 #include "quantize/float_model.h"

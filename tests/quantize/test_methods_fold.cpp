@@ -9,8 +9,8 @@
 
 #include "common/test_env.h"
 #include "model/model.h"
-#include "model/reference_forward.h"
-#include "model/synth.h"
+#include "backend/cpu/reference_forward.h"
+#include "model/synth/synth.h"
 #include "quantize/calib_stats.h"
 #include "quantize/float_model.h"
 #include "quantize/methods.h"

@@ -9,7 +9,7 @@
 #include <thread>
 
 #include "core/error.h"
-#include "model/tokenizer/tokenizer.h"
+#include "text/tokenizer/tokenizer.h"
 #include "tinfer/engine.h"
 
 namespace tinfer::test {

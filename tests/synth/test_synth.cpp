@@ -8,9 +8,9 @@
 
 #include "core/error.h"
 #include "model/arch/arch.h"
-#include "model/gguf.h"
-#include "model/synth.h"
-#include "model/tokenizer/tokenizer.h"
+#include "formats/gguf.h"
+#include "model/synth/synth.h"
+#include "text/tokenizer/tokenizer.h"
 #include "quant/type_table.h"
 
 namespace tinfer {

@@ -9,8 +9,8 @@
 
 #include "common/test_env.h"
 #include "core/error.h"
-#include "model/gguf.h"
-#include "model/tokenizer/pretokenizer.h"
+#include "formats/gguf.h"
+#include "text/tokenizer/pretokenizer.h"
 #include "tokenizer/tokenizer_test_util.h"
 
 namespace tinfer {

@@ -13,9 +13,9 @@
 
 #include "common/test_env.h"
 #include "core/error.h"
-#include "model/gguf.h"
-#include "model/tokenizer/chat_template.h"
-#include "model/tokenizer/jinja/template.h"
+#include "formats/gguf.h"
+#include "text/chat/chat_template.h"
+#include "text/jinja/template.h"
 #include "tokenizer/tokenizer_test_util.h"
 
 namespace tinfer {

@@ -11,8 +11,8 @@
 #include <sstream>
 
 #include "common/test_env.h"
-#include "model/gguf.h"
-#include "model/tokenizer/tokenizer.h"
+#include "formats/gguf.h"
+#include "text/tokenizer/tokenizer.h"
 
 namespace tinfer {
 namespace {

@@ -1,4 +1,4 @@
-// tokenizer.json -> VocabData (model/tokenizer/hf_tokenizer.h). Parity: four tokenizers trained by the Python
+// tokenizer.json -> VocabData (text/tokenizer/hf_tokenizer.h). Parity: four tokenizers trained by the Python
 // `tokenizers` package (byte-level BPE with the Llama 3, Qwen 2 and GPT-2 pre-tokenizers; SentencePiece-style BPE
 // with byte fallback) encode corpus lines and adversarial strings (whitespace runs, digits, emoji, special-token
 // look-alikes) exactly as HF does (fixtures: scripts/gen_hf_tokenizer_fixtures.py). Then the reader's choices:
@@ -12,8 +12,8 @@
 #include <sstream>
 
 #include "core/error.h"
-#include "model/tokenizer/hf_tokenizer.h"
-#include "model/tokenizer/vocab.h"
+#include "text/tokenizer/hf_tokenizer.h"
+#include "text/tokenizer/vocab.h"
 
 namespace tinfer {
 namespace {

@@ -7,8 +7,8 @@
 
 #include "common/test_env.h"
 #include "core/error.h"
-#include "model/gguf.h"
-#include "model/tokenizer/chat_template.h"
+#include "formats/gguf.h"
+#include "text/chat/chat_template.h"
 #include "tokenizer/tokenizer_test_util.h"
 
 namespace tinfer {

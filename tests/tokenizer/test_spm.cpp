@@ -6,7 +6,7 @@
 #include <chrono>
 
 #include "common/test_env.h"
-#include "model/gguf.h"
+#include "formats/gguf.h"
 #include "tokenizer/tokenizer_test_util.h"
 
 namespace tinfer {

@@ -10,9 +10,9 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
-#include "model/gguf.h"
-#include "model/tokenizer/hf_tokenizer.h"
-#include "model/tokenizer/vocab.h"
+#include "formats/gguf.h"
+#include "text/tokenizer/hf_tokenizer.h"
+#include "text/tokenizer/vocab.h"
 #include "tokenizer_test_util.h"
 
 namespace tinfer {

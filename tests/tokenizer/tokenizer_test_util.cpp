@@ -5,7 +5,7 @@
 #include <fstream>
 #include <iterator>
 
-#include "model/tokenizer/unicode_util.h"
+#include "text/tokenizer/unicode_util.h"
 
 namespace tinfer::test {
 

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "model/tokenizer/vocab.h"
+#include "text/tokenizer/vocab.h"
 
 namespace tinfer::test {
 

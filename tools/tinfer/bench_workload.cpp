@@ -8,7 +8,7 @@
 
 #include "common.h"
 #include "core/error.h"
-#include "model/tokenizer/tokenizer.h"
+#include "text/tokenizer/tokenizer.h"
 
 namespace tinfer::cli {
 

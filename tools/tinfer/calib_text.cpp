@@ -7,7 +7,7 @@
 #include <fstream>
 
 #include "core/error.h"
-#include "model/tokenizer/tokenizer.h"
+#include "text/tokenizer/tokenizer.h"
 
 #ifndef TINFER_SHARED_DEFAULT
 #define TINFER_SHARED_DEFAULT "../shared"

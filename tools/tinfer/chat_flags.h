@@ -4,7 +4,7 @@
 #pragma once
 #include "args.h"
 #include "model/model.h"
-#include "model/tokenizer/chat_template.h"
+#include "text/chat/chat_template.h"
 
 namespace tinfer::cli {
 

@@ -26,7 +26,7 @@
 #include "ladder_rungs.h"
 #include "model/model.h"
 #include "model/model_identity.h"
-#include "model/tokenizer/tokenizer.h"
+#include "text/tokenizer/tokenizer.h"
 #include "quality_stats.h"
 #include "quant/type_table.h"
 #include "quantize/quantize_model.h"

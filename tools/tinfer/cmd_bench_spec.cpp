@@ -23,7 +23,7 @@
 #include "core/timer.h"
 #include "engine_flags.h"
 #include "model/model.h"
-#include "model/tokenizer/tokenizer.h"
+#include "text/tokenizer/tokenizer.h"
 
 namespace tinfer::cli {
 

@@ -20,7 +20,7 @@
 #include "exit_cost.h"
 #include "exit_flags.h"
 #include "kv_quality_probe.h"
-#include "model/cpu_forward.h"
+#include "backend/cpu/cpu_forward.h"
 #include "quality_budget.h"
 
 namespace tinfer::cli {

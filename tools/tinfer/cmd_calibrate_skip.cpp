@@ -18,7 +18,7 @@
 #include "core/error.h"
 #include "core/timer.h"
 #include "kv_quality_probe.h"
-#include "model/cpu_forward.h"
+#include "backend/cpu/cpu_forward.h"
 #include "model/model_identity.h"
 #include "quality_budget.h"
 #include "quantize/calib_stats.h"

@@ -10,7 +10,7 @@
 #include "core/error.h"
 #include "engine/generate.h"
 #include "engine/text_stream.h"
-#include "model/tokenizer/tokenizer.h"
+#include "text/tokenizer/tokenizer.h"
 
 namespace tinfer::cli {
 

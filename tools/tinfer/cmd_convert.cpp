@@ -5,7 +5,7 @@
 #include "common.h"
 #include "core/error.h"
 #include "core/timer.h"
-#include "model/hf_convert.h"
+#include "model/hf/hf_convert.h"
 
 namespace tinfer::cli {
 

@@ -5,8 +5,8 @@
 #include "commands.h"
 #include "common.h"
 #include "core/error.h"
-#include "model/gguf.h"
-#include "model/hf_checkpoint.h"
+#include "formats/gguf.h"
+#include "model/hf/hf_checkpoint.h"
 #include "quantize/derive_model.h"
 
 namespace tinfer::cli {

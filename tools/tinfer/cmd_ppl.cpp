@@ -20,8 +20,8 @@
 #include "core/timer.h"
 #include "engine/session.h"
 #include "logits_file.h"
-#include "model/reference_forward.h"
-#include "model/tokenizer/tokenizer.h"
+#include "backend/cpu/reference_forward.h"
+#include "text/tokenizer/tokenizer.h"
 #include "ppl_scoring.h"
 #include "quality_stats.h"
 

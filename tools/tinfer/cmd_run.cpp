@@ -10,7 +10,7 @@
 #include "engine/text_stream.h"
 #include "exit_flags.h"
 #include "kv_flags.h"
-#include "model/tokenizer/tokenizer.h"
+#include "text/tokenizer/tokenizer.h"
 #include "run_beams.h"
 
 namespace tinfer::cli {

@@ -14,7 +14,7 @@
 #include "core/error.h"
 #include "engine_flags.h"
 #include "model/model.h"
-#include "model/tokenizer/same_tokenizer.h"
+#include "text/tokenizer/same_tokenizer.h"
 #include "route_flags.h"
 #include "server/http_server.h"
 

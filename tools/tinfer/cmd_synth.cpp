@@ -5,8 +5,8 @@
 #include "common.h"
 #include "core/error.h"
 #include "core/timer.h"
-#include "model/synth.h"
-#include "model/synth_hf.h"
+#include "model/synth/synth.h"
+#include "model/synth/synth_hf.h"
 #include "quant/type_table.h"
 
 namespace tinfer::cli {

@@ -8,7 +8,7 @@
 #include "core/timer.h"
 #include "exit_flags.h"
 #include "kv_flags.h"
-#include "model/cpu_forward.h"
+#include "backend/cpu/cpu_forward.h"
 #include "model/model_identity.h"
 
 namespace tinfer::cli {

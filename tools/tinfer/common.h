@@ -8,7 +8,7 @@
 #include "args.h"
 #include "core/thread_pool.h"
 #include "engine/sampler.h"
-#include "model/backend.h"
+#include "backend/backend.h"
 #include "model/model.h"
 
 namespace tinfer {

@@ -5,7 +5,7 @@
 
 #include "core/error.h"
 #include "core/thread_pool.h"
-#include "model/backend.h"
+#include "backend/backend.h"
 #include "ppl_scoring.h"
 
 namespace tinfer::cli {

@@ -6,7 +6,7 @@
 #include <filesystem>
 
 #include "core/error.h"
-#include "model/tokenizer/tokenizer.h"
+#include "text/tokenizer/tokenizer.h"
 
 namespace tinfer::cli {
 

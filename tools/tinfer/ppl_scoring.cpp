@@ -6,8 +6,8 @@
 #include <sstream>
 
 #include "core/error.h"
-#include "model/reference_forward.h"
-#include "model/tokenizer/tokenizer.h"
+#include "backend/cpu/reference_forward.h"
+#include "text/tokenizer/tokenizer.h"
 
 namespace tinfer::cli {
 

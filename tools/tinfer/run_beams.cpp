@@ -13,7 +13,7 @@
 #include "engine/text_stream.h"
 #include "kv_flags.h"
 #include "model/model.h"
-#include "model/tokenizer/tokenizer.h"
+#include "text/tokenizer/tokenizer.h"
 
 namespace tinfer::cli {
 

@@ -14,11 +14,11 @@
 #include "core/thread_pool.h"
 #include "engine/decoding/drafter.h"
 #include "kvcache/kv_cache_manager.h"
-#include "model/backend.h"
-#include "model/forward_batch.h"
+#include "backend/backend.h"
+#include "backend/forward_batch.h"
 #include "model/model.h"
-#include "model/tokenizer/same_tokenizer.h"
-#include "model/tokenizer/tokenizer.h"
+#include "text/tokenizer/same_tokenizer.h"
+#include "text/tokenizer/tokenizer.h"
 
 namespace tinfer {
 

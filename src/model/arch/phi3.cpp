@@ -10,7 +10,7 @@
 
 #include "core/error.h"
 #include "model/arch/arch.h"
-#include "model/gguf.h"
+#include "formats/gguf.h"
 #include "quant/type_table.h"
 
 namespace tinfer {

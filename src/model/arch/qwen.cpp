@@ -5,7 +5,7 @@
 #include <string>
 
 #include "model/arch/arch.h"
-#include "model/gguf.h"
+#include "formats/gguf.h"
 
 namespace tinfer {
 

@@ -3,7 +3,7 @@
 
 #include "core/error.h"
 #include "model/arch/arch.h"
-#include "model/gguf.h"
+#include "formats/gguf.h"
 
 namespace tinfer {
 

@@ -1,0 +1,82 @@
+// Backend: the device seam. The model runner, the batch-1 session, the engine and the tools forward
+// through this interface only; the CPU (cpu_forward.h) is its first implementation. A new device (CUDA)
+// is a new directory implementing Backend and KvCache plus one line in backend_registry.cpp.
+//
+// Data flow of one step: the caller fills a ForwardBatch (plain host data: token ids, positions, block
+// tables), the backend writes each token's K/V into its KvCache blocks and returns fp32 logits rows on
+// the host ([batch.logit_rows.size()][n_vocab]).
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/act_quant.h"
+#include "core/early_exit.h"
+#include "core/layer_skip.h"
+#include "core/kv_precision.h"
+#include "core/op_profile.h"
+#include "backend/forward_batch.h"
+#include "model/model_config.h"
+
+namespace tinfer {
+
+class Model;
+class ThreadPool;
+
+// KV cache memory owned by one backend, in fixed-size blocks of block_size token slots per layer. Which
+// block holds which positions is decided by the caller's block tables (src/kvcache), never here.
+class KvCache {
+ public:
+  virtual ~KvCache() = default;
+  virtual int64_t n_blocks() const = 0;
+  virtual int64_t block_size() const = 0;
+  virtual const KvPrecision& precision() const = 0;  // each layer's K and V element types
+  virtual size_t bytes() const = 0;
+  // Copies K and V of block src into block dst in every layer of KV group `group` (copy-on-write of a shared
+  // block; group 1 = the sliding-window layers when the cache keeps them apart, see allocate_kv).
+  virtual void copy_block(int64_t src, int64_t dst, int group = 0) = 0;
+};
+
+struct BackendOptions {
+  int threads = 0;               // CPU: worker threads (0 = all cores) when no pool is given
+  ThreadPool* pool = nullptr;    // CPU: run on this pool (shared with the caller) instead of an own one
+  int64_t max_positions = 0;     // longest sequence to position; 0 = the model's context; more is refused
+  ActQuant act_quant = ActQuant::block32;  // CPU: int8 activation scales per 32-block or per token (row)
+  LayerSkip skip;  // sub-blocks every forward leaves out (a calibrated skip plan); empty = none
+  EarlyExit early_exit;  // per-token early exit (core/early_exit.h); off by default
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual const char* name() const = 0;
+  virtual const ModelConfig& config() const = 0;
+  virtual size_t weight_bytes() const = 0;     // weights as held by the device (packed)
+  // Weight bytes one decode step reads (the roofline's): those of the sub-blocks a layer skip leaves out excluded.
+  virtual size_t weight_bytes_read() const { return weight_bytes(); }
+  virtual int64_t max_positions() const = 0;   // positions 0..max_positions()-1 can be run
+  // KV memory on this device for n_blocks blocks of block_size slots, every layer, each in its own types
+  // (precision.n_layers() must equal the model's). The KvDtype overload: one type for every K and V.
+  // n_window_blocks > 0: the sliding-window layers (ModelConfig::window) get a pool of their own of that many
+  // blocks, addressed by ForwardBatch::window_tables (KV group 1); 0: every layer shares the n_blocks.
+  virtual std::unique_ptr<KvCache> allocate_kv(int64_t n_blocks, int64_t block_size, const KvPrecision& precision,
+                                               int64_t n_window_blocks = 0) = 0;
+  std::unique_ptr<KvCache> allocate_kv(int64_t n_blocks, int64_t block_size, KvDtype dtype) {
+    return allocate_kv(n_blocks, block_size, KvPrecision::uniform(config().n_layers, dtype));
+  }
+  // One step over a cache this backend allocated; see the data flow above.
+  virtual void forward(const ForwardBatch& batch, KvCache& kv, float* logits) = 0;
+  // Time by operator category of every forward so far (the caller resets it between phases); enable its
+  // trace to keep a timeline. Not thread-safe: read it on the thread that calls forward().
+  virtual OpProfile& profile() = 0;
+  // Early exit so far (rows that could exit, exited, where); all zero when the backend has none.
+  virtual EarlyExitCounters early_exit_counters() const { return {}; }
+};
+
+// The registry: "cpu" today. Throws Error naming the known backends for an unknown name.
+std::unique_ptr<Backend> create_backend(std::string_view name, const Model& model, const BackendOptions& opts = {});
+std::vector<std::string> backend_names();
+
+}  // namespace tinfer

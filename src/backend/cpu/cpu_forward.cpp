@@ -1,0 +1,374 @@
+// CpuForward: packing at load, then per step: embed -> per layer (norm, QKV GEMM, RoPE, KV write,
+// paged attention, output GEMM + residual, norm, gate/up GEMM, SwiGLU, down GEMM + residual) -> head.
+#include "backend/cpu/cpu_forward.h"
+
+#include <cmath>
+#include <cstring>
+#include <functional>
+
+#include "core/error.h"
+#include "core/thread_pool.h"
+#include "kernels/attention.h"
+#include "backend/cpu/reference_forward.h"
+#include "quant/type_table.h"
+
+namespace tinfer {
+
+namespace {
+
+PackedMatrix pack_tensor(const GgufTensor& t) { return pack_matrix(t.type, t.data, t.shape[1], t.shape[0]); }
+
+}  // namespace
+
+CpuForward::Stacked CpuForward::pack_stacked(std::initializer_list<const GgufTensor*> parts) {
+  const GgufTensor* first = *parts.begin();
+  Stacked s;
+  bool same = true;
+  for (auto* t : parts) {
+    same = same && t->type == first->type;
+    s.rows += t->shape[1];
+  }
+  if (!same) {
+    for (auto* t : parts) s.parts.push_back(pack_tensor(*t));
+    return s;
+  }
+  std::vector<uint8_t> joined;  // GGUF rows are independent: stacking is concatenation
+  joined.reserve(row_bytes(first->type, first->shape[0]) * s.rows);
+  for (auto* t : parts) joined.insert(joined.end(), t->data, t->data + t->bytes);
+  s.parts.push_back(pack_matrix(first->type, joined.data(), s.rows, first->shape[0]));
+  return s;
+}
+
+void CpuForward::Stacked::run(const float* x, int64_t n, float* y, std::vector<float>& tmp, ThreadPool& pool,
+                              OpProfile* prof, Op role, ActQuant act) const {
+  if (parts.size() == 1) return matmul(parts[0], x, n, y, pool, prof, role, act);
+  int64_t col = 0;
+  for (const PackedMatrix& p : parts) {
+    tmp.resize(n * p.rows);
+    matmul(p, x, n, tmp.data(), pool, prof, role, act);
+    for (int64_t i = 0; i < n; ++i) std::memcpy(y + i * rows + col, &tmp[i * p.rows], p.rows * sizeof(float));
+    col += p.rows;
+  }
+}
+
+namespace {
+
+int64_t checked_positions(const ModelConfig& c, int64_t max_positions) {
+  if (max_positions <= 0) return c.ctx_len;
+  check(max_positions <= c.ctx_len, "a context of " + std::to_string(max_positions) +
+                                        " positions exceeds the model's context length of " +
+                                        std::to_string(c.ctx_len) + " (RoPE positions past it are untrained)");
+  return max_positions;
+}
+
+}  // namespace
+
+CpuForward::CpuForward(const Model& model, const BackendOptions& opts)
+    : CpuForward(model, opts.pool ? nullptr : std::make_unique<ThreadPool>(opts.threads), opts.pool,
+                 opts.max_positions, opts.act_quant, opts.skip, opts.early_exit) {}
+
+CpuForward::CpuForward(const Model& model, ThreadPool& pool, int64_t max_positions)
+    : CpuForward(model, nullptr, &pool, max_positions, ActQuant::block32, {}, {}) {}
+
+CpuForward::CpuForward(const Model& model, std::unique_ptr<ThreadPool> owned, ThreadPool* pool, int64_t max_positions,
+                       ActQuant act_quant, LayerSkip skip, EarlyExit exit)
+    : model_(model),
+      owned_pool_(std::move(owned)),
+      pool_(pool ? *pool : *owned_pool_),
+      rope_(model.config(), checked_positions(model.config(), max_positions)),
+      rope_local_(model.config().rope_base_swa > 0.f ? RopeTable(model.config(), rope_.n_positions(), true) : RopeTable()),
+      act_quant_(act_quant) {
+  set_layer_skip(std::move(skip));
+  set_early_exit(std::move(exit));
+  const ModelConfig& c = model.config();
+  check(c.n_heads / c.n_kv_heads <= 64, "grouped-query attention with more than 64 heads per KV head is unsupported");
+  const DecoderTensors& t = model.tensors();
+  for (const LayerTensors& lt : t.layers) {
+    Layer L;
+    L.attn_norm = dequantize_tensor(*lt.attn_norm);
+    L.ffn_norm = dequantize_tensor(*lt.ffn_norm);
+    L.wqkv = lt.wqkv ? pack_stacked({lt.wqkv}) : pack_stacked({lt.wq, lt.wk, lt.wv});  // rows q | k | v either way
+    L.wo = pack_tensor(*lt.wo);
+    L.w_gateup = lt.w_gateup ? pack_stacked({lt.w_gateup}) : pack_stacked({lt.w_gate, lt.w_up});  // rows gate | up
+    L.w_down = pack_tensor(*lt.w_down);
+    if (lt.bq) {  // the biases of q | k | v, side by side as the stacked projection writes its rows
+      for (const GgufTensor* b : {lt.bq, lt.bk, lt.bv}) {
+        const std::vector<float> v = dequantize_tensor(*b);
+        L.bqkv.insert(L.bqkv.end(), v.begin(), v.end());
+      }
+    }
+    if (lt.q_norm) L.q_norm = dequantize_tensor(*lt.q_norm), L.k_norm = dequantize_tensor(*lt.k_norm);
+    if (lt.post_attn_norm) L.post_attn_norm = dequantize_tensor(*lt.post_attn_norm);
+    if (lt.post_ffn_norm) L.post_ffn_norm = dequantize_tensor(*lt.post_ffn_norm);
+    layers_.push_back(std::move(L));
+  }
+  output_norm_ = dequantize_tensor(*t.output_norm);
+  output_ = pack_tensor(*t.output);
+}
+
+size_t CpuForward::packed_bytes(bool skipped_too) const {
+  size_t total = output_.data.size();
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    if (!skipped_too) {
+      total += layer_bytes(int64_t(l));
+      continue;
+    }
+    const Layer& L = layers_[l];
+    for (auto* s : {&L.wqkv, &L.w_gateup})
+      for (const PackedMatrix& p : s->parts) total += p.data.size();
+    total += L.wo.data.size() + L.w_down.data.size();
+  }
+  return total;
+}
+
+size_t CpuForward::layer_bytes(int64_t l) const {
+  const Layer& L = layers_[size_t(l)];
+  size_t total = 0;
+  if (!skip_.skips_attn(l)) {
+    for (const PackedMatrix& p : L.wqkv.parts) total += p.data.size();
+    total += L.wo.data.size();
+  }
+  if (!skip_.skips_mlp(l)) {
+    for (const PackedMatrix& p : L.w_gateup.parts) total += p.data.size();
+    total += L.w_down.data.size();
+  }
+  return total;
+}
+
+size_t CpuForward::qkv_bytes(int64_t l) const {
+  if (skip_.skips_attn(l)) return 0;
+  size_t total = 0;
+  for (const PackedMatrix& p : layers_[size_t(l)].wqkv.parts) total += p.data.size();
+  return total;
+}
+
+void CpuForward::ensure_scratch(int64_t n, int64_t n_logits) {
+  const ModelConfig& c = config();
+  if (n > cap_tokens_) {
+    cap_tokens_ = n;
+    x_.resize(n * c.dim);
+    xb_.resize(n * c.dim);
+    qkv_.resize(n * (c.q_dim() + 2 * c.kv_dim()));
+    att_.resize(n * std::max(c.q_dim(), c.dim));
+    gu_.resize(n * 2 * c.ffn_dim);
+    ffn_in_.resize(n * c.ffn_dim);
+  }
+  if (n_logits > cap_logits_) {
+    cap_logits_ = n_logits;
+    hidden_.resize(n_logits * c.dim);
+  }
+}
+
+void CpuForward::embed(const ForwardBatch& batch) {
+  const ModelConfig& c = config();
+  const GgufTensor& e = *model_.tensors().tok_embd;
+  const TypeTraits& tt = type_traits(e.type);
+  const size_t rb = row_bytes(e.type, c.dim);
+  for (size_t i = 0; i < batch.tokens.size(); ++i) {
+    int32_t tok = batch.tokens[i];
+    check(tok >= 0 && tok < c.n_vocab, "token id " + std::to_string(tok) + " out of range");
+    tt.to_float(e.data + rb * tok, &x_[i * c.dim], c.dim);
+    if (c.embed_scale != 1.f) scale_inplace(&x_[i * c.dim], c.embed_scale, c.dim);
+  }
+}
+
+CpuForward::~CpuForward() = default;
+
+void CpuForward::set_layer_skip(LayerSkip skip) {
+  const size_t n = size_t(model_.config().n_layers);
+  check((skip.attn.empty() || skip.attn.size() == n) && (skip.mlp.empty() || skip.mlp.size() == n),
+        "layer skip names " + std::to_string(std::max(skip.attn.size(), skip.mlp.size())) +
+            " layers but the model has " + std::to_string(n));
+  skip_ = std::move(skip);
+}
+
+std::unique_ptr<KvCache> CpuForward::allocate_kv(int64_t n_blocks, int64_t block_size, const KvPrecision& precision,
+                                                 int64_t n_window_blocks) {
+  return std::make_unique<KvStorage>(config(), n_blocks, block_size, precision, n_window_blocks);
+}
+
+std::unique_ptr<Backend> make_cpu_backend(const Model& model, const BackendOptions& opts) {
+  return std::make_unique<CpuForward>(model, opts);
+}
+
+void CpuForward::forward(const ForwardBatch& batch, KvCache& kv, float* logits) {
+  auto* storage = dynamic_cast<KvStorage*>(&kv);
+  check(storage != nullptr, "cpu backend: the KV cache was allocated by another backend");
+  forward(batch, *storage, logits);
+}
+
+void CpuForward::forward(const ForwardBatch& batch, KvStorage& kv, float* logits) {
+  const ModelConfig& c = config();
+  const int64_t n = int64_t(batch.tokens.size());
+  if (n == 0) return;
+  for (int32_t p : batch.positions)  // once here, so the per-token workers never see a bad position
+    check(p >= 0 && p < rope_.n_positions(), "position " + std::to_string(p) + " outside this forward's context [0, " +
+                                                 std::to_string(rope_.n_positions()) + ")");
+  const int64_t n_layers = batch.n_layers > 0 ? std::min<int64_t>(batch.n_layers, c.n_layers) : c.n_layers;
+  check(kv.n_layers() >= n_layers, "cpu backend: the KV cache holds " + std::to_string(kv.n_layers()) +
+                                       " layers, the forward runs " + std::to_string(n_layers));
+  check(kv.has_window_group() == !batch.window_tables.empty() &&
+            (batch.window_tables.empty() || batch.window_tables.size() == batch.block_tables.size()),
+        "cpu backend: the batch's window tables do not match the cache's sliding-window pool");
+  ensure_scratch(n, int64_t(batch.logit_rows.size()));
+  OpProfile* prof = &profile_;
+  {
+    OpTimer t(prof, Op::kEmbed);
+    embed(batch);
+  }
+  // Slots: the step's rows, in batch order until early exit moves the rows that exit behind the ones still
+  // running ([0, na) run the whole layer; [na, n) exited: only their K and V are written, from their exit state).
+  const bool exits = exit_.enabled() && batch.n_layers == 0 && logits != nullptr;
+  begin_slots(batch, exits);
+  int64_t na = n;
+  size_t next_exit = 0;
+  const int64_t qkv_w = c.q_dim() + 2 * c.kv_dim(), dim = c.dim, ffn = c.ffn_dim, bs = kv.block_size();
+  AttentionArgs att;
+  att.n_heads = c.n_heads, att.n_kv_heads = c.n_kv_heads, att.head_dim = c.head_dim;
+  att.scale = c.scores_scale();
+  att.n_tokens = n;
+  att.positions = slot_pos_.data();
+  att.block_tables = att_tables_.data();
+  att.q = qkv_.data(), att.q_stride = qkv_w;  // q is the first q_dim of each QKV row
+  att.out = att_.data(), att.out_stride = c.q_dim();
+  // Sum over tokens of the positions each attends to, per window size (0: full); attention bytes per layer are
+  // that x the layer's K and V bytes per token (an upper bound: prefill rereads from cache).
+  auto attended_in = [&](int64_t window) {
+    double a = 0;
+    for (int32_t p : batch.positions) a += window > 0 ? double(std::min<int64_t>(p + 1, window)) : double(p) + 1;
+    return a;
+  };
+  const double attended_full = attended_in(0), attended_window = attended_in(c.sliding_window);
+
+  // Per-token element-wise work over the first `count` slots is split over the pool too (prefill has hundreds).
+  auto per_token_n = [&](int64_t count, const std::function<void(int64_t)>& fn) {
+    if (count == 1) return fn(0);
+    pool_.parallel_for(count, 1, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) fn(i);
+    });
+  };
+  for (int64_t l = 0; l < n_layers; ++l) {
+    if (exits && next_exit < exit_.layers.size() && exit_.layers[next_exit] == l) {
+      na = exit_check(l, na, logits);
+      att.n_tokens = na;
+      ++next_exit;
+    }
+    auto per_token = [&](const std::function<void(int64_t)>& fn) { if (na > 0) per_token_n(na, fn); };
+    const Layer& L = layers_[l];
+    const bool attn_on = !skip_.skips_attn(l), mlp_on = !skip_.skips_mlp(l);
+    att.window = c.window(l);
+    // The layer's blocks: the window pool's tables for a sliding-window layer kept apart, else the main ones.
+    const std::vector<const int32_t*>& tables = kv.in_window_group(l) ? att_window_tables_ : att_tables_;
+    att.block_tables = tables.data();
+    const double attended = att.window > 0 ? attended_window : attended_full;
+    const RopeTable& rope_table = c.local_rope(l) ? rope_local_ : rope_;
+    if (observer_) observer_(l, LinearInput::kResidual, x_.data(), na, dim);
+    if (attn_on) {
+      {
+        // Every slot, exited ones too: their K and V of this layer come from their exit state.
+        OpTimer t(prof, Op::kNorm);
+        per_token_n(n, [&](int64_t i) { rmsnorm(&x_[i * dim], L.attn_norm.data(), &xb_[i * dim], dim, c.rms_eps); });
+      }
+      if (observer_) observer_(l, LinearInput::kAttnIn, xb_.data(), na, dim);
+      L.wqkv.run(xb_.data(), n, qkv_.data(), tmp_, pool_, prof, Op::kMatmulQkv, act_quant_);  // [n][q | k | v]
+      {
+        // Per token: RoPE on q and k, then K smoothing (if the cache has it) and the KV write. An observer sees
+        // q | k | v between the two (one pass over the tokens without one).
+        OpTimer t(prof, Op::kRopeKv);
+        if (!kv.precision().has_kv(l))
+          fail("cpu backend: layer " + std::to_string(l) + "'s attention runs but the KV cache holds no KV for it (a "
+               "skip plan applied after the cache was allocated?)");
+        const float* ks = kv.precision().k_smoothing(l);  // [kv_dim] or nullptr
+        const int64_t hd = c.head_dim, group = c.n_heads / c.n_kv_heads;
+        auto rope = [&](int64_t i) {
+          float* q = &qkv_[i * qkv_w];
+          if (!L.bqkv.empty()) add_inplace(q, L.bqkv.data(), qkv_w);
+          if (!L.q_norm.empty()) {  // each q and k head normalised on its own (in place), then rotated
+            for (int64_t h = 0; h < c.n_heads; ++h) rmsnorm(q + h * hd, L.q_norm.data(), q + h * hd, hd, c.rms_eps);
+            float* k = q + c.q_dim();
+            for (int64_t h = 0; h < c.n_kv_heads; ++h) rmsnorm(k + h * hd, L.k_norm.data(), k + h * hd, hd, c.rms_eps);
+          }
+          rope_table.apply(q, c.n_heads, slot_pos_[i]);
+          rope_table.apply(q + c.q_dim(), c.n_kv_heads, slot_pos_[i]);
+        };
+        auto store = [&](int64_t i) {
+          float* q = &qkv_[i * qkv_w];
+          float* k = q + c.q_dim();
+          const float* v = k + c.kv_dim();
+          if (ks) {  // q.k unchanged: K / s is what gets quantized, q * s what reads it
+            for (int64_t d = 0; d < c.kv_dim(); ++d) k[d] /= ks[d];
+            for (int64_t h = 0; h < c.n_heads; ++h)
+              for (int64_t d = 0; d < hd; ++d) q[h * hd + d] *= ks[(h / group) * hd + d];
+          }
+          const int64_t pos = slot_pos_[i];
+          kv.write(l, tables[size_t(i)][pos / bs], pos % bs, k, v);
+        };
+        if (!observer_) {
+          per_token_n(n, [&](int64_t i) { rope(i), store(i); });
+        } else {
+          per_token_n(n, rope);
+          observer_(l, LinearInput::kAttnQkv, qkv_.data(), na, qkv_w);
+          per_token_n(n, store);
+        }
+      }
+      if (na > 0) {
+        att.kv = kv.layer_view(l);
+        {
+          const double att_bytes = attended * double(kv.precision().layer_bytes_per_token(l, c.n_kv_heads, c.head_dim));
+          OpTimer t(prof, Op::kAttention, att_bytes, attended * double(c.n_heads * c.head_dim) * 4);
+          paged_attention(att, pool_);
+        }
+        // att_ rows have stride q_dim(); wo reads [n][q_dim] and writes [n][dim] into xb_.
+        if (observer_) observer_(l, LinearInput::kAttnOut, att_.data(), na, c.q_dim());
+        matmul(L.wo, att_.data(), na, xb_.data(), pool_, prof, Op::kMatmulOut, act_quant_);
+        if (!L.post_attn_norm.empty()) {
+          OpTimer t(prof, Op::kNorm);
+          per_token([&](int64_t i) { rmsnorm(&xb_[i * dim], L.post_attn_norm.data(), &xb_[i * dim], dim, c.rms_eps); });
+        }
+        if (observer_) observer_(l, LinearInput::kAttnDelta, xb_.data(), na, dim);
+      }
+    }
+    if (na == 0) continue;  // every row exited: only the deeper layers' KV of the exited rows is left to write
+    if (attn_on || mlp_on) {
+      // The attention residual add, fused with the MLP's norm when both blocks run.
+      OpTimer t(prof, Op::kNorm);
+      if (attn_on && mlp_on)
+        per_token([&](int64_t i) {
+          add_inplace(&x_[i * dim], &xb_[i * dim], dim);
+          rmsnorm(&x_[i * dim], L.ffn_norm.data(), &xb_[i * dim], dim, c.rms_eps);
+        });
+      else if (attn_on)
+        per_token([&](int64_t i) { add_inplace(&x_[i * dim], &xb_[i * dim], dim); });
+      else if (mlp_on)
+        per_token([&](int64_t i) { rmsnorm(&x_[i * dim], L.ffn_norm.data(), &xb_[i * dim], dim, c.rms_eps); });
+    }
+    if (!mlp_on) continue;
+    if (observer_) observer_(l, LinearInput::kFfnIn, xb_.data(), na, dim);
+    L.w_gateup.run(xb_.data(), na, gu_.data(), tmp_, pool_, prof, Op::kMatmulGateUp, act_quant_);  // [n][gate | up]
+    {
+      // SwiGLU or GeGLU, compacted to [n][ffn] for the down GEMM.
+      OpTimer t(prof, Op::kActivation);
+      const bool gelu = c.ffn_act == FfnAct::gelu_tanh;
+      per_token([&](int64_t i) {
+        float* g = &gu_[i * 2 * ffn];
+        if (gelu) gelu_mul(g, g + ffn, ffn);
+        else silu_mul(g, g + ffn, ffn);
+        std::memcpy(&ffn_in_[i * ffn], g, ffn * sizeof(float));
+      });
+    }
+    if (observer_) observer_(l, LinearInput::kFfnMid, ffn_in_.data(), na, ffn);
+    matmul(L.w_down, ffn_in_.data(), na, xb_.data(), pool_, prof, Op::kMatmulDown, act_quant_);
+    if (observer_) observer_(l, LinearInput::kMlpDelta, xb_.data(), na, dim);
+    OpTimer t(prof, Op::kResidual);
+    if (!L.post_ffn_norm.empty())
+      per_token([&](int64_t i) {
+        rmsnorm(&xb_[i * dim], L.post_ffn_norm.data(), &xb_[i * dim], dim, c.rms_eps);
+        add_inplace(&x_[i * dim], &xb_[i * dim], dim);
+      });
+    else
+      per_token([&](int64_t i) { add_inplace(&x_[i * dim], &xb_[i * dim], dim); });
+  }
+  final_logits(batch, na, logits);
+}
+
+}  // namespace tinfer

@@ -1,0 +1,138 @@
+// The fast forward pass on CPU: weights packed once in their stored (quantized) format, every
+// scheduled token of every sequence through each weight matrix as one GEMM, fused QKV and
+// gate/up projections, paged flash-style attention, scratch reused across steps.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "kernels/kernels.h"
+#include "backend/backend.h"
+#include "backend/forward_batch.h"
+#include "backend/cpu/kv_storage.h"
+#include "model/model.h"
+#include "model/rope.h"
+
+namespace tinfer {
+
+class ThreadPool;
+
+// Which input of a decoder block's linear layers an observer sees: the attention RMSNorm output (q/k/v),
+// the attention output (o), the FFN RMSNorm output (gate/up), SiLU(gate) * up (down); and kAttnQkv, the
+// attention's own inputs: rows of q | k | v after RoPE ([n][q_dim + 2 kv_dim]), before K smoothing and the
+// KV write (KV-cache calibration). And the residual stream (layer-skip calibration): kResidual, the stream
+// entering layer l ([n][dim]); kAttnDelta / kMlpDelta, what the attention / MLP block adds to it ([n][dim],
+// before the add). A skipped block is not observed.
+enum class LinearInput { kAttnIn, kAttnOut, kFfnIn, kFfnMid, kAttnQkv, kResidual, kAttnDelta, kMlpDelta };
+// x: n rows of `cols` floats (contiguous), the input of every token of the step to those layers.
+using LinearObserver =
+    std::function<void(int64_t layer, LinearInput which, const float* x, int64_t n, int64_t cols)>;
+
+// The CPU backend: KvStorage is its KvCache.
+class CpuForward final : public Backend {
+ public:
+  // max_positions: the longest sequence it will run (positions 0..max_positions-1); 0 = the model's context.
+  // Throws Error for a context the model cannot position (beyond its trained context length).
+  CpuForward(const Model& model, ThreadPool& pool, int64_t max_positions = 0);
+  // On opts.pool, or on a pool of its own with opts.threads workers.
+  CpuForward(const Model& model, const BackendOptions& opts);
+  ~CpuForward() override;
+
+  const char* name() const override { return "cpu"; }
+  ActQuant act_quant() const { return act_quant_; }
+  int64_t max_positions() const override { return rope_.n_positions(); }
+  const ModelConfig& config() const override { return model_.config(); }
+  size_t weight_bytes() const override { return packed_bytes(true); }
+  size_t weight_bytes_read() const override { return packed_bytes(false); }
+  using Backend::allocate_kv;
+  std::unique_ptr<KvCache> allocate_kv(int64_t n_blocks, int64_t block_size, const KvPrecision& precision,
+                                       int64_t n_window_blocks = 0) override;
+
+  const Model& model() const { return model_; }
+  ThreadPool& pool() const { return pool_; }
+  // Packed weight bytes, of every sub-block or only of those the layer skip keeps.
+  size_t packed_bytes(bool skipped_too = true) const;
+  // Packed bytes of layer l's kept sub-blocks, and of the output head (early exit's cost model).
+  size_t layer_bytes(int64_t l) const;
+  size_t qkv_bytes(int64_t l) const;  // what state copying reads per deeper layer (0 when its attention is skipped)
+  size_t head_bytes() const { return output_.data.size(); }
+
+  // Runs one step: writes K/V of every batch token into `kv` (a KvStorage), then fills `logits`
+  // ([batch.logit_rows.size()][n_vocab], row-major) for the requested rows.
+  void forward(const ForwardBatch& batch, KvCache& kv, float* logits) override;
+  void forward(const ForwardBatch& batch, KvStorage& kv, float* logits);
+  OpProfile& profile() override { return profile_; }
+  // Calibration hook: called on the forward's thread with each linear input, between parallel regions
+  // (the pool is idle, so the observer may run work on pool()). Empty (the default) costs one test per input.
+  void set_linear_observer(LinearObserver obs) { observer_ = std::move(obs); }
+  // The sub-blocks every later forward leaves out (BackendOptions::skip at construction; calibrate-skip
+  // changes it between measurements). Error for a plan naming another layer count.
+  void set_layer_skip(LayerSkip skip);
+  const LayerSkip& layer_skip() const { return skip_; }
+  // Per-token early exit for every later forward (BackendOptions::early_exit at construction); Error for exit
+  // layers outside [1, n_layers - 1] or not ascending, or a threshold outside [0, 1]. The counters carry on.
+  void set_early_exit(EarlyExit exit);
+  const EarlyExit& early_exit() const { return exit_; }
+  EarlyExitCounters early_exit_counters() const override;
+
+ private:
+  // Row-stacked projections sharing one input (QKV; gate+up): one GEMM when the parts share a
+  // type, else one per part with outputs placed side by side.
+  struct Stacked {
+    std::vector<PackedMatrix> parts;
+    int64_t rows = 0;
+    void run(const float* x, int64_t n, float* y, std::vector<float>& tmp, ThreadPool& pool, OpProfile* prof,
+             Op role, ActQuant act) const;
+  };
+  struct Layer {
+    std::vector<float> attn_norm, ffn_norm;
+    Stacked wqkv;          // rows: [q_dim | kv_dim | kv_dim]
+    PackedMatrix wo;       // [dim][q_dim]
+    Stacked w_gateup;      // rows: [ffn | ffn]
+    PackedMatrix w_down;   // [dim][ffn]
+    std::vector<float> bqkv;            // [q_dim | kv_dim | kv_dim] projection biases (qwen2), or empty
+    std::vector<float> q_norm, k_norm;  // [head_dim] per-head RMSNorm weights before RoPE (qwen3), or empty
+    std::vector<float> post_attn_norm, post_ffn_norm;  // [dim] norms of each block's output (gemma3), or empty
+  };
+  CpuForward(const Model& model, std::unique_ptr<ThreadPool> owned, ThreadPool* pool, int64_t max_positions,
+             ActQuant act_quant, LayerSkip skip, EarlyExit exit);
+  static Stacked pack_stacked(std::initializer_list<const GgufTensor*> parts);
+  void ensure_scratch(int64_t n_tokens, int64_t n_logits);
+  void embed(const ForwardBatch& batch);
+  // The step's slots (cpu_forward_exit.cpp): slot_pos_, att_tables_, slot_row_ for every row in batch order, and
+  // slot_logit_, the output row of each row that may exit (else -1).
+  void begin_slots(const ForwardBatch& batch, bool exits);
+  // At an exit layer: the exit head over the active slots that may exit; those above the threshold write their
+  // logits and move behind the slots still running ([0, na) on entry). Returns the slots still running.
+  int64_t exit_check(int64_t layer, int64_t na, float* logits);
+  // The final norm and head over the logit rows still running (na of them); exited rows' logits are written.
+  void final_logits(const ForwardBatch& batch, int64_t na, float* logits);
+
+  const Model& model_;
+  std::unique_ptr<ThreadPool> owned_pool_;  // (declared before pool_: it may be what pool_ refers to)
+  ThreadPool& pool_;
+  RopeTable rope_;
+  RopeTable rope_local_;  // the windowed layers' own RoPE (ModelConfig::local_rope), else empty
+  ActQuant act_quant_;  // how every GEMM quantizes its activations (BackendOptions::act_quant)
+  OpProfile profile_;  // every forward adds to it (always on; see core/op_profile.h)
+  LinearObserver observer_;
+  LayerSkip skip_;
+  EarlyExit exit_;
+  EarlyExitCounters exit_counters_;
+  std::vector<Layer> layers_;
+  std::vector<float> output_norm_;
+  PackedMatrix output_;
+  // Scratch, grown to the largest batch seen: x/xb [n][dim], qkv [n][q+2kv], att [n][q], gu [n][2 ffn],
+  // ffn_in [n][ffn].
+  int64_t cap_tokens_ = 0, cap_logits_ = 0;
+  std::vector<float> x_, xb_, qkv_, att_, gu_, ffn_in_, hidden_, tmp_;
+  std::vector<const int32_t*> att_tables_;  // per slot: its sequence's block table (attention args)
+  std::vector<const int32_t*> att_window_tables_;  // per slot: its window table (the cache's KV group 1), or empty
+  std::vector<int32_t> slot_pos_, slot_row_, slot_logit_;  // per slot: position, batch row, output row or -1
+  std::vector<float> exit_hidden_, exit_logits_;  // exit head scratch: [k][dim], [k][n_vocab]
+};
+
+std::unique_ptr<Backend> make_cpu_backend(const Model& model, const BackendOptions& opts);
+
+}  // namespace tinfer

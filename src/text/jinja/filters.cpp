@@ -1,0 +1,475 @@
+// Filters and tests by name. Results that only select or join parts of their input keep its
+// provenance (trim, first, join, list...); results that rewrite text (upper, replace, tojson,
+// indent...) are literal as a whole when any of the input was, so caller data never becomes
+// template text.
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+
+#include "text/jinja/eval.h"
+#include "text/jinja/parser.h"
+#include "text/jinja/strings.h"
+
+namespace tinfer::jinja {
+namespace {
+
+// Argument `k` given positionally (after the filtered value) or by name; nullptr when absent.
+const Value* arg(const Args& a, size_t k, const char* name) {
+  if (k < a.pos.size()) return &a.pos[k];
+  for (const auto& [n, v] : a.kw)
+    if (n == name) return &v;
+  return nullptr;
+}
+
+int64_t int_arg(Interp& in, const Args& a, size_t k, const char* name, int64_t def) {
+  const Value* v = arg(a, k, name);
+  if (!v || v->is_none()) return def;
+  if (v->kind == Value::Kind::integer) return v->i;
+  if (v->kind == Value::Kind::boolean) return v->b;
+  in.error(std::string("argument '") + name + "' must be an integer");
+}
+
+bool bool_arg(const Args& a, size_t k, const char* name, bool def) {
+  const Value* v = arg(a, k, name);
+  return v ? truthy(*v) : def;
+}
+
+std::string str_arg(Interp& in, const Args& a, size_t k, const char* name, const std::string& def) {
+  const Value* v = arg(a, k, name);
+  if (!v || v->is_undefined()) return def;
+  if (!v->is_string()) in.error(std::string("argument '") + name + "' must be a string");
+  return v->s();
+}
+
+bool any_literal(const Value& v, int depth = 0) {
+  if (depth > 64) return true;
+  if (v.is_string()) return v.str->any_literal();
+  if (v.is_list()) {
+    for (const Value& x : *v.list)
+      if (any_literal(x, depth + 1)) return true;
+  }
+  if (v.is_dict()) {
+    for (const auto& [k, x] : v.dict->items)
+      if (any_literal(k, depth + 1) || any_literal(x, depth + 1)) return true;
+  }
+  return false;
+}
+
+// Jinja's attribute lookup for map/selectattr/sort: "a.b" walks dicts; integers index lists.
+Value get_attribute(const Value& v, const std::string& path) {
+  Value cur = v;
+  size_t from = 0;
+  while (true) {
+    const size_t dot = path.find('.', from);
+    const std::string part = path.substr(from, dot == std::string::npos ? std::string::npos : dot - from);
+    if (cur.is_dict()) {
+      const Value* x = cur.dict->find(part);
+      cur = x ? *x : Value::undefined("'dict object' has no attribute '" + part + "'");
+    } else if (cur.is_list() && !part.empty() && std::all_of(part.begin(), part.end(), ::isdigit)) {
+      const size_t k = std::stoul(part);
+      cur = k < cur.list->size() ? (*cur.list)[k] : Value::undefined("index out of range");
+    } else {
+      return Value::undefined("no attribute '" + part + "'");
+    }
+    if (dot == std::string::npos) return cur;
+    from = dot + 1;
+  }
+}
+
+int64_t length(Interp& in, const Value& v) {
+  switch (v.kind) {
+    case Value::Kind::undefined: return 0;
+    case Value::Kind::string: return int64_t(cp_offsets(v.s()).size() - 1);
+    case Value::Kind::list: return int64_t(v.list->size());
+    case Value::Kind::dict:
+    case Value::Kind::ns: return int64_t(v.dict->items.size());
+    default: in.error(std::string("object of type '") + type_name(v) + "' has no len()");
+  }
+}
+
+// Python int(str): optional sign, digits with single underscores, surrounding whitespace.
+bool parse_int(std::string s, int64_t& out) {
+  while (!s.empty() && is_py_space(static_cast<unsigned char>(s.back()))) s.pop_back();
+  size_t b = 0;
+  while (b < s.size() && is_py_space(static_cast<unsigned char>(s[b]))) ++b;
+  s = s.substr(b);
+  std::string digits;
+  size_t k = 0;
+  if (k < s.size() && (s[k] == '+' || s[k] == '-')) digits += s[k++];
+  if (k == s.size()) return false;
+  for (; k < s.size(); ++k) {
+    if (s[k] == '_' && k > 0 && isdigit(static_cast<unsigned char>(s[k - 1])) && k + 1 < s.size() &&
+        isdigit(static_cast<unsigned char>(s[k + 1])))
+      continue;
+    if (!isdigit(static_cast<unsigned char>(s[k]))) return false;
+    digits += s[k];
+  }
+  errno = 0;
+  out = std::strtoll(digits.c_str(), nullptr, 10);
+  return errno != ERANGE;
+}
+
+bool parse_float(const std::string& s, double& out) {
+  std::string t = s;
+  while (!t.empty() && is_py_space(static_cast<unsigned char>(t.back()))) t.pop_back();
+  size_t b = 0;
+  while (b < t.size() && is_py_space(static_cast<unsigned char>(t[b]))) ++b;
+  t = t.substr(b);
+  if (t.empty()) return false;
+  char* end = nullptr;
+  out = std::strtod(t.c_str(), &end);
+  return end == t.c_str() + t.size() && t.find_first_of("xXpP") == std::string::npos;
+}
+
+// Sort keys: strings compared case-insensitively unless asked (Jinja's default).
+Value sort_key(const Value& v, bool case_sensitive) {
+  if (v.is_string() && !case_sensitive) return Value::text(py_lower(v.s()));
+  return v;
+}
+
+std::vector<Value> select_items(Interp& in, const Value& seq, Args& a, bool by_attr, bool reject) {
+  size_t k = 0;
+  std::string attr;
+  if (by_attr) attr = str_arg(in, a, k++, "attribute", "");
+  const Value* test = arg(a, k, "");
+  Args test_args;
+  for (size_t j = k + 1; j < a.pos.size(); ++j) test_args.pos.push_back(a.pos[j]);
+  std::vector<Value> out;
+  for (const Value& item : iterate_value(in, seq)) {
+    const Value x = by_attr ? get_attribute(item, attr) : item;
+    bool ok;
+    if (test) {
+      if (!test->is_string()) in.error("the test of select/selectattr must be a test name");
+      if (!is_known_test(test->s())) in.error("unsupported test '" + test->s() + "'");
+      Args ta = test_args;
+      ok = apply_test(in, test->s(), x, ta);
+    } else {
+      ok = truthy(x);
+    }
+    if (ok != reject) out.push_back(item);
+  }
+  return out;
+}
+
+Str indent(const Str& s, const std::string& pad, bool first, bool blank) {
+  // Jinja: (s + "\n").splitlines(); the lines after the first get the indentation (empty ones only
+  // with blank=True). Only "\n" separates lines here (Python's other line boundaries do not).
+  std::vector<std::string> lines;
+  const std::string t = s.s + "\n";
+  size_t from = 0;
+  for (size_t p; (p = t.find('\n', from)) != std::string::npos; from = p + 1) lines.push_back(t.substr(from, p - from));
+  std::string out = lines[0];
+  for (size_t k = 1; k < lines.size(); ++k) out += "\n" + ((blank || !lines[k].empty()) ? pad + lines[k] : lines[k]);
+  if (first) out = pad + out;
+  return Str::derived(std::move(out), s.any_literal());
+}
+
+std::string html_escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&#34;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+Value apply_filter(Interp& in, const std::string& name, const Value& v, Args& a) {
+  auto need_string = [&](const Value& x) -> Str {
+    if (x.is_undefined()) return Str();
+    return to_str(x);  // Jinja's string filters take str(value)
+  };
+  if (name == "trim") {
+    const Value* chars = arg(a, 0, "chars");
+    const std::string c = chars && chars->is_string() ? chars->s() : std::string();
+    return Value::string(py_strip(need_string(v), chars && chars->is_string() ? &c : nullptr, true, true));
+  }
+  if (name == "length" || name == "count") return Value::integer(length(in, v));
+  if (name == "tojson") {
+    const Value* ind = arg(a, 0, "indent");
+    const Value* seps = arg(a, 99, "separators");
+    std::string item_sep = ind && !ind->is_none() ? "," : ", ", key_sep = ": ";
+    if (seps && seps->is_list() && seps->list->size() == 2 && (*seps->list)[0].is_string() && (*seps->list)[1].is_string()) {
+      item_sep = (*seps->list)[0].s();
+      key_sep = (*seps->list)[1].s();
+    }
+    const int64_t n = ind && !ind->is_none() ? int_arg(in, a, 0, "indent", 0) : -1;
+    if (n > 64) in.error("tojson indent too large");
+    return Value::string(to_json(in, v, int(n), bool_arg(a, 99, "sort_keys", false), item_sep, key_sep,
+                                 bool_arg(a, 99, "ensure_ascii", false)));
+  }
+  if (name == "string") return v.is_string() ? v : Value::string(v.is_undefined() ? Str() : to_str(v));
+  if (name == "safe") return v;
+  if (name == "e" || name == "escape") {
+    const Str s = need_string(v);
+    return Value::string(Str::derived(html_escape(s.s), s.any_literal()));
+  }
+  if (name == "int") {
+    const Value* def = arg(a, 0, "default");
+    const Value d = def ? *def : Value::integer(0);
+    if (v.kind == Value::Kind::integer) return v;
+    if (v.kind == Value::Kind::boolean) return Value::integer(v.b);
+    if (v.kind == Value::Kind::floating) {
+      if (!std::isfinite(v.f) || std::fabs(v.f) >= 9.2e18) return d;
+      return Value::integer(int64_t(v.f));
+    }
+    if (v.is_string()) {
+      int64_t x;
+      if (parse_int(v.s(), x)) return Value::integer(x);
+      double f;
+      if (parse_float(v.s(), f) && std::isfinite(f) && std::fabs(f) < 9.2e18) return Value::integer(int64_t(f));
+    }
+    return d;
+  }
+  if (name == "float") {
+    const Value* def = arg(a, 0, "default");
+    const Value d = def ? *def : Value::floating(0);
+    if (v.is_number()) return Value::floating(v.as_double());
+    double f;
+    if (v.is_string() && parse_float(v.s(), f)) return Value::floating(f);
+    return d;
+  }
+  if (name == "lower" || name == "upper" || name == "capitalize" || name == "title") {
+    const Str s = need_string(v);
+    std::string r = name == "lower" ? py_lower(s.s) : name == "upper" ? py_upper(s.s)
+                  : name == "capitalize" ? py_capitalize(s.s) : jinja_title(s.s);
+    return Value::string(Str::derived(std::move(r), s.any_literal()));
+  }
+  if (name == "default" || name == "d") {
+    const Value* def = arg(a, 0, "default_value");
+    const bool boolean = bool_arg(a, 1, "boolean", false);
+    if (v.is_undefined() || (boolean && !truthy(v))) return def ? *def : Value::text("");
+    return v;
+  }
+  if (name == "join") {
+    const std::string sep = str_arg(in, a, 0, "d", "");
+    const Value* attr = arg(a, 1, "attribute");
+    Str out;
+    bool first = true;
+    for (const Value& item : iterate_value(in, v)) {
+      const Str s = to_str(attr && attr->is_string() ? get_attribute(item, attr->s()) : item);
+      in.check_size(out.s.size() + sep.size() + s.s.size());
+      if (!first) out.append(Str(sep));
+      out.append(s);
+      first = false;
+    }
+    return Value::string(std::move(out));
+  }
+  if (name == "first" || name == "last") {
+    const std::vector<Value> items = iterate_value(in, v);
+    if (items.empty()) return Value::undefined("no " + name + " item, sequence was empty");
+    return name == "first" ? items.front() : items.back();
+  }
+  if (name == "list") return Value::make_list(iterate_value(in, v));
+  if (name == "reverse") {
+    std::vector<Value> items = iterate_value(in, v);
+    std::reverse(items.begin(), items.end());
+    if (!v.is_string()) return Value::make_list(std::move(items));
+    Str s;
+    for (const Value& c : items) s.append(*c.str);
+    return Value::string(std::move(s));
+  }
+  if (name == "map") {
+    List out;
+    const Value* attr = arg(a, 99, "attribute");
+    const Value* def = arg(a, 99, "default");
+    if (attr) {
+      if (!attr->is_string()) in.error("map(attribute=...) takes a string");
+      for (const Value& item : iterate_value(in, v)) {
+        Value x = get_attribute(item, attr->s());
+        out.push_back(x.is_undefined() && def ? *def : x);
+      }
+    } else {
+      if (a.pos.empty() || !a.pos[0].is_string()) in.error("map() needs a filter name or attribute=");
+      const std::string f = a.pos[0].s();
+      if (!is_known_filter(f)) in.error("unsupported filter '" + f + "'");
+      for (const Value& item : iterate_value(in, v)) {
+        Args fa;
+        fa.pos.assign(a.pos.begin() + 1, a.pos.end());
+        fa.kw = a.kw;
+        out.push_back(apply_filter(in, f, item, fa));
+      }
+    }
+    return Value::make_list(std::move(out));
+  }
+  if (name == "select" || name == "reject") return Value::make_list(select_items(in, v, a, false, name == "reject"));
+  if (name == "selectattr" || name == "rejectattr")
+    return Value::make_list(select_items(in, v, a, true, name == "rejectattr"));
+  if (name == "replace") {
+    const Str s = need_string(v);
+    const std::string from = str_arg(in, a, 0, "old", ""), to = str_arg(in, a, 1, "new", "");
+    const int64_t count = int_arg(in, a, 2, "count", -1);
+    const Value* nv = arg(a, 1, "new");
+    const bool lit = s.any_literal() || (nv && any_literal(*nv));
+    if (!from.empty() && s.s.size() / from.size() * (to.size() + 1) > in.limits.max_output) in.check_size(in.limits.max_output + 1);
+    std::string r = py_replace(s.s, from, to, count);
+    in.check_size(r.size());
+    return Value::string(Str::derived(std::move(r), lit));
+  }
+  if (name == "items") {
+    if (v.is_undefined()) return Value::make_list({});
+    if (!v.is_dict()) in.error("items() needs a mapping");
+    List out;
+    for (const auto& [k, x] : v.dict->items) out.push_back(Value::make_tuple({k, x}));
+    return Value::make_list(std::move(out));
+  }
+  if (name == "dictsort") {
+    if (!v.is_dict()) in.error("dictsort needs a mapping");
+    const bool cs = bool_arg(a, 0, "case_sensitive", false);
+    const std::string by = str_arg(in, a, 1, "by", "key");
+    const bool rev = bool_arg(a, 2, "reverse", false);
+    std::vector<std::pair<Value, Value>> items = v.dict->items;
+    const size_t pos = by == "value" ? 1 : 0;
+    std::stable_sort(items.begin(), items.end(), [&](const auto& x, const auto& y) {
+      const Value kx = sort_key(pos ? x.second : x.first, cs), ky = sort_key(pos ? y.second : y.first, cs);
+      return rev ? compare_values(in, ky, kx) < 0 : compare_values(in, kx, ky) < 0;
+    });
+    List out;
+    for (auto& [k, x] : items) out.push_back(Value::make_tuple({k, x}));
+    return Value::make_list(std::move(out));
+  }
+  if (name == "sort") {
+    const bool rev = bool_arg(a, 0, "reverse", false), cs = bool_arg(a, 1, "case_sensitive", false);
+    const Value* attr = arg(a, 2, "attribute");
+    std::vector<Value> items = iterate_value(in, v);
+    auto key = [&](const Value& x) { return sort_key(attr && attr->is_string() ? get_attribute(x, attr->s()) : x, cs); };
+    std::stable_sort(items.begin(), items.end(), [&](const Value& x, const Value& y) {
+      return rev ? compare_values(in, key(y), key(x)) < 0 : compare_values(in, key(x), key(y)) < 0;
+    });
+    return Value::make_list(std::move(items));
+  }
+  if (name == "unique") {
+    const bool cs = bool_arg(a, 0, "case_sensitive", false);
+    const Value* attr = arg(a, 1, "attribute");
+    List out, seen;
+    for (const Value& item : iterate_value(in, v)) {
+      const Value k = sort_key(attr && attr->is_string() ? get_attribute(item, attr->s()) : item, cs);
+      bool dup = false;
+      for (const Value& s : seen) dup = dup || equals(s, k);
+      if (dup) continue;
+      seen.push_back(k);
+      out.push_back(item);
+    }
+    return Value::make_list(std::move(out));
+  }
+  if (name == "indent") {
+    const Value* w = arg(a, 0, "width");
+    std::string pad = w && w->is_string() ? w->s() : std::string(size_t(std::clamp<int64_t>(int_arg(in, a, 0, "width", 4), 0, 256)), ' ');
+    const Str s = need_string(v);
+    in.check_size(s.s.size() * (pad.size() + 1) + pad.size());
+    return Value::string(indent(s, pad, bool_arg(a, 1, "first", false), bool_arg(a, 2, "blank", false)));
+  }
+  if (name == "min" || name == "max") {
+    const bool cs = bool_arg(a, 0, "case_sensitive", false);
+    const Value* attr = arg(a, 1, "attribute");
+    const std::vector<Value> items = iterate_value(in, v);
+    if (items.empty()) return Value::undefined("no " + name + " item, sequence was empty");
+    auto key = [&](const Value& x) { return sort_key(attr && attr->is_string() ? get_attribute(x, attr->s()) : x, cs); };
+    size_t best = 0;
+    for (size_t k = 1; k < items.size(); ++k) {
+      const int c = compare_values(in, key(items[k]), key(items[best]));
+      if (name == "min" ? c < 0 : c > 0) best = k;
+    }
+    return items[best];
+  }
+  if (name == "abs") {
+    if (v.kind == Value::Kind::floating) return Value::floating(std::fabs(v.f));
+    if (v.kind == Value::Kind::integer && v.i != INT64_MIN) return Value::integer(v.i < 0 ? -v.i : v.i);
+    in.error(std::string("bad operand type for abs(): '") + type_name(v) + "'");
+  }
+  in.error("unsupported filter '" + name + "'");
+}
+
+bool apply_test(Interp& in, const std::string& name, const Value& v, Args& a) {
+  const Value* other = arg(a, 0, "value");
+  auto need_other = [&]() -> const Value& {
+    if (!other) in.error("test '" + name + "' needs an argument");
+    return *other;
+  };
+  if (name == "defined") return !v.is_undefined();
+  if (name == "undefined") return v.is_undefined();
+  if (name == "none") return v.is_none();
+  if (name == "string") return v.is_string();
+  if (name == "mapping") return v.kind == Value::Kind::dict;
+  if (name == "iterable") return v.is_string() || v.is_list() || v.kind == Value::Kind::dict || v.is_undefined();
+  if (name == "sequence") return v.is_string() || v.is_list() || v.kind == Value::Kind::dict || v.is_undefined();
+  if (name == "number") return v.is_number();
+  if (name == "integer") return v.kind == Value::Kind::integer;
+  if (name == "float") return v.kind == Value::Kind::floating;
+  if (name == "boolean") return v.kind == Value::Kind::boolean;
+  if (name == "true") return v.kind == Value::Kind::boolean && v.b;
+  if (name == "false") return v.kind == Value::Kind::boolean && !v.b;
+  if (name == "callable") return v.kind == Value::Kind::function;
+  if (name == "lower") return v.is_string() && py_lower(v.s()) == v.s();
+  if (name == "upper") return v.is_string() && py_upper(v.s()) == v.s();
+  if (name == "equalto" || name == "eq" || name == "==") return equals(v, need_other());
+  if (name == "ne" || name == "!=") return !equals(v, need_other());
+  if (name == "sameas") {
+    const Value& o = need_other();
+    if (v.kind != o.kind) return false;
+    if (v.is_none() || v.is_undefined()) return true;
+    if (v.kind == Value::Kind::boolean) return v.b == o.b;
+    return v.str == o.str && v.list == o.list && v.dict == o.dict && v.fn == o.fn && v.is_string() == o.is_string() &&
+           (!v.is_number() || equals(v, o));
+  }
+  if (name == "in") {
+    const Value& o = need_other();
+    if (o.is_string()) return v.is_string() && o.s().find(v.s()) != std::string::npos;
+    if (o.is_list()) {
+      for (const Value& x : *o.list)
+        if (equals(v, x)) return true;
+      return false;
+    }
+    if (o.is_dict()) return o.dict->find(v) != nullptr;
+    in.error(std::string("argument of type '") + type_name(o) + "' is not iterable");
+  }
+  if (name == "odd" || name == "even" || name == "divisibleby") {
+    if (v.kind != Value::Kind::integer) in.error("test '" + name + "' needs an integer");
+    if (name == "divisibleby") {
+      const Value& o = need_other();
+      if (o.kind != Value::Kind::integer || o.i == 0) in.error("divisibleby needs a non-zero integer");
+      return v.i % o.i == 0;
+    }
+    return (v.i % 2 != 0) == (name == "odd");
+  }
+  if (name == "gt" || name == ">" || name == "lt" || name == "<" || name == "ge" || name == ">=" || name == "le" ||
+      name == "<=") {
+    const int c = compare_values(in, v, need_other());
+    if (name == "gt" || name == ">") return c > 0;
+    if (name == "lt" || name == "<") return c < 0;
+    if (name == "ge" || name == ">=") return c >= 0;
+    return c <= 0;
+  }
+  in.error("unsupported test '" + name + "'");
+}
+
+bool is_known_filter(std::string_view n) {
+  static const char* const kNames[] = {"trim", "length", "count", "tojson", "string", "safe", "e", "escape", "int",
+                                       "float", "lower", "upper", "capitalize", "title", "default", "d", "join",
+                                       "first", "last", "list", "reverse", "map", "select", "reject", "selectattr",
+                                       "rejectattr", "replace", "items", "dictsort", "sort", "unique", "indent", "abs",
+                                       "min", "max"};
+  for (const char* k : kNames)
+    if (n == k) return true;
+  return false;
+}
+
+bool is_known_test(std::string_view n) {
+  static const char* const kNames[] = {"defined", "undefined", "none", "string", "mapping", "iterable", "sequence",
+                                       "number", "integer", "float", "boolean", "true", "false", "callable", "lower",
+                                       "upper", "equalto", "eq", "==", "ne", "!=", "sameas", "in", "odd", "even",
+                                       "divisibleby", "gt", ">", "lt", "<", "ge", ">=", "le", "<="};
+  for (const char* k : kNames)
+    if (n == k) return true;
+  return false;
+}
+
+}  // namespace tinfer::jinja
