@@ -64,31 +64,20 @@ RequestParser::Status RequestParser::parse(std::string& buf) {
 
 // One state's step per iteration: a step returns the status to answer, or nullopt once it moved to another state.
 RequestParser::Status RequestParser::consume(const std::string& buf, size_t& pos) {
+  using Step = std::optional<Status> (RequestParser::*)(const std::string&, size_t&);
+  // The step of each receiving state, in State's order (kDone and kError end the call).
+  static constexpr Step kSteps[] = {&RequestParser::consume_head,       &RequestParser::consume_body_bytes,
+                                    &RequestParser::consume_chunk_size, &RequestParser::consume_body_bytes,
+                                    &RequestParser::consume_chunk_end,  &RequestParser::consume_trailers};
+  static_assert(static_cast<int>(State::kHead) == 0 && static_cast<int>(State::kFixedBody) == 1 &&
+                    static_cast<int>(State::kChunkSize) == 2 && static_cast<int>(State::kChunkData) == 3 &&
+                    static_cast<int>(State::kChunkDataEnd) == 4 && static_cast<int>(State::kTrailers) == 5 &&
+                    static_cast<int>(State::kDone) == 6 && static_cast<int>(State::kError) == 7,
+                "kSteps follows State's order");
   for (;;) {
-    std::optional<Status> st;
-    switch (state_) {
-      case State::kHead:
-        st = consume_head(buf, pos);
-        break;
-      case State::kFixedBody:
-      case State::kChunkData:
-        st = consume_body_bytes(buf, pos);
-        break;
-      case State::kChunkDataEnd:
-        st = consume_chunk_end(buf, pos);
-        break;
-      case State::kChunkSize:
-        st = consume_chunk_size(buf, pos);
-        break;
-      case State::kTrailers:
-        st = consume_trailers(buf, pos);
-        break;
-      case State::kDone:
-        return Status::kDone;
-      case State::kError:
-        return Status::kError;
-    }
-    if (st) return *st;
+    if (state_ == State::kDone) return Status::kDone;
+    if (state_ == State::kError) return Status::kError;
+    if (std::optional<Status> st = (this->*kSteps[static_cast<int>(state_)])(buf, pos)) return *st;
   }
 }
 

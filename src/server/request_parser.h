@@ -44,6 +44,7 @@ class RequestParser {
   HttpRequest take();
 
  private:
+  // (consume()'s step table follows this order.)
   enum class State { kHead, kFixedBody, kChunkSize, kChunkData, kChunkDataEnd, kTrailers, kDone, kError };
 
   struct Framing;
