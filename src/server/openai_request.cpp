@@ -1,5 +1,6 @@
 // Field-by-field parsing of OpenAI completion/chat bodies: each getter checks the JSON type and the
-// range, and names the field in its ApiError, so a client always learns which field was wrong.
+// range, and names the field in its ApiError, so a client always learns which field was wrong. The fields
+// sit in tables (kSamplingFields, kOutputFields) in the order they are checked: the first wrong one is reported.
 #include "server/openai_request.h"
 
 #include <cmath>
