@@ -108,6 +108,26 @@ struct CompletionCall::State {
     }
   }
 
+  // start()'s steps.
+  PromptCall make_prompt(size_t p);
+  void add_warnings(const std::vector<std::string>& ws);
+  void check_response_size() const;
+  void make_meta();
+  void make_samples();
+  void submit_all();
+  // run()'s steps.
+  bool all_done() const;
+  PromptCall& prompt_of(size_t choice) { return prompts[choice / static_cast<size_t>(req.n)]; }
+  std::string opening_chunks();
+  bool relay_events(const WriteFn& write, Clock::time_point last_write);
+  void on_event(const QueuedEvent& qe, std::string& out);
+  void note_token(PromptCall& pc, const TokenEvent& ev);
+  void abort_if_past_deadline(std::string& out);
+  Usage finish_engine_requests();
+  void attach_routes();
+  bool write_tail(const WriteFn& write, const Usage& u);
+  void observe_end(bool ok);
+
   ServerContext& ctx;
   CompletionRequest req;
   std::vector<PromptCall> prompts;
@@ -139,83 +159,101 @@ std::vector<int32_t> encode_prompt(const Tokenizer& tok, const PromptInput& in) 
   return prompt;
 }
 
+// The chat messages rendered by the model's template and encoded.
+std::vector<int32_t> encode_messages(const ServerContext& ctx, const CompletionRequest& req) {
+  const Tokenizer& tok = ctx.tokenizer;
+  ChatOptions co;
+  co.tools_json = req.tools_json;
+  try {
+    return encode_chat(tok, ctx.chat_template, req.messages, co, tok.add_bos_by_default() && tok.bos() >= 0);
+  } catch (const Error& e) {  // the template refused these messages (raise_exception, a type error...)
+    throw ApiError(400, std::string("the chat template cannot render these messages: ") + e.what(), "messages",
+                   "invalid_value");
+  }
+}
+
+// The engine request of one prompt: the request's sampling and limits around its tokens.
+GenerationRequest generation_request(const CompletionRequest& req, const std::vector<int32_t>& prompt) {
+  GenerationRequest gr;
+  gr.prompt = prompt;
+  gr.sampling = req.sampling;
+  gr.max_tokens = req.max_tokens;
+  gr.ignore_eos = req.ignore_eos;
+  gr.stop_token_ids = req.stop_token_ids;
+  gr.n = req.n;
+  gr.speculative = req.speculative;
+  gr.use_beam_search = req.use_beam_search;
+  gr.length_penalty = req.length_penalty;
+  gr.early_stopping = req.early_stopping;
+  return gr;
+}
+
 }  // namespace
 
-std::unique_ptr<CompletionCall> CompletionCall::start(ServerContext& ctx, const nlohmann::json& body, bool chat) {
-  if (ctx.draining) throw ApiError(503, "the server is shutting down", "", "shutting_down", "service_unavailable");
-  CompletionRequest req = parse_completion_request(body, chat);
+// Prompt p encoded (its echo kept), and resolved by the engine its route picks.
+PromptCall CompletionCall::State::make_prompt(size_t p) {
   const Tokenizer& tok = ctx.tokenizer;
-  auto s = std::make_unique<State>(ctx);
+  const bool chat = req.chat;
   const size_t n_prompts = chat ? 1 : req.prompts.size();
-  for (size_t p = 0; p < n_prompts; ++p) {
-    PromptCall pc;
-    const std::string pname = chat ? "messages" : n_prompts > 1 ? "prompt[" + std::to_string(p) + "]" : "prompt";
-    if (chat) {
-      ChatOptions co;
-      co.tools_json = req.tools_json;
-      try {
-        pc.prompt = encode_chat(tok, ctx.chat_template, req.messages, co, tok.add_bos_by_default() && tok.bos() >= 0);
-      } catch (const Error& e) {  // the template refused these messages (raise_exception, a type error...)
-        throw ApiError(400, std::string("the chat template cannot render these messages: ") + e.what(), "messages",
-                       "invalid_value");
-      }
-    } else {
-      pc.prompt = encode_prompt(tok, req.prompts[p]);
-      if (req.echo)
-        pc.echo = req.prompts[p].is_ids ? tok.decode(req.prompts[p].ids) : req.prompts[p].text;
-    }
-    if (pc.prompt.empty()) throw ApiError(400, "'" + pname + "' encodes to no tokens", pname, "invalid_value");
-    // The engine resolves the request once (max_tokens default/cap/context room, n, stop ids, priority);
-    // the server only maps its RequestError to a 400 naming the field.
-    GenerationRequest gr;
-    gr.prompt = pc.prompt;
-    gr.sampling = req.sampling;
-    gr.max_tokens = req.max_tokens;
-    gr.ignore_eos = req.ignore_eos;
-    gr.stop_token_ids = req.stop_token_ids;
-    gr.n = req.n;
-    gr.speculative = req.speculative;
-    gr.use_beam_search = req.use_beam_search;
-    gr.length_penalty = req.length_penalty;
-    gr.early_stopping = req.early_stopping;
-    try {  // the model name (404 when unknown) and the route pick the engine; that engine resolves
-      pc.engine = std::make_unique<RoutedRequest>(ctx, req.model, std::move(gr));
-    } catch (const RequestError& e) {
-      throw ApiError(400, e.what(), e.field() == "prompt" ? pname : e.field(), e.code());
-    }
-    for (const std::string& w : pc.engine->resolved().warnings)  // each said once, however many prompts it applies to
-      if (std::find(s->warnings.begin(), s->warnings.end(), w) == s->warnings.end()) s->warnings.push_back(w);
-    s->prompts.push_back(std::move(pc));
+  PromptCall pc;
+  const std::string pname = chat ? "messages" : n_prompts > 1 ? "prompt[" + std::to_string(p) + "]" : "prompt";
+  if (chat) {
+    pc.prompt = encode_messages(ctx, req);
+  } else {
+    pc.prompt = encode_prompt(tok, req.prompts[p]);
+    if (req.echo) pc.echo = req.prompts[p].is_ids ? tok.decode(req.prompts[p].ids) : req.prompts[p].text;
   }
-  // A whole response is built in memory: bound its entries (tokens and top-logprob alternatives).
-  if (!req.stream) {
-    const int64_t per_token = req.sampling.logprobs ? 1 + req.sampling.top_logprobs : 1;
-    int64_t entries = 0;
-    for (const auto& pc : s->prompts) entries += int64_t{req.n} * pc.engine->resolved().max_tokens * per_token;
-    if (entries > ctx.config.max_response_entries)
-      throw ApiError(400,
-                     "the response would hold up to " + std::to_string(entries) +
-                         " token entries (prompts x n x max_tokens x (1 + top logprobs)), above this server's "
-                         "limit of " + std::to_string(ctx.config.max_response_entries) +
-                         "; lower 'n', 'max_tokens' or the logprobs count, or use 'stream': true",
-                     "max_tokens", "response_too_large");
+  if (pc.prompt.empty()) throw ApiError(400, "'" + pname + "' encodes to no tokens", pname, "invalid_value");
+  // The engine resolves the request once (max_tokens default/cap/context room, n, stop ids, priority);
+  // the server only maps its RequestError to a 400 naming the field.
+  try {  // the model name (404 when unknown) and the route pick the engine; that engine resolves
+    pc.engine = std::make_unique<RoutedRequest>(ctx, req.model, generation_request(req, pc.prompt));
+  } catch (const RequestError& e) {
+    throw ApiError(400, e.what(), e.field() == "prompt" ? pname : e.field(), e.code());
   }
-  for (auto& pc : s->prompts) pc.slot = std::make_unique<QueueSlot>(ctx);  // 429 when the queue is full
+  return pc;
+}
 
-  s->meta = {random_id(chat ? "chatcmpl-" : "cmpl-"),
-             static_cast<int64_t>(
-                 std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
-                     .count()),
-             s->prompts.front().engine->model_id(), chat, req.sampling.logprobs};
-  for (const auto& pc : s->prompts) {
-    const bool at_text_start = prompt_is_bos_only(tok, pc.prompt);
-    for (int i = 0; i < req.n; ++i) s->samples.emplace_back(tok, req.stop, req.sampling.logprobs, at_text_start);
-  }
-  s->engine_finished.assign(s->samples.size(), false);
+void CompletionCall::State::add_warnings(const std::vector<std::string>& ws) {
+  for (const std::string& w : ws)  // each said once, however many prompts it applies to
+    if (std::find(warnings.begin(), warnings.end(), w) == warnings.end()) warnings.push_back(w);
+}
 
-  std::shared_ptr<EventQueue> q = s->queue;
-  for (size_t p = 0; p < s->prompts.size(); ++p) {
-    PromptCall& pc = s->prompts[p];
+// A whole response is built in memory: bound its entries (tokens and top-logprob alternatives).
+void CompletionCall::State::check_response_size() const {
+  if (req.stream) return;
+  const int64_t per_token = req.sampling.logprobs ? 1 + req.sampling.top_logprobs : 1;
+  int64_t entries = 0;
+  for (const auto& pc : prompts) entries += int64_t{req.n} * pc.engine->resolved().max_tokens * per_token;
+  if (entries > ctx.config.max_response_entries)
+    throw ApiError(400,
+                   "the response would hold up to " + std::to_string(entries) +
+                       " token entries (prompts x n x max_tokens x (1 + top logprobs)), above this server's "
+                       "limit of " + std::to_string(ctx.config.max_response_entries) +
+                       "; lower 'n', 'max_tokens' or the logprobs count, or use 'stream': true",
+                   "max_tokens", "response_too_large");
+}
+
+void CompletionCall::State::make_meta() {
+  meta = {random_id(req.chat ? "chatcmpl-" : "cmpl-"),
+          static_cast<int64_t>(
+              std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+                  .count()),
+          prompts.front().engine->model_id(), req.chat, req.sampling.logprobs};
+}
+
+void CompletionCall::State::make_samples() {
+  for (const auto& pc : prompts) {
+    const bool at_text_start = prompt_is_bos_only(ctx.tokenizer, pc.prompt);
+    for (int i = 0; i < req.n; ++i) samples.emplace_back(ctx.tokenizer, req.stop, req.sampling.logprobs, at_text_start);
+  }
+  engine_finished.assign(samples.size(), false);
+}
+
+void CompletionCall::State::submit_all() {
+  std::shared_ptr<EventQueue> q = queue;
+  for (size_t p = 0; p < prompts.size(); ++p) {
+    PromptCall& pc = prompts[p];
     const int base = static_cast<int>(p) * req.n;  // this prompt's first choice index
     pc.engine->submit([q, base](const TokenEvent& e, int attempt) {
       TokenEvent c = e;
@@ -223,131 +261,179 @@ std::unique_ptr<CompletionCall> CompletionCall::start(ServerContext& ctx, const 
       q->push(c, attempt);
     });
   }
+}
+
+std::unique_ptr<CompletionCall> CompletionCall::start(ServerContext& ctx, const nlohmann::json& body, bool chat) {
+  if (ctx.draining) throw ApiError(503, "the server is shutting down", "", "shutting_down", "service_unavailable");
+  CompletionRequest req = parse_completion_request(body, chat);
+  auto s = std::make_unique<State>(ctx);
   s->req = std::move(req);
+  const size_t n_prompts = chat ? 1 : s->req.prompts.size();
+  for (size_t p = 0; p < n_prompts; ++p) {
+    PromptCall pc = s->make_prompt(p);
+    s->add_warnings(pc.engine->resolved().warnings);
+    s->prompts.push_back(std::move(pc));
+  }
+  s->check_response_size();
+  for (auto& pc : s->prompts) pc.slot = std::make_unique<QueueSlot>(ctx);  // 429 when the queue is full
+  s->make_meta();
+  s->make_samples();
+  s->submit_all();
   return std::unique_ptr<CompletionCall>(new CompletionCall(std::move(s)));
 }
 
-void CompletionCall::run(const WriteFn& write) {
-  State& s = *s_;
-  ServerContext& ctx = s.ctx;
-  const bool stream = s.req.stream;
-  const auto heartbeat = std::chrono::milliseconds(ctx.config.heartbeat_ms);
-  auto all_done = [&] {
-    for (const auto& x : s.samples)
-      if (!x.done()) return false;
-    return true;
-  };
-  auto gone = [&] {
-    ctx.metrics.client_disconnects++;
-    // ~State cancels every submitted engine request: the engine frees the KV blocks at its next step.
-  };
+bool CompletionCall::State::all_done() const {
+  for (const auto& x : samples)
+    if (!x.done()) return false;
+  return true;
+}
+
+// Streams open with the chat role, or with the echoed prompt (as vLLM does), for every choice.
+std::string CompletionCall::State::opening_chunks() {
   std::string out;
-  Clock::time_point last_write = Clock::now();
-  const int n = s.req.n;
-  auto prompt_of = [&](size_t choice) -> PromptCall& { return s.prompts[choice / static_cast<size_t>(n)]; };
-  // Streams open with the chat role, or with the echoed prompt (as vLLM does), for every choice.
-  if (stream && (s.meta.chat || s.req.echo)) {
-    for (size_t i = 0; i < s.samples.size(); ++i)
-      out += sse(stream_chunk(s.meta, static_cast<int>(i), prompt_of(i).echo, nullptr, "", s.meta.chat));
-    if (!write(out)) return gone();
-  }
+  for (size_t i = 0; i < samples.size(); ++i)
+    out += sse(stream_chunk(meta, static_cast<int>(i), prompt_of(i).echo, nullptr, "", meta.chat));
+  return out;
+}
+
+// Events -> chunks until every sample is done; false when a write failed (the client is gone).
+bool CompletionCall::State::relay_events(const WriteFn& write, Clock::time_point last_write) {
+  const auto heartbeat = std::chrono::milliseconds(ctx.config.heartbeat_ms);
+  std::string out;
   while (!all_done()) {
-    std::vector<QueuedEvent> evs = s.queue->wait(heartbeat);
+    std::vector<QueuedEvent> evs = queue->wait(heartbeat);
     out.clear();
     std::optional<NsTimer> respond_timer(std::in_place, ctx.metrics.http_respond_ns);  // event handling, chunks
-    for (const QueuedEvent& qe : evs) {
-      const TokenEvent& ev = qe.ev;
-      if (ev.index < 0 || ev.index >= static_cast<int>(s.samples.size())) continue;
-      PromptCall& pc = prompt_of(static_cast<size_t>(ev.index));
-      if (!pc.engine->filter(ev, qe.attempt)) continue;  // an abandoned attempt's, or the route moved
-      if (ev.has_token || ev.finished) pc.slot->release();
-      if (ev.has_token) {
-        s.last_token = Clock::now();
-        if (!pc.got_first) {
-          pc.got_first = true;
-          pc.cached_tokens = ev.cached_prompt_tokens;
-        }
-        if (!s.got_first) {
-          s.got_first = true;
-          s.first_token = s.last_token;
-          ctx.metrics.ttft.observe(std::chrono::duration<double>(s.first_token - s.arrival).count());
-        }
-      }
-      if (ev.finished) s.engine_finished[ev.index] = true;
-      SampleOutput& so = s.samples[ev.index];
-      bool was_done = so.done();
-      std::string delta = so.on_event(ev);
-      if (!was_done && so.stopped_by_string()) ctx.metrics.stop_string_hits++;
-      if (stream && !was_done) {
-        auto recs = so.take_new_records();
-        ResponseMeta m = s.meta;
-        m.model = pc.engine->model_id();  // each chunk names the model that produced it
-        if (!delta.empty() || !recs.empty() || so.done())
-          out += sse(stream_chunk(m, ev.index, delta, &recs, so.done() ? so.finish_reason() : "", false));
-      }
-    }
-    if (ctx.draining && ctx.past_abort_deadline() && !all_done()) {
-      ctx.metrics.server_aborts++;
-      for (size_t i = 0; i < s.samples.size(); ++i) {
-        if (s.samples[i].done()) continue;
-        std::string delta = s.samples[i].finish_abort();
-        auto recs = s.samples[i].take_new_records();
-        if (stream) out += sse(stream_chunk(s.meta, static_cast<int>(i), delta, &recs, "abort", false));
-      }
-    }
+    for (const QueuedEvent& qe : evs) on_event(qe, out);
+    abort_if_past_deadline(out);
     // A failed write is how the HTTP layer notices a vanished client: after a quiet
     // heartbeat period, send an SSE comment (streams) or a leading JSON space (whole responses).
-    if (out.empty() && !all_done() && Clock::now() - last_write >= heartbeat) out = stream ? ": keep-alive\n\n" : " ";
+    if (out.empty() && !all_done() && Clock::now() - last_write >= heartbeat)
+      out = req.stream ? ": keep-alive\n\n" : " ";
     respond_timer.reset();  // (writes are timed as http_write)
     if (!out.empty()) {
-      if (!write(out)) return gone();
+      if (!write(out)) return false;
       last_write = Clock::now();
     }
   }
-  // Samples ended by a stop string (or an abort) may still be running in the engine.
+  return true;
+}
+
+// One engine event into its sample; a stream gets the chunk it makes.
+void CompletionCall::State::on_event(const QueuedEvent& qe, std::string& out) {
+  const TokenEvent& ev = qe.ev;
+  if (ev.index < 0 || ev.index >= static_cast<int>(samples.size())) return;
+  PromptCall& pc = prompt_of(static_cast<size_t>(ev.index));
+  if (!pc.engine->filter(ev, qe.attempt)) return;  // an abandoned attempt's, or the route moved
+  if (ev.has_token || ev.finished) pc.slot->release();
+  if (ev.has_token) note_token(pc, ev);
+  if (ev.finished) engine_finished[ev.index] = true;
+  SampleOutput& so = samples[ev.index];
+  bool was_done = so.done();
+  std::string delta = so.on_event(ev);
+  if (!was_done && so.stopped_by_string()) ctx.metrics.stop_string_hits++;
+  if (req.stream && !was_done) {
+    auto recs = so.take_new_records();
+    ResponseMeta m = meta;
+    m.model = pc.engine->model_id();  // each chunk names the model that produced it
+    if (!delta.empty() || !recs.empty() || so.done())
+      out += sse(stream_chunk(m, ev.index, delta, &recs, so.done() ? so.finish_reason() : "", false));
+  }
+}
+
+// Token timing: the prompt's first token (its cached prompt tokens), the request's (time to first token).
+void CompletionCall::State::note_token(PromptCall& pc, const TokenEvent& ev) {
+  last_token = Clock::now();
+  if (!pc.got_first) {
+    pc.got_first = true;
+    pc.cached_tokens = ev.cached_prompt_tokens;
+  }
+  if (!got_first) {
+    got_first = true;
+    first_token = last_token;
+    ctx.metrics.ttft.observe(std::chrono::duration<double>(first_token - arrival).count());
+  }
+}
+
+// Shutdown past its grace: every running sample ends with finish_reason "abort".
+void CompletionCall::State::abort_if_past_deadline(std::string& out) {
+  if (!(ctx.draining && ctx.past_abort_deadline() && !all_done())) return;
+  ctx.metrics.server_aborts++;
+  for (size_t i = 0; i < samples.size(); ++i) {
+    if (samples[i].done()) continue;
+    std::string delta = samples[i].finish_abort();
+    auto recs = samples[i].take_new_records();
+    if (req.stream) out += sse(stream_chunk(meta, static_cast<int>(i), delta, &recs, "abort", false));
+  }
+}
+
+// Samples ended by a stop string (or an abort) may still be running in the engine: cancelled. Returns the usage.
+Usage CompletionCall::State::finish_engine_requests() {
+  const int n = req.n;
   Usage u;
-  for (size_t p = 0; p < s.prompts.size(); ++p) {
-    PromptCall& pc = s.prompts[p];
+  for (size_t p = 0; p < prompts.size(); ++p) {
+    PromptCall& pc = prompts[p];
     bool engine_done = true;
-    for (int j = 0; j < n; ++j) engine_done = engine_done && s.engine_finished[p * n + j];
+    for (int j = 0; j < n; ++j) engine_done = engine_done && engine_finished[p * n + j];
     if (!engine_done) pc.engine->cancel();
     u.prompt_tokens += static_cast<int>(pc.prompt.size());
     u.cached_tokens += pc.cached_tokens;
   }
-  s.completed = true;
-  for (const auto& x : s.samples) u.completion_tokens += x.completion_tokens();
-  // Routing: the answering model (the first prompt's, when a list of prompts went to different ones) and, per
-  // prompt, how it was routed (the non-standard "tinfer_route"; streams carry it in the usage chunk).
-  s.meta.model = s.prompts.front().engine->model_id();
-  if (ctx.route) {
-    nlohmann::json routes = nlohmann::json::array();
-    for (const PromptCall& pc : s.prompts) routes.push_back(route_json(pc.engine->outcome(), pc.engine->model_id()));
-    s.meta.extra["tinfer_route"] = std::move(routes);
-    // Counted and logged before the last bytes go out, so a client that reads /metrics right after its answer sees
-    // this request (report() runs once; ~State reports the requests that end any other way).
-    for (size_t p = 0; p < s.prompts.size(); ++p) s.prompts[p].engine->report(s.meta.id, static_cast<int>(p));
-  }
-  bool ok;
-  if (stream) {
-    out.clear();
-    if (s.req.include_usage) out += sse(usage_chunk(s.meta, u));
+  completed = true;
+  for (const auto& x : samples) u.completion_tokens += x.completion_tokens();
+  return u;
+}
+
+// Routing: the answering model (the first prompt's, when a list of prompts went to different ones) and, per
+// prompt, how it was routed (the non-standard "tinfer_route"; streams carry it in the usage chunk).
+void CompletionCall::State::attach_routes() {
+  meta.model = prompts.front().engine->model_id();
+  if (!ctx.route) return;
+  nlohmann::json routes = nlohmann::json::array();
+  for (const PromptCall& pc : prompts) routes.push_back(route_json(pc.engine->outcome(), pc.engine->model_id()));
+  meta.extra["tinfer_route"] = std::move(routes);
+  // Counted and logged before the last bytes go out, so a client that reads /metrics right after its answer sees
+  // this request (report() runs once; ~State reports the requests that end any other way).
+  for (size_t p = 0; p < prompts.size(); ++p) prompts[p].engine->report(meta.id, static_cast<int>(p));
+}
+
+// A stream's usage chunk and [DONE], or the whole response (a choice at a time).
+bool CompletionCall::State::write_tail(const WriteFn& write, const Usage& u) {
+  if (req.stream) {
+    std::string out;
+    if (req.include_usage) out += sse(usage_chunk(meta, u));
     out += "data: [DONE]\n\n";
-    ok = write(out);
-  } else {
-    std::vector<std::string> echo;
-    if (s.req.echo)
-      for (size_t i = 0; i < s.samples.size(); ++i) echo.push_back(prompt_of(i).echo);
-    ok = write_full_response(s.meta, s.samples, echo, u, s.warnings, write);  // a choice at a time
+    return write(out);
   }
+  std::vector<std::string> echo;
+  if (req.echo)
+    for (size_t i = 0; i < samples.size(); ++i) echo.push_back(prompt_of(i).echo);
+  return write_full_response(meta, samples, echo, u, warnings, write);
+}
+
+void CompletionCall::State::observe_end(bool ok) {
   auto end = Clock::now();
-  ctx.metrics.e2e.observe(std::chrono::duration<double>(end - s.arrival).count());
-  int n_out = s.samples.empty() ? 0 : s.samples[0].completion_tokens();
-  if (s.got_first && n_out > 1)
-    ctx.metrics.tpot.observe(std::chrono::duration<double>(s.last_token - s.first_token).count() / (n_out - 1));
+  ctx.metrics.e2e.observe(std::chrono::duration<double>(end - arrival).count());
+  int n_out = samples.empty() ? 0 : samples[0].completion_tokens();
+  if (got_first && n_out > 1)
+    ctx.metrics.tpot.observe(std::chrono::duration<double>(last_token - first_token).count() / (n_out - 1));
   if (ok)
     ctx.metrics.requests_ok++;
   else
     ctx.metrics.client_disconnects++;
+}
+
+void CompletionCall::run(const WriteFn& write) {
+  State& s = *s_;
+  // A client gone mid-response: ~State cancels every submitted engine request (the engine frees the KV blocks
+  // at its next step).
+  auto gone = [&] { s.ctx.metrics.client_disconnects++; };
+  const Clock::time_point start = Clock::now();
+  if (s.req.stream && (s.meta.chat || s.req.echo) && !write(s.opening_chunks())) return gone();
+  if (!s.relay_events(write, start)) return gone();
+  const Usage u = s.finish_engine_requests();
+  s.attach_routes();
+  s.observe_end(s.write_tail(write, u));
 }
 
 }  // namespace tinfer::server

@@ -16,6 +16,23 @@ void gauge(std::string& out, const char* name, const char* type, const char* hel
   out +=
       std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n" + name + " " + num(v) + "\n";
 }
+
+// The counters measured at the HTTP edge, in page order.
+struct EdgeCounter {
+  const char* name;
+  const char* help;
+  std::atomic<int64_t> Metrics::*value;
+};
+const EdgeCounter kEdgeCounters[] = {
+    {"tinfer:request_success_total", "Requests answered 200.", &Metrics::requests_ok},
+    {"tinfer:request_error_total", "Requests answered 4xx/5xx (rejections included).", &Metrics::requests_error},
+    {"tinfer:request_rejected_queue_full_total", "Requests answered 429 (queue full).", &Metrics::rejected_queue},
+    {"tinfer:request_rejected_body_too_large_total", "Requests answered 413.", &Metrics::rejected_body},
+    {"tinfer:client_disconnects_total", "Requests aborted because their client went away.",
+     &Metrics::client_disconnects},
+    {"tinfer:shutdown_aborts_total", "Requests aborted by a shutdown.", &Metrics::server_aborts},
+    {"tinfer:stop_string_hits_total", "Samples ended by a stop string.", &Metrics::stop_string_hits},
+};
 }  // namespace
 
 Histogram::Histogram(std::vector<double> bounds) : bounds_(std::move(bounds)), counts_(bounds_.size() + 1, 0) {}
@@ -89,20 +106,8 @@ std::string Metrics::render(const EngineStats& s, int queued, bool ready, const 
         static_cast<double>(s.early_exit_exited));
   gauge(o, "tinfer:engine_aborts_total", "counter", "Requests aborted in the engine.", static_cast<double>(s.aborts));
   gauge(o, "tinfer:engine_steps_total", "counter", "Engine iterations.", static_cast<double>(s.steps));
-  gauge(o, "tinfer:request_success_total", "counter", "Requests answered 200.",
-        static_cast<double>(requests_ok.load()));
-  gauge(o, "tinfer:request_error_total", "counter", "Requests answered 4xx/5xx (rejections included).",
-        static_cast<double>(requests_error.load()));
-  gauge(o, "tinfer:request_rejected_queue_full_total", "counter", "Requests answered 429 (queue full).",
-        static_cast<double>(rejected_queue.load()));
-  gauge(o, "tinfer:request_rejected_body_too_large_total", "counter", "Requests answered 413.",
-        static_cast<double>(rejected_body.load()));
-  gauge(o, "tinfer:client_disconnects_total", "counter", "Requests aborted because their client went away.",
-        static_cast<double>(client_disconnects.load()));
-  gauge(o, "tinfer:shutdown_aborts_total", "counter", "Requests aborted by a shutdown.",
-        static_cast<double>(server_aborts.load()));
-  gauge(o, "tinfer:stop_string_hits_total", "counter", "Samples ended by a stop string.",
-        static_cast<double>(stop_string_hits.load()));
+  for (const EdgeCounter& c : kEdgeCounters)
+    gauge(o, c.name, "counter", c.help, static_cast<double>((this->*c.value).load()));
   ttft.render(o, "tinfer:time_to_first_token_seconds", "Time from request arrival to its first token.");
   tpot.render(o, "tinfer:time_per_output_token_seconds", "Mean gap between output tokens of a request.");
   e2e.render(o, "tinfer:e2e_request_latency_seconds", "Time from request arrival to its last byte.");

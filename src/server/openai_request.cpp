@@ -1,5 +1,6 @@
 // Field-by-field parsing of OpenAI completion/chat bodies: each getter checks the JSON type and the
-// range, and names the field in its ApiError, so a client always learns which field was wrong.
+// range, and names the field in its ApiError, so a client always learns which field was wrong. The fields
+// sit in tables (kSamplingFields, kOutputFields) in the order they are checked: the first wrong one is reported.
 #include "server/openai_request.h"
 
 #include <cmath>
@@ -187,14 +188,9 @@ void parse_beam_search(const json& body, CompletionRequest& r) {
   if (r.stream) bad("stream", "cannot be combined with use_beam_search (the results exist only when the search ends)");
 }
 
-}  // namespace
-
-CompletionRequest parse_completion_request(const json& body, bool chat) {
-  if (!body.is_object()) throw ApiError(400, "the request body must be a JSON object", "", "invalid_body");
-  CompletionRequest r;
-  r.chat = chat;
-  if (auto v = field(body, "model")) r.model = get_str(*v, "model");
-  if (chat) {
+// The endpoint's input: "messages" (and "tools") for chat, "prompt" for completions.
+void parse_input(const json& body, CompletionRequest& r) {
+  if (r.chat) {
     const json* m = field(body, "messages");
     if (!m) bad("messages", "is required");
     parse_messages(*m, r);
@@ -211,72 +207,132 @@ CompletionRequest parse_completion_request(const json& body, bool chat) {
     if (!p) bad("prompt", "is required");
     parse_prompt(*p, r);
   }
-  // max_completion_tokens (newer chat name) wins over max_tokens when both are given.
-  if (auto v = field(body, "max_tokens")) r.max_tokens = static_cast<int>(get_int(*v, "max_tokens", 1, INT32_MAX));
-  if (auto v = field(body, "max_completion_tokens"))
-    r.max_tokens = static_cast<int>(get_int(*v, "max_completion_tokens", 1, INT32_MAX));
-  SamplingParams& s = r.sampling;
-  if (auto v = field(body, "temperature")) s.temperature = static_cast<float>(get_num(*v, "temperature", 0, 2));
-  if (auto v = field(body, "top_p")) s.top_p = static_cast<float>(get_num(*v, "top_p", 0, 1));
-  if (s.top_p <= 0) bad("top_p", "must be in (0, 1]");
-  if (auto v = field(body, "top_k")) {
-    int64_t k = get_int(*v, "top_k", -1, INT32_MAX);
-    s.top_k = k < 0 ? 0 : static_cast<int>(k);  // -1 = off (vLLM spelling)
-  }
-  if (auto v = field(body, "min_p")) s.min_p = static_cast<float>(get_num(*v, "min_p", 0, 1));
-  if (auto v = field(body, "presence_penalty"))
-    s.presence_penalty = static_cast<float>(get_num(*v, "presence_penalty", -2, 2));
-  if (auto v = field(body, "frequency_penalty"))
-    s.frequency_penalty = static_cast<float>(get_num(*v, "frequency_penalty", -2, 2));
-  if (auto v = field(body, "repetition_penalty")) {
-    s.repetition_penalty = static_cast<float>(get_num(*v, "repetition_penalty", 0, 100));
-    if (s.repetition_penalty <= 0) bad("repetition_penalty", "must be > 0");
-  }
-  if (auto v = field(body, "seed")) s.seed = get_seed(*v);
-  if (auto v = field(body, "logit_bias")) parse_logit_bias(*v, s);
-  if (auto v = field(body, "stop")) parse_stop(*v, r);
-  if (auto v = field(body, "n")) r.n = static_cast<int>(get_int(*v, "n", 1, kMaxN));
+}
+
+// A body field, the endpoints that read it, and how it is read into the request once present (not null).
+enum Where { kCompletions = 1, kChat = 2, kBoth = 3 };
+struct FieldReader {
+  const char* name;
+  Where where;
+  void (*read)(const json& v, CompletionRequest& r);
+};
+
+float get_float(const json& v, const char* name, double lo, double hi) {
+  return static_cast<float>(get_num(v, name, lo, hi));
+}
+
+// Lengths, sampling and the number of choices, in the order they are checked (the first wrong one is reported).
+const FieldReader kSamplingFields[] = {
+    {"max_tokens", kBoth,
+     [](const json& v, CompletionRequest& r) {
+       r.max_tokens = static_cast<int>(get_int(v, "max_tokens", 1, INT32_MAX));
+     }},
+    // max_completion_tokens (newer chat name) wins over max_tokens when both are given.
+    {"max_completion_tokens", kBoth,
+     [](const json& v, CompletionRequest& r) {
+       r.max_tokens = static_cast<int>(get_int(v, "max_completion_tokens", 1, INT32_MAX));
+     }},
+    {"temperature", kBoth,
+     [](const json& v, CompletionRequest& r) { r.sampling.temperature = get_float(v, "temperature", 0, 2); }},
+    {"top_p", kBoth,
+     [](const json& v, CompletionRequest& r) {
+       r.sampling.top_p = get_float(v, "top_p", 0, 1);
+       if (r.sampling.top_p <= 0) bad("top_p", "must be in (0, 1]");
+     }},
+    {"top_k", kBoth,
+     [](const json& v, CompletionRequest& r) {
+       int64_t k = get_int(v, "top_k", -1, INT32_MAX);
+       r.sampling.top_k = k < 0 ? 0 : static_cast<int>(k);  // -1 = off (vLLM spelling)
+     }},
+    {"min_p", kBoth, [](const json& v, CompletionRequest& r) { r.sampling.min_p = get_float(v, "min_p", 0, 1); }},
+    {"presence_penalty", kBoth,
+     [](const json& v, CompletionRequest& r) {
+       r.sampling.presence_penalty = get_float(v, "presence_penalty", -2, 2);
+     }},
+    {"frequency_penalty", kBoth,
+     [](const json& v, CompletionRequest& r) {
+       r.sampling.frequency_penalty = get_float(v, "frequency_penalty", -2, 2);
+     }},
+    {"repetition_penalty", kBoth,
+     [](const json& v, CompletionRequest& r) {
+       r.sampling.repetition_penalty = get_float(v, "repetition_penalty", 0, 100);
+       if (r.sampling.repetition_penalty <= 0) bad("repetition_penalty", "must be > 0");
+     }},
+    {"seed", kBoth, [](const json& v, CompletionRequest& r) { r.sampling.seed = get_seed(v); }},
+    {"logit_bias", kBoth, [](const json& v, CompletionRequest& r) { parse_logit_bias(v, r.sampling); }},
+    {"stop", kBoth, [](const json& v, CompletionRequest& r) { parse_stop(v, r); }},
+    {"n", kBoth, [](const json& v, CompletionRequest& r) { r.n = static_cast<int>(get_int(v, "n", 1, kMaxN)); }},
+};
+
+// Streaming, logprobs, echo and the vLLM extensions, in the order they are checked.
+const FieldReader kOutputFields[] = {
+    {"stream", kBoth, [](const json& v, CompletionRequest& r) { r.stream = get_bool(v, "stream"); }},
+    {"stream_options", kBoth,
+     [](const json& v, CompletionRequest& r) {
+       if (!v.is_object()) bad("stream_options", "must be an object");
+       if (auto u = field(v, "include_usage")) r.include_usage = get_bool(*u, "stream_options.include_usage");
+       // vLLM's usage in every chunk: not done, so not silently ignored either.
+       if (auto u = field(v, "continuous_usage_stats"); u && !(u->is_boolean() && !u->get<bool>()))
+         throw ApiError(400, "'stream_options.continuous_usage_stats' is not supported by this server",
+                        "stream_options.continuous_usage_stats", "unsupported_parameter");
+     }},
+    // Chat: "logprobs": true, and "top_logprobs" entries with it.
+    {"logprobs", kChat,
+     [](const json& v, CompletionRequest& r) { r.sampling.logprobs = r.chat_logprobs = get_bool(v, "logprobs"); }},
+    {"top_logprobs", kChat,
+     [](const json& v, CompletionRequest& r) {
+       r.sampling.top_logprobs = static_cast<int>(get_int(v, "top_logprobs", 0, SamplingParams::kMaxTopLogprobs));
+       if (!r.chat_logprobs && r.sampling.top_logprobs > 0) bad("top_logprobs", "requires 'logprobs': true");
+     }},
+    // Completions: an integer number of top entries (0 = only the chosen token's logprob).
+    {"logprobs", kCompletions,
+     [](const json& v, CompletionRequest& r) {
+       r.completion_logprobs = static_cast<int>(get_int(v, "logprobs", 0, 5));
+       r.sampling.logprobs = true;
+       r.sampling.top_logprobs = r.completion_logprobs;
+     }},
+    {"echo", kCompletions,
+     [](const json& v, CompletionRequest& r) {
+       r.echo = get_bool(v, "echo");
+       // Echo with logprobs needs the prompt tokens' logprobs, which the engine does not compute.
+       if (r.echo && r.sampling.logprobs)
+         bad("echo", "cannot be combined with 'logprobs' (prompt logprobs are not supported)");
+     }},
+    {"ignore_eos", kBoth, [](const json& v, CompletionRequest& r) { r.ignore_eos = get_bool(v, "ignore_eos"); }},
+    {"speculative", kBoth, [](const json& v, CompletionRequest& r) { r.speculative = get_bool(v, "speculative"); }},
+    {"stop_token_ids", kBoth,
+     [](const json& v, CompletionRequest& r) {
+       if (!v.is_array() || v.size() > kMaxStopTokenIds)
+         bad("stop_token_ids", "must be a list of at most " + std::to_string(kMaxStopTokenIds) + " token ids");
+       if (!v.empty()) r.stop_token_ids = token_ids(v, "stop_token_ids");  // (vocabulary: checked by the engine)
+     }},
+    {"user", kBoth, [](const json& v, CompletionRequest& r) { r.user = get_str(v, "user"); }},
+};
+
+template <size_t N>
+void read_fields(const json& body, const FieldReader (&table)[N], CompletionRequest& r) {
+  const Where endpoint = r.chat ? kChat : kCompletions;
+  for (const FieldReader& f : table)
+    if (f.where & endpoint)
+      if (const json* v = field(body, f.name)) f.read(*v, r);
+}
+
+}  // namespace
+
+CompletionRequest parse_completion_request(const json& body, bool chat) {
+  if (!body.is_object()) throw ApiError(400, "the request body must be a JSON object", "", "invalid_body");
+  CompletionRequest r;
+  r.chat = chat;
+  if (auto v = field(body, "model")) r.model = get_str(*v, "model");
+  parse_input(body, r);
+  read_fields(body, kSamplingFields, r);
   if (r.prompts.size() * static_cast<size_t>(r.n) > kMaxN)
     bad("prompt", "holds " + std::to_string(r.prompts.size()) + " prompts; prompts x n (" + std::to_string(r.n) +
                       ") must be at most " + std::to_string(kMaxN));
-  if (auto v = field(body, "stream")) r.stream = get_bool(*v, "stream");
-  if (auto v = field(body, "stream_options")) {
-    if (!v->is_object()) bad("stream_options", "must be an object");
-    if (auto u = field(*v, "include_usage")) r.include_usage = get_bool(*u, "stream_options.include_usage");
-    // vLLM's usage in every chunk: not done, so not silently ignored either.
-    if (auto u = field(*v, "continuous_usage_stats"); u && !(u->is_boolean() && !u->get<bool>()))
-      throw ApiError(400, "'stream_options.continuous_usage_stats' is not supported by this server",
-                     "stream_options.continuous_usage_stats", "unsupported_parameter");
-  }
-  if (chat) {
-    if (auto v = field(body, "logprobs")) r.chat_logprobs = get_bool(*v, "logprobs");
-    if (auto v = field(body, "top_logprobs")) {
-      s.top_logprobs = static_cast<int>(get_int(*v, "top_logprobs", 0, SamplingParams::kMaxTopLogprobs));
-      if (!r.chat_logprobs && s.top_logprobs > 0) bad("top_logprobs", "requires 'logprobs': true");
-    }
-    s.logprobs = r.chat_logprobs;
-  } else if (auto v = field(body, "logprobs")) {
-    // Completions: an integer number of top entries (0 = only the chosen token's logprob).
-    r.completion_logprobs = static_cast<int>(get_int(*v, "logprobs", 0, 5));
-    s.logprobs = true;
-    s.top_logprobs = r.completion_logprobs;
-  }
-  if (!chat) {
-    if (auto v = field(body, "echo")) r.echo = get_bool(*v, "echo");
-    // Echo with logprobs needs the prompt tokens' logprobs, which the engine does not compute.
-    if (r.echo && s.logprobs) bad("echo", "cannot be combined with 'logprobs' (prompt logprobs are not supported)");
-  }
-  if (auto v = field(body, "ignore_eos")) r.ignore_eos = get_bool(*v, "ignore_eos");
-  if (auto v = field(body, "speculative")) r.speculative = get_bool(*v, "speculative");
-  if (auto v = field(body, "stop_token_ids"); v && !v->is_null()) {
-    if (!v->is_array() || v->size() > kMaxStopTokenIds)
-      bad("stop_token_ids", "must be a list of at most " + std::to_string(kMaxStopTokenIds) + " token ids");
-    if (!v->empty()) r.stop_token_ids = token_ids(*v, "stop_token_ids");  // (vocabulary: checked by the engine)
-  }
-  if (auto v = field(body, "user")) r.user = get_str(*v, "user");
+  read_fields(body, kOutputFields, r);
   parse_beam_search(body, r);
   refuse_unsupported_fields(body, chat, r.n);
-  for (const auto& msg : s.validate()) throw ApiError(400, msg, "", "invalid_value");
+  for (const auto& msg : r.sampling.validate()) throw ApiError(400, msg, "", "invalid_value");
   return r;
 }
 

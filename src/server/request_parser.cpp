@@ -4,6 +4,7 @@
 #include "server/request_parser.h"
 
 #include <cctype>
+#include <optional>
 #include <utility>
 
 namespace tinfer::server {
@@ -61,107 +62,124 @@ RequestParser::Status RequestParser::parse(std::string& buf) {
   return st;
 }
 
+// One state's step per iteration: a step returns the status to answer, or nullopt once it moved to another state.
 RequestParser::Status RequestParser::consume(const std::string& buf, size_t& pos) {
-  if (state_ == State::kDone) return Status::kDone;
-  if (state_ == State::kError) return Status::kError;
+  using Step = std::optional<Status> (RequestParser::*)(const std::string&, size_t&);
+  // The step of each receiving state, in State's order (kDone and kError end the call).
+  static constexpr Step kSteps[] = {&RequestParser::consume_head,       &RequestParser::consume_body_bytes,
+                                    &RequestParser::consume_chunk_size, &RequestParser::consume_body_bytes,
+                                    &RequestParser::consume_chunk_end,  &RequestParser::consume_trailers};
+  static_assert(static_cast<int>(State::kHead) == 0 && static_cast<int>(State::kFixedBody) == 1 &&
+                    static_cast<int>(State::kChunkSize) == 2 && static_cast<int>(State::kChunkData) == 3 &&
+                    static_cast<int>(State::kChunkDataEnd) == 4 && static_cast<int>(State::kTrailers) == 5 &&
+                    static_cast<int>(State::kDone) == 6 && static_cast<int>(State::kError) == 7,
+                "kSteps follows State's order");
   for (;;) {
-    switch (state_) {
-      case State::kHead: {
-        // head_scan_: bytes of complete head lines seen so far, counted from pos.
-        for (;;) {
-          size_t nl = buf.find('\n', pos + head_scan_);
-          if (nl == std::string::npos) break;
-          size_t len = nl - (pos + head_scan_);
-          if (len > 0 && buf[nl - 1] == '\r') --len;
-          if (len > 0) {
-            head_scan_ = nl + 1 - pos;
-            if (head_scan_ > limits_.max_header_bytes) break;
-            continue;
-          }
-          if (head_scan_ == 0) {  // empty lines before a request line are ignored (RFC 9112 2.2)
-            pos = nl + 1;
-            continue;
-          }
-          std::string head = buf.substr(pos, head_scan_);
-          pos = nl + 1;
-          head_scan_ = 0;
-          Status s = parse_head(head);
-          if (s != Status::kNeedMore) return s;
-          break;
-        }
-        if (state_ == State::kHead) {
-          size_t pending = buf.size() - pos;
-          if (pending > 0) started_ = true;
-          if (pending > limits_.max_header_bytes || head_scan_ > limits_.max_header_bytes)
-            return fail(431, "request head larger than " + std::to_string(limits_.max_header_bytes) + " bytes");
-          return Status::kNeedMore;
-        }
-        break;
-      }
-      case State::kFixedBody:
-      case State::kChunkData: {
-        size_t n = std::min(remaining_, buf.size() - pos);
-        req_.body.append(buf, pos, n);
-        pos += n;
-        remaining_ -= n;
-        if (remaining_ > 0) return Status::kNeedMore;
-        if (state_ == State::kFixedBody) return finish_body();
-        state_ = State::kChunkDataEnd;
-        break;
-      }
-      case State::kChunkDataEnd: {
-        size_t avail = buf.size() - pos;
-        if (avail == 0 || (buf[pos] == '\r' && avail < 2)) return Status::kNeedMore;
-        size_t n = buf[pos] == '\n' ? 1 : (buf[pos] == '\r' && buf[pos + 1] == '\n') ? 2 : 0;
-        if (n == 0) return fail(400, "chunk data not followed by CRLF");
-        pos += n;
-        state_ = State::kChunkSize;
-        break;
-      }
-      case State::kChunkSize: {
-        size_t nl = buf.find('\n', pos);
-        if (nl == std::string::npos) {
-          if (buf.size() - pos > kMaxChunkLine) return fail(400, "chunk size line too long");
-          return Status::kNeedMore;
-        }
-        if (nl - pos > kMaxChunkLine) return fail(400, "chunk size line too long");
-        std::string_view line(buf.data() + pos, nl - pos);
-        line = trim(line.substr(0, line.find(';')));  // chunk extensions are ignored
-        if (!line.empty() && line.back() == '\r') line = trim(line.substr(0, line.size() - 1));
-        if (line.empty()) return fail(400, "missing chunk size");
-        size_t size = 0;
-        for (char c : line) {
-          if (!std::isxdigit(static_cast<unsigned char>(c))) return fail(400, "invalid chunk size");
-          if (size > limits_.max_body_bytes) break;  // already too large; stops overflow
-          size = size * 16 + static_cast<size_t>(
-                                 std::isdigit(static_cast<unsigned char>(c)) ? c - '0' : std::tolower(c) - 'a' + 10);
-        }
-        if (size > limits_.max_body_bytes - req_.body.size())
-          return fail(413, "request body larger than " + std::to_string(limits_.max_body_bytes) + " bytes");
-        pos = nl + 1;
-        remaining_ = size;
-        state_ = size == 0 ? State::kTrailers : State::kChunkData;
-        break;
-      }
-      case State::kTrailers: {
-        size_t nl = buf.find('\n', pos);
-        size_t used = nl == std::string::npos ? buf.size() - pos : nl + 1 - pos;
-        if (trailer_bytes_ + used > limits_.max_header_bytes)
-          return fail(431, "chunked trailers larger than " + std::to_string(limits_.max_header_bytes) + " bytes");
-        if (nl == std::string::npos) return Status::kNeedMore;
-        bool empty = used == 1 || (used == 2 && buf[pos] == '\r');
-        trailer_bytes_ += used;
-        pos += used;  // trailer fields are not used
-        if (empty) return finish_body();
-        break;
-      }
-      case State::kDone:
-        return Status::kDone;
-      case State::kError:
-        return Status::kError;
-    }
+    if (state_ == State::kDone) return Status::kDone;
+    if (state_ == State::kError) return Status::kError;
+    if (std::optional<Status> st = (this->*kSteps[static_cast<int>(state_)])(buf, pos)) return *st;
   }
 }
+
+std::optional<RequestParser::Status> RequestParser::consume_head(const std::string& buf, size_t& pos) {
+  // head_scan_: bytes of complete head lines seen so far, counted from pos.
+  for (;;) {
+    size_t nl = buf.find('\n', pos + head_scan_);
+    if (nl == std::string::npos) break;
+    size_t len = nl - (pos + head_scan_);
+    if (len > 0 && buf[nl - 1] == '\r') --len;
+    if (len > 0) {
+      head_scan_ = nl + 1 - pos;
+      if (head_scan_ > limits_.max_header_bytes) break;
+      continue;
+    }
+    if (head_scan_ == 0) {  // empty lines before a request line are ignored (RFC 9112 2.2)
+      pos = nl + 1;
+      continue;
+    }
+    std::string head = buf.substr(pos, head_scan_);
+    pos = nl + 1;
+    head_scan_ = 0;
+    Status s = parse_head(head);
+    if (s != Status::kNeedMore) return s;
+    return std::nullopt;  // the body's state
+  }
+  size_t pending = buf.size() - pos;
+  if (pending > 0) started_ = true;
+  if (pending > limits_.max_header_bytes || head_scan_ > limits_.max_header_bytes)
+    return fail(431, "request head larger than " + std::to_string(limits_.max_header_bytes) + " bytes");
+  return Status::kNeedMore;
+}
+
+// Content-Length bytes, or the current chunk's.
+std::optional<RequestParser::Status> RequestParser::consume_body_bytes(const std::string& buf, size_t& pos) {
+  size_t n = std::min(remaining_, buf.size() - pos);
+  req_.body.append(buf, pos, n);
+  pos += n;
+  remaining_ -= n;
+  if (remaining_ > 0) return Status::kNeedMore;
+  if (state_ == State::kFixedBody) return finish_body();
+  state_ = State::kChunkDataEnd;
+  return std::nullopt;
+}
+
+// The line end after a chunk's data.
+std::optional<RequestParser::Status> RequestParser::consume_chunk_end(const std::string& buf, size_t& pos) {
+  size_t avail = buf.size() - pos;
+  if (avail == 0 || (buf[pos] == '\r' && avail < 2)) return Status::kNeedMore;
+  size_t n = buf[pos] == '\n' ? 1 : (buf[pos] == '\r' && buf[pos + 1] == '\n') ? 2 : 0;
+  if (n == 0) return fail(400, "chunk data not followed by CRLF");
+  pos += n;
+  state_ = State::kChunkSize;
+  return std::nullopt;
+}
+
+// "hex-size[;extensions]" CRLF; size 0 starts the trailers.
+std::optional<RequestParser::Status> RequestParser::consume_chunk_size(const std::string& buf, size_t& pos) {
+  size_t nl = buf.find('\n', pos);
+  if (nl == std::string::npos) {
+    if (buf.size() - pos > kMaxChunkLine) return fail(400, "chunk size line too long");
+    return Status::kNeedMore;
+  }
+  if (nl - pos > kMaxChunkLine) return fail(400, "chunk size line too long");
+  std::string_view line(buf.data() + pos, nl - pos);
+  line = trim(line.substr(0, line.find(';')));  // chunk extensions are ignored
+  if (!line.empty() && line.back() == '\r') line = trim(line.substr(0, line.size() - 1));
+  if (line.empty()) return fail(400, "missing chunk size");
+  size_t size = 0;
+  for (char c : line) {
+    if (!std::isxdigit(static_cast<unsigned char>(c))) return fail(400, "invalid chunk size");
+    if (size > limits_.max_body_bytes) break;  // already too large; stops overflow
+    size = size * 16 +
+           static_cast<size_t>(std::isdigit(static_cast<unsigned char>(c)) ? c - '0' : std::tolower(c) - 'a' + 10);
+  }
+  if (size > limits_.max_body_bytes - req_.body.size())
+    return fail(413, "request body larger than " + std::to_string(limits_.max_body_bytes) + " bytes");
+  pos = nl + 1;
+  remaining_ = size;
+  state_ = size == 0 ? State::kTrailers : State::kChunkData;
+  return std::nullopt;
+}
+
+// Trailer lines up to the empty one, counted against max_header_bytes and dropped.
+std::optional<RequestParser::Status> RequestParser::consume_trailers(const std::string& buf, size_t& pos) {
+  size_t nl = buf.find('\n', pos);
+  size_t used = nl == std::string::npos ? buf.size() - pos : nl + 1 - pos;
+  if (trailer_bytes_ + used > limits_.max_header_bytes)
+    return fail(431, "chunked trailers larger than " + std::to_string(limits_.max_header_bytes) + " bytes");
+  if (nl == std::string::npos) return Status::kNeedMore;
+  bool empty = used == 1 || (used == 2 && buf[pos] == '\r');
+  trailer_bytes_ += used;
+  pos += used;  // trailer fields are not used
+  if (empty) return finish_body();
+  return std::nullopt;
+}
+
+// The framing headers as received (several lines of one are joined; Content-Length ones must agree).
+struct RequestParser::Framing {
+  std::string content_length, transfer_encoding, content_encoding;
+  bool has_cl = false, has_te = false;
+};
 
 RequestParser::Status RequestParser::parse_head(const std::string& head) {
   started_ = true;
@@ -175,8 +193,17 @@ RequestParser::Status RequestParser::parse_head(const std::string& head) {
   }
   if (lines.size() - 1 > limits_.max_headers)
     return fail(431, "more than " + std::to_string(limits_.max_headers) + " header fields");
-  // Request line: METHOD SP request-target SP HTTP-version.
-  std::string_view rl = lines[0];
+  if (auto st = parse_request_line(lines[0])) return *st;
+  Framing f;
+  bool keep_alive = req_.minor_version == 1;
+  for (size_t i = 1; i < lines.size(); ++i)
+    if (auto st = parse_header_line(lines[i], f, keep_alive)) return *st;
+  req_.keep_alive = keep_alive;
+  return start_body(f);
+}
+
+// Request line: METHOD SP request-target SP HTTP-version.
+std::optional<RequestParser::Status> RequestParser::parse_request_line(std::string_view rl) {
   size_t a = rl.find(' '), b = a == std::string_view::npos ? a : rl.find(' ', a + 1);
   if (b == std::string_view::npos || rl.find(' ', b + 1) != std::string_view::npos)
     return fail(400, "malformed request line");
@@ -198,58 +225,61 @@ RequestParser::Status RequestParser::parse_head(const std::string& head) {
   req_.method = method;
   req_.target = target;
   req_.path = target.substr(0, target.find('?'));
+  return std::nullopt;
+}
 
-  std::string content_length, transfer_encoding, content_encoding;
-  bool has_cl = false, has_te = false;
-  bool keep_alive = req_.minor_version == 1;
-  for (size_t i = 1; i < lines.size(); ++i) {
-    std::string_view l = lines[i];
-    if (l.front() == ' ' || l.front() == '\t') return fail(400, "obsolete header line folding");
-    size_t colon = l.find(':');
-    if (colon == std::string_view::npos || colon == 0) return fail(400, "malformed header line");
-    for (char c : l.substr(0, colon))
-      if (!is_tchar(c)) return fail(400, "malformed header name");
-    std::string name = lower(l.substr(0, colon));
-    std::string_view value = trim(l.substr(colon + 1));
-    for (char c : value)
-      if ((static_cast<unsigned char>(c) < 0x20 && c != '\t') || c == 0x7f)
-        return fail(400, "control character in header " + name);
-    if (name == "content-length") {
-      std::string v(value);
-      if (has_cl && v != content_length) return fail(400, "conflicting Content-Length headers");
-      has_cl = true;
-      content_length = v;
-    } else if (name == "transfer-encoding") {
-      transfer_encoding += (has_te ? "," : "") + std::string(value);
-      has_te = true;
-    } else if (name == "content-encoding") {
-      content_encoding += (content_encoding.empty() ? "" : ",") + std::string(value);
-    } else if (name == "connection") {
-      for (const auto& t : tokens(value)) {
-        if (t == "close") keep_alive = false;
-        if (t == "keep-alive") keep_alive = true;
-      }
-    } else if (name == "expect") {
-      expect_continue_ = req_.minor_version == 1 && lower(value) == "100-continue";
+// One "name: value" line: its syntax checked, the framing and connection headers noted, every one kept.
+std::optional<RequestParser::Status> RequestParser::parse_header_line(std::string_view l, Framing& f,
+                                                                      bool& keep_alive) {
+  if (l.front() == ' ' || l.front() == '\t') return fail(400, "obsolete header line folding");
+  size_t colon = l.find(':');
+  if (colon == std::string_view::npos || colon == 0) return fail(400, "malformed header line");
+  for (char c : l.substr(0, colon))
+    if (!is_tchar(c)) return fail(400, "malformed header name");
+  std::string name = lower(l.substr(0, colon));
+  std::string_view value = trim(l.substr(colon + 1));
+  for (char c : value)
+    if ((static_cast<unsigned char>(c) < 0x20 && c != '\t') || c == 0x7f)
+      return fail(400, "control character in header " + name);
+  if (name == "content-length") {
+    std::string v(value);
+    if (f.has_cl && v != f.content_length) return fail(400, "conflicting Content-Length headers");
+    f.has_cl = true;
+    f.content_length = v;
+  } else if (name == "transfer-encoding") {
+    f.transfer_encoding += (f.has_te ? "," : "") + std::string(value);
+    f.has_te = true;
+  } else if (name == "content-encoding") {
+    f.content_encoding += (f.content_encoding.empty() ? "" : ",") + std::string(value);
+  } else if (name == "connection") {
+    for (const auto& t : tokens(value)) {
+      if (t == "close") keep_alive = false;
+      if (t == "keep-alive") keep_alive = true;
     }
-    req_.headers.emplace_back(std::move(name), std::string(value));
+  } else if (name == "expect") {
+    expect_continue_ = req_.minor_version == 1 && lower(value) == "100-continue";
   }
-  req_.keep_alive = keep_alive;
+  req_.headers.emplace_back(std::move(name), std::string(value));
+  return std::nullopt;
+}
 
+// The body's coding and framing: chunked, Content-Length bytes, or none.
+RequestParser::Status RequestParser::start_body(const Framing& f) {
   const std::string too_large = "request body larger than " + std::to_string(limits_.max_body_bytes) + " bytes";
-  coding_ = body_coding(content_encoding);
+  coding_ = body_coding(f.content_encoding);
   if (coding_ == BodyCoding::kUnsupported)
-    return fail(415, "Content-Encoding '" + content_encoding + "' is not supported (use gzip or deflate)");
-  if (has_te) {
-    if (has_cl) return fail(400, "both Content-Length and Transfer-Encoding");
-    auto te = tokens(transfer_encoding);
+    return fail(415, "Content-Encoding '" + f.content_encoding + "' is not supported (use gzip or deflate)");
+  if (f.has_te) {
+    if (f.has_cl) return fail(400, "both Content-Length and Transfer-Encoding");
+    auto te = tokens(f.transfer_encoding);
     if (te.size() != 1 || te[0] != "chunked")
-      return fail(501, "Transfer-Encoding '" + transfer_encoding + "' is not supported (only chunked)");
+      return fail(501, "Transfer-Encoding '" + f.transfer_encoding + "' is not supported (only chunked)");
     if (req_.minor_version == 0) return fail(400, "Transfer-Encoding in an HTTP/1.0 request");
     state_ = State::kChunkSize;
     return Status::kNeedMore;
   }
-  if (has_cl) {
+  if (f.has_cl) {
+    const std::string& content_length = f.content_length;
     if (content_length.empty() || content_length.size() > 19)
       return content_length.empty() ? fail(400, "empty Content-Length") : fail(413, too_large);
     size_t n = 0;

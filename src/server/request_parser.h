@@ -5,7 +5,9 @@
 // buffer for the next one (pipelining).
 #pragma once
 #include <cstddef>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "server/body_decoder.h"
 #include "server/http_message.h"
@@ -42,11 +44,24 @@ class RequestParser {
   HttpRequest take();
 
  private:
+  // (consume()'s step table follows this order.)
   enum class State { kHead, kFixedBody, kChunkSize, kChunkData, kChunkDataEnd, kTrailers, kDone, kError };
 
+  struct Framing;
+
   Status consume(const std::string& buf, size_t& pos);  // parse() from buf[pos], advancing pos
+  // consume()'s steps, one per state: the status to answer, or nullopt once the state changed.
+  std::optional<Status> consume_head(const std::string& buf, size_t& pos);
+  std::optional<Status> consume_body_bytes(const std::string& buf, size_t& pos);
+  std::optional<Status> consume_chunk_end(const std::string& buf, size_t& pos);
+  std::optional<Status> consume_chunk_size(const std::string& buf, size_t& pos);
+  std::optional<Status> consume_trailers(const std::string& buf, size_t& pos);
   Status fail(int status, std::string message);
   Status parse_head(const std::string& head);
+  // parse_head()'s steps: nullopt when the line is good, else fail()'s status.
+  std::optional<Status> parse_request_line(std::string_view line);
+  std::optional<Status> parse_header_line(std::string_view line, Framing& f, bool& keep_alive);
+  Status start_body(const Framing& f);
   Status finish_body();
 
   ParseLimits limits_;
