@@ -59,7 +59,6 @@ struct Zmm : Simd {
 };
 using V = Zmm;
 
-
 // Decode: one row's int dots over the two halves of a sub-block (quads 0-3 and 4-7: two chains for
 // latency, which are also the two 16-element halves), each from its chain start.
 // (Init = false: both chains start at 0, the caller applies the codes' offset.)

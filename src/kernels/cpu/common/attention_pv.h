@@ -1,7 +1,7 @@
 // P·V of the AVX2 and AVX-512 paged attention kernels (block size 16), written once over a traits type V
-// that each ISA's attention.cpp defines with its intrinsics and includes this with (compiled with its
-// flags, cmake/isa.cmake; internal linkage). The kernels differ here only by vector width; the head and
-// chunk counts stay template arguments, so the accumulators live in registers.
+// and included by each ISA's attention.cpp (compiled with its flags, cmake/isa.cmake; internal linkage).
+// The kernels differ here only by vector width; the head and chunk counts stay template arguments, so the
+// accumulators live in registers.
 //
 // V: x86_ops.h's Simd.
 #pragma once

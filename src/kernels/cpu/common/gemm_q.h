@@ -1,8 +1,8 @@
 // The pieces of the quantized GEMM (16-row tile layout, packed_layout.h) that the AVX2 and AVX-512 kernels
 // share and that differ only by vector width: the code unpack of a sub-block's quads, a sub-block's per-row
 // scales, the chains' start and the fold of an int dot into the float sums. Written once over a traits type
-// V that each ISA's gemm_q.cpp defines with its intrinsics and includes this with (compiled with its flags,
-// cmake/isa.cmake; internal linkage, so the copies never collide). One vector holds V::kL rows (one 4-byte
+// V that each ISA's gemm_q.cpp defines and includes this with (compiled with its flags, cmake/isa.cmake;
+// internal linkage, so the copies never collide). One vector holds V::kL rows (one 4-byte
 // k-quad of each); AVX-512 covers a tile's 16 rows at once, AVX2 one 8-row half (bytes 32h..32h+31 of each
 // 64-byte plane) per pass. Everything is inline and resolved at compile time: the same instructions as when
 // each ISA spelled it out.
