@@ -5,6 +5,7 @@
 #pragma once
 #include <array>
 #include <cstdint>
+#include <utility>
 
 #include "core/act_quant.h"
 #include "core/isa.h"
@@ -57,6 +58,16 @@ struct GemmArgs {
 };
 
 using GemmFn = void (*)(const GemmArgs& g, int64_t t0, int64_t t1, int64_t i0, int64_t i1);
+using GemmFns = std::array<GemmFn, packed::kNumFormats>;  // one per packed format, indexed by packed::Fmt
+
+// An ISA's GemmFns from its kernel template: make.template operator()<G>() is its GEMM for Geometry G,
+// instantiated once per packed-format row.
+template <class Make>
+GemmFns gemms_per_format(Make make) {
+  return [&]<size_t... I>(std::index_sequence<I...>) {
+    return GemmFns{make.template operator()<packed::kFormats[I].g>()...};
+  }(std::make_index_sequence<packed::kNumFormats>{});
+}
 
 // One float-weight GEMM call: W in its GGUF row layout (F32, F16 or BF16; rows row_bytes apart), fp32
 // activations x [m][cols], fp32 accumulation: y[i * ldy + r] = W[r] . x[i] (overwritten) for r in

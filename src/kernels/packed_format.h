@@ -3,7 +3,8 @@
 // and the two functions that move one GGUF block in and out of it. pack_matrix / unpack_row walk these
 // rows; every kernel table holds one GEMM per row (KernelTable::gemm, indexed by Fmt), instantiated from
 // the row's Geometry. Adding a type = one row here + its decode/dequant in packed_format.cpp, plus a
-// per-ISA micro-kernel branch only if its arithmetic family (Scales) or code width is new.
+// micro-kernel branch (cpu/common/gemm_q.h for AVX2 and AVX-512, cpu/generic) only if its arithmetic
+// family (Scales) or code width is new.
 #pragma once
 #include <cstdint>
 

@@ -4,16 +4,19 @@
 // stored transposed ([head_dim][16]), so each d is two 8-wide FMAs per head with no horizontal sums;
 // heads of a GQA group go 4 at a time sharing each K and V load, their accumulators in registers
 // (template head counts); online softmax with one rescale per tile; fp16 widened on load (vcvtph2ps).
+// P·V is the AVX-512 kernel's at 8 floats (common/attention_pv.h).
 #include <immintrin.h>
 
 #define TINFER_VEC_FLOATS 8
 #include "kernels/cpu/common/vec.h"
+#include "kernels/cpu/common/x86_ops.h"
 
 #include <algorithm>
 #include <cmath>
 
 #include "kernels/attention.h"
 #include "kernels/cpu/common/attention_item.h"
+#include "kernels/cpu/common/attention_pv.h"
 #include "kernels/kernel_table.h"
 
 namespace tinfer {
@@ -39,21 +42,6 @@ inline void k_row(const uint8_t* k, int64_t d, __m256& lo, __m256& hi) {
     lo = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(x));
     hi = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_unpackhi_epi64(x, x)));
   }
-}
-// 8 V values from byte p on (int4: of the nibble `shift` selects, 0 low, 4 high).
-template <KvDtype D>
-inline __m256 v_chunk(const uint8_t* p, __m128i shift) {
-  if constexpr (D == KvDtype::f32) return _mm256_loadu_ps(reinterpret_cast<const float*>(p));
-  if constexpr (D == KvDtype::f16) return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-  const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
-  if constexpr (D == KvDtype::int8) return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(b));
-  return _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srl_epi32(_mm256_cvtepu8_epi32(b), shift), _mm256_set1_epi32(15)));
-}
-// Where V dimension c0 (a multiple of 8) of a head's vector lives: byte offset (int4: nibble in v_shift).
-template <KvDtype D>
-inline int64_t v_offset(int64_t c0, int64_t hd) {
-  if constexpr (D == KvDtype::int4) return c0 < hd / 2 ? c0 : c0 - hd / 2;
-  return c0 * kv_dtype_info(D).value_bits / 8;
 }
 
 inline float hmax8(__m256 v) {
@@ -173,49 +161,6 @@ inline void block_scores(const AttnItem& it, const KvBlock16& blk, __m256 valid_
   }
 }
 
-// O[h0+g][c0..c0+8*CW) = r[g] * O + pm[g] + P[g] · V over one block's len slots: each V row chunk is loaded
-// once for all GN heads (GN*CW accumulators + CW V vectors stay in registers). For int8/int4 V, P already
-// carries the slots' scales and the chunks are the raw codes; pm[g] is int4's Σ_j p_j min_j, else 0.
-template <KvDtype VD, int GN, int CW>
-inline void block_pv(const AttnItem& it, const KvBlock16& blk, int64_t h0, int64_t c0, const float (*p)[16],
-                     const float* r, const float* pm, bool prefetch) {
-  __m256 acc[GN][CW];
-#pragma GCC unroll 4
-  for (int g = 0; g < GN; ++g)
-#pragma GCC unroll 4
-    for (int c = 0; c < CW; ++c)
-      acc[g][c] = _mm256_fmadd_ps(_mm256_loadu_ps(it.o + (h0 + g) * it.hd + c0 + 8 * c), _mm256_set1_ps(r[g]),
-                                  _mm256_set1_ps(pm[g]));
-  int64_t off[CW];
-  __m128i shift[CW];
-#pragma GCC unroll 4
-  for (int c = 0; c < CW; ++c) {
-    off[c] = v_offset<VD>(c0 + 8 * c, it.hd);
-    shift[c] = _mm_cvtsi32_si128(VD == KvDtype::int4 && c0 + 8 * c >= it.hd / 2 ? 4 : 0);
-  }
-  const int64_t vhb = it.kv->v_head_bytes, vss = blk.v_stride / it.kv->v_head_bytes * it.kv->v_scale_bytes;
-  for (int64_t j = blk.begin; j < blk.len; ++j) {
-    const uint8_t* vj = blk.v + j * blk.v_stride;
-    if (prefetch) {  // the next block's V row j of this kv head (and its scale data), spread over this loop
-      for (int64_t c = 0; c < vhb; c += 64) _mm_prefetch(reinterpret_cast<const char*>(blk.next_v + j * blk.v_stride) + c, _MM_HINT_T0);
-      if (blk.next_vs) _mm_prefetch(reinterpret_cast<const char*>(blk.next_vs + j * vss), _MM_HINT_T0);
-    }
-    __m256 vv[CW];
-#pragma GCC unroll 4
-    for (int c = 0; c < CW; ++c) vv[c] = v_chunk<VD>(vj + off[c], shift[c]);
-#pragma GCC unroll 4
-    for (int g = 0; g < GN; ++g) {
-      const __m256 w = _mm256_broadcast_ss(&p[g][j]);
-#pragma GCC unroll 4
-      for (int c = 0; c < CW; ++c) acc[g][c] = _mm256_fmadd_ps(w, vv[c], acc[g][c]);
-    }
-  }
-#pragma GCC unroll 4
-  for (int g = 0; g < GN; ++g)
-#pragma GCC unroll 4
-    for (int c = 0; c < CW; ++c) _mm256_storeu_ps(it.o + (h0 + g) * it.hd + c0 + 8 * c, acc[g][c]);
-}
-
 struct Heads {
   // blk.next_*: the next block, prefetched while this one computes (null: none, or not the first head group).
   template <KvDtype KD, KvDtype VD, int GN>
@@ -232,8 +177,8 @@ struct Heads {
     const int64_t nv = it.hd / 8;  // 8-float chunks, two per pass (GN*2 + 2 + 1 of the 16 ymm registers)
     const bool pf = blk.next_v != nullptr;
     int64_t c = 0;
-    for (; c + 2 <= nv; c += 2) block_pv<VD, GN, 2>(it, blk, h0, 8 * c, p, r, pm, pf && c == 0);
-    if (c < nv) block_pv<VD, GN, 1>(it, blk, h0, 8 * c, p, r, pm, pf && c == 0);
+    for (; c + 2 <= nv; c += 2) block_pv<Simd, VD, GN, 2>(it, blk, h0, 8 * c, p, r, pm, pf && c == 0);
+    if (c < nv) block_pv<Simd, VD, GN, 1>(it, blk, h0, 8 * c, p, r, pm, pf && c == 0);
   }
   static void cvt16(const uint16_t* h, float* out) {
     _mm256_store_ps(out, _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(h))));

@@ -1,8 +1,8 @@
 // AVX-512 paged attention: block size 16 (one zmm of scores per head), head_dim a multiple of 16 (32 for
 // an int4 V), K and V each f32, f16, int8 or int4; other shapes go to the portable kernel. Tiles are KV blocks: scores of a whole tile first (K is stored
 // transposed, [head_dim][block_size], so a tile's scores are 16-wide FMAs with no horizontal sums), one
-// rescale of the running output per tile, then P·V. Heads of the GQA group go 4 at a time: their scores
-// share each K load, their P·V each V load.
+// rescale of the running output per tile, then P·V (common/attention_pv.h, shared with AVX2). Heads of the
+// GQA group go 4 at a time: their scores share each K load, their P·V each V load.
 // GCC 12's AVX-512 headers build "undefined" vectors that -W(maybe-)uninitialized flags falsely.
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -12,12 +12,14 @@
 
 #define TINFER_VEC_FLOATS 16
 #include "kernels/cpu/common/vec.h"
+#include "kernels/cpu/common/x86_ops.h"
 
 #include <algorithm>
 #include <cmath>
 
 #include "kernels/attention.h"
 #include "kernels/cpu/common/attention_item.h"
+#include "kernels/cpu/common/attention_pv.h"
 #include "kernels/kernel_table.h"
 
 namespace tinfer {
@@ -37,21 +39,6 @@ inline __m512 k_row(const uint8_t* k, int64_t d) {
   if constexpr (D == KvDtype::int8)
     return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(k + d * 16))));
   return _mm512_setzero_ps();  // (int4 rows hold two dimensions: read in block_scores)
-}
-// 16 V values from byte p on (int4: of the nibble `shift` selects, 0 low, 4 high).
-template <KvDtype D>
-inline __m512 v_chunk(const uint8_t* p, __m128i shift) {
-  if constexpr (D == KvDtype::f32) return _mm512_loadu_ps(p);
-  if constexpr (D == KvDtype::f16) return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
-  const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-  if constexpr (D == KvDtype::int8) return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(b));
-  return _mm512_cvtepi32_ps(_mm512_and_si512(_mm512_srl_epi32(_mm512_cvtepu8_epi32(b), shift), _mm512_set1_epi32(15)));
-}
-// Where V dimension c0 (a multiple of 16) of a head's vector lives: byte offset and nibble shift.
-template <KvDtype D>
-inline int64_t v_offset(int64_t c0, int64_t hd) {
-  if constexpr (D == KvDtype::int4) return c0 < hd / 2 ? c0 : c0 - hd / 2;
-  return c0 * kv_dtype_info(D).value_bits / 8;
 }
 
 // Scores of GN heads (h0..h0+GN) against one block, folded into the running max/sum (online softmax):
@@ -128,50 +115,6 @@ inline void block_scores(const AttnItem& it, const KvBlock16& blk, int64_t h0, f
   }
 }
 
-// O[h0+g][c0..c0+16*CW) = r[g] * O + pm[g] + P[g] · V over one block's len slots: each V row chunk is
-// loaded once for all GN heads (GN*CW accumulators + CW V vectors stay in registers). For int8/int4 V, P
-// already carries the slots' scales and the chunks are the raw codes; pm[g] is int4's Σ_j p_j min_j (a
-// constant over dimensions), 0 otherwise.
-template <KvDtype VD, int GN, int CW>
-inline void block_pv(const AttnItem& it, const KvBlock16& blk, int64_t h0, int64_t c0, const float (*p)[16],
-                     const float* r, const float* pm, bool prefetch) {
-  __m512 acc[GN][CW];
-#pragma GCC unroll 4
-  for (int g = 0; g < GN; ++g)
-#pragma GCC unroll 4
-    for (int c = 0; c < CW; ++c)
-      acc[g][c] = _mm512_fmadd_ps(_mm512_loadu_ps(it.o + (h0 + g) * it.hd + c0 + 16 * c), _mm512_set1_ps(r[g]),
-                                  _mm512_set1_ps(pm[g]));
-  int64_t off[CW];
-  __m128i shift[CW];
-#pragma GCC unroll 4
-  for (int c = 0; c < CW; ++c) {
-    off[c] = v_offset<VD>(c0 + 16 * c, it.hd);
-    shift[c] = _mm_cvtsi32_si128(VD == KvDtype::int4 && c0 + 16 * c >= it.hd / 2 ? 4 : 0);
-  }
-  const int64_t vhb = it.kv->v_head_bytes, vss = blk.v_stride / it.kv->v_head_bytes * it.kv->v_scale_bytes;
-  for (int64_t j = blk.begin; j < blk.len; ++j) {
-    const uint8_t* vj = blk.v + j * blk.v_stride;
-    if (prefetch) {  // the next block's V row j of this kv head (and its scale data), spread over this loop
-      for (int64_t c = 0; c < vhb; c += 64) _mm_prefetch(reinterpret_cast<const char*>(blk.next_v + j * blk.v_stride) + c, _MM_HINT_T0);
-      if (blk.next_vs) _mm_prefetch(reinterpret_cast<const char*>(blk.next_vs + j * vss), _MM_HINT_T0);
-    }
-    __m512 vv[CW];
-#pragma GCC unroll 4
-    for (int c = 0; c < CW; ++c) vv[c] = v_chunk<VD>(vj + off[c], shift[c]);
-#pragma GCC unroll 4
-    for (int g = 0; g < GN; ++g) {
-      const __m512 w = _mm512_set1_ps(p[g][j]);
-#pragma GCC unroll 4
-      for (int c = 0; c < CW; ++c) acc[g][c] = _mm512_fmadd_ps(w, vv[c], acc[g][c]);
-    }
-  }
-#pragma GCC unroll 4
-  for (int g = 0; g < GN; ++g)
-#pragma GCC unroll 4
-    for (int c = 0; c < CW; ++c) _mm512_storeu_ps(it.o + (h0 + g) * it.hd + c0 + 16 * c, acc[g][c]);
-}
-
 struct Heads {
   // blk.next_*: the next block, prefetched while this one computes (null: none, or not the first head group).
   template <KvDtype KD, KvDtype VD, int GN>
@@ -182,11 +125,11 @@ struct Heads {
     const int64_t nv = it.hd / 16;
     const bool pf = blk.next_v != nullptr;
     int64_t c = 0;
-    for (; c + 4 <= nv; c += 4) block_pv<VD, GN, 4>(it, blk, h0, 16 * c, p, r, pm, pf && c == 0);
+    for (; c + 4 <= nv; c += 4) block_pv<Simd, VD, GN, 4>(it, blk, h0, 16 * c, p, r, pm, pf && c == 0);
     switch (nv - c) {
-      case 3: block_pv<VD, GN, 3>(it, blk, h0, 16 * c, p, r, pm, pf && c == 0); break;
-      case 2: block_pv<VD, GN, 2>(it, blk, h0, 16 * c, p, r, pm, pf && c == 0); break;
-      case 1: block_pv<VD, GN, 1>(it, blk, h0, 16 * c, p, r, pm, pf && c == 0); break;
+      case 3: block_pv<Simd, VD, GN, 3>(it, blk, h0, 16 * c, p, r, pm, pf && c == 0); break;
+      case 2: block_pv<Simd, VD, GN, 2>(it, blk, h0, 16 * c, p, r, pm, pf && c == 0); break;
+      case 1: block_pv<Simd, VD, GN, 1>(it, blk, h0, 16 * c, p, r, pm, pf && c == 0); break;
       default: break;
     }
   }

@@ -3,7 +3,7 @@
 // codes) by 4 broadcast activation bytes (s8), giving 16 rows' int32 partial sums. MR activation rows
 // share each weight load, so prefill reuses weights in registers. Per format only two things differ:
 // how a sub-block's codes are unpacked to 8 quad planes (by code width) and how its scales become
-// per-row multipliers (by arithmetic family, packed::Scales).
+// per-row multipliers (by arithmetic family, packed::Scales): both in common/gemm_q.h, shared with AVX2.
 // GCC 12's AVX-512 headers build "undefined" vectors that -W(maybe-)uninitialized flags falsely.
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #if defined(__GNUC__) && !defined(__clang__)
@@ -16,6 +16,8 @@
 #include <cstring>
 #include <utility>
 
+#include "kernels/cpu/common/gemm_q.h"
+#include "kernels/cpu/common/x86_ops.h"
 #include "kernels/kernel_table.h"
 #include "kernels/packed_format.h"
 
@@ -48,155 +50,14 @@ inline __m512i bcast4(const int8_t* p) {
   return _mm512_set1_epi32(v);
 }
 inline __m512i dp(__m512i acc, __m512i w, const int8_t* x) { return _mm512_dpbusd_epi32(acc, w, bcast4(x)); }
-// Shift left by S bits (right for S < 0) within 16-bit lanes: callers mask the bits they keep.
-template <int S>
-inline __m512i shl(__m512i v) {
-  if constexpr (S > 0) return _mm512_slli_epi16(v, S);
-  else if constexpr (S < 0) return _mm512_srli_epi16(v, -S);
-  else return v;
-}
-// a | (b & c)
-inline __m512i or_and(__m512i a, __m512i b, __m512i c) { return _mm512_ternarylogic_epi32(a, b, c, 0xF8); }
 
-// Quads 4h..4h+3 of a sub-block's codes (q: its first byte) as u8 planes (layout: packed_layout.h).
-template <int bits, int h>
-inline void unpack_half(const uint8_t* q, __m512i w[4]) {
-  if constexpr (bits == 8) {
-#pragma GCC unroll 4
-    for (int i = 0; i < 4; ++i) w[i] = load(q + 64 * (4 * h + i));
-  } else if constexpr (bits == 6) {
-    const __m512i m63 = _mm512_set1_epi8(63);
-    if constexpr (h == 0) {
-#pragma GCC unroll 4
-      for (int i = 0; i < 4; ++i) w[i] = _mm512_and_si512(load(q + 64 * i), m63);
-    } else {  // quads 6, 7: the top 2 bits of planes 0-2 and 3-5
-      w[0] = _mm512_and_si512(load(q + 256), m63);
-      w[1] = _mm512_and_si512(load(q + 320), m63);
-      const __m512i m3 = _mm512_set1_epi8(3), b23 = _mm512_set1_epi8(0x0c), b45 = _mm512_set1_epi8(0x30);
-#pragma GCC unroll 2
-      for (int i = 0; i < 2; ++i) {
-        const uint8_t* p = q + 192 * i;
-        w[2 + i] = or_and(or_and(_mm512_and_si512(shl<-6>(load(p)), m3), shl<-4>(load(p + 64)), b23),
-                          shl<-2>(load(p + 128)), b45);
-      }
-    }
-  } else if constexpr (bits == 5) {
-    const __m512i m31 = _mm512_set1_epi8(31);
-    if constexpr (h == 0) {
-#pragma GCC unroll 4
-      for (int i = 0; i < 4; ++i) w[i] = _mm512_and_si512(load(q + 64 * i), m31);
-    } else {  // quads 5-7: bits 0-2 atop planes 0-2, bits 3-4 atop planes 3-4
-      const __m512i p3 = load(q + 192), p4 = load(q + 256), m7 = _mm512_set1_epi8(7);
-      w[0] = _mm512_and_si512(p4, m31);
-      w[1] = or_and(_mm512_and_si512(shl<-5>(load(q)), m7), shl<-2>(p3), _mm512_set1_epi8(0x18));
-      w[2] = or_and(_mm512_and_si512(shl<-5>(load(q + 64)), m7), shl<-2>(p4), _mm512_set1_epi8(0x18));
-      w[3] = or_and(or_and(_mm512_and_si512(shl<-5>(load(q + 128)), m7), shl<-4>(p3), _mm512_set1_epi8(0x08)),
-                    shl<-3>(p4), _mm512_set1_epi8(0x10));
-    }
-  } else if constexpr (bits == 4) {
-    const __m512i lo4 = _mm512_set1_epi8(0x0f);
-#pragma GCC unroll 4
-    for (int i = 0; i < 4; ++i) w[i] = _mm512_and_si512(shl<-4 * h>(load(q + 64 * i)), lo4);
-  } else if constexpr (bits == 3) {
-    const __m512i m7 = _mm512_set1_epi8(7);
-    const __m512i p = load(q + 64 * (2 * h)), p1 = load(q + 64 * (2 * h + 1));
-    w[0] = _mm512_and_si512(p, m7);
-    w[1] = _mm512_and_si512(shl<-3>(p), m7);
-    if constexpr (h == 0) {
-      w[2] = _mm512_and_si512(p1, m7);
-      w[3] = _mm512_and_si512(shl<-3>(p1), m7);
-    } else {  // quads 6, 7: bits 0-1 atop planes 0, 1; bit 2 atop plane 2 (p)
-      const __m512i m3 = _mm512_set1_epi8(3), b2 = _mm512_set1_epi8(4);
-      w[2] = or_and(_mm512_and_si512(shl<-6>(load(q)), m3), shl<-4>(p), b2);
-      w[3] = or_and(_mm512_and_si512(shl<-6>(load(q + 64)), m3), shl<-5>(p), b2);
-    }
-  } else {
-    const __m512i p = load(q + 64 * h), m3 = _mm512_set1_epi8(3);
-    w[0] = _mm512_and_si512(p, m3);
-    w[1] = _mm512_and_si512(shl<-2>(p), m3);
-    w[2] = _mm512_and_si512(shl<-4>(p), m3);
-    w[3] = _mm512_and_si512(shl<-6>(p), m3);
-  }
-}
-
-inline __m512 ph(const uint8_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
-inline __m512i u8x16(const uint8_t* p) { return _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
-
-// Per-row multipliers of one sub-block: value = s * (int dot) + m * (activation sum terms); for 16-element
-// sub-blocks, lo/hi are the two halves (quads 0-3, 4-7).
-struct SubScale {
-  __m512 s[2], m[2];
+// common/gemm_q.h's operations: x86_ops.h's at 16 lanes (one zmm holds a tile's 16 rows), and VNNI's dot.
+struct Zmm : Simd {
+  static constexpr bool kQ8Signed = false;  // vpdpbusd takes Q8_0's u8 codes q+128: chain_init corrects
+  template <int bits>
+  static I dot(I acc, I w, const int8_t* x) { return dp(acc, w, x); }
 };
-
-// The scales of one tile block, turned into SubScales per sub-block.
-template <Geometry G>
-struct BlockScales {
-  const uint8_t* sc;
-  __m512 d, m;
-  explicit BlockScales(const uint8_t* p) : sc(p) {
-    d = ph(p + G.d_at);
-    if constexpr (G.m_at >= 0) m = ph(p + G.m_at);
-    if constexpr (G.scales == Scales::k_sc_mn || G.scales == Scales::k_scmn16)
-      m = _mm512_sub_ps(_mm512_setzero_ps(), m);  // -dmin
-  }
-  SubScale sub(int s) const {
-    SubScale r;
-    if constexpr (G.scales == Scales::d) {
-      r.s[0] = d;
-    } else if constexpr (G.scales == Scales::d_m) {
-      r.s[0] = d, r.m[0] = m;
-    } else if constexpr (G.scales == Scales::k_sc_mn) {
-      r.s[0] = _mm512_mul_ps(d, _mm512_cvtepi32_ps(u8x16(sc + G.sc_at + 16 * s)));
-      r.m[0] = _mm512_mul_ps(m, _mm512_cvtepi32_ps(u8x16(sc + G.mn_at + 16 * s)));
-    } else if constexpr (G.scales == Scales::k_sc16) {
-      const __m512i pr = pairs(s);
-      r.s[0] = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_srai_epi32(_mm512_slli_epi32(pr, 16), 16)));
-      r.s[1] = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_srai_epi32(pr, 16)));
-    } else {
-      const __m512i pr = pairs(s), lo4 = _mm512_set1_epi32(15);
-      const __m512i b[2] = {_mm512_and_si512(pr, _mm512_set1_epi32(0xff)), _mm512_srli_epi32(pr, 16)};
-#pragma GCC unroll 2
-      for (int h = 0; h < 2; ++h) {
-        r.s[h] = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_and_si512(b[h], lo4)));
-        r.m[h] = _mm512_mul_ps(m, _mm512_cvtepi32_ps(_mm512_srli_epi32(b[h], 4)));
-      }
-    }
-    return r;
-  }
-  // 16-element scales of sub-block s: the rows' (lo, hi) byte pairs as 16-bit lane pairs (sign-extended for
-  // k_sc16, zero-extended for k_scmn16).
-  __m512i pairs(int s) const {
-    const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(sc + G.sc_at + 32 * s));
-    if constexpr (G.scales == Scales::k_sc16) return _mm512_cvtepi8_epi16(raw);
-    else return _mm512_cvtepu8_epi16(raw);
-  }
-};
-
-// The int32 chain start of a row for half h of a sub-block: the codes' offset corr * sum(q) over the
-// elements the chain covers (one chain over both halves for 32-element scales: h = 0 takes all of it).
-template <Geometry G>
-inline __m512i chain_init(const QActs& a, const uint8_t* blk, int r, int h) {
-  if constexpr (G.corr == 0) {
-    return _mm512_setzero_si512();
-  } else if constexpr (G.sub16()) {
-    return _mm512_set1_epi32(G.corr * a.s16(blk, r)[h]);
-  } else {
-    return h == 0 ? _mm512_set1_epi32(*a.off(blk, r)) : _mm512_setzero_si512();
-  }
-}
-
-// facc += the row's contribution from int dot(s) of a sub-block (32-element scales: `isum` over all 32;
-// 16-element scales: called once per half h with that half's sum).
-template <Geometry G>
-inline __m512 fold(__m512 facc, __m512i isum, const SubScale& ss, const QActs& a, const uint8_t* blk, int r, int h) {
-  const float da = *a.d(blk, r);
-  facc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(ss.s[h], _mm512_set1_ps(da)), facc);
-  if constexpr (G.scales == Scales::d_m || G.scales == Scales::k_sc_mn)
-    facc = _mm512_fmadd_ps(ss.m[0], _mm512_set1_ps(*a.ds(blk, r)), facc);
-  if constexpr (G.scales == Scales::k_scmn16)
-    facc = _mm512_fmadd_ps(ss.m[h], _mm512_set1_ps(da * float(a.s16(blk, r)[h])), facc);
-  return facc;
-}
+using V = Zmm;
 
 // Decode: one row's int dots over the two halves of a sub-block (quads 0-3 and 4-7: two chains for
 // latency, which are also the two 16-element halves), each from its chain start.
@@ -204,7 +65,7 @@ inline __m512 fold(__m512 facc, __m512i isum, const SubScale& ss, const QActs& a
 template <Geometry G, bool Init = true>
 inline void dot_halves(const uint8_t* q, const QActs& a, const uint8_t* blk, int r, __m512i& lo, __m512i& hi) {
   const int8_t* x = a.q(blk, r);
-  if constexpr (Init) lo = chain_init<G>(a, blk, r, 0), hi = chain_init<G>(a, blk, r, 1);
+  if constexpr (Init) lo = chain_init<V, G>(a, blk, r, 0), hi = chain_init<V, G>(a, blk, r, 1);
   else lo = hi = _mm512_setzero_si512();
   if constexpr (G.bits == 4) {
     // Multiply the high nibbles in place (v & 0xf0 = 16 * code, no shift per plane); one exact
@@ -220,10 +81,10 @@ inline void dot_halves(const uint8_t* q, const QActs& a, const uint8_t* blk, int
     hi = _mm512_add_epi32(hi, _mm512_srai_epi32(hi16, 4));
   } else {
     __m512i w[4];
-    unpack_half<G.bits, 0>(q, w);
+    unpack_half<V, G.bits, 0>(q, w);
 #pragma GCC unroll 4
     for (int i = 0; i < 4; ++i) lo = dp(lo, w[i], x + 4 * i);
-    unpack_half<G.bits, 1>(q, w);
+    unpack_half<V, G.bits, 1>(q, w);
 #pragma GCC unroll 4
     for (int i = 0; i < 4; ++i) hi = dp(hi, w[i], x + 16 + 4 * i);
   }
@@ -235,7 +96,7 @@ inline void dot_halves(const uint8_t* q, const QActs& a, const uint8_t* blk, int
 // sub-block: facc += da * (d * isc - dmin * imn). (Q3_K's half dots fit as well, but without mins to fold
 // it measured no faster than per-half folds.)
 template <Geometry G>
-inline __m512 fold_pairs(__m512 facc, __m512i lo, __m512i hi, __m512i sc, __m512i mn, const BlockScales<G>& bs,
+inline __m512 fold_pairs(__m512 facc, __m512i lo, __m512i hi, __m512i sc, __m512i mn, const BlockScales<V, G>& bs,
                          const QActs& a, const uint8_t* blk, int r) {
   static_assert(G.scales == Scales::k_scmn16 && G.bits == 2);
   const __m512i dots = _mm512_mask_blend_epi16(__mmask32(0xAAAAAAAA), lo, _mm512_slli_epi32(hi, 16));
@@ -246,63 +107,50 @@ inline __m512 fold_pairs(__m512 facc, __m512i lo, __m512i hi, __m512i sc, __m512
   return _mm512_fmadd_ps(_mm512_fmadd_ps(_mm512_cvtepi32_ps(imn), bs.m, f), _mm512_set1_ps(*a.d(blk, r)), facc);
 }
 
-// acc[r] = row r0 + r's chain start + its int dot with half h (quads 4h..4h+3) of a sub-block's codes.
-template <Geometry G, int MR, int h>
-inline void half_dots(const uint8_t* q, const QActs& a, const uint8_t* blk, int r0, __m512i* acc) {
-  __m512i w[4];
-  unpack_half<G.bits, h>(q, w);
-#pragma GCC unroll 16
-  for (int r = 0; r < MR; ++r) acc[r] = chain_init<G>(a, blk, r0 + r, h);
-#pragma GCC unroll 4
-  for (int i = 0; i < 4; ++i)
-#pragma GCC unroll 16
-    for (int r = 0; r < MR; ++r) acc[r] = dp(acc[r], w[i], a.q(blk, r0 + r) + 16 * h + 4 * i);
-}
-
 // Rows r0..r0+MR of an activation group against sub-block s of a tile block (q: its codes, blk: its
 // activation block, bs: the tile block's scales).
 template <Geometry G, int MR>
-inline void sub_rows(const uint8_t* q, const QActs& a, const uint8_t* blk, int r0, const BlockScales<G>& bs, int s,
+inline void sub_rows(const uint8_t* q, const QActs& a, const uint8_t* blk, int r0, const BlockScales<V, G>& bs, int s,
                      __m512* facc) {
   if constexpr (MR > 1 && G.scales == Scales::k_scmn16) {
     const __m512i pr = bs.pairs(s);
     const __m512i sc = _mm512_and_si512(pr, _mm512_set1_epi16(15)), mn = _mm512_srli_epi16(pr, 4);
     __m512i lo[MR], hi[MR];
-    half_dots<G, MR, 0>(q, a, blk, r0, lo);
-    half_dots<G, MR, 1>(q, a, blk, r0, hi);
+    half_dots<V, G, MR, 0>(q, a, blk, r0, lo);
+    half_dots<V, G, MR, 1>(q, a, blk, r0, hi);
 #pragma GCC unroll 16
     for (int r = 0; r < MR; ++r) facc[r] = fold_pairs<G>(facc[r], lo[r], hi[r], sc, mn, bs, a, blk, r0 + r);
     return;
   }
-  const SubScale ss = bs.sub(s);
+  const SubScale<V> ss = bs.sub(s);
   if constexpr (MR == 1) {
     static_assert(!G.sub16());  // (gemv_k)
     __m512i lo, hi;
     dot_halves<G>(q, a, blk, r0, lo, hi);
-    facc[0] = fold<G>(facc[0], _mm512_add_epi32(lo, hi), ss, a, blk, r0, 0);
+    facc[0] = fold<V, G>(facc[0], _mm512_add_epi32(lo, hi), ss, a, blk, r0, 0);
   } else if constexpr (!G.sub16()) {
     __m512i w[8];
-    unpack_half<G.bits, 0>(q, w);
-    unpack_half<G.bits, 1>(q, w + 4);
+    unpack_half<V, G.bits, 0>(q, w);
+    unpack_half<V, G.bits, 1>(q, w + 4);
     // j outer, r inner: MR independent vpdpbusd chains in flight (latency ~5 cycles each).
     __m512i acc[MR];
 #pragma GCC unroll 16
-    for (int r = 0; r < MR; ++r) acc[r] = chain_init<G>(a, blk, r0 + r, 0);
+    for (int r = 0; r < MR; ++r) acc[r] = chain_init<V, G>(a, blk, r0 + r, 0);
 #pragma GCC unroll 8
     for (int j = 0; j < 8; ++j)
 #pragma GCC unroll 16
       for (int r = 0; r < MR; ++r) acc[r] = dp(acc[r], w[j], a.q(blk, r0 + r) + 4 * j);
 #pragma GCC unroll 16
-    for (int r = 0; r < MR; ++r) facc[r] = fold<G>(facc[r], acc[r], ss, a, blk, r0 + r, 0);
+    for (int r = 0; r < MR; ++r) facc[r] = fold<V, G>(facc[r], acc[r], ss, a, blk, r0 + r, 0);
   } else {
     // 16-element scales: each half's chains are folded before the next half starts (registers).
     __m512i acc[MR];
-    half_dots<G, MR, 0>(q, a, blk, r0, acc);
+    half_dots<V, G, MR, 0>(q, a, blk, r0, acc);
 #pragma GCC unroll 16
-    for (int r = 0; r < MR; ++r) facc[r] = fold<G>(facc[r], acc[r], ss, a, blk, r0 + r, 0);
-    half_dots<G, MR, 1>(q, a, blk, r0, acc);
+    for (int r = 0; r < MR; ++r) facc[r] = fold<V, G>(facc[r], acc[r], ss, a, blk, r0 + r, 0);
+    half_dots<V, G, MR, 1>(q, a, blk, r0, acc);
 #pragma GCC unroll 16
-    for (int r = 0; r < MR; ++r) facc[r] = fold<G>(facc[r], acc[r], ss, a, blk, r0 + r, 1);
+    for (int r = 0; r < MR; ++r) facc[r] = fold<V, G>(facc[r], acc[r], ss, a, blk, r0 + r, 1);
   }
 }
 
@@ -317,7 +165,7 @@ inline void gemv_k(const uint8_t* tile, const QActs& a, int64_t g, int r0, int64
   __m512 facc = _mm512_loadu_ps(acc_io);
   for (int64_t b = b0; b < b1; ++b) {
     const uint8_t* qb = tile + G.quant_offset(b);
-    const BlockScales<G> bs(tile + G.scale_offset(b));
+    const BlockScales<V, G> bs(tile + G.scale_offset(b), 0);
     __m512 acc_s = _mm512_setzero_ps(), acc_m = _mm512_setzero_ps();
     for (int s = 0; s < G.subs(); ++s) {
       const uint8_t* blk = a.block(g, b * G.subs() + s);
@@ -328,8 +176,8 @@ inline void gemv_k(const uint8_t* tile, const QActs& a, int64_t g, int r0, int64
       dot_halves<G, !pair_corr>(qb + s * G.sub_bytes(), a, blk, r0, lo, hi);
       const __m512 da = _mm512_set1_ps(*a.d(blk, r0));
       if constexpr (G.scales == Scales::k_sc_mn) {
-        isc = _mm512_mullo_epi32(_mm512_add_epi32(lo, hi), u8x16(bs.sc + G.sc_at + 16 * s));
-        acc_m = _mm512_fmadd_ps(_mm512_cvtepi32_ps(u8x16(bs.sc + G.mn_at + 16 * s)), _mm512_set1_ps(*a.ds(blk, r0)),
+        isc = _mm512_mullo_epi32(_mm512_add_epi32(lo, hi), V::u8x(bs.sc + G.sc_at + 16 * s));
+        acc_m = _mm512_fmadd_ps(_mm512_cvtepi32_ps(V::u8x(bs.sc + G.mn_at + 16 * s)), _mm512_set1_ps(*a.ds(blk, r0)),
                                 acc_m);
       } else if constexpr (G.bits <= 3) {
         const __m512i pr = bs.pairs(s);
@@ -379,7 +227,7 @@ inline void tile_rows(const uint8_t* tile, const QActs& a, int64_t g, int r0, in
     for (int r = 0; r < MR; ++r) facc[r] = _mm512_loadu_ps(acc_io + 16 * r);
     for (int64_t b = b0; b < b1; ++b) {
       const uint8_t* qb = tile + G.quant_offset(b);
-      const BlockScales<G> bs(tile + G.scale_offset(b));
+      const BlockScales<V, G> bs(tile + G.scale_offset(b), 0);
       for (int s = 0; s < G.subs(); ++s) {
         const uint8_t* q = qb + s * G.sub_bytes();
         if (prefetch) prefetch_weights<MR>(q, int(G.sub_bytes()));  // (past tile ends too: the next tile follows)
@@ -430,15 +278,10 @@ void gemm(const GemmArgs& ga, int64_t t0, int64_t t1, int64_t i0, int64_t i1) {
   }
 }
 
-template <size_t... I>
-std::array<GemmFn, packed::kNumFormats> all_gemms(std::index_sequence<I...>) {
-  return {gemm<packed::kFormats[I].g>...};
-}
-
 }  // namespace
 
 std::array<GemmFn, packed::kNumFormats> avx512_gemms() {
-  return all_gemms(std::make_index_sequence<packed::kNumFormats>{});
+  return gemms_per_format([]<Geometry G>() -> GemmFn { return gemm<G>; });
 }
 
 }  // namespace tinfer

@@ -96,15 +96,10 @@ void gemm(const GemmArgs& ga, int64_t t0, int64_t t1, int64_t i0, int64_t i1) {
   }
 }
 
-template <size_t... I>
-std::array<GemmFn, packed::kNumFormats> all_gemms(std::index_sequence<I...>) {
-  return {gemm<packed::kFormats[I].g>...};
-}
-
 }  // namespace
 
 std::array<GemmFn, packed::kNumFormats> generic_gemms() {
-  return all_gemms(std::make_index_sequence<packed::kNumFormats>{});
+  return gemms_per_format([]<Geometry G>() -> GemmFn { return gemm<G>; });
 }
 
 }  // namespace tinfer
