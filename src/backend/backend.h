@@ -2,11 +2,16 @@
 // through this interface only; the CPU (cpu_forward.h) is its first implementation. A new device (CUDA)
 // is a new directory implementing Backend and KvCache plus one line in backend_registry.cpp.
 //
+// Beyond forward(), a backend may offer capabilities (layer skip, early exit, the calibration observer, partial
+// depth): callers ask supports() first, as ggml's backend supports_op; a setter of a capability the backend
+// lacks throws Error "backend 'X' does not support Y". No caller needs to know which backend it holds.
+//
 // Data flow of one step: the caller fills a ForwardBatch (plain host data: token ids, positions, block
 // tables), the backend writes each token's K/V into its KvCache blocks and returns fp32 logits rows on
 // the host ([batch.logit_rows.size()][n_vocab]).
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -38,6 +43,27 @@ class KvCache {
   // block; group 1 = the sliding-window layers when the cache keeps them apart, see allocate_kv).
   virtual void copy_block(int64_t src, int64_t dst, int group = 0) = 0;
 };
+
+// What a backend may be able to do beyond forward(), queried with Backend::supports().
+enum class BackendCapability {
+  kLayerSkip,           // set_layer_skip / BackendOptions::skip: sub-blocks every forward leaves out
+  kEarlyExit,           // set_early_exit / BackendOptions::early_exit, its counters and cost model (layer_bytes ...)
+  kActivationObserver,  // set_linear_observer: every linear layer's input and the residual stream (calibration)
+  kPartialDepth,        // ForwardBatch::n_layers: run only the first layers (self-speculative drafting)
+};
+// "layer skip", "early exit", ... (the error messages' words).
+const char* capability_name(BackendCapability cap);
+
+// Which input of a decoder block's linear layers an observer sees: the attention RMSNorm output (q/k/v),
+// the attention output (o), the FFN RMSNorm output (gate/up), SiLU(gate) * up (down); and kAttnQkv, the
+// attention's own inputs: rows of q | k | v after RoPE ([n][q_dim + 2 kv_dim]), before K smoothing and the
+// KV write (KV-cache calibration). And the residual stream (layer-skip calibration): kResidual, the stream
+// entering layer l ([n][dim]); kAttnDelta / kMlpDelta, what the attention / MLP block adds to it ([n][dim],
+// before the add). A skipped block is not observed.
+enum class LinearInput { kAttnIn, kAttnOut, kFfnIn, kFfnMid, kAttnQkv, kResidual, kAttnDelta, kMlpDelta };
+// x: n rows of `cols` floats (contiguous), the input of every token of the step to those layers.
+using LinearObserver =
+    std::function<void(int64_t layer, LinearInput which, const float* x, int64_t n, int64_t cols)>;
 
 struct BackendOptions {
   int threads = 0;               // CPU: worker threads (0 = all cores) when no pool is given
@@ -73,9 +99,31 @@ class Backend {
   virtual OpProfile& profile() = 0;
   // Early exit so far (rows that could exit, exited, where); all zero when the backend has none.
   virtual EarlyExitCounters early_exit_counters() const { return {}; }
+
+  // Capabilities (see the top). Every default below belongs to a backend with none: the queries answer
+  // "nothing skipped, no exit", the setters and cost queries throw the error of require().
+  virtual bool supports(BackendCapability) const { return false; }
+  // Error "backend 'X' does not support Y" (+ " (needed by `who`)") unless supports(cap).
+  void require(BackendCapability cap, std::string_view who = {}) const;
+  // kActivationObserver: called on the forward's thread with each linear input, between parallel regions (the
+  // backend's workers are idle). Empty (the default) turns it off.
+  virtual void set_linear_observer(LinearObserver obs);
+  // kLayerSkip: the sub-blocks every later forward leaves out; Error for a plan naming another layer count.
+  virtual void set_layer_skip(LayerSkip skip);
+  virtual const LayerSkip& layer_skip() const;
+  // kEarlyExit: per-token early exit for every later forward; Error for exit layers outside [1, n_layers - 1] or
+  // not ascending, or a threshold outside [0, 1]. The counters carry on.
+  virtual void set_early_exit(EarlyExit exit);
+  virtual const EarlyExit& early_exit() const;
+  // kEarlyExit, its cost model: weight bytes of layer l's kept sub-blocks, of its QKV projection (what state
+  // copying reads per deeper layer; 0 when its attention is skipped), and of the output head.
+  virtual size_t layer_bytes(int64_t l) const;
+  virtual size_t qkv_bytes(int64_t l) const;
+  virtual size_t head_bytes() const;
 };
 
-// The registry: "cpu" today. Throws Error naming the known backends for an unknown name.
+// The registry: "cpu" today. Throws Error naming the known backends for an unknown name, and the require() error
+// for options asking a capability the backend lacks (a skip plan, early exit).
 std::unique_ptr<Backend> create_backend(std::string_view name, const Model& model, const BackendOptions& opts = {});
 std::vector<std::string> backend_names();
 

@@ -22,8 +22,13 @@ const Entry kBackends[] = {
 }  // namespace
 
 std::unique_ptr<Backend> create_backend(std::string_view name, const Model& model, const BackendOptions& opts) {
-  for (const Entry& e : kBackends)
-    if (name == e.name) return e.create(model, opts);
+  for (const Entry& e : kBackends) {
+    if (name != e.name) continue;
+    std::unique_ptr<Backend> b = e.create(model, opts);
+    if (!opts.skip.empty()) b->require(BackendCapability::kLayerSkip, "a layer-skip plan");
+    if (opts.early_exit.enabled()) b->require(BackendCapability::kEarlyExit, "early exit");
+    return b;
+  }
   std::string known;
   for (const Entry& e : kBackends) known += std::string(known.empty() ? "" : ", ") + e.name;
   fail("unknown backend '" + std::string(name) + "' (known: " + known + ")");

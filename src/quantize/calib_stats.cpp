@@ -1,4 +1,4 @@
-// Calibration statistics: the float model run by CpuForward over the calibration tokens, a linear-input
+// Calibration statistics: the float model run by the CPU backend over the calibration tokens, a linear-input
 // observer accumulating per shared input X^T X, sum |x|, sum x^2, max |x| and a fixed row subsample.
 #include "quantize/calib_stats.h"
 
@@ -8,7 +8,7 @@
 
 #include "core/error.h"
 #include "core/thread_pool.h"
-#include "backend/cpu/cpu_forward.h"
+#include "backend/backend.h"
 #include "model/model.h"
 #include "formats/gguf.h"
 #include "quant/type_table.h"
@@ -127,7 +127,7 @@ class Accumulator {
 
 }  // namespace
 
-void run_calibration_windows(CpuForward& fwd, const std::vector<int32_t>& tokens, int64_t total, int64_t ctx,
+void run_calibration_windows(Backend& fwd, const std::vector<int32_t>& tokens, int64_t total, int64_t ctx,
                              int64_t step, const std::function<void(int64_t, bool)>& before_chunk) {
   constexpr int64_t kBlock = 16;
   auto kv = fwd.allocate_kv((ctx + kBlock - 1) / kBlock, kBlock, KvDtype::f32);
@@ -160,7 +160,9 @@ CalibStats collect_calib_stats(const Model& model, const std::vector<int32_t>& t
   const Model& fm = image ? *image : model;
 
   ThreadPool pool(opts.threads);
-  CpuForward fwd(fm, pool, ctx);
+  const std::unique_ptr<Backend> backend =
+      create_backend("cpu", fm, BackendOptions{.pool = &pool, .max_positions = ctx});
+  Backend& fwd = *backend;
 
   // Per layer: attn in, attn out, ffn in, ffn mid.
   const int64_t S = std::min(opts.sample_rows, total);

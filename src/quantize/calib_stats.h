@@ -12,7 +12,7 @@
 
 namespace tinfer {
 
-class CpuForward;
+class Backend;
 class Model;
 
 struct InputStats {
@@ -53,13 +53,14 @@ std::unique_ptr<Model> float_image(const Model& model, bool with_head = false);
 
 // Runs `fwd` over tokens[0, total) as windows of ctx tokens, each one sequence from position 0 on an f32 cache
 // of its own, in prefill chunks of `step` tokens; before each chunk, before_chunk(index of its first token,
-// whether it starts a window). Calibration passes observe the forward through fwd's observer.
-void run_calibration_windows(CpuForward& fwd, const std::vector<int32_t>& tokens, int64_t total, int64_t ctx,
+// whether it starts a window). Calibration passes observe the forward through fwd's observer
+// (BackendCapability::kActivationObserver).
+void run_calibration_windows(Backend& fwd, const std::vector<int32_t>& tokens, int64_t total, int64_t ctx,
                              int64_t step, const std::function<void(int64_t, bool)>& before_chunk = {});
 
 // Runs `model` in float over the first opts.max_tokens of `tokens` and gathers the statistics of every
 // linear layer's input. Each window of opts.ctx tokens (capped at the model's context) is one sequence from
-// position 0 (the caller puts a BOS where it wants one). The model is run by CpuForward (a linear-input
+// position 0 (the caller puts a BOS where it wants one). The model is run by the CPU backend (a linear-input
 // observer); a model with quantized layer matrices is first dequantized into an F32 image, so the
 // activations are those of the dequantized float model. X^T X sums float products per chunk of tokens in
 // double; the sample keeps sample_rows tokens spread evenly over the calibration tokens.

@@ -6,7 +6,7 @@
 
 #include "core/error.h"
 #include "core/thread_pool.h"
-#include "backend/cpu/cpu_forward.h"
+#include "backend/backend.h"
 #include "model/model.h"
 #include "quantize/calib_stats.h"
 
@@ -23,7 +23,9 @@ QkAbsMax collect_qk_absmax(const Model& model, const std::vector<int32_t>& token
   st.k.assign(size_t(c.n_layers), std::vector<float>(size_t(kv_dim), 0.f));
   st.q = st.k;
   ThreadPool pool(opts.threads);
-  CpuForward fwd(model, pool, ctx);
+  const std::unique_ptr<Backend> backend =
+      create_backend("cpu", model, BackendOptions{.pool = &pool, .max_positions = ctx});
+  Backend& fwd = *backend;
   fwd.set_linear_observer([&](int64_t layer, LinearInput which, const float* x, int64_t n, int64_t) {
     if (which != LinearInput::kAttnQkv) return;
     float* km = st.k[size_t(layer)].data();

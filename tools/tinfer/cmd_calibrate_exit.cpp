@@ -20,7 +20,6 @@
 #include "exit_cost.h"
 #include "exit_flags.h"
 #include "kv_quality_probe.h"
-#include "backend/cpu/cpu_forward.h"
 #include "quality_budget.h"
 
 namespace tinfer::cli {
@@ -74,7 +73,7 @@ int cmd_calibrate_exit(int argc, char** argv) {
 
   const double t0 = now_s();
   Loaded l = load_model(args);
-  CpuForward* fwd = &cpu_forward_of(l, "calibrate-exit");
+  Backend* fwd = &backend_with(l, {BackendCapability::kEarlyExit}, "calibrate-exit");
   const ModelConfig& mc = l.model->config();
   const int64_t L = mc.n_layers;
   check(L >= 2, "early exit needs a model of at least 2 layers");

@@ -18,7 +18,6 @@
 #include "core/error.h"
 #include "core/timer.h"
 #include "kv_quality_probe.h"
-#include "backend/cpu/cpu_forward.h"
 #include "model/model_identity.h"
 #include "quality_budget.h"
 #include "quantize/calib_stats.h"
@@ -37,7 +36,7 @@ struct BlockChange {
   std::vector<double> attn, mlp;  // [n_layers]
 };
 
-BlockChange measure_block_change(CpuForward& fwd, const std::vector<int32_t>& tokens, int64_t ctx) {
+BlockChange measure_block_change(Backend& fwd, const std::vector<int32_t>& tokens, int64_t ctx) {
   const int64_t L = fwd.config().n_layers;
   BlockChange r{std::vector<double>(size_t(L)), std::vector<double>(size_t(L))};
   std::vector<float> x;  // [n][dim]: the stream entering the current block
@@ -96,7 +95,8 @@ int cmd_calibrate_skip(int argc, char** argv) {
 
   const double t0 = now_s();
   Loaded l = load_model(args);
-  CpuForward* fwd = &cpu_forward_of(l, "calibrate-skip");
+  Backend* fwd =
+      &backend_with(l, {BackendCapability::kLayerSkip, BackendCapability::kActivationObserver}, "calibrate-skip");
   const ModelConfig& mc = l.model->config();
   const int64_t L = mc.n_layers;
   const int64_t ctx = calibration_context(args, *l.model);

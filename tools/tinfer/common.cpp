@@ -8,7 +8,6 @@
 #include "core/timer.h"
 #include "exit_flags.h"
 #include "kv_flags.h"
-#include "backend/cpu/cpu_forward.h"
 #include "model/model_identity.h"
 
 namespace tinfer::cli {
@@ -90,10 +89,9 @@ int64_t calibration_context(const Args& args, const Model& model) {
   return args.has("--ctx") ? context_length(args, model) : std::min<int64_t>(model.config().ctx_len, 512);
 }
 
-CpuForward& cpu_forward_of(Loaded& l, const char* command) {
-  auto* fwd = dynamic_cast<CpuForward*>(l.backend.get());
-  check(fwd != nullptr, std::string(command) + " runs on the CPU backend");
-  return *fwd;
+Backend& backend_with(Loaded& l, std::initializer_list<BackendCapability> caps, const char* command) {
+  for (BackendCapability cap : caps) l.backend->require(cap, command);
+  return *l.backend;
 }
 
 SamplingParams sampling_params(const Args& args) {

@@ -1,6 +1,7 @@
 // Shared pieces of the subcommands: model loading with a thread pool and the fast forward pass,
 // the sampling options table, and the prompt encoding rules.
 #pragma once
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <vector>
@@ -10,10 +11,6 @@
 #include "engine/sampler.h"
 #include "backend/backend.h"
 #include "model/model.h"
-
-namespace tinfer {
-class CpuForward;
-}
 
 namespace tinfer::cli {
 
@@ -34,8 +31,9 @@ bool int8_weights(const Model& model);  // GEMMs run on int8 (quantized weights)
 int64_t context_length(const Args& args, const Model& model);  // -c or min(trained, 4096)
 // The calibrate-* commands' windows: -c, else min(trained, 512).
 int64_t calibration_context(const Args& args, const Model& model);
-// The loaded backend as the CPU forward (calibration observes and reconfigures it); Error naming `command` otherwise.
-CpuForward& cpu_forward_of(Loaded& l, const char* command);
+// The loaded backend, which calibration observes and reconfigures: Error naming `command` unless it has every
+// capability in `caps` (Backend::require).
+Backend& backend_with(Loaded& l, std::initializer_list<BackendCapability> caps, const char* command);
 SamplingParams sampling_params(const Args& args);              // validated: Error lists every problem
 // --act-quant when the subcommand declares it (else block32); Error for anything else.
 ActQuant act_quant(const Args& args);

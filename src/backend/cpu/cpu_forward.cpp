@@ -1,5 +1,6 @@
-// CpuForward: packing at load, then per step: embed -> per layer (norm, QKV GEMM, RoPE, KV write,
-// paged attention, output GEMM + residual, norm, gate/up GEMM, SwiGLU, down GEMM + residual) -> head.
+// CpuForward: packing at load, then per step: embed -> per layer (exit point, attention block: norm, QKV GEMM,
+// RoPE, KV write, paged attention, output GEMM; residual; MLP block: norm, gate/up GEMM, SwiGLU, down GEMM +
+// residual) -> head. The blocks are in cpu_forward_blocks.cpp, the slots and early exit in cpu_forward_exit.cpp.
 #include "backend/cpu/cpu_forward.h"
 
 #include <cmath>
@@ -197,10 +198,8 @@ void CpuForward::forward(const ForwardBatch& batch, KvCache& kv, float* logits) 
   forward(batch, *storage, logits);
 }
 
-void CpuForward::forward(const ForwardBatch& batch, KvStorage& kv, float* logits) {
+int64_t CpuForward::checked_layers(const ForwardBatch& batch, const KvStorage& kv) const {
   const ModelConfig& c = config();
-  const int64_t n = int64_t(batch.tokens.size());
-  if (n == 0) return;
   for (int32_t p : batch.positions)  // once here, so the per-token workers never see a bad position
     check(p >= 0 && p < rope_.n_positions(), "position " + std::to_string(p) + " outside this forward's context [0, " +
                                                  std::to_string(rope_.n_positions()) + ")");
@@ -210,165 +209,66 @@ void CpuForward::forward(const ForwardBatch& batch, KvStorage& kv, float* logits
   check(kv.has_window_group() == !batch.window_tables.empty() &&
             (batch.window_tables.empty() || batch.window_tables.size() == batch.block_tables.size()),
         "cpu backend: the batch's window tables do not match the cache's sliding-window pool");
-  ensure_scratch(n, int64_t(batch.logit_rows.size()));
-  OpProfile* prof = &profile_;
+  return n_layers;
+}
+
+void CpuForward::begin_step(Step& s) {
+  const ModelConfig& c = config();
+  ensure_scratch(s.n, int64_t(s.batch.logit_rows.size()));
   {
-    OpTimer t(prof, Op::kEmbed);
-    embed(batch);
+    OpTimer t(&profile_, Op::kEmbed);
+    embed(s.batch);
   }
   // Slots: the step's rows, in batch order until early exit moves the rows that exit behind the ones still
   // running ([0, na) run the whole layer; [na, n) exited: only their K and V are written, from their exit state).
-  const bool exits = exit_.enabled() && batch.n_layers == 0 && logits != nullptr;
-  begin_slots(batch, exits);
-  int64_t na = n;
-  size_t next_exit = 0;
-  const int64_t qkv_w = c.q_dim() + 2 * c.kv_dim(), dim = c.dim, ffn = c.ffn_dim, bs = kv.block_size();
-  AttentionArgs att;
+  s.exits = exit_.enabled() && s.batch.n_layers == 0 && s.logits != nullptr;
+  begin_slots(s.batch, s.exits);
+  s.na = s.n;
+  AttentionArgs& att = s.att;
   att.n_heads = c.n_heads, att.n_kv_heads = c.n_kv_heads, att.head_dim = c.head_dim;
   att.scale = c.scores_scale();
-  att.n_tokens = n;
+  att.n_tokens = s.n;
   att.positions = slot_pos_.data();
   att.block_tables = att_tables_.data();
-  att.q = qkv_.data(), att.q_stride = qkv_w;  // q is the first q_dim of each QKV row
+  att.q = qkv_.data(), att.q_stride = c.q_dim() + 2 * c.kv_dim();  // q is the first q_dim of each QKV row
   att.out = att_.data(), att.out_stride = c.q_dim();
-  // Sum over tokens of the positions each attends to, per window size (0: full); attention bytes per layer are
-  // that x the layer's K and V bytes per token (an upper bound: prefill rereads from cache).
+  // Attention bytes per layer are the attended positions x the layer's K and V bytes per token (an upper bound:
+  // prefill rereads from cache).
   auto attended_in = [&](int64_t window) {
     double a = 0;
-    for (int32_t p : batch.positions) a += window > 0 ? double(std::min<int64_t>(p + 1, window)) : double(p) + 1;
+    for (int32_t p : s.batch.positions) a += window > 0 ? double(std::min<int64_t>(p + 1, window)) : double(p) + 1;
     return a;
   };
-  const double attended_full = attended_in(0), attended_window = attended_in(c.sliding_window);
+  s.attended_full = attended_in(0), s.attended_window = attended_in(c.sliding_window);
+}
 
-  // Per-token element-wise work over the first `count` slots is split over the pool too (prefill has hundreds).
-  auto per_token_n = [&](int64_t count, const std::function<void(int64_t)>& fn) {
-    if (count == 1) return fn(0);
-    pool_.parallel_for(count, 1, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) fn(i);
-    });
-  };
-  for (int64_t l = 0; l < n_layers; ++l) {
-    if (exits && next_exit < exit_.layers.size() && exit_.layers[next_exit] == l) {
-      na = exit_check(l, na, logits);
-      att.n_tokens = na;
-      ++next_exit;
-    }
-    auto per_token = [&](const std::function<void(int64_t)>& fn) { if (na > 0) per_token_n(na, fn); };
-    const Layer& L = layers_[l];
+void CpuForward::exit_point(int64_t l, Step& s) {
+  if (!s.exits || s.next_exit >= exit_.layers.size() || exit_.layers[s.next_exit] != l) return;
+  s.na = exit_check(l, s.na, s.logits);
+  s.att.n_tokens = s.na;
+  ++s.next_exit;
+}
+
+// The step as a pipeline of blocks: embed -> per layer (exit point, attention block, residual, MLP block) -> head.
+// Each block leaves its output in xb_; the residual adds it to x_. Tensor parallel: the all-reduce of xb_ sits
+// at the end of each block (attention_block, mlp_block), so the exit points, the residual and the head see whole
+// rows on every device.
+void CpuForward::forward(const ForwardBatch& batch, KvStorage& kv, float* logits) {
+  Step s{batch, kv, logits};
+  s.n = int64_t(batch.tokens.size());
+  if (s.n == 0) return;
+  s.n_layers = checked_layers(batch, kv);
+  begin_step(s);
+  for (int64_t l = 0; l < s.n_layers; ++l) {
+    exit_point(l, s);
+    if (observer_) observer_(l, LinearInput::kResidual, x_.data(), s.na, config().dim);
     const bool attn_on = !skip_.skips_attn(l), mlp_on = !skip_.skips_mlp(l);
-    att.window = c.window(l);
-    // The layer's blocks: the window pool's tables for a sliding-window layer kept apart, else the main ones.
-    const std::vector<const int32_t*>& tables = kv.in_window_group(l) ? att_window_tables_ : att_tables_;
-    att.block_tables = tables.data();
-    const double attended = att.window > 0 ? attended_window : attended_full;
-    const RopeTable& rope_table = c.local_rope(l) ? rope_local_ : rope_;
-    if (observer_) observer_(l, LinearInput::kResidual, x_.data(), na, dim);
-    if (attn_on) {
-      {
-        // Every slot, exited ones too: their K and V of this layer come from their exit state.
-        OpTimer t(prof, Op::kNorm);
-        per_token_n(n, [&](int64_t i) { rmsnorm(&x_[i * dim], L.attn_norm.data(), &xb_[i * dim], dim, c.rms_eps); });
-      }
-      if (observer_) observer_(l, LinearInput::kAttnIn, xb_.data(), na, dim);
-      L.wqkv.run(xb_.data(), n, qkv_.data(), tmp_, pool_, prof, Op::kMatmulQkv, act_quant_);  // [n][q | k | v]
-      {
-        // Per token: RoPE on q and k, then K smoothing (if the cache has it) and the KV write. An observer sees
-        // q | k | v between the two (one pass over the tokens without one).
-        OpTimer t(prof, Op::kRopeKv);
-        if (!kv.precision().has_kv(l))
-          fail("cpu backend: layer " + std::to_string(l) + "'s attention runs but the KV cache holds no KV for it (a "
-               "skip plan applied after the cache was allocated?)");
-        const float* ks = kv.precision().k_smoothing(l);  // [kv_dim] or nullptr
-        const int64_t hd = c.head_dim, group = c.n_heads / c.n_kv_heads;
-        auto rope = [&](int64_t i) {
-          float* q = &qkv_[i * qkv_w];
-          if (!L.bqkv.empty()) add_inplace(q, L.bqkv.data(), qkv_w);
-          if (!L.q_norm.empty()) {  // each q and k head normalised on its own (in place), then rotated
-            for (int64_t h = 0; h < c.n_heads; ++h) rmsnorm(q + h * hd, L.q_norm.data(), q + h * hd, hd, c.rms_eps);
-            float* k = q + c.q_dim();
-            for (int64_t h = 0; h < c.n_kv_heads; ++h) rmsnorm(k + h * hd, L.k_norm.data(), k + h * hd, hd, c.rms_eps);
-          }
-          rope_table.apply(q, c.n_heads, slot_pos_[i]);
-          rope_table.apply(q + c.q_dim(), c.n_kv_heads, slot_pos_[i]);
-        };
-        auto store = [&](int64_t i) {
-          float* q = &qkv_[i * qkv_w];
-          float* k = q + c.q_dim();
-          const float* v = k + c.kv_dim();
-          if (ks) {  // q.k unchanged: K / s is what gets quantized, q * s what reads it
-            for (int64_t d = 0; d < c.kv_dim(); ++d) k[d] /= ks[d];
-            for (int64_t h = 0; h < c.n_heads; ++h)
-              for (int64_t d = 0; d < hd; ++d) q[h * hd + d] *= ks[(h / group) * hd + d];
-          }
-          const int64_t pos = slot_pos_[i];
-          kv.write(l, tables[size_t(i)][pos / bs], pos % bs, k, v);
-        };
-        if (!observer_) {
-          per_token_n(n, [&](int64_t i) { rope(i), store(i); });
-        } else {
-          per_token_n(n, rope);
-          observer_(l, LinearInput::kAttnQkv, qkv_.data(), na, qkv_w);
-          per_token_n(n, store);
-        }
-      }
-      if (na > 0) {
-        att.kv = kv.layer_view(l);
-        {
-          const double att_bytes = attended * double(kv.precision().layer_bytes_per_token(l, c.n_kv_heads, c.head_dim));
-          OpTimer t(prof, Op::kAttention, att_bytes, attended * double(c.n_heads * c.head_dim) * 4);
-          paged_attention(att, pool_);
-        }
-        // att_ rows have stride q_dim(); wo reads [n][q_dim] and writes [n][dim] into xb_.
-        if (observer_) observer_(l, LinearInput::kAttnOut, att_.data(), na, c.q_dim());
-        matmul(L.wo, att_.data(), na, xb_.data(), pool_, prof, Op::kMatmulOut, act_quant_);
-        if (!L.post_attn_norm.empty()) {
-          OpTimer t(prof, Op::kNorm);
-          per_token([&](int64_t i) { rmsnorm(&xb_[i * dim], L.post_attn_norm.data(), &xb_[i * dim], dim, c.rms_eps); });
-        }
-        if (observer_) observer_(l, LinearInput::kAttnDelta, xb_.data(), na, dim);
-      }
-    }
-    if (na == 0) continue;  // every row exited: only the deeper layers' KV of the exited rows is left to write
-    if (attn_on || mlp_on) {
-      // The attention residual add, fused with the MLP's norm when both blocks run.
-      OpTimer t(prof, Op::kNorm);
-      if (attn_on && mlp_on)
-        per_token([&](int64_t i) {
-          add_inplace(&x_[i * dim], &xb_[i * dim], dim);
-          rmsnorm(&x_[i * dim], L.ffn_norm.data(), &xb_[i * dim], dim, c.rms_eps);
-        });
-      else if (attn_on)
-        per_token([&](int64_t i) { add_inplace(&x_[i * dim], &xb_[i * dim], dim); });
-      else if (mlp_on)
-        per_token([&](int64_t i) { rmsnorm(&x_[i * dim], L.ffn_norm.data(), &xb_[i * dim], dim, c.rms_eps); });
-    }
-    if (!mlp_on) continue;
-    if (observer_) observer_(l, LinearInput::kFfnIn, xb_.data(), na, dim);
-    L.w_gateup.run(xb_.data(), na, gu_.data(), tmp_, pool_, prof, Op::kMatmulGateUp, act_quant_);  // [n][gate | up]
-    {
-      // SwiGLU or GeGLU, compacted to [n][ffn] for the down GEMM.
-      OpTimer t(prof, Op::kActivation);
-      const bool gelu = c.ffn_act == FfnAct::gelu_tanh;
-      per_token([&](int64_t i) {
-        float* g = &gu_[i * 2 * ffn];
-        if (gelu) gelu_mul(g, g + ffn, ffn);
-        else silu_mul(g, g + ffn, ffn);
-        std::memcpy(&ffn_in_[i * ffn], g, ffn * sizeof(float));
-      });
-    }
-    if (observer_) observer_(l, LinearInput::kFfnMid, ffn_in_.data(), na, ffn);
-    matmul(L.w_down, ffn_in_.data(), na, xb_.data(), pool_, prof, Op::kMatmulDown, act_quant_);
-    if (observer_) observer_(l, LinearInput::kMlpDelta, xb_.data(), na, dim);
-    OpTimer t(prof, Op::kResidual);
-    if (!L.post_ffn_norm.empty())
-      per_token([&](int64_t i) {
-        rmsnorm(&xb_[i * dim], L.post_ffn_norm.data(), &xb_[i * dim], dim, c.rms_eps);
-        add_inplace(&x_[i * dim], &xb_[i * dim], dim);
-      });
-    else
-      per_token([&](int64_t i) { add_inplace(&x_[i * dim], &xb_[i * dim], dim); });
+    if (attn_on) attention_block(l, s);
+    if (s.na == 0) continue;  // every row exited: only the deeper layers' KV of the exited rows is left to write
+    attention_residual(l, s, attn_on, mlp_on);
+    if (mlp_on) mlp_block(l, s);
   }
-  final_logits(batch, na, logits);
+  final_logits(batch, s.na, logits);
 }
 
 }  // namespace tinfer

@@ -7,6 +7,7 @@
 #include <memory>
 #include <vector>
 
+#include "kernels/attention.h"
 #include "kernels/kernels.h"
 #include "backend/backend.h"
 #include "backend/forward_batch.h"
@@ -17,17 +18,6 @@
 namespace tinfer {
 
 class ThreadPool;
-
-// Which input of a decoder block's linear layers an observer sees: the attention RMSNorm output (q/k/v),
-// the attention output (o), the FFN RMSNorm output (gate/up), SiLU(gate) * up (down); and kAttnQkv, the
-// attention's own inputs: rows of q | k | v after RoPE ([n][q_dim + 2 kv_dim]), before K smoothing and the
-// KV write (KV-cache calibration). And the residual stream (layer-skip calibration): kResidual, the stream
-// entering layer l ([n][dim]); kAttnDelta / kMlpDelta, what the attention / MLP block adds to it ([n][dim],
-// before the add). A skipped block is not observed.
-enum class LinearInput { kAttnIn, kAttnOut, kFfnIn, kFfnMid, kAttnQkv, kResidual, kAttnDelta, kMlpDelta };
-// x: n rows of `cols` floats (contiguous), the input of every token of the step to those layers.
-using LinearObserver =
-    std::function<void(int64_t layer, LinearInput which, const float* x, int64_t n, int64_t cols)>;
 
 // The CPU backend: KvStorage is its KvCache.
 class CpuForward final : public Backend {
@@ -40,6 +30,7 @@ class CpuForward final : public Backend {
   ~CpuForward() override;
 
   const char* name() const override { return "cpu"; }
+  bool supports(BackendCapability) const override { return true; }  // every one (backend.h)
   ActQuant act_quant() const { return act_quant_; }
   int64_t max_positions() const override { return rope_.n_positions(); }
   const ModelConfig& config() const override { return model_.config(); }
@@ -54,9 +45,9 @@ class CpuForward final : public Backend {
   // Packed weight bytes, of every sub-block or only of those the layer skip keeps.
   size_t packed_bytes(bool skipped_too = true) const;
   // Packed bytes of layer l's kept sub-blocks, and of the output head (early exit's cost model).
-  size_t layer_bytes(int64_t l) const;
-  size_t qkv_bytes(int64_t l) const;  // what state copying reads per deeper layer (0 when its attention is skipped)
-  size_t head_bytes() const { return output_.data.size(); }
+  size_t layer_bytes(int64_t l) const override;
+  size_t qkv_bytes(int64_t l) const override;  // what state copying reads per deeper layer (0: attention skipped)
+  size_t head_bytes() const override { return output_.data.size(); }
 
   // Runs one step: writes K/V of every batch token into `kv` (a KvStorage), then fills `logits`
   // ([batch.logit_rows.size()][n_vocab], row-major) for the requested rows.
@@ -65,15 +56,15 @@ class CpuForward final : public Backend {
   OpProfile& profile() override { return profile_; }
   // Calibration hook: called on the forward's thread with each linear input, between parallel regions
   // (the pool is idle, so the observer may run work on pool()). Empty (the default) costs one test per input.
-  void set_linear_observer(LinearObserver obs) { observer_ = std::move(obs); }
+  void set_linear_observer(LinearObserver obs) override { observer_ = std::move(obs); }
   // The sub-blocks every later forward leaves out (BackendOptions::skip at construction; calibrate-skip
   // changes it between measurements). Error for a plan naming another layer count.
-  void set_layer_skip(LayerSkip skip);
-  const LayerSkip& layer_skip() const { return skip_; }
+  void set_layer_skip(LayerSkip skip) override;
+  const LayerSkip& layer_skip() const override { return skip_; }
   // Per-token early exit for every later forward (BackendOptions::early_exit at construction); Error for exit
   // layers outside [1, n_layers - 1] or not ascending, or a threshold outside [0, 1]. The counters carry on.
-  void set_early_exit(EarlyExit exit);
-  const EarlyExit& early_exit() const { return exit_; }
+  void set_early_exit(EarlyExit exit) override;
+  const EarlyExit& early_exit() const override { return exit_; }
   EarlyExitCounters early_exit_counters() const override;
 
  private:
@@ -97,9 +88,35 @@ class CpuForward final : public Backend {
   };
   CpuForward(const Model& model, std::unique_ptr<ThreadPool> owned, ThreadPool* pool, int64_t max_positions,
              ActQuant act_quant, LayerSkip skip, EarlyExit exit);
+  // One step's state, shared by the blocks of every layer: forward() sets it up, an exit point shrinks na.
+  struct Step {
+    const ForwardBatch& batch;
+    KvStorage& kv;
+    float* logits;
+    int64_t n = 0;         // the step's rows (slots)
+    int64_t na = 0;        // slots still running: [0, na) run the whole layer; [na, n) exited (K/V written only)
+    int64_t n_layers = 0;  // decoder layers this step runs (ForwardBatch::n_layers)
+    bool exits = false;    // early exit is on for this step
+    size_t next_exit = 0;  // the next exit point, an index into exit_.layers
+    AttentionArgs att;     // the attention kernel's arguments; per layer: window, block tables, KV view
+    // Sum over rows of the positions each attends to, full and sliding-window layers (the profile's bytes).
+    double attended_full = 0, attended_window = 0;
+  };
   static Stacked pack_stacked(std::initializer_list<const GgufTensor*> parts);
   void ensure_scratch(int64_t n_tokens, int64_t n_logits);
   void embed(const ForwardBatch& batch);
+  // The step, block by block (forward() is the loop over layers; the blocks are in cpu_forward_blocks.cpp).
+  // Tensor parallelism will all-reduce each block's output (xb_, [na][dim]) at the boundary marked in
+  // attention_block and mlp_block; between those points every row of x_ is whole on every device.
+  int64_t checked_layers(const ForwardBatch& batch, const KvStorage& kv) const;  // Error for a bad batch
+  void begin_step(Step& s);                // scratch, embedding, slots, attention arguments
+  void exit_point(int64_t l, Step& s);     // before layer l: rows confident enough leave (early exit)
+  void attention_block(int64_t l, Step& s);  // xb_ = what layer l's attention adds to the stream
+  void rope_and_store(int64_t l, Step& s);   // q/k biases, norms, RoPE, K smoothing, the KV write
+  void attention_residual(int64_t l, Step& s, bool attn_on, bool mlp_on);  // x_ += xb_; xb_ = ffn_norm(x_)
+  void mlp_block(int64_t l, Step& s);        // x_ += MLP(xb_)
+  // fn(i) for slots [0, count), split over the pool when count > 1 (prefill has hundreds of rows).
+  void per_token(int64_t count, const std::function<void(int64_t)>& fn);
   // The step's slots (cpu_forward_exit.cpp): slot_pos_, att_tables_, slot_row_ for every row in batch order, and
   // slot_logit_, the output row of each row that may exit (else -1).
   void begin_slots(const ForwardBatch& batch, bool exits);

@@ -216,6 +216,7 @@ std::unique_ptr<Drafter> make_drafter(const SpecConfig& config, const Model& tar
     }
     case SpecMode::kSelf: {
       check(env.target != nullptr, "self-draft: no target backend");
+      env.target->require(BackendCapability::kPartialDepth, "--spec self");  // drafts with ForwardBatch::n_layers
       const int64_t layers = target.config().n_layers;
       check(config.self_layers >= 1 && config.self_layers < layers,
             "--spec-self-layers " + std::to_string(config.self_layers) + " must be in [1, " +
