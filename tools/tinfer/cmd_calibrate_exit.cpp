@@ -17,7 +17,7 @@
 #include "common.h"
 #include "core/error.h"
 #include "core/timer.h"
-#include "exit_cost.h"
+#include "plans/exit_cost.h"
 #include "exit_flags.h"
 #include "kv_quality_probe.h"
 #include "model/cpu_forward.h"

@@ -10,10 +10,10 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "core/kv_precision.h"
+#include "plans/kv_precision.h"
 #include "model/model_identity.h"
 
-namespace tinfer::cli {
+namespace tinfer {
 
 inline constexpr const char* kKvPlanFormat = "tinfer-kv-plan";
 inline constexpr int kKvPlanVersion = 1;
@@ -34,4 +34,4 @@ void write_kv_plan(const KvPlanFile& plan, const std::string& path);
 // Error naming both models when the plan was made for another model (fingerprint, layer count or KV shape).
 void check_kv_plan_model(const KvPlanFile& plan, const ModelIdentity& model, const std::string& origin);
 
-}  // namespace tinfer::cli
+}  // namespace tinfer

@@ -7,7 +7,7 @@
 
 #include "model/model_identity.h"
 
-namespace tinfer::cli {
+namespace tinfer {
 
 // The member `key` of object `o` (at `where`) with the JSON type `want`; Error naming it otherwise.
 const nlohmann::json& json_member(const nlohmann::json& o, const std::string& key, nlohmann::json::value_t want,
@@ -34,4 +34,4 @@ std::string read_plan_text(const std::string& path, const char* what);
 // Writes through a temporary file renamed into place (no half-written plan on failure).
 void write_plan_text(const std::string& text, const std::string& path);
 
-}  // namespace tinfer::cli
+}  // namespace tinfer

@@ -1,5 +1,5 @@
 // Shared plan-file JSON pieces (see plan_json.h).
-#include "plan_json.h"
+#include "plans/plan_json.h"
 
 #include <cstdio>
 #include <filesystem>
@@ -8,7 +8,7 @@
 
 #include "core/error.h"
 
-namespace tinfer::cli {
+namespace tinfer {
 
 using nlohmann::json;
 
@@ -113,4 +113,4 @@ void write_plan_text(const std::string& text, const std::string& path) {
   }
 }
 
-}  // namespace tinfer::cli
+}  // namespace tinfer

@@ -10,10 +10,10 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "core/layer_skip.h"
+#include "plans/layer_skip.h"
 #include "model/model_identity.h"
 
-namespace tinfer::cli {
+namespace tinfer {
 
 inline constexpr const char* kSkipPlanFormat = "tinfer-skip-plan";
 inline constexpr int kSkipPlanVersion = 1;
@@ -36,4 +36,4 @@ void write_skip_plan(const SkipPlanFile& plan, const std::string& path);
 // models (or the file's problem).
 LayerSkip load_skip_plan(const std::string& path, const ModelIdentity& model);
 
-}  // namespace tinfer::cli
+}  // namespace tinfer

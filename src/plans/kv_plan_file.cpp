@@ -1,12 +1,12 @@
 // KV plan file: JSON in and out, validation (see kv_plan_file.h).
-#include "kv_plan_file.h"
+#include "plans/kv_plan_file.h"
 
 #include <cmath>
 
 #include "core/error.h"
-#include "plan_json.h"
+#include "plans/plan_json.h"
 
-namespace tinfer::cli {
+namespace tinfer {
 
 using nlohmann::json;
 
@@ -83,4 +83,4 @@ void check_kv_plan_model(const KvPlanFile& plan, const ModelIdentity& model, con
   check_plan_model(plan.model, model, origin);
 }
 
-}  // namespace tinfer::cli
+}  // namespace tinfer

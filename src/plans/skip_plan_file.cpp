@@ -1,10 +1,10 @@
 // Layer-skip plan file: JSON in and out, validation (see skip_plan_file.h).
-#include "skip_plan_file.h"
+#include "plans/skip_plan_file.h"
 
 #include "core/error.h"
-#include "plan_json.h"
+#include "plans/plan_json.h"
 
-namespace tinfer::cli {
+namespace tinfer {
 
 using nlohmann::json;
 
@@ -74,4 +74,4 @@ LayerSkip load_skip_plan(const std::string& path, const ModelIdentity& model) {
   return std::move(p.skip);
 }
 
-}  // namespace tinfer::cli
+}  // namespace tinfer
