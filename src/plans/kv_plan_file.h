@@ -1,22 +1,14 @@
 // The KV plan file: per-layer K and V element types chosen by `tinfer calibrate-kv`, naming the model it was
-// made for, applied with --kv-plan. JSON:
-//   {"format":"tinfer-kv-plan","version":1,
-//    "model":{"file":"...","name":"...","n_layers":30,"n_kv_heads":3,"head_dim":64,"fingerprint":"fnv1a64:..."},
-//    "layers":[{"k":"int8","v":"int4"}, ...],          // one per layer, in order
-//    "calibration":{...}}                               // how it was chosen (budget, measured quality, ...)
-// Reading validates everything a plan is used for and names the problem; "calibration" is a record for people,
-// checked only to be an object when present.
+// made for, applied with --kv-plan. The plans' JSON skeleton (plan_json.h) of kind "tinfer-kv-plan" with
+//   "layers":[{"k":"int8","v":"int4"}, ...]     // each layer's K and V types, in order
+//   "k_smooth":[[...], [], ...]                  // optional: per layer, [] or n_kv_heads x head_dim factors > 0
 #pragma once
-#include <nlohmann/json.hpp>
-#include <string>
-
 #include "plans/kv_precision.h"
-#include "model/model_identity.h"
+#include "plans/plan_json.h"  // PlanKind, ModelIdentity, nlohmann::json
 
 namespace tinfer {
 
-inline constexpr const char* kKvPlanFormat = "tinfer-kv-plan";
-inline constexpr int kKvPlanVersion = 1;
+inline constexpr PlanKind kKvPlan{"tinfer-kv-plan", 1, "KV plan"};  // format, version, name in messages
 
 struct KvPlanFile {
   ModelIdentity model;
@@ -25,8 +17,8 @@ struct KvPlanFile {
 };
 
 nlohmann::json kv_plan_json(const KvPlanFile& plan);
-// Parses and validates a plan's text; Error "<origin>: <problem>" (malformed JSON, wrong format or version,
-// missing or mistyped field, unknown type, a layer count that disagrees with the model section).
+// Parses and validates a plan's text; Error "<origin>: <problem>" (the skeleton's, an unknown type, a bad
+// k_smooth entry).
 KvPlanFile parse_kv_plan(const std::string& text, const std::string& origin);
 KvPlanFile read_kv_plan(const std::string& path);
 // Writes through a temporary file renamed into place (no half-written plan on failure).

@@ -1,22 +1,14 @@
 // The layer-skip plan file: which decoder sub-blocks to leave out, chosen by `tinfer calibrate-skip`, naming the
-// model it was made for, applied with --skip-plan. JSON:
-//   {"format":"tinfer-skip-plan","version":1,
-//    "model":{"file":"...","name":"...","n_layers":30,"n_kv_heads":3,"head_dim":64,"fingerprint":"fnv1a64:..."},
-//    "layers":["none","mlp","attn","both", ...],   // one per layer, in order: the sub-blocks skipped
-//    "calibration":{...}}                          // how it was chosen (budget, measured quality, ...)
-// Reading validates everything a plan is used for and names the problem; "calibration" is a record for people,
-// checked only to be an object when present.
+// model it was made for, applied with --skip-plan. The plans' JSON skeleton (plan_json.h) of kind
+// "tinfer-skip-plan" with
+//   "layers":["none","mlp","attn","both", ...]   // each layer's skipped sub-blocks, in order
 #pragma once
-#include <nlohmann/json.hpp>
-#include <string>
-
 #include "plans/layer_skip.h"
-#include "model/model_identity.h"
+#include "plans/plan_json.h"  // PlanKind, ModelIdentity, nlohmann::json
 
 namespace tinfer {
 
-inline constexpr const char* kSkipPlanFormat = "tinfer-skip-plan";
-inline constexpr int kSkipPlanVersion = 1;
+inline constexpr PlanKind kSkipPlan{"tinfer-skip-plan", 1, "skip plan"};  // format, version, name in messages
 
 struct SkipPlanFile {
   ModelIdentity model;
@@ -27,8 +19,8 @@ struct SkipPlanFile {
 // "none" | "attn" | "mlp" | "both" for layer l of skip.
 const char* skip_layer_name(const LayerSkip& skip, int64_t l);
 nlohmann::json skip_plan_json(const SkipPlanFile& plan);
-// Parses and validates a plan's text; Error "<origin>: <problem>" (malformed JSON, wrong format or version,
-// missing or mistyped field, an unknown entry, a layer count that disagrees with the model section).
+// Parses and validates a plan's text; Error "<origin>: <problem>" (the skeleton's, an unknown entry, a plan
+// that keeps no layer's attention).
 SkipPlanFile parse_skip_plan(const std::string& text, const std::string& origin);
 SkipPlanFile read_skip_plan(const std::string& path);
 void write_skip_plan(const SkipPlanFile& plan, const std::string& path);
