@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "core/act_quant.h"
-#include "core/kv_precision.h"
-#include "core/early_exit.h"
-#include "core/layer_skip.h"
+#include "plans/kv_precision.h"
+#include "plans/early_exit.h"
+#include "plans/layer_skip.h"
 #include "core/op_profile.h"
 #include "engine/batching_mode.h"
 #include "engine/decoding/spec_config.h"
@@ -52,7 +52,7 @@ struct EngineConfig {
   // Calibrated layer skipping (tinfer calibrate-skip, --skip-plan): the sub-blocks every forward leaves out; a
   // layer whose attention is skipped holds no KV (the planner counts only the layers kept). Empty = none.
   LayerSkip skip;
-  EarlyExit early_exit;  // per-token early exit (core/early_exit.h); threshold 1 = off
+  EarlyExit early_exit;  // per-token early exit (plans/early_exit.h); threshold 1 = off
   ActQuant act_quant = ActQuant::block32;          // int8 activation scales per 32-block, or per token (W8A8)
   BatchingMode batching = BatchingMode::kContinuous;
   bool chunked_prefill = true;

@@ -18,9 +18,9 @@
 #include <vector>
 
 #include "core/act_quant.h"
-#include "core/early_exit.h"
-#include "core/layer_skip.h"
-#include "core/kv_precision.h"
+#include "plans/early_exit.h"
+#include "plans/layer_skip.h"
+#include "plans/kv_precision.h"
 #include "core/op_profile.h"
 #include "backend/forward_batch.h"
 #include "model/model_config.h"
@@ -71,7 +71,7 @@ struct BackendOptions {
   int64_t max_positions = 0;     // longest sequence to position; 0 = the model's context; more is refused
   ActQuant act_quant = ActQuant::block32;  // CPU: int8 activation scales per 32-block or per token (row)
   LayerSkip skip;  // sub-blocks every forward leaves out (a calibrated skip plan); empty = none
-  EarlyExit early_exit;  // per-token early exit (core/early_exit.h); off by default
+  EarlyExit early_exit;  // per-token early exit (plans/early_exit.h); off by default
 };
 
 class Backend {

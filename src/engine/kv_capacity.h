@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/kv_precision.h"
+#include "plans/kv_precision.h"
 #include "engine/kv_plan.h"
 #include "model/model_config.h"
 

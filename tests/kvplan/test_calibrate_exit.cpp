@@ -11,7 +11,7 @@
 
 #include "calib_test_util.h"
 #include "common/test_env.h"
-#include "exit_cost.h"
+#include "plans/exit_cost.h"
 #include "golden/golden_util.h"
 
 namespace tinfer::cli {

@@ -14,7 +14,7 @@
 #include "calib_test_util.h"
 #include "common/test_env.h"
 #include "golden/golden_util.h"
-#include "kv_plan_file.h"
+#include "plans/kv_plan_file.h"
 #include "model/model_identity.h"
 #include "model/synth/synth.h"
 

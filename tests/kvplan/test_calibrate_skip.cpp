@@ -17,7 +17,7 @@
 #include "golden/golden_util.h"
 #include "model/model_identity.h"
 #include "model/synth/synth.h"
-#include "skip_plan_file.h"
+#include "plans/skip_plan_file.h"
 
 namespace tinfer::cli {
 namespace {

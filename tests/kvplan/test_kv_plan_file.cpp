@@ -10,7 +10,7 @@
 
 #include "common/test_env.h"
 #include "core/error.h"
-#include "kv_plan_file.h"
+#include "plans/kv_plan_file.h"
 #include "formats/gguf.h"
 #include "model/model_identity.h"
 #include "model/synth/synth.h"

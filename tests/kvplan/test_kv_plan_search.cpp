@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "core/error.h"
-#include "kv_plan_search.h"
+#include "plans/kv_plan_search.h"
 
 namespace tinfer::cli {
 namespace {

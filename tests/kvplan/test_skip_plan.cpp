@@ -10,9 +10,9 @@
 #include "core/error.h"
 #include "kvcache/memory_planner.h"
 #include "backend/cpu/kv_storage.h"
-#include "skip_plan_file.h"
-#include "skip_search.h"
-#include "plan_json.h"
+#include "plans/skip_plan_file.h"
+#include "plans/skip_search.h"
+#include "plans/plan_json.h"
 #include <tinfer/engine.h>
 
 namespace tinfer::cli {

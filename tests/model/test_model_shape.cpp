@@ -10,7 +10,7 @@
 
 #include "common/test_env.h"
 #include "core/error.h"
-#include "core/kv_precision.h"
+#include "plans/kv_precision.h"
 #include "model/model.h"
 #include "model/model_shape.h"
 

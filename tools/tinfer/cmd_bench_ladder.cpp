@@ -22,7 +22,7 @@
 #include "engine/session.h"
 #include "engine_flags.h"
 #include "exit_flags.h"
-#include "kv_plan_file.h"
+#include "plans/kv_plan_file.h"
 #include "ladder_rungs.h"
 #include "model/model.h"
 #include "model/model_identity.h"
@@ -31,7 +31,7 @@
 #include "quant/type_table.h"
 #include "quantize/quantize_model.h"
 #include "quantize/recipe.h"
-#include "skip_plan_file.h"
+#include "plans/skip_plan_file.h"
 
 namespace tinfer::cli {
 

@@ -3,11 +3,10 @@
 // so every token may exit), the model without early exit is the base. For each candidate exit layer (--exit-layers
 // fixes one set; by default single exits at several depths), the lowest threshold whose measured quality (mean
 // KLD or ΔPPL against the base, with state copying and all) is within the budget is found by bisection on
-// -log10(1 - threshold) in [0.3, 4] (threshold 0.5 .. 0.9999); each found setting's share of exiting tokens gives
-// its weight bytes per decode token (exit_cost.h), and the cheapest within budget is printed as the flags to use.
+// -log10(1 - threshold) in [0.3, 4] (threshold 0.5 .. 0.9999; plans/exit_search.h); each found setting's share of
+// exiting tokens gives its weight bytes per decode token (plans/exit_cost.h), and the cheapest within budget is
+// printed as the flags to use.
 // When no setting reads fewer bytes than running every layer, it says so: early exit would slow decode down.
-#include <algorithm>
-#include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <unistd.h>
@@ -17,7 +16,8 @@
 #include "common.h"
 #include "core/error.h"
 #include "core/timer.h"
-#include "exit_cost.h"
+#include "plans/exit_cost.h"
+#include "plans/exit_search.h"
 #include "exit_flags.h"
 #include "kv_quality_probe.h"
 #include "quality_budget.h"
@@ -36,19 +36,6 @@ struct ExitTrial {
   EarlyExitCounters counters;
   double bytes = 0;  // predicted weight bytes per decode token
 };
-
-EarlyExitCounters minus(const EarlyExitCounters& a, const EarlyExitCounters& b) {
-  EarlyExitCounters d = a;
-  d.eligible -= b.eligible, d.exited -= b.exited;
-  for (size_t l = 0; l < d.exited_after.size() && l < b.exited_after.size(); ++l) d.exited_after[l] -= b.exited_after[l];
-  return d;
-}
-
-std::string layer_list(const std::vector<int32_t>& layers) {
-  std::string s;
-  for (int32_t l : layers) s += (s.empty() ? "" : ",") + std::to_string(l);
-  return s;
-}
 
 }  // namespace
 
@@ -77,10 +64,7 @@ int cmd_calibrate_exit(int argc, char** argv) {
   const ModelConfig& mc = l.model->config();
   const int64_t L = mc.n_layers;
   check(L >= 2, "early exit needs a model of at least 2 layers");
-  if (sets.empty())
-    for (int64_t e : {L - 1, L - 2, L - 4, (5 * L) / 6, (2 * L) / 3})
-      if (e >= 1 && std::none_of(sets.begin(), sets.end(), [&](const auto& s) { return s[0] == e; }))
-        sets.push_back({int32_t(e)});
+  if (sets.empty()) sets = default_exit_layer_sets(L);
   for (const auto& s : sets) fwd->set_early_exit(EarlyExit{s, 0.5f});  // refuses a layer outside [1, L-1] now
   fwd->set_early_exit(EarlyExit{});
   const int64_t ctx = calibration_context(args, *l.model);
@@ -99,7 +83,7 @@ int cmd_calibrate_exit(int argc, char** argv) {
     fwd->set_early_exit(EarlyExit{layers, float(t)});
     const EarlyExitCounters before = fwd->early_exit_counters();
     r.q = probe.measure(f32);
-    r.counters = minus(fwd->early_exit_counters(), before);
+    r.counters = exit_counters_between(before, fwd->early_exit_counters());
     fwd->set_early_exit(EarlyExit{});
     r.feasible = budget.within(r.q);
     r.bytes = cost.mean(layers, r.counters);
@@ -108,20 +92,8 @@ int cmd_calibrate_exit(int argc, char** argv) {
   std::vector<ExitTrial> found;
   const bool progress = isatty(2);
   for (const auto& s : sets) {
-    double lo = 0.3, hi = 4.0;  // k = -log10(1 - threshold): hi within budget (if anything is), lo maybe not
-    ExitTrial best = measure(s, 1 - std::pow(10.0, -hi));
-    if (best.feasible) {
-      const ExitTrial low = measure(s, 1 - std::pow(10.0, -lo));
-      if (low.feasible) best = low, hi = lo;
-      for (long long i = 0; i < steps && hi - lo > 0.05 && !low.feasible; ++i) {
-        const double mid = 0.5 * (lo + hi);
-        const ExitTrial m = measure(s, 1 - std::pow(10.0, -mid));
-        if (m.feasible) best = m, hi = mid;
-        else lo = mid;
-      }
-    }
-    if (progress) std::fprintf(stderr, "\rexit after %s: %.0f s   ", layer_list(s).c_str(), now_s() - t0);
-    found.push_back(best);
+    found.push_back(lowest_exit_threshold<ExitTrial>([&](double t) { return measure(s, t); }, steps));
+    if (progress) std::fprintf(stderr, "\rexit after %s: %.0f s   ", exit_layer_list(s).c_str(), now_s() - t0);
   }
   if (progress) std::fprintf(stderr, "\n");
 
@@ -131,18 +103,17 @@ int cmd_calibrate_exit(int argc, char** argv) {
               budget.unit(), budget.text.c_str());
   std::printf("| exit after | threshold | tokens exiting | KLD | ΔPPL | top-1 | weight bytes/token vs every layer |\n"
               "|---|---|---|---|---|---|---|\n");
-  const ExitTrial* pick = nullptr;
   for (const ExitTrial& t : found) {
     if (!t.feasible) {
-      std::printf("| %s | none within budget (0.9999: KLD %.4g, ΔPPL %+.4f) | | | | | |\n", layer_list(t.layers).c_str(),
+      std::printf("| %s | none within budget (0.9999: KLD %.4g, ΔPPL %+.4f) | | | | | |\n", exit_layer_list(t.layers).c_str(),
                   t.q.kl_mean, t.q.dppl);
       continue;
     }
-    std::printf("| %s | %.9g | %.1f%% | %.4g | %+.4f (%+.2f%%) | %.2f%% | %.3f |\n", layer_list(t.layers).c_str(),
+    std::printf("| %s | %.9g | %.1f%% | %.4g | %+.4f (%+.2f%%) | %.2f%% | %.3f |\n", exit_layer_list(t.layers).c_str(),
                 double(float(t.threshold)), 100 * t.counters.share(), t.q.kl_mean, t.q.dppl, 100 * t.q.dppl / probe.ppl_base(),
                 100 * t.q.top1, t.bytes / full);
-    if (!pick || t.bytes < pick->bytes) pick = &t;
   }
+  const ExitTrial* pick = cheapest_within_budget(found);
   const double secs = now_s() - t0;
   json j = {{"metric", budget.metric()}, {"budget", budget.value}, {"budget_arg", budget.text},
             {"tokens", probe.scored_tokens()}, {"ppl_base", probe.ppl_base()}, {"seconds", secs},
@@ -154,18 +125,18 @@ int cmd_calibrate_exit(int argc, char** argv) {
     const bool helps = pick->bytes < full;
     std::printf("result       --early-exit %.9g --exit-layers %s: %.1f%% of tokens exit, %.3f of the weight bytes per "
                 "decode token%s\n",
-                double(float(pick->threshold)), layer_list(pick->layers).c_str(), 100 * pick->counters.share(), pick->bytes / full,
+                double(float(pick->threshold)), exit_layer_list(pick->layers).c_str(), 100 * pick->counters.share(), pick->bytes / full,
                 helps ? "" : " -- more than without early exit: it would slow decode down (the exit head costs more "
                              "than the layers it saves)");
     j.update(quality_json(pick->q));
     j["within_budget"] = true;
     j["threshold"] = double(float(pick->threshold));  // the value applied (EarlyExit holds a float)
-    j["exit_layers"] = layer_list(pick->layers);
+    j["exit_layers"] = exit_layer_list(pick->layers);
     j["exit_share"] = pick->counters.share();
     j["bytes_ratio"] = pick->bytes / full;
     char thr[32];
     std::snprintf(thr, sizeof thr, "%.9g", double(float(pick->threshold)));
-    j["flags"] = std::string("--early-exit ") + thr + " --exit-layers " + layer_list(pick->layers);
+    j["flags"] = std::string("--early-exit ") + thr + " --exit-layers " + exit_layer_list(pick->layers);
   }
   std::printf("time         %.1f s, %lld evaluations\n", secs, (long long)probe.evaluations());
   if (args.flag("--json")) std::printf("%s\n", j.dump().c_str());

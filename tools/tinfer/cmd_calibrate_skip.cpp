@@ -21,8 +21,8 @@
 #include "model/model_identity.h"
 #include "quality_budget.h"
 #include "quantize/calib_stats.h"
-#include "skip_plan_file.h"
-#include "skip_search.h"
+#include "plans/skip_plan_file.h"
+#include "plans/skip_search.h"
 
 namespace tinfer::cli {
 

@@ -4,7 +4,7 @@
 
 #include "commands.h"
 #include "common.h"
-#include "core/kv_precision.h"
+#include "plans/kv_precision.h"
 #include "core/error.h"
 #include "quant/type_table.h"
 

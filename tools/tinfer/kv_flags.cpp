@@ -2,8 +2,8 @@
 #include "kv_flags.h"
 
 #include "core/error.h"
-#include "kv_plan_file.h"
-#include "skip_plan_file.h"
+#include "plans/kv_plan_file.h"
+#include "plans/skip_plan_file.h"
 #include "model/model_identity.h"
 
 namespace tinfer::cli {

@@ -9,8 +9,8 @@
 #include <tinfer/engine.h>
 
 #include "args.h"
-#include "core/kv_precision.h"
-#include "core/layer_skip.h"
+#include "plans/kv_precision.h"
+#include "plans/layer_skip.h"
 #include "model/model_identity.h"
 
 namespace tinfer::cli {

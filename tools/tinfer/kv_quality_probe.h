@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/kv_precision.h"
+#include "plans/kv_precision.h"
 #include "quality_stats.h"
 
 namespace tinfer {

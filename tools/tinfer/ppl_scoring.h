@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "core/kv_precision.h"
+#include "plans/kv_precision.h"
 #include "engine/session.h"
 #include "quality_stats.h"
 

@@ -1,4 +1,4 @@
-// CpuForward's step slots and per-token early exit (core/early_exit.h): which rows may exit, the exit head at
+// CpuForward's step slots and per-token early exit (plans/early_exit.h): which rows may exit, the exit head at
 // an exit layer, moving exited rows behind the running ones, and the final head over the rows left.
 #include <algorithm>
 #include <cmath>

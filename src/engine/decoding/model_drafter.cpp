@@ -10,7 +10,7 @@
 #include <unordered_map>
 
 #include "core/error.h"
-#include "core/kv_precision.h"
+#include "plans/kv_precision.h"
 #include "core/thread_pool.h"
 #include "engine/decoding/drafter.h"
 #include "kvcache/kv_cache_manager.h"

@@ -1,10 +1,10 @@
 // Greedy layer-skip search (see skip_search.h).
-#include "skip_search.h"
+#include "plans/skip_search.h"
 
 #include <algorithm>
 #include <numeric>
 
-namespace tinfer::cli {
+namespace tinfer {
 
 SkipSearchResult greedy_skip_search(int64_t n_layers, const std::vector<SkipCandidate>& candidates, double budget,
                                     const std::function<double(const LayerSkip&)>& measure, int max_evals) {
@@ -38,4 +38,4 @@ SkipSearchResult greedy_skip_search(int64_t n_layers, const std::vector<SkipCand
   return r;
 }
 
-}  // namespace tinfer::cli
+}  // namespace tinfer

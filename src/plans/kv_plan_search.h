@@ -8,7 +8,7 @@
 
 #include "core/kv_dtype.h"
 
-namespace tinfer::cli {
+namespace tinfer {
 
 struct SlotOption {
   KvDtype type;
@@ -32,4 +32,4 @@ SlotChoice choose_within_budget(const std::vector<KvSlot>& slots, double budget)
 // again, until the predicted cost is at most `target` (at least one step). false when nothing is lowered.
 bool back_off(const std::vector<KvSlot>& slots, SlotChoice& choice, double target);
 
-}  // namespace tinfer::cli
+}  // namespace tinfer

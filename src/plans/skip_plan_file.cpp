@@ -1,10 +1,10 @@
-// Layer-skip plan file: JSON in and out, validation (see skip_plan_file.h).
-#include "skip_plan_file.h"
+// Layer-skip plan file: its layer entries on the shared skeleton (see skip_plan_file.h, plan_json.h).
+#include "plans/skip_plan_file.h"
 
 #include "core/error.h"
-#include "plan_json.h"
+#include "plans/plan_json.h"
 
-namespace tinfer::cli {
+namespace tinfer {
 
 using nlohmann::json;
 
@@ -26,21 +26,12 @@ const char* skip_layer_name(const LayerSkip& skip, int64_t l) {
 json skip_plan_json(const SkipPlanFile& p) {
   json layers = json::array();
   for (int64_t l = 0; l < p.model.n_layers; ++l) layers.push_back(skip_layer_name(p.skip, l));
-  return {{"format", kSkipPlanFormat},
-          {"version", kSkipPlanVersion},
-          {"model", model_identity_json(p.model)},
-          {"layers", layers},
-          {"calibration", p.calibration}};
+  return plan_skeleton_json(kSkipPlan, p.model, std::move(layers), p.calibration);
 }
 
 SkipPlanFile parse_skip_plan(const std::string& text, const std::string& origin) {
-  try {
-    const json j = parse_plan_header(text, kSkipPlanFormat, kSkipPlanVersion, "skip plan");
-    SkipPlanFile p;
-    p.model = parse_model_identity(j);
-    const json& layers = json_member(j, "layers", json::value_t::array, "the plan", "an array");
-    check(int64_t(layers.size()) == p.model.n_layers, "\"layers\" lists " + std::to_string(layers.size()) +
-                                                          " layers but \"model\" has " + std::to_string(p.model.n_layers));
+  return parse_plan<SkipPlanFile>(text, kSkipPlan, origin, [](const PlanSkeleton& s, SkipPlanFile& p) {
+    const json& layers = s.layers();
     p.skip = LayerSkip::none(p.model.n_layers);
     for (size_t l = 0; l < layers.size(); ++l) {
       const SkipEntry* found = nullptr;
@@ -53,25 +44,19 @@ SkipPlanFile parse_skip_plan(const std::string& text, const std::string& origin)
     bool any_attention = false;
     for (uint8_t a : p.skip.attn) any_attention = any_attention || !a;
     check(any_attention, "the plan skips every layer's attention (no layer would hold KV)");
-    p.calibration = plan_calibration(j);
-    return p;
-  } catch (const Error& e) {
-    fail(origin + ": " + e.what());
-  }
+  });
 }
 
 SkipPlanFile read_skip_plan(const std::string& path) {
-  return parse_skip_plan(read_plan_text(path, "skip plan"), "skip plan '" + path + "'");
+  return parse_skip_plan(read_plan_text(path, kSkipPlan), plan_origin(kSkipPlan, path));
 }
 
-void write_skip_plan(const SkipPlanFile& plan, const std::string& path) {
-  write_plan_text(skip_plan_json(plan).dump(1) + "\n", path);
-}
+void write_skip_plan(const SkipPlanFile& plan, const std::string& path) { write_plan(skip_plan_json(plan), path); }
 
 LayerSkip load_skip_plan(const std::string& path, const ModelIdentity& model) {
   SkipPlanFile p = read_skip_plan(path);
-  check_plan_model(p.model, model, "skip plan '" + path + "'");
+  check_plan_model(p.model, model, plan_origin(kSkipPlan, path));
   return std::move(p.skip);
 }
 
-}  // namespace tinfer::cli
+}  // namespace tinfer

@@ -1,11 +1,11 @@
 // Greedy per-slot KV type choice and back-off (see kv_plan_search.h).
-#include "kv_plan_search.h"
+#include "plans/kv_plan_search.h"
 
 #include <limits>
 
 #include "core/error.h"
 
-namespace tinfer::cli {
+namespace tinfer {
 
 double predicted_cost(const std::vector<KvSlot>& slots, const SlotChoice& choice) {
   double c = 0;
@@ -70,4 +70,4 @@ bool back_off(const std::vector<KvSlot>& slots, SlotChoice& choice, double targe
   }
 }
 
-}  // namespace tinfer::cli
+}  // namespace tinfer

@@ -8,9 +8,9 @@
 #include <functional>
 #include <vector>
 
-#include "core/layer_skip.h"
+#include "plans/layer_skip.h"
 
-namespace tinfer::cli {
+namespace tinfer {
 
 struct SkipCandidate {
   int64_t layer = 0;
@@ -31,4 +31,4 @@ struct SkipSearchResult {
 SkipSearchResult greedy_skip_search(int64_t n_layers, const std::vector<SkipCandidate>& candidates, double budget,
                                     const std::function<double(const LayerSkip&)>& measure, int max_evals = 1 << 30);
 
-}  // namespace tinfer::cli
+}  // namespace tinfer

@@ -1,5 +1,5 @@
-// Shared plan-file JSON pieces (see plan_json.h).
-#include "plan_json.h"
+// The plan files' shared JSON skeleton and accessors (see plan_json.h).
+#include "plans/plan_json.h"
 
 #include <cstdio>
 #include <filesystem>
@@ -8,7 +8,7 @@
 
 #include "core/error.h"
 
-namespace tinfer::cli {
+namespace tinfer {
 
 using nlohmann::json;
 
@@ -31,21 +31,41 @@ std::string json_string(const json& o, const std::string& key, const std::string
   return json_member(o, key, json::value_t::string, where, "a string").get<std::string>();
 }
 
-json parse_plan_header(const std::string& text, const char* format, int version, const char* what) {
+namespace {
+// `text` as a JSON object whose "format" and "version" are the kind's.
+json parse_plan_header(const std::string& text, const PlanKind& kind) {
   json j;
   try {
     j = json::parse(text);
   } catch (const json::exception& e) {  // a syntax error, or a number out of range
     fail(std::string("not valid JSON: ") + e.what());
   }
-  check(j.is_object(), std::string("a ") + what + " is a JSON object, got " + j.type_name());
-  check(j.contains("format") && j["format"] == format,
-        std::string("not a ") + what + ": \"format\" must be \"" + format + "\", got " +
+  check(j.is_object(), std::string("a ") + kind.what + " is a JSON object, got " + j.type_name());
+  check(j.contains("format") && j["format"] == kind.format,
+        std::string("not a ") + kind.what + ": \"format\" must be \"" + kind.format + "\", got " +
             (j.contains("format") ? j["format"].dump() : "nothing"));
   const json& v = json_member(j, "version", json::value_t::number_integer, "the plan", "an integer");
-  check(v.get<int64_t>() == version,
-        "unsupported plan version " + v.dump() + " (this build reads version " + std::to_string(version) + ")");
+  check(v.get<int64_t>() == kind.version,
+        "unsupported plan version " + v.dump() + " (this build reads version " + std::to_string(kind.version) + ")");
   return j;
+}
+}  // namespace
+
+json plan_skeleton_json(const PlanKind& kind, const ModelIdentity& model, json layers, const json& calibration) {
+  return {{"format", kind.format},
+          {"version", kind.version},
+          {"model", model_identity_json(model)},
+          {"layers", std::move(layers)},
+          {"calibration", calibration}};
+}
+
+PlanSkeleton parse_plan_skeleton(const std::string& text, const PlanKind& kind) {
+  PlanSkeleton s{parse_plan_header(text, kind), {}};
+  s.model = parse_model_identity(s.plan);
+  const json& layers = json_member(s.plan, "layers", json::value_t::array, "the plan", "an array");
+  check(int64_t(layers.size()) == s.model.n_layers, "\"layers\" lists " + std::to_string(layers.size()) +
+                                                        " layers but \"model\" has " + std::to_string(s.model.n_layers));
+  return s;
 }
 
 json plan_calibration(const json& plan) {
@@ -85,16 +105,18 @@ void check_plan_model(const ModelIdentity& p, const ModelIdentity& model, const 
   check(same, origin + " was made for another model: " + describe(p) + ", not " + describe(model));
 }
 
-std::string read_plan_text(const std::string& path, const char* what) {
+std::string plan_origin(const PlanKind& kind, const std::string& path) { return std::string(kind.what) + " '" + path + "'"; }
+
+std::string read_plan_text(const std::string& path, const PlanKind& kind) {
   std::ifstream in(path, std::ios::binary);
-  check(bool(in), std::string("cannot read ") + what + " '" + path + "'");
+  check(bool(in), "cannot read " + plan_origin(kind, path));
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
 }
 
-void write_plan_text(const std::string& text, const std::string& path) {
-  const std::string tmp = path + ".tmp";
+void write_plan(const json& plan, const std::string& path) {
+  const std::string text = plan.dump(1) + "\n", tmp = path + ".tmp";
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     check(bool(out), "cannot write '" + tmp + "'");
@@ -113,4 +135,4 @@ void write_plan_text(const std::string& text, const std::string& path) {
   }
 }
 
-}  // namespace tinfer::cli
+}  // namespace tinfer

@@ -1,9 +1,9 @@
 // Early exit's bytes per decode token (see exit_cost.h).
-#include "exit_cost.h"
+#include "plans/exit_cost.h"
 
 #include <numeric>
 
-namespace tinfer::cli {
+namespace tinfer {
 
 double ExitCostModel::full() const { return std::accumulate(layer_bytes.begin(), layer_bytes.end(), 0.0) + head_bytes; }
 
@@ -21,4 +21,4 @@ double ExitCostModel::mean(const std::vector<int32_t>& layers, const EarlyExitCo
   return total / double(c.eligible);
 }
 
-}  // namespace tinfer::cli
+}  // namespace tinfer

@@ -6,9 +6,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/early_exit.h"
+#include "plans/early_exit.h"
 
-namespace tinfer::cli {
+namespace tinfer {
 
 struct ExitCostModel {
   std::vector<double> layer_bytes;  // [n_layers] kept sub-blocks of each layer
@@ -19,4 +19,4 @@ struct ExitCostModel {
   double mean(const std::vector<int32_t>& layers, const EarlyExitCounters& c) const;
 };
 
-}  // namespace tinfer::cli
+}  // namespace tinfer
