@@ -18,7 +18,7 @@
 #include "engine/decoding/beam_group.h"
 #include "engine/decoding/speculator.h"
 #include "engine/entropy.h"
-#include "engine/kv_plan.h"
+#include "engine/kv_budget.h"
 #include "engine/model_runner.h"
 #include "engine/scheduler.h"
 #include "model/backend.h"
@@ -80,10 +80,10 @@ class EngineImpl final : public Engine {
     const kv::KvWindow window = config_.window_kv && config_.kv_layout == kv::KvLayout::kPaged
                                     ? kv_window_of(mc, config_.max_seqs, config_.max_batched_tokens)
                                     : kv::KvWindow{};
-    const EngineKvBudget budget = kv_budget(config_.kv_memory_bytes, config_.kv_fraction, mc, dtype,
+    const KvBudget budget = kv_budget(config_.kv_memory_bytes, config_.kv_fraction, mc, dtype,
                                             config_.block_size, config_.max_seqs, max_model_len_cfg_, window);
-    plan_ = plan_engine_kv(mc, budget.budget_bytes, config_.block_size, max_model_len_cfg_, dtype, window);
-    if (config_.verbose) std::fprintf(stderr, "%s\n", describe_kv_plan(plan_, budget, dtype).c_str());
+    plan_ = fit_kv_budget(mc, budget.budget_bytes, config_.block_size, max_model_len_cfg_, dtype, window);
+    if (config_.verbose) std::fprintf(stderr, "%s\n", describe_kv_budget(plan_, budget, dtype).c_str());
     if (config_.verbose && !config_.skip.empty())
       std::fprintf(stderr, "layer skip: %s (%.1f of %.1f MiB of weights read per step)\n", config_.skip.describe().c_str(),
                    fwd_->weight_bytes_read() / 1048576.0, fwd_->weight_bytes() / 1048576.0);

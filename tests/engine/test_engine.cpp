@@ -11,7 +11,7 @@
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "engine/generate.h"
-#include "engine/kv_plan.h"
+#include "engine/kv_budget.h"
 #include "model/backend.h"
 #include "model/model.h"
 #include "model/synth.h"
@@ -305,10 +305,10 @@ TEST(Engine, RejectsOverlongPromptAndUnfittableContext) {
 TEST(Engine, DefaultKvPoolIsSizedByMaxSeqsTimesContext) {
   ModelConfig cfg;
   cfg.n_layers = 2, cfg.n_kv_heads = 4, cfg.head_dim = 16;  // 2 x 2 x 4 x 16 x 4 B = 1 KiB per token (f32)
-  const EngineKvBudget small = kv_budget(0, 0.5, cfg, KvPrecision::uniform(cfg.n_layers, KvDtype::f32), 16, 4, 100);
+  const KvBudget small = kv_budget(0, 0.5, cfg, KvPrecision::uniform(cfg.n_layers, KvDtype::f32), 16, 4, 100);
   EXPECT_EQ(small.budget_bytes, size_t(4) * 112 * 1024);  // 100 tokens -> 7 whole blocks of 16
   EXPECT_NE(small.how.find("max_seqs 4 x max_model_len 100"), std::string::npos) << small.how;
-  const EngineKvBudget huge = kv_budget(0, 0.5, cfg, KvPrecision::uniform(cfg.n_layers, KvDtype::f32), 16, 1 << 20, 1 << 20);
+  const KvBudget huge = kv_budget(0, 0.5, cfg, KvPrecision::uniform(cfg.n_layers, KvDtype::f32), 16, 1 << 20, 1 << 20);
   EXPECT_EQ(huge.budget_bytes, kv::kv_budget_from_fraction(huge.mem_available, 0.5));
   EXPECT_NE(huge.how.find("--kv-fraction 0.50"), std::string::npos) << huge.how;
   EXPECT_EQ(kv_budget(12345, 0.5, cfg, KvPrecision::uniform(cfg.n_layers, KvDtype::f32), 16, 4, 100).budget_bytes, 12345u);
