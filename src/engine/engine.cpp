@@ -43,69 +43,18 @@ class EngineImpl final : public Engine, private SeqRegistry {
   EngineImpl(std::unique_ptr<Model> model, const EngineConfig& cfg) : config_(cfg), model_(std::move(model)) {
     throw_if(config_.validate(), "engine config");
     const ModelConfig& mc = model_->config();
-    max_model_len_cfg_ = config_.max_model_len > 0 ? config_.max_model_len : static_cast<int>(mc.ctx_len);
+    max_model_len_cfg_ = config_.scheduler.max_model_len > 0 ? config_.scheduler.max_model_len
+                                                             : static_cast<int>(mc.ctx_len);
     // Packs the weights (MemAvailable is read after); refuses a context the model cannot position.
     pool_ = std::make_unique<ThreadPool>(config_.threads);  // shared with a draft model's backend
     fwd_ = create_backend("cpu", *model_, BackendOptions{.pool = pool_.get(), .max_positions = max_model_len_cfg_,
                                                           .act_quant = config_.act_quant,
-                                                          .skip = config_.skip,
-                                                          .early_exit = config_.early_exit});
-    precision_ = config_.kv_precision(mc.n_layers);
-    const KvPrecision& dtype = precision_;
-    // The reserved layout keeps every block by design: windows are not given back there.
-    const kv::KvWindow window = config_.window_kv && config_.kv_layout == kv::KvLayout::kPaged
-                                    ? kv_window_of(mc, config_.max_seqs, config_.max_batched_tokens)
-                                    : kv::KvWindow{};
-    const KvBudget budget = kv_budget(config_.kv_memory_bytes, config_.kv_fraction, mc, dtype,
-                                            config_.block_size, config_.max_seqs, max_model_len_cfg_, window);
-    plan_ = fit_kv_budget(mc, budget.budget_bytes, config_.block_size, max_model_len_cfg_, dtype, window);
-    if (config_.verbose) std::fprintf(stderr, "%s\n", describe_kv_budget(plan_, budget, dtype).c_str());
-    if (config_.verbose && !config_.skip.empty())
-      std::fprintf(stderr, "layer skip: %s (%.1f of %.1f MiB of weights read per step)\n", config_.skip.describe().c_str(),
-                   fwd_->weight_bytes_read() / 1048576.0, fwd_->weight_bytes() / 1048576.0);
-    kv_ = fwd_->allocate_kv(plan_.num_blocks, plan_.block_size, dtype, plan_.window_blocks);
-
-    SchedulerConfig sc;
-    sc.max_batched_tokens = config_.max_batched_tokens;
-    sc.max_seqs = config_.max_seqs;
-    sc.chunked_prefill = config_.chunked_prefill;
-    sc.max_model_len = max_model_len_cfg_;
-    sc.max_background_running = config_.max_background_running;
-    sc.cache_outputs = !config_.early_exit.enabled();
-    kv::KvCacheConfig kc{.num_blocks = plan_.num_blocks,
-                         .block_size = plan_.block_size,
-                         .window_tokens = plan_.window_release ? plan_.window_tokens : 0,
-                         .prefix_caching = config_.prefix_caching,
-                         .layout = config_.kv_layout};
-    // Mixed sliding-window models: group 0 the full-attention layers, group 1 the windowed ones (their own pool).
-    const kv::KvGroupSpec groups[] = {{plan_.num_blocks, 0}, {plan_.window_blocks, plan_.window_tokens}};
-    sched_ = std::make_unique<Scheduler>(sc, plan_.window_blocks > 0 ? kv::KvCacheGroups(kc, groups) : kv::KvCacheGroups(kc),
-                                         make_batching_policy(config_.batching));
-    max_len_ = sched_->max_len();
-    limits_ = RequestLimits{.n_vocab = static_cast<int>(mc.n_vocab),
-                            .max_len = max_len_,
-                            .max_seqs = config_.max_seqs,
-                            .default_max_tokens = config_.default_max_tokens,
-                            .max_tokens_cap = config_.max_tokens_cap,
-                            .background_min_tokens = config_.long_request_tokens};
-    for (int32_t t = 0; t < mc.n_vocab; ++t)
-      if (model_->tokenizer().is_eog(t)) limits_.eos_ids.push_back(t);
+                                                          .skip = config_.plans.skip,
+                                                          .early_exit = config_.plans.early_exit});
+    allocate_kv();
+    make_scheduler();
     runner_ = std::make_unique<ModelRunner>(*fwd_, *kv_);
-    if (config_.spec.mode == SpecMode::kNone)
-      ext_ = std::make_unique<NoStepExtension>();
-    else
-      ext_ = std::make_unique<Speculator>(
-          config_.spec, make_drafter(config_.spec, *model_,
-                                     DrafterEnv{.pool = pool_.get(),
-                                                .target = fwd_.get(),
-                                                .act_quant = config_.act_quant,
-                                                .max_len = max_len_,
-                                                .block_size = plan_.block_size,
-                                                .kv_tokens = int64_t(plan_.num_blocks) * plan_.block_size,
-                                                .disable_batch = config_.spec.disable_batch > 0
-                                                                     ? config_.spec.disable_batch
-                                                                     : config_.max_seqs,
-                                                .verbose = config_.verbose}));
+    ext_ = make_extension();
     may_draft_ = [this](kv::SeqId seq) {
       auto it = owner_.find(seq);
       return it != owner_.end() && it->second->strategy->may_draft(seq);
@@ -168,6 +117,9 @@ class EngineImpl final : public Engine, private SeqRegistry {
     owner_.erase(seq);
     ext_->release(seq);
   }
+  void allocate_kv();     // config_.kv and plans -> the KV budget, its blocks, the cache
+  void make_scheduler();  // config_.scheduler whole (+ the model's context, the cache's groups); request limits
+  std::unique_ptr<StepExtension> make_extension();  // config_.spec whole: a Speculator, or none
   void drain_inbox(bool* did_something);
   // The strategies choose what every row commits (rows_): on_row per row, then decide per request (touched_).
   void choose_tokens(const BatchPlan& plan);
@@ -210,6 +162,68 @@ class EngineImpl final : public Engine, private SeqRegistry {
   EngineStats stats_;
   OpProfile profile_;  // counters as of the last step (no trace)
 };
+
+void EngineImpl::allocate_kv() {
+  const ModelConfig& mc = model_->config();
+  const EngineConfig::Kv& kvc = config_.kv;
+  precision_ = config_.kv_precision(mc.n_layers);
+  const KvPrecision& dtype = precision_;
+  // The reserved layout keeps every block by design: windows are not given back there.
+  const kv::KvWindow window = kvc.window && kvc.layout == kv::KvLayout::kPaged
+                                  ? kv_window_of(mc, config_.scheduler.max_seqs, config_.scheduler.max_batched_tokens)
+                                  : kv::KvWindow{};
+  const KvBudget budget = kv_budget(kvc.memory_bytes, kvc.fraction, mc, dtype, kvc.block_size,
+                                    config_.scheduler.max_seqs, max_model_len_cfg_, window);
+  plan_ = fit_kv_budget(mc, budget.budget_bytes, kvc.block_size, max_model_len_cfg_, dtype, window);
+  if (config_.verbose) std::fprintf(stderr, "%s\n", describe_kv_budget(plan_, budget, dtype).c_str());
+  if (config_.verbose && !config_.plans.skip.empty())
+    std::fprintf(stderr, "layer skip: %s (%.1f of %.1f MiB of weights read per step)\n",
+                 config_.plans.skip.describe().c_str(), fwd_->weight_bytes_read() / 1048576.0,
+                 fwd_->weight_bytes() / 1048576.0);
+  kv_ = fwd_->allocate_kv(plan_.num_blocks, plan_.block_size, dtype, plan_.window_blocks);
+}
+
+void EngineImpl::make_scheduler() {
+  const ModelConfig& mc = model_->config();
+  SchedulerConfig sc = config_.scheduler;
+  sc.max_model_len = max_model_len_cfg_;
+  sc.cache_outputs = !config_.plans.early_exit.enabled();
+  kv::KvCacheConfig kc{.num_blocks = plan_.num_blocks,
+                       .block_size = plan_.block_size,
+                       .window_tokens = plan_.window_release ? plan_.window_tokens : 0,
+                       .prefix_caching = config_.kv.prefix_caching,
+                       .layout = config_.kv.layout};
+  // Mixed sliding-window models: group 0 the full-attention layers, group 1 the windowed ones (their own pool).
+  const kv::KvGroupSpec groups[] = {{plan_.num_blocks, 0}, {plan_.window_blocks, plan_.window_tokens}};
+  sched_ = std::make_unique<Scheduler>(sc, plan_.window_blocks > 0 ? kv::KvCacheGroups(kc, groups) : kv::KvCacheGroups(kc),
+                                       make_batching_policy(config_.batching));
+  max_len_ = sched_->max_len();
+  const EngineConfig::Requests& rq = config_.requests;
+  limits_ = RequestLimits{.n_vocab = static_cast<int>(mc.n_vocab),
+                          .max_len = max_len_,
+                          .max_seqs = sc.max_seqs,
+                          .default_max_tokens = rq.default_max_tokens,
+                          .max_tokens_cap = rq.max_tokens_cap,
+                          .background_min_tokens = rq.long_request_tokens};
+  for (int32_t t = 0; t < mc.n_vocab; ++t)
+    if (model_->tokenizer().is_eog(t)) limits_.eos_ids.push_back(t);
+}
+
+std::unique_ptr<StepExtension> EngineImpl::make_extension() {
+  const SpecConfig& spec = config_.spec;
+  if (spec.mode == SpecMode::kNone) return std::make_unique<NoStepExtension>();
+  return std::make_unique<Speculator>(
+      spec, make_drafter(spec, *model_,
+                         DrafterEnv{.pool = pool_.get(),
+                                    .target = fwd_.get(),
+                                    .act_quant = config_.act_quant,
+                                    .max_len = max_len_,
+                                    .block_size = plan_.block_size,
+                                    .kv_tokens = int64_t(plan_.num_blocks) * plan_.block_size,
+                                    .disable_batch = spec.disable_batch > 0 ? spec.disable_batch
+                                                                            : config_.scheduler.max_seqs,
+                                    .verbose = config_.verbose}));
+}
 
 void EngineImpl::finish_if_done(RequestId id) {
   auto it = live_.find(id);
