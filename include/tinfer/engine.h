@@ -21,6 +21,7 @@
 #include "engine/request.h"
 #include "engine/request_resolver.h"
 #include "engine/sampler.h"
+#include "engine/scheduler_config.h"
 #include "kvcache/types.h"
 
 namespace tinfer {
@@ -28,45 +29,59 @@ namespace tinfer {
 class Model;
 class Tokenizer;
 
+// The engine's configuration by owner: each group goes whole to the part that uses it.
 struct EngineConfig {
+  // The KV cache (engine/kv_budget.h sizes it, kvcache/ holds it).
+  struct Kv {
+    // The memory (the CPU analogue of gpu_memory_utilization): memory_bytes if > 0, else fraction of the memory
+    // available after the weights.
+    int64_t memory_bytes = 0;
+    double fraction = 0.5;
+    int block_size = 16;
+    bool prefix_caching = true;
+    // Sliding-window layers (Mistral, Gemma 3's local layers) keep only their window's blocks: a pool of their
+    // own when the model mixes them with full-attention layers, blocks given back as they leave the window
+    // otherwise. false: they keep the whole context like every other layer (their attention is windowed either way).
+    bool window = true;
+    kv::KvLayout layout = kv::KvLayout::kPaged;  // kReserved: baseline, max context reserved per sequence
+    // Element types (core/kv_dtype.h): dtype for K and V unless dtype_k / dtype_v say otherwise (a per-layer
+    // precision plan, Plans::kv_layers, gives every layer's instead).
+    KvDtype dtype = KvDtype::f32;
+    std::optional<KvDtype> dtype_k, dtype_v;
+  };
+  // Calibrated plans, applied by the backend and the cache.
+  struct Plans {
+    // Per-layer KV precision plan (tinfer calibrate-kv, --kv-plan): every layer's K and V types; empty = Kv's.
+    std::vector<KvLayerTypes> kv_layers;
+    std::vector<std::vector<float>> kv_k_smooth;  // per-layer K smoothing factors (KvPrecision::k_smooth), or empty
+    // Calibrated layer skipping (tinfer calibrate-skip, --skip-plan): the sub-blocks every forward leaves out; a
+    // layer whose attention is skipped holds no KV (the planner counts only the layers kept). Empty = none.
+    LayerSkip skip;
+    EarlyExit early_exit;  // per-token early exit (plans/early_exit.h); threshold 1 = off
+  };
+  // What requests are resolved against (RequestLimits).
+  struct Requests {
+    int default_max_tokens = 256;
+    int max_tokens_cap = 4096;
+    // The background class (long jobs): requests asking for more than long_request_tokens outputs (0: none)
+    // are admitted only while no interactive request waits and fewer than
+    // scheduler.max_background_running run.
+    int long_request_tokens = 0;
+  };
+
   std::string model_path;
   std::string tokenizer_path;       // llama2.c .bin models only
   int threads = 0;                  // 0 = all cores
-  // KV cache memory (the CPU analogue of gpu_memory_utilization): kv_memory_bytes if > 0, else
-  // kv_fraction of the memory available after the weights.
-  int64_t kv_memory_bytes = 0;
-  double kv_fraction = 0.5;
-  int block_size = 16;
-  bool prefix_caching = true;
-  // Sliding-window layers (Mistral, Gemma 3's local layers) keep only their window's blocks: a pool of their own
-  // when the model mixes them with full-attention layers, blocks given back as they leave the window otherwise.
-  // false: they keep the whole context like every other layer (their attention is windowed either way).
-  bool window_kv = true;
-  kv::KvLayout kv_layout = kv::KvLayout::kPaged;  // kReserved: baseline, max context reserved per sequence
-  // KV element types (core/kv_dtype.h): kv_dtype for K and V unless kv_dtype_k / kv_dtype_v say otherwise;
-  // a non-empty kv_layers (a per-layer plan, tinfer calibrate-kv) gives every layer's K and V instead.
-  KvDtype kv_dtype = KvDtype::f32;
-  std::optional<KvDtype> kv_dtype_k, kv_dtype_v;
-  std::vector<KvLayerTypes> kv_layers;
-  std::vector<std::vector<float>> kv_k_smooth;  // per-layer K smoothing factors (KvPrecision::k_smooth), or empty
-  // Calibrated layer skipping (tinfer calibrate-skip, --skip-plan): the sub-blocks every forward leaves out; a
-  // layer whose attention is skipped holds no KV (the planner counts only the layers kept). Empty = none.
-  LayerSkip skip;
-  EarlyExit early_exit;  // per-token early exit (plans/early_exit.h); threshold 1 = off
-  ActQuant act_quant = ActQuant::block32;          // int8 activation scales per 32-block, or per token (W8A8)
+  ActQuant act_quant = ActQuant::block32;  // int8 activation scales per 32-block, or per token (W8A8)
+  Kv kv;
+  Plans plans;
+  // Handed to the Scheduler whole, except max_model_len (0 here = the model's context length) and cache_outputs
+  // (the engine's: off under early exit).
+  SchedulerConfig scheduler{.max_batched_tokens = 512, .max_model_len = 0};
   BatchingMode batching = BatchingMode::kContinuous;
-  bool chunked_prefill = true;
-  int max_batched_tokens = 512;     // token budget per step
-  int max_seqs = 64;
-  int max_model_len = 0;            // 0 = the model's context length
-  int default_max_tokens = 256;
-  int max_tokens_cap = 4096;
-  // The background class (long jobs): requests asking for more than long_request_tokens outputs (0: none)
-  // are admitted only while no interactive request waits and fewer than max_background_running run.
-  int long_request_tokens = 0;
-  int max_background_running = 2;
-  bool verbose = true;              // print the KV plan at start (bytes/token, capacity, concurrency)
+  Requests requests;
   SpecConfig spec;                  // speculative decoding (mode none: off)
+  bool verbose = true;              // print the KV budget at start (bytes/token, capacity, concurrency)
 
   std::vector<std::string> validate() const;  // every problem, one message each
   // What the cache holds per layer for a model of n_layers (no KV where skip skips the attention); throws Error

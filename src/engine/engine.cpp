@@ -1,26 +1,29 @@
 // The serving engine: one iteration per step() = inbox (adds, aborts) -> Scheduler::schedule -> ModelRunner
-// (CoW copies, one ragged forward) -> per-sample Sampler -> Scheduler::update -> TokenEvents. n > 1 requests
-// prefill once and fork into n scheduler sequences sharing the prompt's blocks after the first token. Beam
-// search requests hand their rows to a BeamGroup (decoding/beam_group.h), which forks and prunes their
-// sequences; their n results are emitted when the search ends.
+// (CoW copies, one ragged forward) -> each request's DecodeStrategy chooses its rows' tokens -> Scheduler::update
+// -> the strategies report TokenEvents (through LiveRequest::emit). How a request decodes (plain, n > 1 forking,
+// beam search) lives in its strategy (decoding/decode_strategy.h); work beside decoding (speculation) enters
+// through the one StepExtension (step_extension.h).
 #include <tinfer/engine.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <functional>
 #include <mutex>
-#include <optional>
 #include <unordered_map>
 
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "core/timer.h"
-#include "engine/decoding/beam_group.h"
+#include "engine/decoding/beam_strategy.h"
+#include "engine/decoding/sample_strategy.h"
 #include "engine/decoding/speculator.h"
-#include "engine/entropy.h"
-#include "engine/kv_plan.h"
+#include "engine/kv_budget.h"
+#include "engine/live_request.h"
 #include "engine/model_runner.h"
+#include "engine/phase_timer.h"
 #include "engine/scheduler.h"
+#include "engine/step_extension.h"
 #include "backend/backend.h"
 #include "model/model.h"
 
@@ -35,121 +38,40 @@ void throw_if(const std::vector<std::string>& errs, const std::string& what) {
   fail(msg);
 }
 
-// Every row of the plan decodes (one known token, maybe drafts): a sample of the step-cost model.
-bool is_decode_only(const BatchPlan& plan) {
-  for (const ScheduledRequest& s : plan.requests)
-    if (!s.needs_logits || s.padding || s.tokens.size() != size_t(s.num_draft) + 1) return false;
-  return true;
-}
-
-// Client state of one request: its samples (one Sampler and one scheduler sequence each) and callback.
-struct Live {
-  explicit Live(ResolvedRequest r) : req(std::move(r)) {}
-  RequestId id = 0;
-  ResolvedRequest req;
-  EventCallback on_event;
-  std::vector<Sampler> samplers;      // [n]
-  std::vector<kv::SeqId> seqs;        // [n] scheduler sequence of each sample; 0 before the fork
-  std::vector<int> completion;        // [n] tokens delivered so far
-  std::vector<bool> done;             // [n]
-  bool forked = false;                // n == 1, or the n sequences exist
-  int num_done = 0;
-  std::unique_ptr<BeamGroup> beam;    // beam search only (then samplers and seqs stay unused)
-  int cached = 0;                     // beam search: prefix-cache hit of the prompt
-  // report_entropy: each prompt position's next-token entropy (a preempted prefill rewrites its rows), then
-  // their mean once the last prompt row is known.
-  std::vector<float> prompt_row_entropy;
-  float prompt_entropy = std::numeric_limits<float>::quiet_NaN();
-};
-
-class EngineImpl final : public Engine {
+class EngineImpl final : public Engine, private SeqRegistry {
  public:
   EngineImpl(std::unique_ptr<Model> model, const EngineConfig& cfg) : config_(cfg), model_(std::move(model)) {
     throw_if(config_.validate(), "engine config");
     const ModelConfig& mc = model_->config();
-    max_model_len_cfg_ = config_.max_model_len > 0 ? config_.max_model_len : static_cast<int>(mc.ctx_len);
+    max_model_len_cfg_ = config_.scheduler.max_model_len > 0 ? config_.scheduler.max_model_len
+                                                             : static_cast<int>(mc.ctx_len);
     // Packs the weights (MemAvailable is read after); refuses a context the model cannot position.
     pool_ = std::make_unique<ThreadPool>(config_.threads);  // shared with a draft model's backend
     fwd_ = create_backend("cpu", *model_, BackendOptions{.pool = pool_.get(), .max_positions = max_model_len_cfg_,
                                                           .act_quant = config_.act_quant,
-                                                          .skip = config_.skip,
-                                                          .early_exit = config_.early_exit});
-    precision_ = config_.kv_precision(mc.n_layers);
-    const KvPrecision& dtype = precision_;
-    // The reserved layout keeps every block by design: windows are not given back there.
-    const kv::KvWindow window = config_.window_kv && config_.kv_layout == kv::KvLayout::kPaged
-                                    ? kv_window_of(mc, config_.max_seqs, config_.max_batched_tokens)
-                                    : kv::KvWindow{};
-    const EngineKvBudget budget = kv_budget(config_.kv_memory_bytes, config_.kv_fraction, mc, dtype,
-                                            config_.block_size, config_.max_seqs, max_model_len_cfg_, window);
-    plan_ = plan_engine_kv(mc, budget.budget_bytes, config_.block_size, max_model_len_cfg_, dtype, window);
-    if (config_.verbose) std::fprintf(stderr, "%s\n", describe_kv_plan(plan_, budget, dtype).c_str());
-    if (config_.verbose && !config_.skip.empty())
-      std::fprintf(stderr, "layer skip: %s (%.1f of %.1f MiB of weights read per step)\n", config_.skip.describe().c_str(),
-                   fwd_->weight_bytes_read() / 1048576.0, fwd_->weight_bytes() / 1048576.0);
-    kv_ = fwd_->allocate_kv(plan_.num_blocks, plan_.block_size, dtype, plan_.window_blocks);
-
-    SchedulerConfig sc;
-    sc.max_batched_tokens = config_.max_batched_tokens;
-    sc.max_seqs = config_.max_seqs;
-    sc.chunked_prefill = config_.chunked_prefill;
-    sc.max_model_len = max_model_len_cfg_;
-    sc.max_background_running = config_.max_background_running;
-    sc.cache_outputs = !config_.early_exit.enabled();
-    kv::KvCacheConfig kc{.num_blocks = plan_.num_blocks,
-                         .block_size = plan_.block_size,
-                         .window_tokens = plan_.window_release ? plan_.window_tokens : 0,
-                         .prefix_caching = config_.prefix_caching,
-                         .layout = config_.kv_layout};
-    // Mixed sliding-window models: group 0 the full-attention layers, group 1 the windowed ones (their own pool).
-    const kv::KvGroupSpec groups[] = {{plan_.num_blocks, 0}, {plan_.window_blocks, plan_.window_tokens}};
-    sched_ = std::make_unique<Scheduler>(sc, plan_.window_blocks > 0 ? kv::KvCacheGroups(kc, groups) : kv::KvCacheGroups(kc),
-                                         make_batching_policy(config_.batching));
-    max_len_ = sched_->max_len();
-    limits_ = RequestLimits{.n_vocab = static_cast<int>(mc.n_vocab),
-                            .max_len = max_len_,
-                            .max_seqs = config_.max_seqs,
-                            .default_max_tokens = config_.default_max_tokens,
-                            .max_tokens_cap = config_.max_tokens_cap,
-                            .background_min_tokens = config_.long_request_tokens};
-    for (int32_t t = 0; t < mc.n_vocab; ++t)
-      if (model_->tokenizer().is_eog(t)) limits_.eos_ids.push_back(t);
+                                                          .skip = config_.plans.skip,
+                                                          .early_exit = config_.plans.early_exit});
+    allocate_kv();
+    make_scheduler();
     runner_ = std::make_unique<ModelRunner>(*fwd_, *kv_);
-    if (config_.spec.mode != SpecMode::kNone)
-      spec_ = std::make_unique<Speculator>(
-          config_.spec, make_drafter(config_.spec, *model_,
-                                     DrafterEnv{.pool = pool_.get(),
-                                                .target = fwd_.get(),
-                                                .act_quant = config_.act_quant,
-                                                .max_len = max_len_,
-                                                .block_size = plan_.block_size,
-                                                .kv_tokens = int64_t(plan_.num_blocks) * plan_.block_size,
-                                                .disable_batch = config_.spec.disable_batch > 0
-                                                                     ? config_.spec.disable_batch
-                                                                     : config_.max_seqs,
-                                                .verbose = config_.verbose}));
+    ext_ = make_extension();
+    may_draft_ = [this](kv::SeqId seq) {
+      auto it = owner_.find(seq);
+      return it != owner_.end() && it->second->strategy->may_draft(seq);
+    };
     publish_stats();
   }
 
   const RequestLimits& request_limits() const override { return limits_; }
 
   RequestId add_request(ResolvedRequest req, EventCallback on_event) override {
-    auto live = std::make_unique<Live>(std::move(req));
-    const ResolvedRequest& r = live->req;
-    const int n_vocab = limits_.n_vocab;
-    // Sample i draws with seed + i (mod 2^64), so samples differ yet each is reproducible; an absent
-    // seed is resolved once.
-    if (!r.use_beam_search) live->samplers.emplace_back(r.sampling, n_vocab, r.prompt);
-    for (int i = 1; i < r.n && !r.use_beam_search; ++i) {
-      SamplingParams p = r.sampling;
-      p.seed = live->samplers[0].seed() + static_cast<uint64_t>(i);
-      live->samplers.emplace_back(p, n_vocab, r.prompt);
-    }
-    live->seqs.assign(r.n, 0);
-    live->completion.assign(r.n, 0);
-    live->done.assign(r.n, false);
-    live->forked = r.n == 1 || r.use_beam_search;
-    live->on_event = std::move(on_event);
+    auto live = std::make_unique<LiveRequest>(std::move(req), std::move(on_event), &generated_);
+    LiveRequest& l = *live;  // (the strategy touches the scheduler only once start() runs, on the stepping thread)
+    SeqRegistry& seqs = *this;
+    if (l.req.use_beam_search)
+      l.strategy = std::make_unique<BeamStrategy>(l, limits_.n_vocab, *sched_, seqs);
+    else
+      l.strategy = std::make_unique<SampleStrategy>(l, limits_.n_vocab, *sched_, seqs);
     std::lock_guard<std::mutex> lock(mu_);
     live->id = ++next_id_;
     const RequestId id = live->id;
@@ -185,25 +107,26 @@ class EngineImpl final : public Engine {
   int max_model_len() const override { return max_len_; }
 
  private:
-  struct Owner {
-    Live* live;
-    int index;
-  };
+  // SeqRegistry: scheduler sequence -> request, for the strategies.
+  kv::SeqId open(LiveRequest& owner) override {
+    const kv::SeqId seq = ++next_seq_;
+    owner_[seq] = &owner;
+    return seq;
+  }
+  void close(kv::SeqId seq) override {
+    owner_.erase(seq);
+    ext_->release(seq);
+  }
+  void allocate_kv();     // config_.kv and plans -> the KV budget, its blocks, the cache
+  void make_scheduler();  // config_.scheduler whole (+ the model's context, the cache's groups); request limits
+  std::unique_ptr<StepExtension> make_extension();  // config_.spec whole: a Speculator, or none
   void drain_inbox(bool* did_something);
-  void emit(Live& l, int index, const SampleResult* s, Token tok, bool finished, FinishReason why, int cached,
-            const Hypothesis* beam = nullptr);
-  void start_beam_search(Live& l);
-  // Beam rounds around Scheduler::update: decide (and fill `committed` for continuing beams), then fork the
-  // new beams and report finished searches.
-  void beam_rounds_decide(const BatchPlan& plan, const std::vector<Live*>& beams,
-                          std::vector<std::vector<Token>>& committed);
-  void beam_rounds_finish(const std::vector<Live*>& beams, std::vector<RequestId>& touched);
-  void finish_request_if_done(Live& l);
-  bool is_stop(const Live& l, Token t) const;
-  void fork_samples(Live& l, kv::SeqId parent, int parent_index, const std::vector<SampleResult>& first);
+  // The strategies choose what every row commits (rows_): on_row per row, then decide per request (touched_).
+  void choose_tokens(const BatchPlan& plan);
+  // After Scheduler::update: each output to its strategy, after_update per request, finished requests leave.
+  void deliver(const BatchPlan& plan, const std::vector<RequestOutput>& outs);
+  void finish_if_done(RequestId id);
   void publish_stats();
-  // report_entropy requests: the prompt rows' entropies of this step's prompt chunks, and each sampled row's.
-  void record_prompt_entropy(const BatchPlan& plan);
 
   EngineConfig config_;
   std::unique_ptr<Model> model_;
@@ -214,22 +137,25 @@ class EngineImpl final : public Engine {
   std::unique_ptr<KvCache> kv_;
   std::unique_ptr<Scheduler> sched_;
   std::unique_ptr<ModelRunner> runner_;
-  std::unique_ptr<Speculator> spec_;  // null without speculative decoding
+  std::unique_ptr<StepExtension> ext_;  // speculative decoding, or NoStepExtension
+  std::function<bool(kv::SeqId)> may_draft_;  // which sequences the extension may draft for
   RequestLimits limits_;
   int max_model_len_cfg_ = 0;
   int max_len_ = 0;
 
   // Stepping thread only.
-  std::unordered_map<RequestId, std::unique_ptr<Live>> live_;
-  std::unordered_map<kv::SeqId, Owner> owner_;  // scheduler sequence -> (request, sample index)
+  std::unordered_map<RequestId, std::unique_ptr<LiveRequest>> live_;
+  std::unordered_map<kv::SeqId, LiveRequest*> owner_;  // scheduler sequence -> request
   kv::SeqId next_seq_ = 0;
   int running_peak_ = 0;
   int64_t prompt_tokens_ = 0, generated_ = 0, aborts_done_ = 0;
-  std::vector<float> entropy_scratch_;
+  StepRows rows_;                     // this step's rows (storage reused)
+  std::vector<LiveRequest*> touched_;  // requests with rows this step, in plan order
+  std::vector<RequestId> finishing_;  // requests that may have finished this step
 
   // Shared with client threads.
   mutable std::mutex mu_;
-  std::vector<std::unique_ptr<Live>> inbox_;
+  std::vector<std::unique_ptr<LiveRequest>> inbox_;
   std::vector<RequestId> aborts_;
   RequestId next_id_ = 0;
   int unfinished_ = 0;
@@ -237,57 +163,78 @@ class EngineImpl final : public Engine {
   OpProfile profile_;  // counters as of the last step (no trace)
 };
 
-bool EngineImpl::is_stop(const Live& l, Token t) const {
-  return std::find(l.req.stop_ids.begin(), l.req.stop_ids.end(), t) != l.req.stop_ids.end();
+void EngineImpl::allocate_kv() {
+  const ModelConfig& mc = model_->config();
+  const EngineConfig::Kv& kvc = config_.kv;
+  precision_ = config_.kv_precision(mc.n_layers);
+  const KvPrecision& dtype = precision_;
+  // The reserved layout keeps every block by design: windows are not given back there.
+  const kv::KvWindow window = kvc.window && kvc.layout == kv::KvLayout::kPaged
+                                  ? kv_window_of(mc, config_.scheduler.max_seqs, config_.scheduler.max_batched_tokens)
+                                  : kv::KvWindow{};
+  const KvBudget budget = kv_budget(kvc.memory_bytes, kvc.fraction, mc, dtype, kvc.block_size,
+                                    config_.scheduler.max_seqs, max_model_len_cfg_, window);
+  plan_ = fit_kv_budget(mc, budget.budget_bytes, kvc.block_size, max_model_len_cfg_, dtype, window);
+  if (config_.verbose) std::fprintf(stderr, "%s\n", describe_kv_budget(plan_, budget, dtype).c_str());
+  if (config_.verbose && !config_.plans.skip.empty())
+    std::fprintf(stderr, "layer skip: %s (%.1f of %.1f MiB of weights read per step)\n",
+                 config_.plans.skip.describe().c_str(), fwd_->weight_bytes_read() / 1048576.0,
+                 fwd_->weight_bytes() / 1048576.0);
+  kv_ = fwd_->allocate_kv(plan_.num_blocks, plan_.block_size, dtype, plan_.window_blocks);
 }
 
-void EngineImpl::emit(Live& l, int index, const SampleResult* s, Token tok, bool finished, FinishReason why,
-                      int cached, const Hypothesis* beam) {
-  TokenEvent ev;
-  ev.id = l.id;
-  ev.index = index;
-  if (s) {
-    ev.has_token = true;
-    ev.token = tok;
-    ev.logprob = s->logprob;
-    ev.top_logprobs = s->top;
-    ev.entropy = s->entropy;
-    ++l.completion[index];
-    ++generated_;
-  }
-  ev.finished = finished;
-  ev.finish_reason = why;
-  ev.prompt_tokens = static_cast<int>(l.req.prompt.size());
-  ev.cached_prompt_tokens = cached;
-  ev.completion_tokens = l.completion[index];
-  ev.clamped = l.req.clamped;
-  ev.prompt_entropy = l.prompt_entropy;
-  if (beam) {
-    ev.beam = true;
-    ev.beam_logprob = beam->logprob;
-    ev.beam_score = beam->score;
-  }
-  if (finished && !l.done[index]) {
-    l.done[index] = true;
-    ++l.num_done;
-    if (l.seqs[index]) {
-      owner_.erase(l.seqs[index]);
-      if (spec_) spec_->release(l.seqs[index]);
-    }
-  }
-  if (l.on_event) l.on_event(ev);
+void EngineImpl::make_scheduler() {
+  const ModelConfig& mc = model_->config();
+  SchedulerConfig sc = config_.scheduler;
+  sc.max_model_len = max_model_len_cfg_;
+  sc.cache_outputs = !config_.plans.early_exit.enabled();
+  kv::KvCacheConfig kc{.num_blocks = plan_.num_blocks,
+                       .block_size = plan_.block_size,
+                       .window_tokens = plan_.window_release ? plan_.window_tokens : 0,
+                       .prefix_caching = config_.kv.prefix_caching,
+                       .layout = config_.kv.layout};
+  // Mixed sliding-window models: group 0 the full-attention layers, group 1 the windowed ones (their own pool).
+  const kv::KvGroupSpec groups[] = {{plan_.num_blocks, 0}, {plan_.window_blocks, plan_.window_tokens}};
+  sched_ = std::make_unique<Scheduler>(sc, plan_.window_blocks > 0 ? kv::KvCacheGroups(kc, groups) : kv::KvCacheGroups(kc),
+                                       make_batching_policy(config_.batching));
+  max_len_ = sched_->max_len();
+  const EngineConfig::Requests& rq = config_.requests;
+  limits_ = RequestLimits{.n_vocab = static_cast<int>(mc.n_vocab),
+                          .max_len = max_len_,
+                          .max_seqs = sc.max_seqs,
+                          .default_max_tokens = rq.default_max_tokens,
+                          .max_tokens_cap = rq.max_tokens_cap,
+                          .background_min_tokens = rq.long_request_tokens};
+  for (int32_t t = 0; t < mc.n_vocab; ++t)
+    if (model_->tokenizer().is_eog(t)) limits_.eos_ids.push_back(t);
 }
 
-void EngineImpl::finish_request_if_done(Live& l) {
-  if (l.num_done < l.req.n) return;
-  const RequestId id = l.id;
-  live_.erase(id);  // l dangles from here on
+std::unique_ptr<StepExtension> EngineImpl::make_extension() {
+  const SpecConfig& spec = config_.spec;
+  if (spec.mode == SpecMode::kNone) return std::make_unique<NoStepExtension>();
+  return std::make_unique<Speculator>(
+      spec, make_drafter(spec, *model_,
+                         DrafterEnv{.pool = pool_.get(),
+                                    .target = fwd_.get(),
+                                    .act_quant = config_.act_quant,
+                                    .max_len = max_len_,
+                                    .block_size = plan_.block_size,
+                                    .kv_tokens = int64_t(plan_.num_blocks) * plan_.block_size,
+                                    .disable_batch = spec.disable_batch > 0 ? spec.disable_batch
+                                                                            : config_.scheduler.max_seqs,
+                                    .verbose = config_.verbose}));
+}
+
+void EngineImpl::finish_if_done(RequestId id) {
+  auto it = live_.find(id);
+  if (it == live_.end() || !it->second->done()) return;
+  live_.erase(it);
   std::lock_guard<std::mutex> lock(mu_);
   --unfinished_;
 }
 
 void EngineImpl::drain_inbox(bool* did_something) {
-  std::vector<std::unique_ptr<Live>> adds;
+  std::vector<std::unique_ptr<LiveRequest>> adds;
   std::vector<RequestId> aborts;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -295,253 +242,85 @@ void EngineImpl::drain_inbox(bool* did_something) {
     aborts.swap(aborts_);
   }
   for (auto& up : adds) {
-    Live& l = *up;
+    LiveRequest& l = *up;
     prompt_tokens_ += static_cast<int64_t>(l.req.prompt.size());
-    if (l.req.use_beam_search) {
-      start_beam_search(l);
-      live_[l.id] = std::move(up);
-      continue;
-    }
-    const kv::SeqId seq = ++next_seq_;
-    sched_->add(seq, RequestParams{.prompt = l.req.prompt,
-                                   .max_tokens = l.req.max_tokens,
-                                   .stop_ids = l.req.stop_ids,
-                                   .cache_salt = l.req.cache_salt,
-                                   .priority = l.req.priority,
-                                   .prompt_logits = l.req.report_entropy});
-    if (l.req.report_entropy) l.prompt_row_entropy.assign(l.req.prompt.size(), std::numeric_limits<float>::quiet_NaN());
-    l.seqs[0] = seq;
-    owner_[seq] = {&l, 0};
     live_[l.id] = std::move(up);
+    l.strategy->start();
   }
   for (RequestId id : aborts) {
     auto it = live_.find(id);
     if (it == live_.end()) continue;  // unknown or already finished
-    Live& l = *it->second;
-    if (l.beam) l.beam->abort_all();  // every beam's blocks return now
-    for (int i = 0; i < l.req.n; ++i) {
-      if (l.done[i]) continue;
-      if (l.seqs[i]) sched_->abort(l.seqs[i]);  // blocks return to the pool now
-      emit(l, i, nullptr, -1, true, FinishReason::kAbort, 0);
-    }
-    if (!l.forked && l.seqs[0]) owner_.erase(l.seqs[0]);
+    it->second->strategy->abort();    // every sample reported, blocks back to the pool now
     ++aborts_done_;
     *did_something = true;
-    finish_request_if_done(l);
+    finish_if_done(id);
   }
-}
-
-// The parent sequence sampled its first token for all n samples; it continues as `parent_index`, the others
-// become forks sharing its blocks (or, when max_seqs is full, new requests whose prompt ends with their token).
-void EngineImpl::fork_samples(Live& l, kv::SeqId parent, int parent_index, const std::vector<SampleResult>& first) {
-  const bool parent_alive = sched_->find(parent) != nullptr;
-  for (int k = 0; k < l.req.n; ++k) {
-    if (k == parent_index) continue;
-    const Token tok = first[k].token;
-    l.samplers[k].accept(tok);
-    const bool length = l.req.max_tokens <= 1 || static_cast<int>(l.req.prompt.size()) + 1 >= max_len_;
-    if (!parent_alive || is_stop(l, tok) || length) {
-      emit(l, k, &first[k], tok, true, is_stop(l, tok) ? FinishReason::kStop : FinishReason::kLength, 0);
-      continue;
-    }
-    const kv::SeqId child = ++next_seq_;
-    l.seqs[k] = child;
-    owner_[child] = {&l, k};
-    if (sched_->num_running() < sched_->config().max_seqs) {
-      sched_->fork(parent, child, tok);  // cannot finish: stop and length were ruled out above
-    } else {
-      std::vector<Token> prompt = l.req.prompt;
-      prompt.push_back(tok);
-      sched_->add(child, RequestParams{.prompt = std::move(prompt),
-                                       .max_tokens = l.req.max_tokens - 1,
-                                       .stop_ids = l.req.stop_ids,
-                                       .cache_salt = l.req.cache_salt,
-                                       .priority = l.req.priority});
-    }
-    emit(l, k, &first[k], tok, false, FinishReason::kNone, 0);
-  }
-  l.forked = true;
 }
 
 bool EngineImpl::step() {
-  OpProfile* prof = &fwd_->profile();
+  PhaseTimer timer(&fwd_->profile());
+  timer.to(Op::kSchedule);
   bool did = false;
-  std::optional<OpTimer> timer(std::in_place, prof, Op::kSchedule);
   drain_inbox(&did);
-  if (spec_) {  // drafts for the decoding requests that allow them, handed to the scheduler
-    timer.emplace(prof, Op::kDraft);
-    spec_->propose(*sched_, [&](kv::SeqId seq) {
-      auto it = owner_.find(seq);
-      return it != owner_.end() && it->second.live->forked && it->second.live->req.speculative;
-    });
-    timer.emplace(prof, Op::kSchedule);
-  }
+  ext_->before_schedule(*sched_, may_draft_, timer);
   const BatchPlan plan = sched_->schedule();
   if (plan.empty()) {
-    timer.reset();
+    timer.stop();
     publish_stats();
     return did;
   }
   running_peak_ = std::max(running_peak_, sched_->num_running());
-  timer.reset();
+  timer.stop();
   const double t_forward = now_s();
   runner_->run(plan);  // (the backend times the forward's own categories)
-  if (spec_ && is_decode_only(plan)) spec_->observe_step(plan.num_tokens, now_s() - t_forward);
-  timer.emplace(prof, Op::kSample);
-  record_prompt_entropy(plan);
-
-  // Sample (and verify drafts). A not-yet-forked n > 1 request draws all n first tokens from the same row.
-  std::vector<std::vector<Token>> committed(plan.requests.size());
-  std::vector<std::vector<SampleResult>> results(plan.requests.size());
-  std::unordered_map<kv::SeqId, std::vector<SampleResult>> firsts;  // parent seq -> n first samples
-  std::vector<Live*> beams;                                         // beam-search requests with rows
-  for (size_t i = 0; i < plan.requests.size(); ++i) {
-    const ScheduledRequest& s = plan.requests[i];
-    const float* logits = runner_->logits(i);
-    if (!logits || s.padding) continue;  // (a padding row's output is discarded)
-    const Owner o = owner_.at(s.id);
-    Live& l = *o.live;
-    if (l.beam) {
-      l.beam->on_row(s.id, logits);
-      if (std::find(beams.begin(), beams.end(), &l) == beams.end()) beams.push_back(&l);
-    } else if (l.forked) {
-      const std::span<const Token> draft(s.tokens.end() - s.num_draft, s.tokens.end());
-      const int kept = commit_run(l.samplers[o.index], logits, runner_->n_vocab(), draft, &results[i]);
-      if (spec_) spec_->record(s.id, s.num_draft, kept);
-      if (l.req.report_entropy)  // committed token t was drawn from row t (the last known token's, then drafts')
-        for (size_t t = 0; t < results[i].size(); ++t)
-          results[i][t].entropy =
-              next_token_entropy(logits + t * runner_->n_vocab(), int64_t(runner_->n_vocab()), entropy_scratch_);
-    } else {
-      std::vector<SampleResult> all;
-      for (int k = 0; k < l.req.n; ++k) all.push_back(l.samplers[k].sample(logits));
-      if (l.req.report_entropy) {
-        const float h = next_token_entropy(logits, int64_t(runner_->n_vocab()), entropy_scratch_);
-        for (SampleResult& r : all) r.entropy = h;
-      }
-      // The parent continues as the first sample that does not stop, so the others can still fork from it.
-      int p = 0;
-      while (p + 1 < l.req.n && is_stop(l, all[p].token)) ++p;
-      l.samplers[p].accept(all[p].token);
-      results[i] = {all[p]};
-      if (p != 0) {
-        l.seqs[p] = l.seqs[0];
-        l.seqs[0] = 0;
-        owner_[s.id] = {&l, p};
-      }
-      firsts.emplace(s.id, std::move(all));
-    }
-    for (const SampleResult& r : results[i]) committed[i].push_back(r.token);
-  }
-
-  beam_rounds_decide(plan, beams, committed);
-
-  timer.emplace(prof, Op::kSchedule);  // update, events and bookkeeping
-  const std::vector<RequestOutput> outs = sched_->update(plan, std::span<const std::vector<Token>>(committed));
-  std::unordered_map<kv::SeqId, size_t> plan_index;
-  for (size_t i = 0; i < plan.requests.size(); ++i) plan_index[plan.requests[i].id] = i;
-  std::vector<RequestId> touched;
-  for (const RequestOutput& out : outs) {
-    const Owner o = owner_.at(out.id);
-    Live& l = *o.live;
-    if (l.beam) {  // beams report only their final hypotheses (beam_rounds_finish)
-      l.cached = std::max(l.cached, out.num_cached_prompt_tokens);
-      continue;
-    }
-    const size_t i = plan_index.at(out.id);
-    const size_t nt = out.new_tokens.size();
-    if (nt == 0) emit(l, o.index, nullptr, -1, out.finished, out.finish_reason, out.num_cached_prompt_tokens);
-    for (size_t t = 0; t < nt; ++t) {  // one event per committed token; the last one carries the finish
-      const bool last = t + 1 == nt;
-      emit(l, o.index, &results[i][t], out.new_tokens[t], last && out.finished,
-           last ? out.finish_reason : FinishReason::kNone, out.num_cached_prompt_tokens);
-    }
-    auto f = firsts.find(out.id);
-    if (f != firsts.end()) fork_samples(l, out.id, o.index, f->second);
-    touched.push_back(l.id);
-  }
-  beam_rounds_finish(beams, touched);
-  for (RequestId id : touched) {
-    auto it = live_.find(id);
-    if (it != live_.end()) finish_request_if_done(*it->second);
-  }
+  ext_->after_forward(plan, now_s() - t_forward);
+  timer.to(Op::kSample);
+  choose_tokens(plan);
+  ext_->after_commit(plan, rows_.committed);
+  timer.to(Op::kSchedule);  // update, events and bookkeeping
+  deliver(plan, sched_->update(plan, std::span<const std::vector<Token>>(rows_.committed)));
   running_peak_ = std::max(running_peak_, sched_->num_running());
-  timer.reset();
+  timer.stop();
   publish_stats();
   return true;
 }
 
-void EngineImpl::record_prompt_entropy(const BatchPlan& plan) {
-  const int64_t nv = int64_t(runner_->n_vocab());
-  for (size_t i = 0; i < plan.requests.size(); ++i) {
+void EngineImpl::choose_tokens(const BatchPlan& plan) {
+  const size_t n = plan.requests.size();
+  rows_.n_vocab = runner_->n_vocab();
+  rows_.committed.resize(n);
+  rows_.results.resize(n);
+  for (size_t i = 0; i < n; ++i) rows_.committed[i].clear(), rows_.results[i].clear();
+  touched_.clear();
+  for (size_t i = 0; i < n; ++i) {
     const ScheduledRequest& s = plan.requests[i];
-    const float* rows = runner_->prompt_logits(i);
-    if (!rows || s.padding) continue;
-    auto it = owner_.find(s.id);
-    if (it == owner_.end()) continue;
-    Live& l = *it->second.live;
-    for (size_t t = 0; t < s.tokens.size(); ++t)
-      l.prompt_row_entropy.at(size_t(s.start_pos) + t) =
-          next_token_entropy(rows + int64_t(t) * nv, nv, entropy_scratch_);
-    if (!s.needs_logits) continue;  // the prompt's last row is not computed yet
-    double sum = 0;
-    for (float h : l.prompt_row_entropy) sum += h;
-    l.prompt_entropy = static_cast<float>(sum / double(l.prompt_row_entropy.size()));
-  }
-}
-
-void EngineImpl::start_beam_search(Live& l) {
-  Live* lp = &l;
-  l.beam = std::make_unique<BeamGroup>(
-      l.req, limits_.n_vocab, *sched_,
-      BeamGroup::Hooks{.new_seq =
-                           [this, lp] {
-                             const kv::SeqId seq = ++next_seq_;
-                             owner_[seq] = {lp, 0};
-                             return seq;
-                           },
-                       .drop_seq =
-                           [this](kv::SeqId seq) {
-                             owner_.erase(seq);
-                             if (spec_) spec_->release(seq);
-                           }});
-  l.beam->start();
-}
-
-void EngineImpl::beam_rounds_decide(const BatchPlan& plan, const std::vector<Live*>& beams,
-                                    std::vector<std::vector<Token>>& committed) {
-  for (Live* l : beams) l->beam->decide();
-  for (size_t i = 0; i < plan.requests.size(); ++i) {
-    auto it = owner_.find(plan.requests[i].id);  // (sequences the round dropped are gone)
-    if (it == owner_.end() || !it->second.live->beam) continue;
-    if (auto t = it->second.live->beam->commit(plan.requests[i].id)) committed[i] = {*t};
-  }
-}
-
-void EngineImpl::beam_rounds_finish(const std::vector<Live*>& beams, std::vector<RequestId>& touched) {
-  for (Live* lp : beams) {
-    Live& l = *lp;
-    l.beam->after_update();
-    if (!l.beam->done()) continue;
-    // The n best hypotheses, best first, as sample indices 0..n-1: one event per token, the last one finishing.
-    const std::vector<Hypothesis> hyps = l.beam->results();
-    for (int k = 0; k < l.req.n; ++k) {
-      if (k >= static_cast<int>(hyps.size())) {  // fewer hypotheses than beams (every candidate stopped early)
-        emit(l, k, nullptr, -1, true, FinishReason::kStop, l.cached);
-        continue;
-      }
-      const Hypothesis& h = hyps[size_t(k)];
-      for (size_t t = 0; t < h.tokens.size(); ++t) {
-        const bool last = t + 1 == h.tokens.size();
-        SampleResult r;
-        r.token = h.tokens[t];
-        r.logprob = h.token_logprobs[t];
-        emit(l, k, &r, r.token, last,
-             last ? (h.stopped ? FinishReason::kStop : FinishReason::kLength) : FinishReason::kNone, l.cached, &h);
-      }
+    const PlanRow row{.i = i, .s = s, .logits = runner_->logits(i), .prompt_logits = runner_->prompt_logits(i)};
+    if (s.padding || (!row.logits && !row.prompt_logits)) continue;  // (a padding row's output is discarded)
+    LiveRequest& l = *owner_.at(s.id);
+    l.strategy->on_row(row, rows_);
+    if (l.last_step != plan.step) {
+      l.last_step = plan.step;
+      touched_.push_back(&l);
     }
-    touched.push_back(l.id);
   }
+  for (LiveRequest* l : touched_) l->strategy->decide(rows_);
+}
+
+void EngineImpl::deliver(const BatchPlan& plan, const std::vector<RequestOutput>& outs) {
+  finishing_.clear();
+  size_t i = 0;
+  for (const RequestOutput& out : outs) {
+    while (i < plan.requests.size() && plan.requests[i].id != out.id) ++i;  // outputs come in plan order
+    check(i < plan.requests.size(), "engine: an output for a sequence the plan did not run");
+    LiveRequest& l = *owner_.at(out.id);
+    l.strategy->on_output(out, rows_.results[i]);
+    finishing_.push_back(l.id);
+  }
+  for (LiveRequest* l : touched_) {
+    l->strategy->after_update();
+    finishing_.push_back(l->id);
+  }
+  for (RequestId id : finishing_) finish_if_done(id);
 }
 
 void EngineImpl::publish_stats() {
@@ -581,7 +360,7 @@ void EngineImpl::publish_stats() {
   stats_.spec_drafted = ss.spec_drafted;
   stats_.spec_accepted = ss.spec_accepted;
   stats_.spec_steps = ss.spec_steps;
-  stats_.spec_row_cost = spec_ ? spec_->row_cost() : 0.0;
+  ext_->add_stats(stats_);
   const EarlyExitCounters ex = fwd_->early_exit_counters();
   stats_.early_exit_eligible = ex.eligible;
   stats_.early_exit_exited = ex.exited;

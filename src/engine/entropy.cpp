@@ -20,4 +20,14 @@ float next_token_entropy(const float* logits, int64_t n, std::vector<float>& scr
   return static_cast<float>(std::max(h, 0.0));
 }
 
+void RequestEntropy::prompt_chunk(const ScheduledRequest& s, const float* rows, int64_t n_vocab,
+                                  std::vector<float>& scratch) {
+  for (size_t t = 0; t < s.tokens.size(); ++t)
+    rows_.at(size_t(s.start_pos) + t) = next_token_entropy(rows + int64_t(t) * n_vocab, n_vocab, scratch);
+  if (!s.needs_logits) return;  // the prompt's last row is not computed yet
+  double sum = 0;
+  for (float h : rows_) sum += h;
+  mean_ = static_cast<float>(sum / double(rows_.size()));
+}
+
 }  // namespace tinfer

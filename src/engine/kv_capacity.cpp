@@ -58,7 +58,7 @@ KvCapacityReport kv_capacity(const ModelConfig& cfg, const KvPrecision& precisio
     r.budget = kv_budget_of_available(now - size_t(q.weight_bytes), q.kv_fraction, cfg, precision, q.block_size,
                                       q.max_seqs, context, window);
   }
-  r.plan = plan_engine_kv(cfg, r.budget.budget_bytes, q.block_size, context, precision, window);
+  r.plan = fit_kv_budget(cfg, r.budget.budget_bytes, q.block_size, context, precision, window);
   for (int64_t l = 0; l < cfg.n_layers; ++l) {
     const KvLayerTypes t = precision.layers[size_t(l)];
     r.layers.push_back(

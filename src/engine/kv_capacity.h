@@ -1,5 +1,5 @@
 // KV capacity report (`tinfer kv-plan`): for a model's shape, a budget, a block size, a context length and the
-// cache's KV types, what the engine would allocate — computed by the engine's own kv_budget and plan_engine_kv,
+// cache's KV types, what the engine would allocate — computed by the engine's own kv_budget and fit_kv_budget,
 // so the figures equal Engine::create's for the same inputs — plus each layer's bytes and the same budget
 // planned for every uniform KvDtype, for comparison.
 #pragma once
@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "plans/kv_precision.h"
-#include "engine/kv_plan.h"
+#include "engine/kv_budget.h"
 #include "model/model_config.h"
 
 namespace tinfer {
@@ -40,7 +40,7 @@ struct KvDtypeCapacity {
 };
 
 struct KvCapacityReport {
-  EngineKvBudget budget;
+  KvBudget budget;
   KvPrecision precision;
   std::vector<KvLayerBytes> layers;       // [n_layers]
   kv::KvMemoryPlan plan;                  // what the engine allocates: blocks, tokens, bytes, concurrency

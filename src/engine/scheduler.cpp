@@ -47,6 +47,17 @@ Scheduler::Scheduler(SchedulerConfig config, kv::KvCacheGroups kv, std::unique_p
   max_len_ = static_cast<int>(std::min<int64_t>(config_.max_model_len, capacity));
 }
 
+void Scheduler::add(RequestId id, const ResolvedRequest& req, std::span<const Token> generated, StopIds stops) {
+  RequestParams p{.prompt = req.prompt,
+                  .max_tokens = req.max_tokens - static_cast<int>(generated.size()),
+                  .stop_ids = stops == StopIds::kResolved ? req.stop_ids : std::vector<Token>{},
+                  .cache_salt = req.cache_salt,
+                  .priority = req.priority,
+                  .prompt_logits = req.report_entropy && generated.empty()};
+  p.prompt.insert(p.prompt.end(), generated.begin(), generated.end());
+  add(id, std::move(p));
+}
+
 void Scheduler::add(RequestId id, RequestParams p) {
   check(!requests_.count(id) && !policy_->holds(id), "request " + std::to_string(id) + ": duplicate id");
   check(!p.prompt.empty(), "request " + std::to_string(id) + ": empty prompt");
@@ -158,49 +169,51 @@ BatchPlan Scheduler::schedule() {
   drafts_.clear();
 
   // Waiting requests join in FCFS order; none after a preemption (the pool is short) or when the policy says no.
-  if (!preempted_any && policy_->may_admit(num_running_at_start)) {
-    bool out_of_blocks = false;
-    while (num_running() < config_.max_seqs && budget > 0) {
-      Request* next = next_waiting();
-      if (!next) break;
-      Request& r = *next;
-      // Never the whole sequence from cache: the last token is computed so that its logits exist. A request that
-      // wants every prompt row's logits reuses nothing until its first output exists.
-      const int max_hit = r.prompt_logits && r.num_output_tokens() == 0 ? 0 : r.num_tokens() - 1;
-      const kv::PrefixHit hit = kv_.match_prefix(r.tokens, r.cache_salt, max_hit);
-      const int remaining = r.num_tokens() - hit.num_tokens;
-      if (!config_.chunked_prefill && remaining > budget) break;
-      const int n = std::min(remaining, budget);
-      const int reserve = std::min(r.num_prompt_tokens + r.max_tokens, max_len_);
-      const kv::AllocRequest a{.num_computed = hit.num_tokens,
-                               .num_new = n,
-                               .hit = &hit,
-                               .reserve_tokens = reserve,
-                               .extra_key = r.cache_salt};
-      if (!kv_.allocate(r.id, a, nullptr)) {
-        out_of_blocks = true;
-        break;
-      }
-      kv_.record_prefix_query(r.num_tokens(), hit.num_tokens);
-      queue_of(r).pop_front();
-      if (r.priority == Priority::kBackground) ++background_running_;
-      r.status = RequestStatus::kRunning;
-      r.admit_order = next_admit_++;
-      r.num_computed_tokens = hit.num_tokens;
-      r.num_cached_prompt_tokens = std::min(hit.num_tokens, r.num_prompt_tokens);
-      running_.push_back(r.id);
-      emit(plan, r, n, {});
-      scheduled.insert(r.id);
-      budget -= n;
-    }
-    policy_->admissions_done(out_of_blocks || next_waiting() == nullptr || num_running() >= config_.max_seqs);
-  }
+  if (!preempted_any && policy_->may_admit(num_running_at_start)) admit_waiting(plan, budget, scheduled);
   const int before = plan.num_tokens;
   policy_->plan_rows(plan, budget, kv_);  // static-padded: finished members' padding rows
   stats_.padding_tokens += plan.num_tokens - before;
   ++stats_.steps;
   stats_.scheduled_tokens += plan.num_tokens;
   return plan;
+}
+
+void Scheduler::admit_waiting(BatchPlan& plan, int& budget, std::unordered_set<RequestId>& scheduled) {
+  bool out_of_blocks = false;
+  while (num_running() < config_.max_seqs && budget > 0) {
+    Request* next = next_waiting();
+    if (!next) break;
+    Request& r = *next;
+    // Never the whole sequence from cache: the last token is computed so that its logits exist. A request that
+    // wants every prompt row's logits reuses nothing until its first output exists.
+    const int max_hit = r.prompt_logits && r.num_output_tokens() == 0 ? 0 : r.num_tokens() - 1;
+    const kv::PrefixHit hit = kv_.match_prefix(r.tokens, r.cache_salt, max_hit);
+    const int remaining = r.num_tokens() - hit.num_tokens;
+    if (!config_.chunked_prefill && remaining > budget) break;
+    const int n = std::min(remaining, budget);
+    const int reserve = std::min(r.num_prompt_tokens + r.max_tokens, max_len_);
+    const kv::AllocRequest a{.num_computed = hit.num_tokens,
+                             .num_new = n,
+                             .hit = &hit,
+                             .reserve_tokens = reserve,
+                             .extra_key = r.cache_salt};
+    if (!kv_.allocate(r.id, a, nullptr)) {
+      out_of_blocks = true;
+      break;
+    }
+    kv_.record_prefix_query(r.num_tokens(), hit.num_tokens);
+    queue_of(r).pop_front();
+    if (r.priority == Priority::kBackground) ++background_running_;
+    r.status = RequestStatus::kRunning;
+    r.admit_order = next_admit_++;
+    r.num_computed_tokens = hit.num_tokens;
+    r.num_cached_prompt_tokens = std::min(hit.num_tokens, r.num_prompt_tokens);
+    running_.push_back(r.id);
+    emit(plan, r, n, {});
+    scheduled.insert(r.id);
+    budget -= n;
+  }
+  policy_->admissions_done(out_of_blocks || next_waiting() == nullptr || num_running() >= config_.max_seqs);
 }
 
 bool Scheduler::make_room(RequestId id, const std::unordered_set<RequestId>& scheduled, BatchPlan& plan) {

@@ -15,23 +15,11 @@
 #include "engine/batch_plan.h"
 #include "engine/batching_policy.h"
 #include "engine/request.h"
+#include "engine/request_resolver.h"
+#include "engine/scheduler_config.h"
 #include "kvcache/kv_cache_groups.h"
 
 namespace tinfer {
-
-struct SchedulerConfig {
-  int max_batched_tokens = 2048;  // token budget of one step, over all requests
-  int max_seqs = 64;              // requests running at once
-  bool chunked_prefill = true;    // off: a prompt is admitted only when it fits the remaining budget whole
-  int max_model_len = 4096;       // prompt + outputs; also capped by the KV capacity
-  int max_background_running = 2; // background-class requests running at once (admission bound)
-  // Hash blocks holding output tokens into the prefix cache. Off under early exit: an exited token's deeper K/V
-  // is state-copied, not what a prefill of the same text computes, so another request must not reuse it.
-  bool cache_outputs = true;
-
-  // Every problem, one message each; empty when valid.
-  std::vector<std::string> validate() const;
-};
 
 // An event for the client: a sampled token, and/or the end of the request.
 struct RequestOutput {
@@ -61,8 +49,15 @@ class Scheduler {
   Scheduler(SchedulerConfig config, kv::KvCacheGroups kv,
             std::unique_ptr<BatchingPolicy> policy = std::make_unique<ContinuousBatching>());
 
-  // Queues a resolved request (engine/request_resolver.h): limits and stop ids are taken as given. Throws for
-  // a duplicate id, an empty prompt, a prompt leaving no room for one output, or max_tokens < 1.
+  // Queues a resolved request (engine/request_resolver.h) as sequence `id`: limits and stop ids are taken as
+  // given. A continuation (a forked sample or beam re-added as a request of its own) has `generated` tokens
+  // already chosen: its prompt is the request's prompt followed by them, and its output limit shrinks by as many.
+  // Beam sequences carry no stop ids (StopIds::kNone): only the search decides when a beam ends. Throws as below.
+  enum class StopIds { kResolved, kNone };
+  void add(RequestId id, const ResolvedRequest& req, std::span<const Token> generated = {},
+           StopIds stops = StopIds::kResolved);
+  // The same from its parts (tests): throws for a duplicate id, an empty prompt, a prompt leaving no room for
+  // one output, or max_tokens < 1.
   void add(RequestId id, RequestParams params);
   // Speculative decoding: `draft` are tokens proposed to follow running request `id`'s last token. If the next
   // schedule() runs the request's decode step, it appends as many of them as its budget, its output and length
@@ -117,6 +112,8 @@ class Scheduler {
   bool make_room(RequestId id, const std::unordered_set<RequestId>& scheduled, BatchPlan& plan);
   void emit(BatchPlan& plan, const Request& r, int n, std::vector<kv::CowCopy> copies,
             std::span<const Token> draft = {});
+  // schedule()'s second half: waiting requests join in FCFS order while seats, budget and blocks last.
+  void admit_waiting(BatchPlan& plan, int& budget, std::unordered_set<RequestId>& scheduled);
   // How many of the proposed drafts request r's decode step can carry with `budget` tokens left.
   int draft_room(const Request& r, int budget) const;
 

@@ -40,9 +40,9 @@ inline std::unique_ptr<Model> synth_model() {
 inline EngineConfig base_config() {
   EngineConfig c;
   c.threads = 2;
-  c.kv_memory_bytes = 8 << 20;
+  c.kv.memory_bytes = 8 << 20;
   c.verbose = false;
-  c.max_batched_tokens = 64;
+  c.scheduler.max_batched_tokens = 64;
   return c;
 }
 
@@ -131,7 +131,7 @@ inline void expect_prefix_hit_equals_miss(const EngineConfig& c) {
   EXPECT_EQ(first.begin()->second[0].tokens, second.begin()->second[0].tokens);
   EXPECT_GT(e->stats().prefix_hit_rate, 0.4);
   EngineConfig off = c;
-  off.prefix_caching = false;
+  off.kv.prefix_caching = false;
   EXPECT_EQ(run_greedy(stories(), off, {prompt}, 16)[0], first.begin()->second[0].tokens);
 }
 
@@ -139,8 +139,8 @@ inline void expect_prefix_hit_equals_miss(const EngineConfig& c) {
 inline void expect_preempted_equals_uninterrupted(const EngineConfig& c, int64_t bytes_per_token) {
   const auto ps = prompts(6, 512);
   EngineConfig tiny = c;
-  tiny.max_model_len = 128;
-  tiny.kv_memory_bytes = bytes_per_token * 160;  // 10 blocks for 6 x ~70 tokens
+  tiny.scheduler.max_model_len = 128;
+  tiny.kv.memory_bytes = bytes_per_token * 160;  // 10 blocks for 6 x ~70 tokens
   EngineStats st;
   const auto pre = run_greedy(stories(), tiny, ps, 40, &st);
   EXPECT_GT(st.preemptions, 0);

@@ -220,14 +220,14 @@ TEST_F(BeamSearchEngine, PreemptionAndSeatFallbackGiveTheSameResults) {
   EXPECT_EQ(base->stats().preemptions, 0);
 
   EngineConfig tiny = base_config();
-  tiny.max_model_len = 128;
-  tiny.kv_memory_bytes = model_->config().kv_bytes_per_token(4) * 160;  // 10 blocks for 6 requests of 4 beams
+  tiny.scheduler.max_model_len = 128;
+  tiny.kv.memory_bytes = model_->config().kv_bytes_per_token(4) * 160;  // 10 blocks for 6 requests of 4 beams
   auto small = Engine::create(stories(), tiny);
   const auto pre = run_beams(*small, cs);
   EXPECT_GT(small->stats().preemptions, 0);
 
   EngineConfig seats = base_config();
-  seats.max_seqs = 5;  // forks beyond 5 sequences become re-added requests
+  seats.scheduler.max_seqs = 5;  // forks beyond 5 sequences become re-added requests
   auto few = Engine::create(stories(), seats);
   const auto fb = run_beams(*few, cs);
   for (size_t i = 0; i < cs.size(); ++i) {

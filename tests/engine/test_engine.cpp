@@ -11,7 +11,7 @@
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "engine/generate.h"
-#include "engine/kv_plan.h"
+#include "engine/kv_budget.h"
 #include "backend/backend.h"
 #include "model/model.h"
 #include "model/synth/synth.h"
@@ -59,14 +59,14 @@ TEST(Engine, ChunkedEqualsUnchunkedAndStaticEqualsContinuous) {
   TINFER_REQUIRE_FILE(m ? std::string("x") : std::string(), "models/stories260K.gguf");
   const auto ps = prompts(5, 512);
   EngineConfig chunked = base_config();
-  chunked.max_batched_tokens = 7;  // every prompt split in chunks, decodes mixed in
+  chunked.scheduler.max_batched_tokens = 7;  // every prompt split in chunks, decodes mixed in
   EngineConfig whole = base_config();
-  whole.chunked_prefill = false;
-  whole.max_model_len = 256;
-  whole.max_batched_tokens = 256;
+  whole.scheduler.chunked_prefill = false;
+  whole.scheduler.max_model_len = 256;
+  whole.scheduler.max_batched_tokens = 256;
   EngineConfig stat = base_config();
   stat.batching = BatchingMode::kStatic;
-  stat.max_seqs = 2;
+  stat.scheduler.max_seqs = 2;
   const auto a = run_greedy(stories(), chunked, ps, 20);
   EXPECT_EQ(a, run_greedy(stories(), whole, ps, 20));
   EXPECT_EQ(a, run_greedy(stories(), stat, ps, 20));
@@ -89,7 +89,7 @@ TEST(Engine, PaddedStaticEqualsContinuousAndComputesPadding) {
   };
   EngineConfig padded = base_config();
   padded.batching = BatchingMode::kStaticPadded;
-  padded.max_seqs = 3;
+  padded.scheduler.max_seqs = 3;
   EngineStats cont_st, pad_st;
   const auto want = run_mixed(base_config(), &cont_st);
   EXPECT_EQ(run_mixed(padded, &pad_st), want);
@@ -105,7 +105,7 @@ TEST(Engine, F16CacheDoublesCapacityAndBatchesExactly) {
   TINFER_REQUIRE_FILE(m ? std::string("x") : std::string(), "models/stories260K.gguf");
   const auto ps = prompts(4, 512);
   EngineConfig f16 = base_config();
-  f16.kv_dtype = KvDtype::f16;
+  f16.kv.dtype = KvDtype::f16;
   EngineStats st32, st16;
   run_greedy(stories(), base_config(), {ps[0]}, 4, &st32);
   const auto batched = run_greedy(stories(), f16, ps, 20, &st16);
@@ -126,7 +126,7 @@ TEST(Engine, PreemptedEqualsUninterrupted) {
 TEST(Engine, ReservedLayoutSameOutputsMoreWaste) {
   const auto ps = prompts(4, 512);
   EngineConfig reserved = base_config();
-  reserved.kv_layout = kv::KvLayout::kReserved;
+  reserved.kv.layout = kv::KvLayout::kReserved;
   // After the first step the reserved layout holds every request's whole prompt + max_tokens up front.
   auto first_step = [&](const EngineConfig& c) {
     auto e = Engine::create(synth_model(), c);
@@ -161,7 +161,7 @@ TEST(Engine, ParallelSamplesShareBlocksAndMatchSeededSingles) {
     singles.push_back(s);
   }
   EngineConfig nocache = base_config();
-  nocache.prefix_caching = false;
+  nocache.kv.prefix_caching = false;
   auto e2 = Engine::create(synth_model(), nocache);
   const Outputs sep = run(*e2, singles);
   for (int i = 0; i < 4; ++i) {
@@ -185,7 +185,7 @@ TEST(Engine, ParallelSamplesBeyondMaxSeqsStillMatch) {
   r.ignore_eos = true;
   r.n = 2;
   EngineConfig c = base_config();
-  c.max_seqs = 2;
+  c.scheduler.max_seqs = 2;
   auto e = Engine::create(synth_model(), c);
   GenerationRequest r4 = r;
   r4.n = 4;
@@ -225,7 +225,7 @@ TEST(Engine, ParallelSampleSeedsWrapInUint64) {
 
 TEST(Engine, AbortReturnsEveryBlock) {
   EngineConfig c = base_config();
-  c.prefix_caching = false;
+  c.kv.prefix_caching = false;
   auto e = Engine::create(synth_model(), c);
   std::map<RequestId, FinishReason> reasons;
   std::vector<RequestId> ids;
@@ -250,8 +250,8 @@ TEST(Engine, AbortReturnsEveryBlock) {
 
 TEST(Engine, MaxTokensCapClampsAndIsFlagged) {
   EngineConfig c = base_config();
-  c.max_tokens_cap = 8;
-  c.default_max_tokens = 5;
+  c.requests.max_tokens_cap = 8;
+  c.requests.default_max_tokens = 5;
   auto e = Engine::create(synth_model(), c);
   const auto ps = prompts(2, 512);
   std::vector<RequestId> ids;
@@ -279,15 +279,15 @@ TEST(Engine, StopTokenFinishesWithStop) {
 
 TEST(Engine, RejectsOverlongPromptAndUnfittableContext) {
   EngineConfig c = base_config();
-  c.max_model_len = 64;
+  c.scheduler.max_model_len = 64;
   auto e = Engine::create(synth_model(), c);
   EXPECT_EQ(e->max_model_len(), 64);
   EXPECT_THROW(e->add_request(greedy(std::vector<Token>(64, 5), 4), nullptr), Error);
   EXPECT_THROW(e->add_request(greedy({}, 4), nullptr), Error);
   EXPECT_THROW(e->add_request(greedy({1, 600}, 4), nullptr), Error);
   EngineConfig small = base_config();
-  small.kv_memory_bytes = 4096;  // less than one block
-  small.max_model_len = 256;
+  small.kv.memory_bytes = 4096;  // less than one block
+  small.scheduler.max_model_len = 256;
   try {
     Engine::create(synth_model(), small);
     FAIL() << "expected Error";
@@ -305,18 +305,18 @@ TEST(Engine, RejectsOverlongPromptAndUnfittableContext) {
 TEST(Engine, DefaultKvPoolIsSizedByMaxSeqsTimesContext) {
   ModelConfig cfg;
   cfg.n_layers = 2, cfg.n_kv_heads = 4, cfg.head_dim = 16;  // 2 x 2 x 4 x 16 x 4 B = 1 KiB per token (f32)
-  const EngineKvBudget small = kv_budget(0, 0.5, cfg, KvPrecision::uniform(cfg.n_layers, KvDtype::f32), 16, 4, 100);
+  const KvBudget small = kv_budget(0, 0.5, cfg, KvPrecision::uniform(cfg.n_layers, KvDtype::f32), 16, 4, 100);
   EXPECT_EQ(small.budget_bytes, size_t(4) * 112 * 1024);  // 100 tokens -> 7 whole blocks of 16
   EXPECT_NE(small.how.find("max_seqs 4 x max_model_len 100"), std::string::npos) << small.how;
-  const EngineKvBudget huge = kv_budget(0, 0.5, cfg, KvPrecision::uniform(cfg.n_layers, KvDtype::f32), 16, 1 << 20, 1 << 20);
+  const KvBudget huge = kv_budget(0, 0.5, cfg, KvPrecision::uniform(cfg.n_layers, KvDtype::f32), 16, 1 << 20, 1 << 20);
   EXPECT_EQ(huge.budget_bytes, kv::kv_budget_from_fraction(huge.mem_available, 0.5));
   EXPECT_NE(huge.how.find("--kv-fraction 0.50"), std::string::npos) << huge.how;
   EXPECT_EQ(kv_budget(12345, 0.5, cfg, KvPrecision::uniform(cfg.n_layers, KvDtype::f32), 16, 4, 100).budget_bytes, 12345u);
   // Through the engine: 2 sequences x 256 tokens is the whole pool.
   EngineConfig c = base_config();
-  c.kv_memory_bytes = 0;
-  c.max_seqs = 2;
-  c.max_model_len = 256;
+  c.kv.memory_bytes = 0;
+  c.scheduler.max_seqs = 2;
+  c.scheduler.max_model_len = 256;
   auto e = Engine::create(synth_model(), c);
   EXPECT_EQ(e->stats().kv_capacity_tokens, 2 * 256);
 }
@@ -326,8 +326,8 @@ TEST(Engine, DefaultKvPoolIsSizedByMaxSeqsTimesContext) {
 // sample's tokens are the same as when run alone (the class changes when, never what).
 TEST(Engine, BackgroundClassBoundsLongJobsAndKeepsOutputs) {
   EngineConfig c = base_config();
-  c.long_request_tokens = 8;
-  c.max_background_running = 1;
+  c.requests.long_request_tokens = 8;
+  c.scheduler.max_background_running = 1;
   auto e = Engine::create(synth_model(), c);
   const auto ps = prompts(4, 200);
   std::map<RequestId, int> finished_at;

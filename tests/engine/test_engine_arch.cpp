@@ -38,7 +38,7 @@ TEST(EngineArch, PrefixHitsAndAnswersEqualASessionForEveryFamily) {
     std::vector<Token> b(a.begin(), a.begin() + 64);  // shares four full blocks of 16
     for (int j = 0; j < 9; ++j) b.push_back(Token(40 + j));
     EngineConfig c = base_config();
-    c.max_model_len = 200, c.block_size = 16, c.max_batched_tokens = 32;  // (8 MiB: gemma3's window pool for fewer seqs)
+    c.scheduler.max_model_len = 200, c.kv.block_size = 16, c.scheduler.max_batched_tokens = 32;  // (8 MiB: gemma3's window pool for fewer seqs)
     auto e = Engine::create(Model::from_gguf_bytes(synthesize_model_bytes(spec)), c);
     std::vector<RequestId> ids;
     Outputs out = run(*e, {greedy(a, 12)}, &ids);

@@ -19,9 +19,9 @@ using namespace engine_test;
 
 EngineConfig exit_config(int budget) {
   EngineConfig c = base_config();
-  c.early_exit = EarlyExit{{2}, 0.0f};
-  c.max_batched_tokens = budget;
-  c.block_size = 16;
+  c.plans.early_exit = EarlyExit{{2}, 0.0f};
+  c.scheduler.max_batched_tokens = budget;
+  c.kv.block_size = 16;
   return c;
 }
 
@@ -68,7 +68,7 @@ TEST(EngineEarlyExit, OutputBlocksStayOutOfThePrefixCache) {
   EXPECT_EQ(second.begin()->second[0].cached, 32);
   // Without early exit the answer's full blocks are hits as well (its own answer: greedy text differs).
   EngineConfig plain = exit_config(64);
-  plain.early_exit = {};
+  plain.plans.early_exit = {};
   auto f = Engine::create(stories(), plain);
   const std::vector<Token> plain_ans = run(*f, {greedy(p, 40)}).begin()->second[0].tokens;
   std::vector<Token> plain_next = p;

@@ -74,7 +74,7 @@ TEST(EngineEntropy, PromptAndTokenEntropiesEqualReferenceAcrossChunksAndCacheHit
   TINFER_REQUIRE_FILE(m ? std::string("x") : std::string(), "models/stories260K.gguf");
   const ReferenceForward ref(*m);
   EngineConfig c = base_config();
-  c.max_batched_tokens = 16;  // the 41-token prompt is prefilled in three chunks
+  c.scheduler.max_batched_tokens = 16;  // the 41-token prompt is prefilled in three chunks
   auto e = Engine::create(std::move(m), c);
   std::vector<Token> prompt = prompts(6, 512)[5];
   ASSERT_EQ(prompt.size(), 41u);
@@ -132,8 +132,8 @@ TEST(EngineEntropy, PreemptedPrefillReportsTheSameEntropy) {
     return out;
   };
   EngineConfig tiny = base_config();
-  tiny.max_model_len = 128;
-  tiny.kv_memory_bytes = m->config().kv_bytes_per_token(4) * 160;
+  tiny.scheduler.max_model_len = 128;
+  tiny.kv.memory_bytes = m->config().kv_bytes_per_token(4) * 160;
   EngineStats st_tiny, st_big;
   const auto pre = collect(Engine::create(std::move(m), tiny), &st_tiny);
   const auto ref = collect(Engine::create(stories(), base_config()), &st_big);

@@ -28,17 +28,17 @@ constexpr int64_t kMixedBytes = 256 + (64 + 40) + (40 + 32) + (32 + 64) + 80;  /
 
 EngineConfig mixed_config() {
   EngineConfig c = base_config();
-  c.kv_layers = kMixed;
+  c.plans.kv_layers = kMixed;
   return c;
 }
 
 TEST(EngineKvTypes, CapacityFollowsBytesPerToken) {
   auto m = stories();
   TINFER_REQUIRE_FILE(m ? std::string("x") : std::string(), "models/stories260K.gguf");
-  const int64_t budget = base_config().kv_memory_bytes;
+  const int64_t budget = base_config().kv.memory_bytes;
   for (KvDtype t : {KvDtype::f32, KvDtype::f16, KvDtype::int8, KvDtype::int4}) {
     EngineConfig c = base_config();
-    c.kv_dtype = t;
+    c.kv.dtype = t;
     auto e = Engine::create(stories(), c);
     EXPECT_EQ(e->stats().kv_bytes_per_token, kStoriesBytes[int(t)]) << kv_dtype_name(t);
     EXPECT_EQ(e->stats().kv_blocks_total, budget / (16 * kStoriesBytes[int(t)])) << kv_dtype_name(t);
@@ -49,7 +49,7 @@ TEST(EngineKvTypes, CapacityFollowsBytesPerToken) {
   EXPECT_EQ(e->stats().kv_blocks_total, budget / (16 * kMixedBytes));
   EXPECT_EQ(e->stats().kv_types, "mixed: 1 f32/f32, 1 f16/int8, 1 int8/int4, 1 int4/f16, 1 int8/int8");
   EngineConfig split = base_config();  // K and V split without a plan
-  split.kv_dtype_k = KvDtype::int8, split.kv_dtype_v = KvDtype::int4;
+  split.kv.dtype_k = KvDtype::int8, split.kv.dtype_v = KvDtype::int4;
   EXPECT_EQ(Engine::create(stories(), split)->stats().kv_bytes_per_token, 5 * (40 + 32));
   EXPECT_EQ(Engine::create(stories(), split)->stats().kv_types, "k=int8 v=int4");
 }
@@ -58,7 +58,7 @@ TEST(EngineKvTypes, PlanForAnotherLayerCountIsRefused) {
   auto m = stories();
   TINFER_REQUIRE_FILE(m ? std::string("x") : std::string(), "models/stories260K.gguf");
   EngineConfig c = base_config();
-  c.kv_layers = {{KvDtype::int8, KvDtype::int8}, {KvDtype::int8, KvDtype::int8}};
+  c.plans.kv_layers = {{KvDtype::int8, KvDtype::int8}, {KvDtype::int8, KvDtype::int8}};
   try {
     Engine::create(stories(), c);
     FAIL() << "a 2-layer plan was accepted for a 5-layer model";
@@ -72,14 +72,14 @@ TEST(EngineKvTypes, MixedPlanBatchedChunkedEqualsOneAtATime) {
   TINFER_REQUIRE_FILE(m ? std::string("x") : std::string(), "models/stories260K.gguf");
   const auto ps = prompts(5, 512);
   EngineConfig chunked = mixed_config();
-  chunked.max_batched_tokens = 7;  // prompts split in chunks, decodes mixed in
+  chunked.scheduler.max_batched_tokens = 7;  // prompts split in chunks, decodes mixed in
   const auto batched = run_greedy(stories(), chunked, ps, 24);
   ASSERT_EQ(batched.size(), ps.size());
   for (size_t i = 0; i < ps.size(); ++i) EXPECT_EQ(run_greedy(stories(), mixed_config(), {ps[i]}, 24)[0], batched[i]) << i;
   // Uniform int4 stays batch-invariant too; and it does change what is stored (its outputs are not all the
   // f32 cache's), so these runs exercise the quantized paths.
   EngineConfig int4 = base_config();
-  int4.kv_dtype = KvDtype::int4;
+  int4.kv.dtype = KvDtype::int4;
   const auto b4 = run_greedy(stories(), int4, ps, 24);
   EXPECT_NE(b4, run_greedy(stories(), base_config(), ps, 24));
   for (size_t i = 0; i < ps.size(); ++i) EXPECT_EQ(run_greedy(stories(), int4, {ps[i]}, 24)[0], b4[i]) << i;
@@ -105,7 +105,7 @@ TEST(EngineKvTypes, MixedPlanForksMatchSeededSingles) {
   const Outputs forked = run(*e, {r});
   ASSERT_EQ(forked.begin()->second.size(), 3u);
   EngineConfig nocache = mixed_config();
-  nocache.prefix_caching = false;
+  nocache.kv.prefix_caching = false;
   for (int i = 0; i < 3; ++i) {
     GenerationRequest s = r;
     s.n = 1;

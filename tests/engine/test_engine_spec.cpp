@@ -58,15 +58,15 @@ TEST(EngineSpec, GreedyEqualsPlainThroughChunkingStaticAndPreemption) {
   const auto ps = prompts(5, 512);
   const auto want = run_greedy(stories(), base_config(), ps, 40);
   EngineConfig chunked = spec_config(4, false);
-  chunked.max_batched_tokens = 7;  // drafts compete with prefill chunks for a tiny budget
+  chunked.scheduler.max_batched_tokens = 7;  // drafts compete with prefill chunks for a tiny budget
   EXPECT_EQ(run_greedy(stories(), chunked, ps, 40), want);
   EngineConfig stat = spec_config(4, false);
   stat.batching = BatchingMode::kStatic;
-  stat.max_seqs = 2;
+  stat.scheduler.max_seqs = 2;
   EXPECT_EQ(run_greedy(stories(), stat, ps, 40), want);
   EngineConfig padded = spec_config(3, false);
   padded.batching = BatchingMode::kStaticPadded;
-  padded.max_seqs = 3;
+  padded.scheduler.max_seqs = 3;
   EXPECT_EQ(run_greedy(stories(), padded, ps, 40), want);
   // A pool too small for everyone: drafts never preempt, requests do, and the outputs do not change.
   expect_preempted_equals_uninterrupted(spec_config(4, false), m->config().kv_bytes_per_token(4));
@@ -164,7 +164,7 @@ TEST(EngineSpec, OptOutDraftsNothingAndAbortReturnsBlocks) {
   }
   // Abort two of four mid-way: the other two finish as they would alone, and the pool ends empty.
   EngineConfig c = spec_config(4, false);
-  c.prefix_caching = false;
+  c.kv.prefix_caching = false;
   auto e = Engine::create(stories(), c);
   Outputs out;
   std::vector<RequestId> ids;
@@ -201,8 +201,8 @@ TEST(EngineSpec, DefaultModelGreedyEqualsPlain) {
                            "def add(a, b):\n    return a + b\n\ndef sub(a, b):\n"})
     ps.push_back(m->tokenizer().encode(text, m->tokenizer().add_bos_by_default()));
   EngineConfig c = base_config();
-  c.kv_memory_bytes = 64 << 20;
-  c.max_model_len = 512;
+  c.kv.memory_bytes = 64 << 20;
+  c.scheduler.max_model_len = 512;
   const auto want = run_greedy(load(), c, ps, 40);
   for (bool adaptive : {false, true}) {
     EngineConfig s = c;
@@ -264,7 +264,7 @@ TEST(EngineSpec, DraftModelGreedyEqualsPlain) {
   c.spec.mode = SpecMode::kDraft;
   c.spec.draft_model = test::shared_file("models/stories260K.gguf");
   EngineConfig small_budget = c;
-  small_budget.max_batched_tokens = 9;
+  small_budget.scheduler.max_batched_tokens = 9;
   EXPECT_EQ(run_greedy(stories(), small_budget, ps, 40), want);
   expect_preempted_equals_uninterrupted(c, m->config().kv_bytes_per_token(4));
 }

@@ -54,10 +54,10 @@ EngineStats run_all(Engine& e, const std::vector<std::vector<Token>>& prompts, c
 
 EngineConfig window_config(bool window_kv, int budget) {
   EngineConfig c = base_config();
-  c.window_kv = window_kv;
-  c.max_batched_tokens = budget;
-  c.max_model_len = 200;
-  c.max_seqs = 8;
+  c.kv.window = window_kv;
+  c.scheduler.max_batched_tokens = budget;
+  c.scheduler.max_model_len = 200;
+  c.scheduler.max_seqs = 8;
   return c;
 }
 
@@ -94,7 +94,7 @@ TEST(EngineWindow, EveryLayerWindowedRunsPastItsPoolWithoutPreemption) {
   for (bool window_kv : {true, false}) {
     SCOPED_TRACE(std::string("window kv ") + (window_kv ? "on" : "off"));
     EngineConfig c = window_config(window_kv, 32);
-    c.kv_memory_bytes = 24 * 16 * bytes_per_token;
+    c.kv.memory_bytes = 24 * 16 * bytes_per_token;
     auto e = Engine::create(windowed_model("llama"), c);
     const EngineStats st = run_all(*e, prompts, want);
     EXPECT_EQ(st.kv_blocks_total, 24);
@@ -110,7 +110,7 @@ TEST(EngineWindow, EveryLayerWindowedRunsPastItsPoolWithoutPreemption) {
 // each chunk because the previous chunk's blocks go back first (found by review: it preempted itself forever).
 TEST(EngineWindow, LoneLongPromptFinishesWithMaxSeqsOne) {
   EngineConfig c = base_config();
-  c.max_batched_tokens = 64, c.max_model_len = 256, c.max_seqs = 1;
+  c.scheduler.max_batched_tokens = 64, c.scheduler.max_model_len = 256, c.scheduler.max_seqs = 1;
   auto e = Engine::create(windowed_model("gemma3"), c);
   std::vector<Token> prompt{1};
   for (int j = 0; j < 199; ++j) prompt.push_back(Token(3 + (j * 17) % 290));

@@ -58,11 +58,11 @@ void expect_engine_agrees(const std::string& path, int64_t budget, int block_siz
     ec.model_path = path;
     ec.threads = 1;
     ec.verbose = false;
-    ec.kv_memory_bytes = budget;
-    ec.block_size = block_size;
-    ec.max_model_len = ctx;
-    ec.kv_dtype = c.k;
-    if (c.v != c.k) ec.kv_dtype_v = c.v;
+    ec.kv.memory_bytes = budget;
+    ec.kv.block_size = block_size;
+    ec.scheduler.max_model_len = ctx;
+    ec.kv.dtype = c.k;
+    if (c.v != c.k) ec.kv.dtype_v = c.v;
     const KvPrecision precision = ec.kv_precision(shape.config.n_layers);
     const KvCapacityReport r =
         kv_capacity(shape.config, precision,

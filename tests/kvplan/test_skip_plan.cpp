@@ -165,8 +165,8 @@ TEST(SkipPlanKv, KvMemoryShrinksByExactlyTheSkippedLayers) {
   kv::KvShape none{2, 2, 8, 2, {0, 0}};
   EXPECT_THROW(kv::kv_bytes_per_token(none), Error);  // no layer holds KV
   EngineConfig ec;
-  ec.skip = LayerSkip::none(4);
-  ec.skip.attn[3] = 1, ec.skip.mlp[0] = 1;
+  ec.plans.skip = LayerSkip::none(4);
+  ec.plans.skip.attn[3] = 1, ec.plans.skip.mlp[0] = 1;
   EXPECT_EQ(ec.kv_precision(4).layers_with_kv(), 3);
   EXPECT_THROW(ec.kv_precision(5), Error);  // a plan for 4 layers
 }

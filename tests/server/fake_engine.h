@@ -43,7 +43,7 @@ class ByteTokenizer : public Tokenizer {
 class FakeEngine : public Engine {
  public:
   explicit FakeEngine(int max_seqs) {
-    config_.max_seqs = max_seqs;
+    config_.scheduler.max_seqs = max_seqs;
     limits_ = RequestLimits{.n_vocab = tok_.n_vocab(), .max_len = 256, .max_seqs = max_seqs, .eos_ids = {2}};
   }
   void set_step_delay(std::chrono::microseconds d) { delay_ = d; }
@@ -81,7 +81,7 @@ class FakeEngine : public Engine {
       aborts_.clear();
       int running = 0;
       for (RequestId id : std::vector<RequestId>(order_)) {
-        if (running++ >= config_.max_seqs) break;
+        if (running++ >= config_.scheduler.max_seqs) break;
         Live& l = reqs_.at(id);
         int k = l.generated++;
         for (int i = 0; i < l.req.n; ++i) {
@@ -111,7 +111,7 @@ class FakeEngine : public Engine {
   EngineStats stats() const override {
     std::lock_guard<std::mutex> lk(mu_);
     EngineStats s;
-    s.running = std::min<int>(static_cast<int>(order_.size()), config_.max_seqs);
+    s.running = std::min<int>(static_cast<int>(order_.size()), config_.scheduler.max_seqs);
     s.waiting = static_cast<int>(order_.size()) - s.running;
     s.kv_blocks_total = 1000;
     s.kv_blocks_used = s.running;

@@ -38,7 +38,7 @@ LoadResult run_load(Engine& e, const Workload& w, int concurrency, const Samplin
     }
     e.step();
     const EngineStats s = e.stats();
-    const int64_t held = int64_t(s.kv_blocks_used) * e.config().block_size;
+    const int64_t held = int64_t(s.kv_blocks_used) * e.config().kv.block_size;
     if (held > 0) waste_sum += double(s.kv_waste_slots) / double(held), ++waste_steps;
     r.peak_waste_slots = std::max(r.peak_waste_slots, s.kv_waste_slots);
   }

@@ -154,9 +154,9 @@ int cmd_bench_ladder(int argc, char** argv) {
   EngineConfig base = engine_config(args);
   base.verbose = false;
   // --kv-plan is the plan rung's, not the base's: every other rung sets its own KV types.
-  const KvPrecision speed_plan{base.kv_layers, base.kv_k_smooth};
-  base.kv_layers.clear(), base.kv_k_smooth.clear();
-  check(base.skip.empty() && !base.early_exit.enabled(),
+  const KvPrecision speed_plan{base.plans.kv_layers, base.plans.kv_k_smooth};
+  base.plans.kv_layers.clear(), base.plans.kv_k_smooth.clear();
+  check(base.plans.skip.empty() && !base.plans.early_exit.enabled(),
         "bench ladder sets each rung's layer skipping and early exit: give --ladder-skip-plans and --ladder-exit "
         "instead of --skip-plan and --early-exit");
   std::vector<std::string> skip_plans;
@@ -241,7 +241,7 @@ int cmd_bench_ladder(int argc, char** argv) {
     EarlyExit rung_exit;
     if (rung.skip_plan >= 0) rung_skip = load_skip_plan(skip_plans[size_t(rung.skip_plan)], model_identity(*qmodel));
     if (rung.exit_threshold >= 0) rung_exit = EarlyExit{exit_layers, exit_thresholds[size_t(rung.exit_threshold)]};
-    cfg.skip = rung_skip, cfg.early_exit = rung_exit;  // alternatives: each model-side rung replaces the last
+    cfg.plans.skip = rung_skip, cfg.plans.early_exit = rung_exit;  // alternatives: each model-side rung replaces the last
     if (kLadder[k].kv_plan) {
       if (speed_plan.layers.empty() || quality_plan.layers.empty()) {
         const char* why = "skipped: give --kv-plan (and --quality-kv-plan for the quality model) from tinfer calibrate-kv";
@@ -249,7 +249,7 @@ int cmd_bench_ladder(int argc, char** argv) {
         rungs.push_back({{"rung", k}, {"technique", kLadder[k].name}, {"skipped", why}});
         continue;
       }
-      cfg.kv_layers = speed_plan.layers, cfg.kv_k_smooth = speed_plan.k_smooth;
+      cfg.plans.kv_layers = speed_plan.layers, cfg.plans.kv_k_smooth = speed_plan.k_smooth;
     }
     if (const char* spec = kLadder[k].weights) {  // this rung's weights: quantized copies of the base files
       cur_weights = spec;
@@ -259,7 +259,8 @@ int cmd_bench_ladder(int argc, char** argv) {
       qbackend = create_backend("cpu", *qmodel, BackendOptions{.threads = base.threads});
     }
     EngineConfig run = cfg;
-    if (!run.chunked_prefill) run.max_batched_tokens = std::max(run.max_batched_tokens, run.max_model_len);
+    SchedulerConfig& rs = run.scheduler;
+    if (!rs.chunked_prefill) rs.max_batched_tokens = std::max(rs.max_batched_tokens, rs.max_model_len);
     auto engine = Engine::create(run);  // (without chunked prefill and --ctx, the scheduler's check names both)
     ws.max_model_len = engine->max_model_len();
     const Workload w = make_workload(ws, engine->tokenizer(), int(engine->model().config().n_vocab));
@@ -270,7 +271,7 @@ int cmd_bench_ladder(int argc, char** argv) {
     const ModelConfig& mc = engine->model().config();
     const KvPrecision kvp = applied.kv_precision(mc.n_layers);
     const double bytes_per_token = double(kvp.bytes_per_token(mc.n_kv_heads, mc.head_dim));
-    const double peak_kv_mib = double(r.stats.kv_blocks_peak) * applied.block_size * bytes_per_token / 1048576.0;
+    const double peak_kv_mib = double(r.stats.kv_blocks_peak) * applied.kv.block_size * bytes_per_token / 1048576.0;
     const double tok_s = double(r.prompt_tokens + r.gen_tokens) / r.wall_s;
     if (k == 0) base_tok_s = tok_s;
 
@@ -291,15 +292,15 @@ int cmd_bench_ladder(int argc, char** argv) {
                      {"claim", kLadder[k].claim},
                      {"applied",
                       {{"batching", batching_mode_name(applied.batching)},
-                       {"kv_layout", kv::kv_layout_name(applied.kv_layout)},
+                       {"kv_layout", kv::kv_layout_name(applied.kv.layout)},
                        {"kv_dtype", kvp.describe()},
                        {"kv_bytes_per_token", kvp.bytes_per_token(mc.n_kv_heads, mc.head_dim)},
-                       {"prefix_caching", applied.prefix_caching},
-                       {"chunked_prefill", applied.chunked_prefill},
+                       {"prefix_caching", applied.kv.prefix_caching},
+                       {"chunked_prefill", applied.scheduler.chunked_prefill},
                        {"weights", cur_weights},
                        {"spec", spec_mode_name(applied.spec.mode)},
-                       {"skip", applied.skip.describe()},
-                       {"early_exit", applied.early_exit.describe(mc.n_layers)}}},
+                       {"skip", applied.plans.skip.describe()},
+                       {"early_exit", applied.plans.early_exit.describe(mc.n_layers)}}},
                      {"early_exit_share", r.stats.early_exit_eligible > 0
                                               ? double(r.stats.early_exit_exited) / double(r.stats.early_exit_eligible)
                                               : 0.0},

@@ -68,29 +68,29 @@ EngineConfig engine_config(const Args& args) {
   c.model_path = args.str("--model");
   c.tokenizer_path = args.str("--tokenizer");
   c.threads = static_cast<int>(args.integer("--threads"));
-  if (args.has("--kv-memory")) c.kv_memory_bytes = parse_bytes(args.str("--kv-memory"), "--kv-memory");
-  c.kv_fraction = args.number("--kv-fraction");
-  c.block_size = static_cast<int>(args.integer("--block-size"));
-  c.prefix_caching = on_off(args, "--prefix-caching", errs);
-  c.window_kv = on_off(args, "--kv-window", errs);
-  c.chunked_prefill = on_off(args, "--chunked-prefill", errs);
+  if (args.has("--kv-memory")) c.kv.memory_bytes = parse_bytes(args.str("--kv-memory"), "--kv-memory");
+  c.kv.fraction = args.number("--kv-fraction");
+  c.kv.block_size = static_cast<int>(args.integer("--block-size"));
+  c.kv.prefix_caching = on_off(args, "--prefix-caching", errs);
+  c.kv.window = on_off(args, "--kv-window", errs);
+  c.scheduler.chunked_prefill = on_off(args, "--chunked-prefill", errs);
   if (!parse_batching_mode(args.str("--batching"), &c.batching))
     errs.push_back("--batching must be continuous, static or static-padded, got '" + args.str("--batching") + "'");
-  if (!kv::parse_kv_layout(args.str("--kv-layout"), &c.kv_layout))
+  if (!kv::parse_kv_layout(args.str("--kv-layout"), &c.kv.layout))
     errs.push_back("--kv-layout must be paged or reserved, got '" + args.str("--kv-layout") + "'");
   parse_kv_types(args, c, errs);
   try {
-    c.early_exit = early_exit(args);
+    c.plans.early_exit = early_exit(args);
   } catch (const Error& e) {
     errs.push_back(e.what());
   }
   if (!parse_act_quant(args.str("--act-quant"), &c.act_quant))
     errs.push_back("--act-quant must be block32 or token, got '" + args.str("--act-quant") + "'");
-  c.max_batched_tokens = static_cast<int>(args.integer("--max-batched-tokens"));
-  c.max_seqs = static_cast<int>(args.integer("--max-seqs"));
-  c.max_tokens_cap = static_cast<int>(args.integer("--max-tokens-cap"));
-  c.default_max_tokens = static_cast<int>(args.integer("--default-max-tokens"));
-  if (args.has("--ctx")) c.max_model_len = static_cast<int>(args.integer("--ctx"));
+  c.scheduler.max_batched_tokens = static_cast<int>(args.integer("--max-batched-tokens"));
+  c.scheduler.max_seqs = static_cast<int>(args.integer("--max-seqs"));
+  c.requests.max_tokens_cap = static_cast<int>(args.integer("--max-tokens-cap"));
+  c.requests.default_max_tokens = static_cast<int>(args.integer("--default-max-tokens"));
+  if (args.has("--ctx")) c.scheduler.max_model_len = static_cast<int>(args.integer("--ctx"));
   if (auto m = parse_spec_mode(args.str("--spec")))
     c.spec.mode = *m;
   else

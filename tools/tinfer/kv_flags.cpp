@@ -38,7 +38,7 @@ void parse_kv_types(const Args& args, EngineConfig& c, std::vector<std::string>&
   if (args.has("--skip-plan")) {
     if (!args.has("--model")) errs.push_back("--skip-plan needs -m MODEL (the plan is checked against the model it was made for)");
     else try {
-        c.skip = skip_plan(args, identity_of_model_arg(args));
+        c.plans.skip = skip_plan(args, identity_of_model_arg(args));
       } catch (const Error& e) {
         errs.push_back(e.what());
       }
@@ -47,9 +47,9 @@ void parse_kv_types(const Args& args, EngineConfig& c, std::vector<std::string>&
     const std::string v = args.str(name);
     if (!parse_kv_dtype(v, out)) errs.push_back(std::string(name) + " must be " + kKvDtypeNames + ", got '" + v + "'");
   };
-  if (args.has("--kv-dtype")) one("--kv-dtype", &c.kv_dtype);
-  if (args.has("--kv-dtype-k")) one("--kv-dtype-k", &c.kv_dtype_k.emplace());
-  if (args.has("--kv-dtype-v")) one("--kv-dtype-v", &c.kv_dtype_v.emplace());
+  if (args.has("--kv-dtype")) one("--kv-dtype", &c.kv.dtype);
+  if (args.has("--kv-dtype-k")) one("--kv-dtype-k", &c.kv.dtype_k.emplace());
+  if (args.has("--kv-dtype-v")) one("--kv-dtype-v", &c.kv.dtype_v.emplace());
   if (!args.has("--kv-plan")) return;
   if (args.has("--kv-dtype") || args.has("--kv-dtype-k") || args.has("--kv-dtype-v")) {
     errs.push_back("--kv-plan gives every layer's K and V types; it cannot be combined with --kv-dtype, --kv-dtype-k "
@@ -64,8 +64,8 @@ void parse_kv_types(const Args& args, EngineConfig& c, std::vector<std::string>&
     const std::string path = args.str("--kv-plan");
     const KvPlanFile plan = read_kv_plan(path);
     check_kv_plan_model(plan, identity_of_model_arg(args), "KV plan '" + path + "'");
-    c.kv_layers = plan.precision.layers;
-    c.kv_k_smooth = plan.precision.k_smooth;
+    c.plans.kv_layers = plan.precision.layers;
+    c.plans.kv_k_smooth = plan.precision.k_smooth;
   } catch (const Error& e) {
     errs.push_back(e.what());
   }

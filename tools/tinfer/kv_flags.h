@@ -16,7 +16,7 @@
 namespace tinfer::cli {
 
 std::vector<OptionSpec> kv_type_options();
-// Sets c.kv_dtype, kv_dtype_k, kv_dtype_v (and kv_layers from a plan, skip from a skip plan) from the options;
+// Sets c.kv.dtype, dtype_k, dtype_v (and plans.kv_layers from a plan, plans.skip from a skip plan) from the options;
 // one message per problem into errs.
 void parse_kv_types(const Args& args, EngineConfig& c, std::vector<std::string>& errs);
 // For the batch-1 tools: the precision of a model with n_layers layers (layers without KV where --skip-plan skips

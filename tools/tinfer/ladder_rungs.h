@@ -29,29 +29,29 @@ struct LadderRung {
 
 // The KV cache the weight rungs compare under: f16, as rung 4 (their effect alone, not the KV rungs').
 inline void f16_kv(EngineConfig& c) {
-  c.kv_dtype = KvDtype::f16;
-  c.kv_dtype_k.reset(), c.kv_dtype_v.reset();
-  c.kv_layers.clear(), c.kv_k_smooth.clear();
+  c.kv.dtype = KvDtype::f16;
+  c.kv.dtype_k.reset(), c.kv.dtype_v.reset();
+  c.plans.kv_layers.clear(), c.plans.kv_k_smooth.clear();
 }
 
 inline constexpr LadderRung kLadder[] = {
     {"naive: padded static batching, reserved KV, f32 KV, no prefix cache, no chunked prefill", "baseline",
      [](EngineConfig& c) {
        c.batching = BatchingMode::kStaticPadded;
-       c.kv_layout = kv::KvLayout::kReserved;
-       c.kv_dtype = KvDtype::f32;
-       c.prefix_caching = false;
-       c.chunked_prefill = false;
+       c.kv.layout = kv::KvLayout::kReserved;
+       c.kv.dtype = KvDtype::f32;
+       c.kv.prefix_caching = false;
+       c.scheduler.chunked_prefill = false;
      }},
     {"+ paged KV (blocks on demand)", "+40% batch capacity",
-     [](EngineConfig& c) { c.kv_layout = kv::KvLayout::kPaged; }},
+     [](EngineConfig& c) { c.kv.layout = kv::KvLayout::kPaged; }},
     {"+ continuous batching", "~2x throughput", [](EngineConfig& c) { c.batching = BatchingMode::kContinuous; }},
     {"+ chunked prefill + prefix caching", "lower TTFT tail; shared prefixes computed once",
-     [](EngineConfig& c) { c.chunked_prefill = true, c.prefix_caching = true; }},
-    {"+ fp16 KV cache", "2x KV capacity at dPPL ~ 0", [](EngineConfig& c) { c.kv_dtype = KvDtype::f16; }},
+     [](EngineConfig& c) { c.scheduler.chunked_prefill = true, c.kv.prefix_caching = true; }},
+    {"+ fp16 KV cache", "2x KV capacity at dPPL ~ 0", [](EngineConfig& c) { c.kv.dtype = KvDtype::f16; }},
     // KV precision (issue 12).
     {"int8 KV cache instead (per-token scales)", "~2x f16's sequences, dPPL < 0.1",
-     [](EngineConfig& c) { c.kv_dtype = KvDtype::int8; }},
+     [](EngineConfig& c) { c.kv.dtype = KvDtype::int8; }},
     {"calibrated per-layer KV plan instead (calibrate-kv: int8/int4 + K smoothing)", "int4 where the budget allows",
      [](EngineConfig&) {}, nullptr, true},
     // Weight precision (issue 11), against the base file's F16 with an f16 KV cache: the base -m should be F16.

@@ -30,8 +30,8 @@ int run_beam_search(const Args& args, SamplingParams sampling, int max_tokens) {
   cfg.model_path = args.str("--model");
   cfg.tokenizer_path = args.str("--tokenizer");
   cfg.threads = int(args.integer("--threads"));
-  if (args.has("--ctx")) cfg.max_model_len = int(args.integer("--ctx"));
-  cfg.max_seqs = int(width);
+  if (args.has("--ctx")) cfg.scheduler.max_model_len = int(args.integer("--ctx"));
+  cfg.scheduler.max_seqs = int(width);
   cfg.verbose = false;
   std::vector<std::string> errs;
   parse_kv_types(args, cfg, errs);

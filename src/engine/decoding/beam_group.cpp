@@ -30,15 +30,9 @@ void BeamGroup::start() {
 
 void BeamGroup::add_request(Slot& s) {
   const std::vector<Token>& gen = search_.beams()[size_t(&s - slots_.data())].tokens;
-  std::vector<Token> prompt = req_.prompt;
-  prompt.insert(prompt.end(), gen.begin(), gen.end());
   s.seq = hooks_.new_seq();
   // No stop ids: the round decides when a beam ends, and never lets a sequence reach max_tokens.
-  sched_.add(s.seq, RequestParams{.prompt = std::move(prompt),
-                                  .max_tokens = req_.max_tokens - static_cast<int>(gen.size()),
-                                  .stop_ids = {},
-                                  .cache_salt = req_.cache_salt,
-                                  .priority = req_.priority});
+  sched_.add(s.seq, req_, gen, Scheduler::StopIds::kNone);
 }
 
 void BeamGroup::drop(kv::SeqId seq) {

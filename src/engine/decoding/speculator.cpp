@@ -5,6 +5,8 @@
 #include <cmath>
 #include <queue>
 
+#include <tinfer/engine.h>
+
 #include "core/error.h"
 #include "core/timer.h"
 #include "engine/scheduler.h"
@@ -164,6 +166,36 @@ void Speculator::release(kv::SeqId seq) {
   seqs_.erase(seq);
   drafter_->release(seq);
 }
+
+void Speculator::before_schedule(Scheduler& sched, const std::function<bool(kv::SeqId)>& may_draft,
+                                 PhaseTimer& timer) {
+  timer.to(Op::kDraft);
+  propose(sched, may_draft);
+  timer.to(Op::kSchedule);
+}
+
+namespace {
+// Every row of the plan decodes (one known token, maybe drafts): a sample of the step-cost model.
+bool is_decode_only(const BatchPlan& plan) {
+  for (const ScheduledRequest& s : plan.requests)
+    if (!s.needs_logits || s.padding || s.tokens.size() != size_t(s.num_draft) + 1) return false;
+  return true;
+}
+}  // namespace
+
+void Speculator::after_forward(const BatchPlan& plan, double seconds) {
+  if (is_decode_only(plan)) observe_step(plan.num_tokens, seconds);
+}
+
+void Speculator::after_commit(const BatchPlan& plan, std::span<const std::vector<kv::Token>> committed) {
+  for (size_t i = 0; i < plan.requests.size(); ++i) {  // a run keeps its accepted drafts and one sampled token
+    const ScheduledRequest& s = plan.requests[i];
+    if (s.num_draft > 0 && !s.padding && !committed[i].empty())
+      record(s.id, s.num_draft, static_cast<int>(committed[i].size()) - 1);
+  }
+}
+
+void Speculator::add_stats(EngineStats& stats) const { stats.spec_row_cost = row_cost(); }
 
 int commit_run(Sampler& sampler, const float* rows, size_t n_vocab, std::span<const kv::Token> draft,
                std::vector<SampleResult>* out) {

@@ -1,6 +1,8 @@
-// Speculator: speculative decoding's per-step policy, between the engine and the scheduler. Before a step it
-// asks the drafter for tokens to follow every decoding request that opted in and hands them to the scheduler
-// (Scheduler::propose); after the forward, commit_run() verifies one request's drafts with its own sampler.
+// Speculator: speculative decoding's per-step policy, between the engine and the scheduler, plugged into the step
+// as its StepExtension (engine/step_extension.h). Before a step it asks the drafter for tokens to follow every
+// decoding request that opted in and hands them to the scheduler (Scheduler::propose); after the forward, a
+// request's strategy verifies its drafts with its own sampler (commit_run() below), and after_commit() learns
+// from what each row kept.
 //
 // Adaptive K. A decode step's cost is modelled as T(R) = T1 * (1 + c * (R - 1)) for R rows (one weight pass,
 // c = SpecConfig::row_cost per extra row), and request i's drafts as kept one after another with probability
@@ -27,6 +29,7 @@
 #include "engine/decoding/spec_config.h"
 #include "engine/decoding/step_cost.h"
 #include "engine/sampler.h"
+#include "engine/step_extension.h"
 #include "kvcache/types.h"
 
 namespace tinfer {
@@ -38,7 +41,7 @@ struct SpecStats {
   int64_t proposed = 0;   // draft tokens proposed (the scheduler may schedule fewer)
 };
 
-class Speculator {
+class Speculator final : public StepExtension {
  public:
   static constexpr int kProbeEvery = 8, kMaxProbeEvery = 128;
 
@@ -51,7 +54,13 @@ class Speculator {
   // A decode-only step of `rows` rows took `seconds` in the forward (the row-cost model's sample).
   void observe_step(int rows, double seconds) { cost_.observe(rows, seconds); }
   double row_cost() const { return cost_.row_cost(); }
-  void release(kv::SeqId seq);  // the sequence is gone
+  void release(kv::SeqId seq) override;  // the sequence is gone
+
+  // StepExtension: propose() timed as Op::kDraft; observe_step() on decode-only plans; record() per drafted row.
+  void before_schedule(Scheduler& sched, const std::function<bool(kv::SeqId)>& may_draft, PhaseTimer& timer) override;
+  void after_forward(const BatchPlan& plan, double seconds) override;
+  void after_commit(const BatchPlan& plan, std::span<const std::vector<kv::Token>> committed) override;
+  void add_stats(EngineStats& stats) const override;
 
   // The number of drafts each speculating request gets this step, given their acceptance estimates, whether a
   // probe is due for each, and how many requests decode in the step in all (those that do not speculate are

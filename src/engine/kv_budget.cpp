@@ -1,5 +1,5 @@
-// KV plan: read MemAvailable, size the budget, and call the pure planner with the model's KV shape.
-#include "engine/kv_plan.h"
+// KV budget: read MemAvailable, size the budget, and fit it with the pure planner to the model's KV shape.
+#include "engine/kv_budget.h"
 
 #include <cstdio>
 #include <fstream>
@@ -52,9 +52,9 @@ std::string mib(size_t bytes) { return std::to_string((bytes + (1 << 19)) >> 20)
 
 }  // namespace
 
-EngineKvBudget kv_budget(int64_t kv_memory_bytes, double kv_fraction, const ModelConfig& cfg, const KvPrecision& precision,
+KvBudget kv_budget(int64_t kv_memory_bytes, double kv_fraction, const ModelConfig& cfg, const KvPrecision& precision,
                          int block_size, int max_seqs, int max_model_len, const kv::KvWindow& window) {
-  EngineKvBudget b;
+  KvBudget b;
   if (kv_memory_bytes > 0) {
     b.budget_bytes = static_cast<size_t>(kv_memory_bytes);
     b.how = "--kv-memory";
@@ -64,10 +64,10 @@ EngineKvBudget kv_budget(int64_t kv_memory_bytes, double kv_fraction, const Mode
                                 window);
 }
 
-EngineKvBudget kv_budget_of_available(size_t mem_available, double kv_fraction, const ModelConfig& cfg,
+KvBudget kv_budget_of_available(size_t mem_available, double kv_fraction, const ModelConfig& cfg,
                                       const KvPrecision& precision, int block_size, int max_seqs, int max_model_len,
                                       const kv::KvWindow& window) {
-  EngineKvBudget b;
+  KvBudget b;
   b.mem_available = mem_available;
   check(b.mem_available > 0, "cannot read MemAvailable from /proc/meminfo: give the KV budget in bytes");
   const size_t fraction = kv::kv_budget_from_fraction(b.mem_available, kv_fraction);
@@ -87,7 +87,7 @@ EngineKvBudget kv_budget_of_available(size_t mem_available, double kv_fraction, 
   return b;
 }
 
-kv::KvMemoryPlan plan_engine_kv(const ModelConfig& cfg, size_t budget_bytes, int block_size, int max_model_len,
+kv::KvMemoryPlan fit_kv_budget(const ModelConfig& cfg, size_t budget_bytes, int block_size, int max_model_len,
                                 const KvPrecision& precision, const kv::KvWindow& window) {
   const kv::KvShape shape = kv_shape(cfg, precision, window);
   try {
@@ -97,7 +97,7 @@ kv::KvMemoryPlan plan_engine_kv(const ModelConfig& cfg, size_t budget_bytes, int
   }
 }
 
-std::string describe_kv_plan(const kv::KvMemoryPlan& p, const EngineKvBudget& b, const KvPrecision& precision) {
+std::string describe_kv_budget(const kv::KvMemoryPlan& p, const KvBudget& b, const KvPrecision& precision) {
   char buf[1024];
   std::snprintf(buf, sizeof buf,
                 "KV cache: %zu bytes/token (%s), %d blocks x %d tokens = %lld tokens, %.1f MiB, sized by %s; "

@@ -1,0 +1,48 @@
+// SampleStrategy: plain (n = 1) and parallel (n > 1) sampling of one request, as a DecodeStrategy. Sample i draws
+// with seed + i (mod 2^64), so samples differ yet each is reproducible; an absent seed is resolved once.
+//   n = 1: one sequence; each row's token (and its speculative drafts: commit_run verifies them with the
+//          sampler) is committed at on_row.
+//   n > 1: the prompt is prefilled once as one sequence. Its first row gives all n first tokens; the sequence
+//          continues as the first sample that does not stop (so the others can still fork from it), and after
+//          Scheduler::update the others fork from it, sharing its blocks (or, when max_seqs is full, become
+//          requests of their own whose prompt ends with their token). From then on each sample is one sequence
+//          like n = 1.
+// A structured-output grammar would be one more member here, beside samplers_ (see decode_strategy.h).
+#pragma once
+#include <vector>
+
+#include "engine/decoding/decode_strategy.h"
+#include "engine/sampler.h"
+
+namespace tinfer {
+
+class SampleStrategy final : public DecodeStrategy {
+ public:
+  SampleStrategy(LiveRequest& live, int n_vocab, Scheduler& sched, SeqRegistry& seqs);
+
+  void start() override;
+  void on_row(const PlanRow& row, StepRows& rows) override;
+  void on_output(const RequestOutput& out, std::span<const SampleResult> results) override;
+  void after_update() override { fork_parent_ = 0; }  // a fork not made this step is not made later
+  void abort() override;
+  bool may_draft(kv::SeqId) const override;
+
+ private:
+  int index_of(kv::SeqId seq) const;
+  bool is_stop(Token t) const;
+  // Reports sample k's event; its sequence is closed when the event finishes it.
+  void emit(int k, const SampleResult* r, bool finished, FinishReason why, int cached);
+  void sample_first(const PlanRow& row, StepRows& rows);  // n > 1 before the fork
+  void fork(kv::SeqId parent, int parent_index);          // n > 1: after the parent's first update
+
+  LiveRequest& live_;
+  Scheduler& sched_;
+  SeqRegistry& seqs_reg_;
+  std::vector<Sampler> samplers_;     // [n]
+  std::vector<kv::SeqId> seqs_;       // [n] each sample's scheduler sequence; 0 before the fork and once done
+  bool forked_;                       // n == 1, or the n sequences exist
+  std::vector<SampleResult> firsts_;  // n > 1, the fork's step: the n first samples of the parent's row
+  kv::SeqId fork_parent_ = 0;         // the sequence whose output this step forks the others, or 0
+};
+
+}  // namespace tinfer
