@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -125,63 +126,56 @@ std::string shared_dir() {
   return env && *env ? env : "../shared";
 }
 
-}  // namespace
+std::vector<OptionSpec> ladder_options() {
+  return concat(concat(model_options(), engine_options()),
+                {{"--requests", "requests per rung", true, "32"},
+                 {"--input-len", "synthetic prompt tokens (BOS included)", true, "128"},
+                 {"--shared-prefix", "the same N-token system prompt in every prompt", true, "64"},
+                 {"--output-dist", "fixed|longtail (lognormal, median 64)", true, "longtail"},
+                 {"--output-len", "generated tokens per request (fixed)", true, "128"},
+                 {"--max-tokens", "cap on drawn output lengths", true, "256"},
+                 {"--quality-model", "model scored for quality (default: the default SmolLM2 model)"},
+                 {"--quality-text", "text scored for quality (default: shared corpus tinystories)"},
+                 {"--quality-tokens", "tokens of the quality text scored per rung", true, "256"},
+                 {"--quality-kv-plan", "the quality model's KV plan for the plan rung (default: --kv-plan)"},
+                 {"--calib-tokens", "calibration tokens of the GPTQ/AWQ/SmoothQuant rungs", true, "2048"},
+                 {"--ladder-skip-plans", "the two skip plan rungs' plans, tighter budget first (calibrate-skip "
+                                         "for -m; the quality model must be -m)"},
+                 {"--ladder-exit", "the two early-exit rungs' thresholds, higher first (calibrate-exit)"},
+                 {"--ladder-exit-layers", "exit layers of the early-exit rungs (default: 2/3 of the depth)"},
+                 {"--tiny", "stories260K, a few requests: runs in seconds (tests)", false},
+                 {"--seed", "workload seed", true, "1"},
+                 {"--json", "print one JSON object on the last line", false}});
+}
 
-int cmd_bench_ladder(int argc, char** argv) {
-  auto spec = concat(concat(model_options(), engine_options()),
-                     {{"--requests", "requests per rung", true, "32"},
-                      {"--input-len", "synthetic prompt tokens (BOS included)", true, "128"},
-                      {"--shared-prefix", "the same N-token system prompt in every prompt", true, "64"},
-                      {"--output-dist", "fixed|longtail (lognormal, median 64)", true, "longtail"},
-                      {"--output-len", "generated tokens per request (fixed)", true, "128"},
-                      {"--max-tokens", "cap on drawn output lengths", true, "256"},
-                      {"--quality-model", "model scored for quality (default: the default SmolLM2 model)"},
-                      {"--quality-text", "text scored for quality (default: shared corpus tinystories)"},
-                      {"--quality-tokens", "tokens of the quality text scored per rung", true, "256"},
-                      {"--quality-kv-plan", "the quality model's KV plan for the plan rung (default: --kv-plan)"},
-                      {"--calib-tokens", "calibration tokens of the GPTQ/AWQ/SmoothQuant rungs", true, "2048"},
-                      {"--ladder-skip-plans", "the two skip plan rungs' plans, tighter budget first (calibrate-skip "
-                                              "for -m; the quality model must be -m)"},
-                      {"--ladder-exit", "the two early-exit rungs' thresholds, higher first (calibrate-exit)"},
-                      {"--ladder-exit-layers", "exit layers of the early-exit rungs (default: 2/3 of the depth)"},
-                      {"--tiny", "stories260K, a few requests: runs in seconds (tests)", false},
-                      {"--seed", "workload seed", true, "1"},
-                      {"--json", "print one JSON object on the last line", false}});
-  Args args(argc, argv, spec,
-            "tinfer bench ladder -m MODEL [engine flags] [--requests N] [--input-len L] [--shared-prefix N] "
-            "[--output-dist fixed|longtail] [--quality-model M] [--quality-text FILE] [--tiny] [--json]");
-  const bool tiny = args.flag("--tiny");
-  EngineConfig base = engine_config(args);
-  base.verbose = false;
-  // --kv-plan is the plan rung's, not the base's: every other rung sets its own KV types.
-  const KvPrecision speed_plan{base.kv_layers, base.kv_k_smooth};
-  base.kv_layers.clear(), base.kv_k_smooth.clear();
-  check(base.skip.empty() && !base.early_exit.enabled(),
-        "bench ladder sets each rung's layer skipping and early exit: give --ladder-skip-plans and --ladder-exit "
-        "instead of --skip-plan and --early-exit");
+// The command line, checked: the base engine, the model-side rungs' plans and thresholds, the quality side, the
+// workload (--tiny: a few short requests).
+struct LadderOptions {
+  EngineConfig base;
+  KvPrecision speed_plan;  // --kv-plan: the plan rung's, not the base's
   std::vector<std::string> skip_plans;
-  if (args.has("--ladder-skip-plans")) {
-    std::stringstream ss(args.str("--ladder-skip-plans"));
-    for (std::string p; std::getline(ss, p, ',');) skip_plans.push_back(p);
-  }
   std::vector<float> exit_thresholds;
-  if (args.has("--ladder-exit")) {
-    std::stringstream ss(args.str("--ladder-exit"));
-    for (std::string t; std::getline(ss, t, ',');) {
-      char* end = nullptr;
-      const double v = std::strtod(t.c_str(), &end);
-      check(!t.empty() && end && *end == '\0' && v >= 0 && v <= 1, "--ladder-exit lists probabilities, got '" + t + "'");
-      exit_thresholds.push_back(float(v));
-    }
+  std::vector<int32_t> exit_layers;
+  std::string qmodel_path, qtext, quality_kv_plan;
+  int qn = 0;
+  int64_t calib_tokens = 0;
+  WorkloadSpec ws;
+  bool json = false;
+};
+
+std::vector<float> parse_exit_thresholds(const std::string& list) {
+  std::vector<float> out;
+  std::stringstream ss(list);
+  for (std::string t; std::getline(ss, t, ',');) {
+    char* end = nullptr;
+    const double v = std::strtod(t.c_str(), &end);
+    check(!t.empty() && end && *end == '\0' && v >= 0 && v <= 1, "--ladder-exit lists probabilities, got '" + t + "'");
+    out.push_back(float(v));
   }
-  const std::vector<int32_t> exit_layers =
-      args.has("--ladder-exit-layers") ? parse_exit_layers(args.str("--ladder-exit-layers")) : std::vector<int32_t>{};
-  const std::string qmodel_path =
-      args.has("--quality-model") ? args.str("--quality-model")
-                                  : tiny ? base.model_path : "models/SmolLM2-135M-Instruct.Q4_1.gguf";
-  const std::string qtext = args.has("--quality-text") ? args.str("--quality-text")
-                                                       : shared_dir() + "/corpus/tinystories-valid-head.txt";
-  const int qn = tiny ? 64 : int(args.integer("--quality-tokens"));
+  return out;
+}
+
+WorkloadSpec ladder_workload(const Args& args, bool tiny) {
   WorkloadSpec ws;
   ws.requests = tiny ? 16 : int(args.integer("--requests"));
   ws.input_len = tiny ? 32 : int(args.integer("--input-len"));
@@ -190,79 +184,198 @@ int cmd_bench_ladder(int argc, char** argv) {
   ws.output_len = tiny ? 16 : int(args.integer("--output-len"));
   ws.max_tokens = tiny ? 96 : int(args.integer("--max-tokens"));
   ws.seed = uint64_t(args.integer("--seed"));
+  return ws;
+}
 
-  // Quality: one model, one text, every rung's KV element type; rung 0 is the base distribution.
-  auto qmodel = Model::load(qmodel_path, {});
-  auto qbackend = create_backend("cpu", *qmodel, BackendOptions{.threads = base.threads});
-  RungWeights weights(base.threads, tiny ? 256 : args.integer("--calib-tokens"));
-  const std::string base_model = base.model_path;
-  std::string cur_weights = "as stored";
-  const std::vector<int32_t> qtok = quality_tokens(*qmodel, qtext, qn);
-  KvPrecision quality_plan = speed_plan;
-  if (args.has("--quality-kv-plan")) {
-    const KvPlanFile p = read_kv_plan(args.str("--quality-kv-plan"));
-    check_kv_plan_model(p, model_identity(*qmodel), "--quality-kv-plan '" + args.str("--quality-kv-plan") + "'");
-    quality_plan = p.precision;
-  } else if (!speed_plan.layers.empty() && qmodel_path != base.model_path) {
-    quality_plan = {};  // the -m model's plan does not fit another model
+LadderOptions parse_ladder(int argc, char** argv) {
+  Args args(argc, argv, ladder_options(),
+            "tinfer bench ladder -m MODEL [engine flags] [--requests N] [--input-len L] [--shared-prefix N] "
+            "[--output-dist fixed|longtail] [--quality-model M] [--quality-text FILE] [--tiny] [--json]\n"
+            "(-c default: the workload's longest request, --input-len + --max-tokens)");
+  const bool tiny = args.flag("--tiny");
+  LadderOptions o;
+  EngineConfig& base = o.base;
+  base = engine_config(args);
+  base.verbose = false;
+  // --kv-plan is the plan rung's, not the base's: every other rung sets its own KV types.
+  o.speed_plan = KvPrecision{base.kv_layers, base.kv_k_smooth};
+  base.kv_layers.clear(), base.kv_k_smooth.clear();
+  check(base.skip.empty() && !base.early_exit.enabled(),
+        "bench ladder sets each rung's layer skipping and early exit: give --ladder-skip-plans and --ladder-exit "
+        "instead of --skip-plan and --early-exit");
+  if (args.has("--ladder-skip-plans")) {
+    std::stringstream ss(args.str("--ladder-skip-plans"));
+    for (std::string p; std::getline(ss, p, ',');) o.skip_plans.push_back(p);
   }
-  const size_t v = size_t(qmodel->config().n_vocab);
+  if (args.has("--ladder-exit")) o.exit_thresholds = parse_exit_thresholds(args.str("--ladder-exit"));
+  if (args.has("--ladder-exit-layers")) o.exit_layers = parse_exit_layers(args.str("--ladder-exit-layers"));
+  o.qmodel_path = args.has("--quality-model") ? args.str("--quality-model")
+                  : tiny                      ? base.model_path
+                                              : "models/SmolLM2-135M-Instruct.Q4_1.gguf";
+  o.qtext = args.has("--quality-text") ? args.str("--quality-text") : shared_dir() + "/corpus/tinystories-valid-head.txt";
+  o.qn = tiny ? 64 : int(args.integer("--quality-tokens"));
+  o.ws = ladder_workload(args, tiny);
+  // The context: -c, else the workload's longest request. A number either way: the rungs without chunked prefill
+  // raise their step budget to it (a prompt prefills in one step), which "the model's context" (0) cannot give.
+  if (!args.has("--ctx")) base.max_model_len = o.ws.input_len + o.ws.max_tokens;
+  o.calib_tokens = tiny ? 256 : args.integer("--calib-tokens");
+  if (args.has("--quality-kv-plan")) o.quality_kv_plan = args.str("--quality-kv-plan");
+  o.json = args.flag("--json");
+  return o;
+}
 
-  nlohmann::json rungs = nlohmann::json::array();
+// Quality: one model, one text, every rung's KV element type; rung 0 is the base distribution. The model scored
+// follows the weight rungs (quantized copies) and goes back to the files as stored for the model-side rungs.
+struct QualitySide {
+  const LadderOptions& o;
+  std::unique_ptr<Model> model;
+  std::unique_ptr<Backend> backend;
+  RungWeights weights;
+  std::string cur_weights = "as stored";
+  std::vector<int32_t> tokens;
+  KvPrecision plan;  // the quality model's KV plan for the plan rung (empty: none fits it)
   LogProbs base_lp;
-  EngineConfig cfg = base;
-  double base_tok_s = 0;
-  std::printf("| rung | technique | claimed | total tok/s | gen tok/s | P99 TTFT s | P99 TPOT ms | peak KV MiB | "
-              "max seqs | PPL (dPPL) | KLD mean / max | top-1 |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n");
-  for (size_t k = 0; k < std::size(kLadder); ++k) {
-    kLadder[k].apply(cfg);
-    const LadderRung& rung = kLadder[k];
-    const char* model_side_missing =
-        rung.skip_plan >= 0 && size_t(rung.skip_plan) >= skip_plans.size()
-            ? "skipped: give --ladder-skip-plans TIGHT,LOOSE from tinfer calibrate-skip"
-        : rung.skip_plan >= 0 && qmodel_path != base.model_path
-            ? "skipped: a skip plan is -m's; give --quality-model the -m model"
-        : rung.exit_threshold >= 0 && size_t(rung.exit_threshold) >= exit_thresholds.size()
-            ? "skipped: give --ladder-exit HIGH,LOW from tinfer calibrate-exit"
-            : nullptr;
-    if (model_side_missing) {
-      std::printf("| %zu | %s | %s | %s |\n", k, rung.name, rung.claim, model_side_missing);
-      rungs.push_back({{"rung", k}, {"technique", rung.name}, {"skipped", model_side_missing}});
-      continue;
+
+  explicit QualitySide(const LadderOptions& opts) : o(opts), weights(opts.base.threads, opts.calib_tokens) {
+    load(o.qmodel_path);
+    tokens = quality_tokens(*model, o.qtext, o.qn);
+    plan = o.speed_plan;
+    if (!o.quality_kv_plan.empty()) {
+      const KvPlanFile p = read_kv_plan(o.quality_kv_plan);
+      check_kv_plan_model(p, model_identity(*model), "--quality-kv-plan '" + o.quality_kv_plan + "'");
+      plan = p.precision;
+    } else if (!o.speed_plan.layers.empty() && o.qmodel_path != o.base.model_path) {
+      plan = {};  // the -m model's plan does not fit another model
     }
+  }
+  void load(const std::string& path) {
+    model = Model::load(path, {});
+    backend = create_backend("cpu", *model, BackendOptions{.threads = o.base.threads});
+  }
+  size_t n_vocab() const { return size_t(model->config().n_vocab); }
+};
+
+// Why a rung cannot run with the options given (nullptr: it can).
+const char* model_side_missing(const LadderRung& rung, const LadderOptions& o) {
+  if (rung.skip_plan >= 0 && size_t(rung.skip_plan) >= o.skip_plans.size())
+    return "skipped: give --ladder-skip-plans TIGHT,LOOSE from tinfer calibrate-skip";
+  if (rung.skip_plan >= 0 && o.qmodel_path != o.base.model_path)
+    return "skipped: a skip plan is -m's; give --quality-model the -m model";
+  if (rung.exit_threshold >= 0 && size_t(rung.exit_threshold) >= o.exit_thresholds.size())
+    return "skipped: give --ladder-exit HIGH,LOW from tinfer calibrate-exit";
+  return nullptr;
+}
+
+nlohmann::json skipped_rung(size_t k, const LadderRung& rung, const char* why) {
+  std::printf("| %zu | %s | %s | %s |\n", k, rung.name, rung.claim, why);
+  return {{"rung", k}, {"technique", rung.name}, {"skipped", why}};
+}
+
+// One measured rung: the engine it ran on, the load's result, the quality against rung 0.
+struct RungResult {
+  const Engine& engine;
+  const LoadResult& r;
+  const QualitySummary& q;
+  double tok_s, base_tok_s, peak_kv_mib;
+  const KvPrecision& kvp;
+  const std::string& weights;
+};
+
+void print_rung_row(size_t k, const RungResult& m) {
+  const LoadResult& r = m.r;
+  const QualitySummary& q = m.q;
+  std::printf("| %zu | %s | %s | %.1f (%.2fx) | %.1f | %.2f | %.1f | %.1f | %d | %.4f (%+.4f) | %.2e / %.2e | %.1f%% |\n",
+              k, kLadder[k].name, kLadder[k].claim, m.tok_s, m.tok_s / m.base_tok_s, double(r.gen_tokens) / r.wall_s,
+              percentile(r.ttft, 99), 1e3 * percentile(r.tpot, 99), m.peak_kv_mib, r.stats.running_peak, q.ppl_this,
+              q.dppl, q.kl_mean, q.kl_max, 100 * q.top1);
+  std::fflush(stdout);
+}
+
+nlohmann::json rung_json(size_t k, const RungResult& m) {
+  const EngineConfig& applied = m.engine.config();
+  const ModelConfig& mc = m.engine.model().config();
+  const LoadResult& r = m.r;
+  const QualitySummary& q = m.q;
+  return {{"rung", k},
+          {"technique", kLadder[k].name},
+          {"claim", kLadder[k].claim},
+          {"applied",
+           {{"batching", batching_mode_name(applied.batching)},
+            {"kv_layout", kv::kv_layout_name(applied.kv_layout)},
+            {"kv_dtype", m.kvp.describe()},
+            {"kv_bytes_per_token", m.kvp.bytes_per_token(mc.n_kv_heads, mc.head_dim)},
+            {"prefix_caching", applied.prefix_caching},
+            {"chunked_prefill", applied.chunked_prefill},
+            {"weights", m.weights},
+            {"spec", spec_mode_name(applied.spec.mode)},
+            {"skip", applied.skip.describe()},
+            {"early_exit", applied.early_exit.describe(mc.n_layers)}}},
+          {"early_exit_share", r.stats.early_exit_eligible > 0
+                                   ? double(r.stats.early_exit_exited) / double(r.stats.early_exit_eligible)
+                                   : 0.0},
+          {"weight_bytes", double(m.engine.model().weight_bytes())},
+          {"total_tok_s", m.tok_s},
+          {"gen_tok_s", double(r.gen_tokens) / r.wall_s},
+          {"ttft_p99_s", percentile(r.ttft, 99)},
+          {"tpot_p99_s", percentile(r.tpot, 99)},
+          {"peak_kv_mib", m.peak_kv_mib},
+          {"max_running", r.stats.running_peak},
+          {"padding_tokens", r.stats.padding_tokens},
+          {"prefix_hit_rate", r.stats.prefix_hit_rate},
+          {"kv_capacity_tokens", r.stats.kv_capacity_tokens},
+          {"ppl", q.ppl_this},
+          {"dppl", q.dppl},
+          {"dppl_se", q.dppl_se},
+          {"kld_mean", q.kl_mean},
+          {"kld_max", q.kl_max},
+          {"top1", q.top1}};
+}
+
+// The ladder walked rung by rung: cfg accumulates the rungs' switches.
+class Ladder {
+ public:
+  explicit Ladder(const LadderOptions& o) : o_(o), quality_(o), cfg_(o.base), ws_(o.ws) {}
+
+  nlohmann::json rung(size_t k) {
+    kLadder[k].apply(cfg_);
+    const LadderRung& rung = kLadder[k];
+    if (const char* why = model_side_missing(rung, o_)) return skipped_rung(k, rung, why);
     const bool model_side = rung.skip_plan >= 0 || rung.exit_threshold >= 0;
-    if (model_side && cur_weights != "as stored") {  // plans are made for the files as stored: back to them
-      cur_weights = "as stored";
-      cfg.model_path = base_model;
-      qmodel = Model::load(qmodel_path, {});
-      qbackend = create_backend("cpu", *qmodel, BackendOptions{.threads = base.threads});
+    if (model_side && quality_.cur_weights != "as stored") {  // plans are made for the files as stored: back to them
+      quality_.cur_weights = "as stored";
+      cfg_.model_path = o_.base.model_path;
+      quality_.load(o_.qmodel_path);
     }
     LayerSkip rung_skip;
     EarlyExit rung_exit;
-    if (rung.skip_plan >= 0) rung_skip = load_skip_plan(skip_plans[size_t(rung.skip_plan)], model_identity(*qmodel));
-    if (rung.exit_threshold >= 0) rung_exit = EarlyExit{exit_layers, exit_thresholds[size_t(rung.exit_threshold)]};
-    cfg.skip = rung_skip, cfg.early_exit = rung_exit;  // alternatives: each model-side rung replaces the last
-    if (kLadder[k].kv_plan) {
-      if (speed_plan.layers.empty() || quality_plan.layers.empty()) {
-        const char* why = "skipped: give --kv-plan (and --quality-kv-plan for the quality model) from tinfer calibrate-kv";
-        std::printf("| %zu | %s | %s | %s |\n", k, kLadder[k].name, kLadder[k].claim, why);
-        rungs.push_back({{"rung", k}, {"technique", kLadder[k].name}, {"skipped", why}});
-        continue;
-      }
-      cfg.kv_layers = speed_plan.layers, cfg.kv_k_smooth = speed_plan.k_smooth;
+    if (rung.skip_plan >= 0)
+      rung_skip = load_skip_plan(o_.skip_plans[size_t(rung.skip_plan)], model_identity(*quality_.model));
+    if (rung.exit_threshold >= 0) rung_exit = EarlyExit{o_.exit_layers, o_.exit_thresholds[size_t(rung.exit_threshold)]};
+    cfg_.skip = rung_skip, cfg_.early_exit = rung_exit;  // alternatives: each model-side rung replaces the last
+    if (rung.kv_plan) {
+      if (o_.speed_plan.layers.empty() || quality_.plan.layers.empty())
+        return skipped_rung(k, rung, "skipped: give --kv-plan (and --quality-kv-plan for the quality model) from tinfer calibrate-kv");
+      cfg_.kv_layers = o_.speed_plan.layers, cfg_.kv_k_smooth = o_.speed_plan.k_smooth;
     }
-    if (const char* spec = kLadder[k].weights) {  // this rung's weights: quantized copies of the base files
-      cur_weights = spec;
-      const std::string qpath = weights.get(qmodel_path, spec, true);
-      cfg.model_path = base_model == qmodel_path ? qpath : weights.get(base_model, spec, false);
-      qmodel = Model::load(qpath, {});
-      qbackend = create_backend("cpu", *qmodel, BackendOptions{.threads = base.threads});
+    if (const char* spec = rung.weights) {  // this rung's weights: quantized copies of the base files
+      quality_.cur_weights = spec;
+      const std::string qpath = quality_.weights.get(o_.qmodel_path, spec, true);
+      cfg_.model_path = o_.base.model_path == o_.qmodel_path ? qpath : quality_.weights.get(o_.base.model_path, spec, false);
+      quality_.load(qpath);
     }
-    EngineConfig run = cfg;
+    return measure(k, model_side ? BackendOptions{.threads = o_.base.threads, .skip = rung_skip, .early_exit = rung_exit}
+                                 : std::optional<BackendOptions>{});
+  }
+
+ private:
+  // Runs the workload on this rung's engine and scores the quality model (with `side`: this rung's skip plan or
+  // early exit).
+  nlohmann::json measure(size_t k, const std::optional<BackendOptions>& side_opts) {
+    EngineConfig run = cfg_;
     if (!run.chunked_prefill) run.max_batched_tokens = std::max(run.max_batched_tokens, run.max_model_len);
-    auto engine = Engine::create(run);  // (without chunked prefill and --ctx, the scheduler's check names both)
-    ws.max_model_len = engine->max_model_len();
-    const Workload w = make_workload(ws, engine->tokenizer(), int(engine->model().config().n_vocab));
+    auto engine = Engine::create(run);
+    ws_.max_model_len = engine->max_model_len();
+    const Workload w = make_workload(ws_, engine->tokenizer(), int(engine->model().config().n_vocab));
     SamplingParams sp;
     sp.temperature = 0;
     const LoadResult r = run_load(*engine, w, 0, sp);
@@ -272,62 +385,45 @@ int cmd_bench_ladder(int argc, char** argv) {
     const double bytes_per_token = double(kvp.bytes_per_token(mc.n_kv_heads, mc.head_dim));
     const double peak_kv_mib = double(r.stats.kv_blocks_peak) * applied.block_size * bytes_per_token / 1048576.0;
     const double tok_s = double(r.prompt_tokens + r.gen_tokens) / r.wall_s;
-    if (k == 0) base_tok_s = tok_s;
+    if (k == 0) base_tok_s_ = tok_s;
 
-    const KvPrecision qkvp = kLadder[k].kv_plan ? quality_plan : applied.kv_precision(qmodel->config().n_layers);
+    const KvPrecision qkvp = kLadder[k].kv_plan ? quality_.plan : applied.kv_precision(quality_.model->config().n_layers);
     std::unique_ptr<Backend> side;  // the quality model with this rung's skip plan or early exit
-    if (model_side)
-      side = create_backend("cpu", *qmodel, BackendOptions{.threads = base.threads, .skip = rung_skip, .early_exit = rung_exit});
-    LogProbs lp = logprobs(side ? *side : *qbackend, qtok, qkvp, rung_exit.enabled() ? 1 : 512);
-    if (k == 0) base_lp = lp;
-    const QualitySummary q = score(base_lp, lp, qtok, v);
-    std::printf("| %zu | %s | %s | %.1f (%.2fx) | %.1f | %.2f | %.1f | %.1f | %d | %.4f (%+.4f) | %.2e / %.2e | %.1f%% |\n",
-                k, kLadder[k].name, kLadder[k].claim, tok_s, tok_s / base_tok_s, double(r.gen_tokens) / r.wall_s,
-                percentile(r.ttft, 99), 1e3 * percentile(r.tpot, 99), peak_kv_mib, r.stats.running_peak, q.ppl_this,
-                q.dppl, q.kl_mean, q.kl_max, 100 * q.top1);
-    std::fflush(stdout);
-    rungs.push_back({{"rung", k},
-                     {"technique", kLadder[k].name},
-                     {"claim", kLadder[k].claim},
-                     {"applied",
-                      {{"batching", batching_mode_name(applied.batching)},
-                       {"kv_layout", kv::kv_layout_name(applied.kv_layout)},
-                       {"kv_dtype", kvp.describe()},
-                       {"kv_bytes_per_token", kvp.bytes_per_token(mc.n_kv_heads, mc.head_dim)},
-                       {"prefix_caching", applied.prefix_caching},
-                       {"chunked_prefill", applied.chunked_prefill},
-                       {"weights", cur_weights},
-                       {"spec", spec_mode_name(applied.spec.mode)},
-                       {"skip", applied.skip.describe()},
-                       {"early_exit", applied.early_exit.describe(mc.n_layers)}}},
-                     {"early_exit_share", r.stats.early_exit_eligible > 0
-                                              ? double(r.stats.early_exit_exited) / double(r.stats.early_exit_eligible)
-                                              : 0.0},
-                     {"weight_bytes", double(engine->model().weight_bytes())},
-                     {"total_tok_s", tok_s},
-                     {"gen_tok_s", double(r.gen_tokens) / r.wall_s},
-                     {"ttft_p99_s", percentile(r.ttft, 99)},
-                     {"tpot_p99_s", percentile(r.tpot, 99)},
-                     {"peak_kv_mib", peak_kv_mib},
-                     {"max_running", r.stats.running_peak},
-                     {"padding_tokens", r.stats.padding_tokens},
-                     {"prefix_hit_rate", r.stats.prefix_hit_rate},
-                     {"kv_capacity_tokens", r.stats.kv_capacity_tokens},
-                     {"ppl", q.ppl_this},
-                     {"dppl", q.dppl},
-                     {"dppl_se", q.dppl_se},
-                     {"kld_mean", q.kl_mean},
-                     {"kld_max", q.kl_max},
-                     {"top1", q.top1}});
+    if (side_opts) side = create_backend("cpu", *quality_.model, *side_opts);
+    const LogProbs lp = logprobs(side ? *side : *quality_.backend, quality_.tokens, qkvp,
+                                 side_opts && side_opts->early_exit.enabled() ? 1 : 512);
+    if (k == 0) quality_.base_lp = lp;
+    const QualitySummary q = score(quality_.base_lp, lp, quality_.tokens, quality_.n_vocab());
+    const RungResult m{*engine, r, q, tok_s, base_tok_s_, peak_kv_mib, kvp, quality_.cur_weights};
+    print_rung_row(k, m);
+    return rung_json(k, m);
   }
+
+  const LadderOptions& o_;
+  QualitySide quality_;
+  EngineConfig cfg_;
+  WorkloadSpec ws_;
+  double base_tok_s_ = 0;
+};
+
+}  // namespace
+
+int cmd_bench_ladder(int argc, char** argv) {
+  const LadderOptions o = parse_ladder(argc, argv);
+  Ladder ladder(o);
+  nlohmann::json rungs = nlohmann::json::array();
+  std::printf("| rung | technique | claimed | total tok/s | gen tok/s | P99 TTFT s | P99 TPOT ms | peak KV MiB | "
+              "max seqs | PPL (dPPL) | KLD mean / max | top-1 |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+  for (size_t k = 0; k < std::size(kLadder); ++k) rungs.push_back(ladder.rung(k));
+  const WorkloadSpec& ws = o.ws;
   std::printf("workload: %d requests, prompts %d tokens (%d shared), outputs %s (cap %d); quality: %s on %d tokens "
               "of %s\n",
-              ws.requests, ws.input_len, ws.shared_prefix, ws.output_dist.c_str(), ws.max_tokens, qmodel_path.c_str(),
-              qn, qtext.c_str());
-  if (args.flag("--json")) {
+              ws.requests, ws.input_len, ws.shared_prefix, ws.output_dist.c_str(), ws.max_tokens, o.qmodel_path.c_str(),
+              o.qn, o.qtext.c_str());
+  if (o.json) {
     nlohmann::json j;
-    j["model"] = base.model_path;
-    j["quality_model"] = qmodel_path;
+    j["model"] = o.base.model_path;
+    j["quality_model"] = o.qmodel_path;
     j["rungs"] = rungs;
     std::printf("%s\n", j.dump().c_str());
   }

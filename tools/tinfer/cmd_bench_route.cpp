@@ -28,6 +28,35 @@ struct Pass {
   double routed_tok_s = 0, large_tok_s = 0, routed_latency = 0, large_latency = 0;  // latency: median per request
 };
 
+// One pass over the mix: each prompt asked routed and pinned to the large model, the order alternating.
+Pass one_pass(const RoutedServer& s, const std::vector<std::string>& prompts, bool chat, int n, int r) {
+  Pass p;
+  double routed_s = 0, large_s = 0, routed_tok = 0, large_tok = 0;
+  std::vector<double> routed_lat, large_lat;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    // Alternate which goes first, so neither always runs right after the other's warm caches.
+    RouteReply large, routed;
+    if ((i + size_t(r)) % 2 == 0) {
+      large = ask(s, prompts[i], chat, s.large, n);
+      routed = ask(s, prompts[i], chat, "", n);
+    } else {
+      routed = ask(s, prompts[i], chat, "", n);
+      large = ask(s, prompts[i], chat, s.large, n);
+    }
+    p.share_small += routed.model == s.small;
+    p.share_escalated += routed.escalated;
+    p.agreement += greedy_agreement(routed.tokens, large.tokens);
+    routed_s += routed.seconds, large_s += large.seconds;
+    routed_tok += routed.completion_tokens, large_tok += large.completion_tokens;
+    routed_lat.push_back(routed.seconds), large_lat.push_back(large.seconds);
+  }
+  const double np = double(prompts.size());
+  p.share_small /= np, p.share_escalated /= np, p.agreement /= np;
+  p.routed_tok_s = routed_tok / routed_s, p.large_tok_s = large_tok / large_s;
+  p.routed_latency = median(routed_lat), p.large_latency = median(large_lat);
+  return p;
+}
+
 }  // namespace
 
 int cmd_bench_route(int argc, char** argv) {
@@ -50,30 +79,7 @@ int cmd_bench_route(int argc, char** argv) {
 
   std::vector<Pass> passes;
   for (int r = 0; r < repeat; ++r) {
-    Pass p;
-    double routed_s = 0, large_s = 0, routed_tok = 0, large_tok = 0;
-    std::vector<double> routed_lat, large_lat;
-    for (size_t i = 0; i < prompts.size(); ++i) {
-      // Alternate which goes first, so neither always runs right after the other's warm caches.
-      RouteReply large, routed;
-      if ((i + size_t(r)) % 2 == 0) {
-        large = ask(s, prompts[i], chat, s.large, n);
-        routed = ask(s, prompts[i], chat, "", n);
-      } else {
-        routed = ask(s, prompts[i], chat, "", n);
-        large = ask(s, prompts[i], chat, s.large, n);
-      }
-      p.share_small += routed.model == s.small;
-      p.share_escalated += routed.escalated;
-      p.agreement += greedy_agreement(routed.tokens, large.tokens);
-      routed_s += routed.seconds, large_s += large.seconds;
-      routed_tok += routed.completion_tokens, large_tok += large.completion_tokens;
-      routed_lat.push_back(routed.seconds), large_lat.push_back(large.seconds);
-    }
-    const double np = double(prompts.size());
-    p.share_small /= np, p.share_escalated /= np, p.agreement /= np;
-    p.routed_tok_s = routed_tok / routed_s, p.large_tok_s = large_tok / large_s;
-    p.routed_latency = median(routed_lat), p.large_latency = median(large_lat);
+    const Pass p = one_pass(s, prompts, chat, n, r);
     passes.push_back(p);
     if (!args.flag("--json"))
       std::fprintf(stderr, "pass %d: small %.3f escalated %.3f agreement %.4f  tok/s routed %.1f large %.1f\n", r,

@@ -160,86 +160,101 @@ void latency(json& j, const char* label, const std::string& key, const std::vect
   j[key + "_p99_s"] = p99;
 }
 
-json summarize(const Options& o, const Level& level, const LevelRun& run, int concurrency) {
+// One level's requests tallied: latencies, token counts, errors, requests within the SLO.
+struct LevelTally {
   std::vector<double> ttft, tpot, itl, e2e;
   int64_t gen = 0, chunks = 0, prompt = 0, ok = 0, good = 0, usage_missing = 0, short_outputs = 0;
   std::map<std::string, int> errors;
   std::map<std::string, std::string> first_detail;
+};
+
+LevelTally tally(const Options& o, const Level& level, const LevelRun& run) {
+  LevelTally t;
   for (size_t i = 0; i < run.results.size(); ++i) {
     const RequestResult& r = run.results[i];
     if (!r.ok) {
-      ++errors[r.error];
-      first_detail.emplace(r.error, r.detail);
+      ++t.errors[r.error];
+      t.first_detail.emplace(r.error, r.detail);
       continue;
     }
-    ++ok;
+    ++t.ok;
     const int64_t n_chunks = int64_t(r.chunk_times.size());
     const int64_t tokens = r.completion_tokens >= 0 ? r.completion_tokens : n_chunks;
-    if (r.completion_tokens < 0) ++usage_missing;
-    if (tokens < level.max_tokens[i]) ++short_outputs;
-    gen += tokens;
-    chunks += n_chunks;
-    prompt += std::max<int64_t>(r.prompt_tokens, 0);
-    e2e.push_back(r.end - r.start);
+    if (r.completion_tokens < 0) ++t.usage_missing;
+    if (tokens < level.max_tokens[i]) ++t.short_outputs;
+    t.gen += tokens;
+    t.chunks += n_chunks;
+    t.prompt += std::max<int64_t>(r.prompt_tokens, 0);
+    t.e2e.push_back(r.end - r.start);
     double t_first = -1, t_per = -1;
-    if (n_chunks > 0) ttft.push_back(t_first = r.chunk_times[0] - r.start);
-    if (n_chunks > 0 && tokens > 1) tpot.push_back(t_per = (r.end - r.chunk_times[0]) / double(tokens - 1));
-    for (size_t k = 1; k < r.chunk_times.size(); ++k) itl.push_back(r.chunk_times[k] - r.chunk_times[k - 1]);
+    if (n_chunks > 0) t.ttft.push_back(t_first = r.chunk_times[0] - r.start);
+    if (n_chunks > 0 && tokens > 1) t.tpot.push_back(t_per = (r.end - r.chunk_times[0]) / double(tokens - 1));
+    for (size_t k = 1; k < r.chunk_times.size(); ++k) t.itl.push_back(r.chunk_times[k] - r.chunk_times[k - 1]);
     const bool ttft_ok = o.slo_ttft <= 0 || (t_first >= 0 && t_first <= o.slo_ttft);
     const bool tpot_ok = o.slo_tpot <= 0 || (t_per >= 0 ? t_per <= o.slo_tpot : n_chunks > 0);
-    good += ttft_ok && tpot_ok;
+    t.good += ttft_ok && tpot_ok;
   }
-  const double wall = std::max(run.wall_s, 1e-9);
-  const int failed = int(run.results.size()) - int(ok);
-  json j = {{"concurrency", concurrency},
-            {"request_rate", o.rate > 0 ? json(o.rate) : json(nullptr)},
-            {"requests", run.results.size()},
-            {"completed", ok},
-            {"failed", failed},
-            {"errors", errors},
-            {"wall_s", run.wall_s},
-            {"request_throughput", double(ok) / wall},
-            {"prompt_tokens", prompt},
-            {"output_tokens", gen},
-            {"output_chunks", chunks},
-            {"usage_missing", usage_missing},
-            {"short_outputs", short_outputs},
-            {"output_tok_s", double(gen) / wall},
-            {"output_chunk_s", double(chunks) / wall},
-            {"total_tok_s", double(gen + prompt) / wall}};
-  char rate[64] = "";
-  if (o.rate > 0) std::snprintf(rate, sizeof rate, " (Poisson arrivals at %g req/s)", o.rate);
-  std::printf("concurrency %d%s: %lld/%zu requests ok in %.2f s = %.2f req/s\n", concurrency, rate, (long long)ok,
-              run.results.size(), run.wall_s, double(ok) / wall);
-  std::string source = "usage";
-  if (usage_missing) source = "usage; " + std::to_string(usage_missing) + " requests without one counted by chunks";
-  std::printf(
-      "  tokens                 %lld generated (%s), %lld chunks, %lld prompt: %.1f gen tok/s, %.1f chunk/s, "
-      "%.1f total tok/s\n",
-      (long long)gen, source.c_str(), (long long)chunks, (long long)prompt, double(gen) / wall, double(chunks) / wall,
-      double(gen + prompt) / wall);
-  if (short_outputs)
-    std::printf("  short outputs          %lld requests ended before max_tokens%s\n", (long long)short_outputs,
-                o.ignore_eos ? " although ignore_eos was sent (ignored, or the server cut them)" : "");
-  latency(j, "TTFT", "ttft", ttft);
-  latency(j, "TPOT", "tpot", tpot);
-  latency(j, "inter-token latency", "itl", itl);
-  j["e2e_p50_s"] = percentile(e2e, 50);
-  j["e2e_p99_s"] = percentile(e2e, 99);
-  std::printf("  %-22s median %9.2f            P99 %9.2f ms\n", "end-to-end", 1e3 * percentile(e2e, 50),
-              1e3 * percentile(e2e, 99));
+  return t;
+}
+
+// The latencies, goodput and errors of one level, printed and recorded in j.
+void report_latencies(const Options& o, const LevelTally& t, double wall, json& j) {
+  latency(j, "TTFT", "ttft", t.ttft);
+  latency(j, "TPOT", "tpot", t.tpot);
+  latency(j, "inter-token latency", "itl", t.itl);
+  j["e2e_p50_s"] = percentile(t.e2e, 50);
+  j["e2e_p99_s"] = percentile(t.e2e, 99);
+  std::printf("  %-22s median %9.2f            P99 %9.2f ms\n", "end-to-end", 1e3 * percentile(t.e2e, 50),
+              1e3 * percentile(t.e2e, 99));
   if (o.slo_ttft > 0 || o.slo_tpot > 0) {
-    j["good_requests"] = good;
-    j["goodput_req_s"] = double(good) / wall;
-    std::printf("  goodput                %lld requests within the SLO = %.2f req/s\n", (long long)good,
-                double(good) / wall);
+    j["good_requests"] = t.good;
+    j["goodput_req_s"] = double(t.good) / wall;
+    std::printf("  goodput                %lld requests within the SLO = %.2f req/s\n", (long long)t.good,
+                double(t.good) / wall);
   } else {
     j["good_requests"] = nullptr;
     j["goodput_req_s"] = nullptr;
   }
-  for (const auto& [kind, count] : errors)
+  for (const auto& [kind, count] : t.errors)
     std::printf("  errors                 %s x%d (first: %s)\n", kind.c_str(), count,
-                first_detail[kind].substr(0, 160).c_str());
+                t.first_detail.at(kind).substr(0, 160).c_str());
+}
+
+json summarize(const Options& o, const Level& level, const LevelRun& run, int concurrency) {
+  const LevelTally t = tally(o, level, run);
+  const double wall = std::max(run.wall_s, 1e-9);
+  const int failed = int(run.results.size()) - int(t.ok);
+  json j = {{"concurrency", concurrency},
+            {"request_rate", o.rate > 0 ? json(o.rate) : json(nullptr)},
+            {"requests", run.results.size()},
+            {"completed", t.ok},
+            {"failed", failed},
+            {"errors", t.errors},
+            {"wall_s", run.wall_s},
+            {"request_throughput", double(t.ok) / wall},
+            {"prompt_tokens", t.prompt},
+            {"output_tokens", t.gen},
+            {"output_chunks", t.chunks},
+            {"usage_missing", t.usage_missing},
+            {"short_outputs", t.short_outputs},
+            {"output_tok_s", double(t.gen) / wall},
+            {"output_chunk_s", double(t.chunks) / wall},
+            {"total_tok_s", double(t.gen + t.prompt) / wall}};
+  char rate[64] = "";
+  if (o.rate > 0) std::snprintf(rate, sizeof rate, " (Poisson arrivals at %g req/s)", o.rate);
+  std::printf("concurrency %d%s: %lld/%zu requests ok in %.2f s = %.2f req/s\n", concurrency, rate, (long long)t.ok,
+              run.results.size(), run.wall_s, double(t.ok) / wall);
+  std::string source = "usage";
+  if (t.usage_missing) source = "usage; " + std::to_string(t.usage_missing) + " requests without one counted by chunks";
+  std::printf(
+      "  tokens                 %lld generated (%s), %lld chunks, %lld prompt: %.1f gen tok/s, %.1f chunk/s, "
+      "%.1f total tok/s\n",
+      (long long)t.gen, source.c_str(), (long long)t.chunks, (long long)t.prompt, double(t.gen) / wall,
+      double(t.chunks) / wall, double(t.gen + t.prompt) / wall);
+  if (t.short_outputs)
+    std::printf("  short outputs          %lld requests ended before max_tokens%s\n", (long long)t.short_outputs,
+                o.ignore_eos ? " although ignore_eos was sent (ignored, or the server cut them)" : "");
+  report_latencies(o, t, wall, j);
   return j;
 }
 
@@ -257,10 +272,8 @@ std::string discover_model(const ServeTarget& t, const std::string& base) {
   return "";
 }
 
-}  // namespace
-
-int cmd_bench_serve(int argc, char** argv) {
-  const std::vector<OptionSpec> spec = {
+std::vector<OptionSpec> bench_serve_options() {
+  return {
       {"--url", "the server's root URL (http only)", true, "http://127.0.0.1:8080"},
       {"--model", "model name sent in requests (default: the first id of GET /v1/models)", true},
       {"--endpoint", "completions (/v1/completions) or chat (/v1/chat/completions)", true, "completions"},
@@ -281,11 +294,9 @@ int cmd_bench_serve(int argc, char** argv) {
       {"--timeout", "seconds a request may take, connect to last byte; every read is bounded by it", true, "300"},
       {"--seed", "workload and arrival seed", true, "1"},
       {"--json", "print one JSON object (a result per concurrency) on the last line", false}};
-  Args args(argc, argv, spec,
-            "tinfer bench serve --url http://127.0.0.1:8080 [--model NAME] [--endpoint completions|chat] "
-            "[--concurrency 1,4,16,64] [--requests N] [--prompts FILE | --input-len L] [--output-len L | "
-            "--output-dist fixed|longtail] [--request-rate R] [--slo-ttft S --slo-tpot S] [--api-key-env VAR] "
-            "[--json] [--seed S]");
+}
+
+Options parse_options(const Args& args) {
   Options o;
   o.endpoint = args.str("--endpoint");
   check(o.endpoint == "completions" || o.endpoint == "chat", "--endpoint must be completions or chat");
@@ -309,7 +320,11 @@ int cmd_bench_serve(int argc, char** argv) {
   if (args.has("--slo-ttft")) o.slo_ttft = args.number("--slo-ttft");
   if (args.has("--slo-tpot")) o.slo_tpot = args.number("--slo-tpot");
   check(o.rate >= 0 && o.slo_ttft >= 0 && o.slo_tpot >= 0, "--request-rate and the SLOs must be >= 0");
+  return o;
+}
 
+// The server, its headers (API key) and the endpoint's path; *base: the URL's path without a trailing /v1.
+ServeTarget make_target(const Args& args, const std::string& endpoint, std::string* base_out) {
   ServeTarget target;
   target.url = parse_http_url(args.str("--url"));
   target.timeout_s = args.number("--timeout");
@@ -322,7 +337,22 @@ int cmd_bench_serve(int argc, char** argv) {
   }
   std::string base = target.url.path;
   if (base.size() >= 3 && base.compare(base.size() - 3, 3, "/v1") == 0) base.resize(base.size() - 3);
-  target.path = base + (o.endpoint == "chat" ? "/v1/chat/completions" : "/v1/completions");
+  target.path = base + (endpoint == "chat" ? "/v1/chat/completions" : "/v1/completions");
+  *base_out = base;
+  return target;
+}
+
+}  // namespace
+
+int cmd_bench_serve(int argc, char** argv) {
+  Args args(argc, argv, bench_serve_options(),
+            "tinfer bench serve --url http://127.0.0.1:8080 [--model NAME] [--endpoint completions|chat] "
+            "[--concurrency 1,4,16,64] [--requests N] [--prompts FILE | --input-len L] [--output-len L | "
+            "--output-dist fixed|longtail] [--request-rate R] [--slo-ttft S --slo-tpot S] [--api-key-env VAR] "
+            "[--json] [--seed S]");
+  Options o = parse_options(args);
+  std::string base;
+  const ServeTarget target = make_target(args, o.endpoint, &base);
   o.model = args.has("--model") ? args.str("--model") : discover_model(target, base);
   std::vector<std::string> texts;
   if (args.has("--prompts")) texts = prompt_texts(args.str("--prompts"));

@@ -24,6 +24,7 @@
 #include "engine_flags.h"
 #include "model/model.h"
 #include "model/tokenizer/tokenizer.h"
+#include "spec_tally.h"
 
 namespace tinfer::cli {
 
@@ -32,23 +33,17 @@ namespace {
 struct ModeRun {
   SpecMode mode;
   std::unique_ptr<Engine> engine;
-  double decode_s = 0, draft_s = 0, forward_s = 0;
-  int64_t decode_tokens = 0, drafted = 0, accepted = 0, verify_steps = 0;
+  double decode_s = 0;
+  int64_t decode_tokens = 0;
+  SpecTally spec;  // drafts, acceptance, draft vs forward seconds
   std::vector<double> per_repeat_tok_s;  // decode tok/s of each whole repeat (all prompts)
   std::vector<std::vector<Token>> outputs;  // of the last repeat, per prompt
 };
 
-double forward_seconds(const OpProfile& p) {
-  double s = 0;
-  for (int op = 0; op < static_cast<int>(Op::kSample); ++op) s += p[Op(op)].seconds;
-  return s;
-}
-
 // One greedy request alone in the engine; returns its tokens and adds its decode time and counters to m.
 std::vector<Token> run_one(ModeRun& m, const std::vector<Token>& prompt, int gen, double* decode_s,
                            int64_t* decode_tokens) {
-  const EngineStats s0 = m.engine->stats();
-  const OpProfile p0 = m.engine->op_profile();
+  const SpecTally t0 = SpecTally::of(*m.engine);
   GenerationRequest g;
   g.prompt = prompt;
   g.sampling.temperature = 0;
@@ -62,13 +57,7 @@ std::vector<Token> run_one(ModeRun& m, const std::vector<Token>& prompt, int gen
     if (out.size() == 1) t_first = t_last;
   });
   while (m.engine->has_work()) m.engine->step();
-  const EngineStats s1 = m.engine->stats();
-  const OpProfile p1 = m.engine->op_profile();
-  m.drafted += s1.spec_drafted - s0.spec_drafted;
-  m.accepted += s1.spec_accepted - s0.spec_accepted;
-  m.verify_steps += s1.spec_steps - s0.spec_steps;
-  m.draft_s += p1[Op::kDraft].seconds - p0[Op::kDraft].seconds;
-  m.forward_s += forward_seconds(p1) - forward_seconds(p0);
+  m.spec += SpecTally::of(*m.engine) - t0;
   if (out.size() >= 2) {
     *decode_s += t_last - t_first;
     *decode_tokens += static_cast<int64_t>(out.size()) - 1;
@@ -89,31 +78,21 @@ std::vector<SpecMode> parse_modes(const std::string& s) {
   return v;
 }
 
-}  // namespace
+std::vector<OptionSpec> bench_spec_options() {
+  return concat(concat(model_options(), engine_options()),
+                {{"--prompts", "prompt file: entries separated by lines holding only %"},
+                 {"--chat", "wrap each entry in the model's chat template as a user turn", false},
+                 {"--modes", "comma-separated, none first", true, "none,ngram"},
+                 {"--gen", "most generated tokens per prompt (greedy; end of generation stops earlier)", true, "128"},
+                 {"--repeat", "repetitions (modes interleaved; median over repeats)", true, "3"},
+                 {"--json", "print one JSON object on the last line", false},
+                 chat_template_option()});
+}
 
-int cmd_bench_spec(int argc, char** argv) {
-  auto spec = concat(concat(model_options(), engine_options()),
-                     {{"--prompts", "prompt file: entries separated by lines holding only %"},
-                      {"--chat", "wrap each entry in the model's chat template as a user turn", false},
-                      {"--modes", "comma-separated, none first", true, "none,ngram"},
-                      {"--gen", "most generated tokens per prompt (greedy; end of generation stops earlier)", true,
-                       "128"},
-                      {"--repeat", "repetitions (modes interleaved; median over repeats)", true, "3"},
-                      {"--json", "print one JSON object on the last line", false},
-                      chat_template_option()});
-  Args args(argc, argv, spec,
-            "tinfer bench spec -m MODEL --prompts FILE [--chat] [--modes none,ngram,draft,self] [--draft-model F] "
-            "[--spec-self-layers L] [--spec-tokens K] [--gen 128] [--repeat 3] [engine flags] [--json]");
-  check(args.has("--prompts"), "missing --prompts FILE\n" + args.help());
-  EngineConfig base = engine_config(args);
-  base.verbose = false;
-  if (!args.has("--kv-memory") && !args.has("--ctx")) base.max_model_len = 2048;  // one sequence at a time:
-  if (!args.has("--kv-memory")) base.kv_memory_bytes = int64_t(256) << 20;          // a small cache will do
-  const int gen = static_cast<int>(args.integer("--gen")), repeat = static_cast<int>(args.integer("--repeat"));
-  check(gen >= 2 && repeat >= 1, "--gen >= 2 and --repeat >= 1 are required");
-
+// One engine per mode, from the same engine flags.
+std::vector<ModeRun> make_runs(const EngineConfig& base, const std::string& modes) {
   std::vector<ModeRun> runs;
-  for (SpecMode mode : parse_modes(args.str("--modes"))) {
+  for (SpecMode mode : parse_modes(modes)) {
     EngineConfig c = base;
     c.spec.mode = mode;
     if (mode != SpecMode::kDraft) c.spec.draft_model.clear();
@@ -121,20 +100,27 @@ int cmd_bench_spec(int argc, char** argv) {
     check(mode != SpecMode::kSelf || c.spec.self_layers > 0, "--modes self needs --spec-self-layers L");
     runs.push_back(ModeRun{.mode = mode, .engine = Engine::create(c)});
   }
-  const Tokenizer& tok = runs[0].engine->tokenizer();
-  const Model& model = runs[0].engine->model();
+  return runs;
+}
+
+std::vector<std::vector<Token>> read_prompts(const Args& args, const Engine& engine) {
+  const Tokenizer& tok = engine.tokenizer();
   std::vector<std::vector<Token>> prompts;
   std::optional<ChatTemplate> tmpl;
-  if (args.flag("--chat")) tmpl.emplace(chat_template(args, model));
+  if (args.flag("--chat")) tmpl.emplace(chat_template(args, engine.model()));
   for (const std::string& e : read_prompt_file(args.str("--prompts")))
     prompts.push_back(tmpl ? chat_prompt(tok, *tmpl, e) : encode_prompt(tok, e));
   check(!prompts.empty(), "--prompts: no entries");
-  // Warm-up: one short request per engine (scratch buffers, page faults).
-  for (ModeRun& m : runs) {
+  return prompts;
+}
+
+// Warm-up, then `repeat` rounds, modes interleaved prompt by prompt; the last round's outputs are kept.
+void run_rounds(std::vector<ModeRun>& runs, const std::vector<std::vector<Token>>& prompts, int gen, int repeat) {
+  for (ModeRun& m : runs) {  // warm-up: one short request per engine (scratch buffers, page faults)
     double s = 0;
     int64_t n = 0;
     run_one(m, prompts[0], 4, &s, &n);
-    m.drafted = m.accepted = m.verify_steps = 0, m.draft_s = m.forward_s = 0;
+    m.spec = {};
   }
   for (int r = 0; r < repeat; ++r) {
     std::vector<double> s(runs.size(), 0.0);
@@ -149,11 +135,63 @@ int cmd_bench_spec(int argc, char** argv) {
       runs[i].per_repeat_tok_s.push_back(s[i] > 0 ? double(n[i]) / s[i] : 0.0);
     }
   }
-  auto median = [](std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-  };
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// The table, one row per mode, and each mode's JSON object.
+nlohmann::json report_modes(std::vector<ModeRun>& runs) {
   const double none_tok_s = median(runs[0].per_repeat_tok_s);
+  std::printf("| mode | decode tok/s (median; range) | vs none | acceptance | tokens/verify step | draft s | "
+              "forward s | same text as none |\n|---|---|---|---|---|---|---|---|\n");
+  nlohmann::json modes = nlohmann::json::array();
+  for (ModeRun& m : runs) {
+    const double med = median(m.per_repeat_tok_s);
+    const auto [lo, hi] = std::minmax_element(m.per_repeat_tok_s.begin(), m.per_repeat_tok_s.end());
+    const bool same = m.outputs == runs[0].outputs;
+    const double acc = m.spec.acceptance(), per_step = m.spec.tokens_per_verify_step();
+    std::printf("| %s | %.1f (%.1f-%.1f) | %.2fx | %.1f%% | %.2f | %.2f | %.2f | %s |\n", spec_mode_name(m.mode), med,
+                *lo, *hi, none_tok_s > 0 ? med / none_tok_s : 0.0, 100 * acc, per_step, m.spec.draft_s, m.spec.forward_s,
+                same ? "yes" : "NO");
+    modes.push_back({{"mode", spec_mode_name(m.mode)},
+                     {"decode_tok_s", med},
+                     {"decode_tok_s_min", *lo},
+                     {"decode_tok_s_max", *hi},
+                     {"speedup", none_tok_s > 0 ? med / none_tok_s : 0.0},
+                     {"drafted", m.spec.drafted},
+                     {"accepted", m.spec.accepted},
+                     {"acceptance", acc},
+                     {"verify_steps", m.spec.verify_steps},
+                     {"tokens_per_verify_step", per_step},
+                     {"draft_s", m.spec.draft_s},
+                     {"forward_s", m.spec.forward_s},
+                     {"decode_tokens", m.decode_tokens},
+                     {"same_text_as_none", same},
+                     {"row_cost", m.engine->stats().spec_row_cost}});
+  }
+  return modes;
+}
+
+}  // namespace
+
+int cmd_bench_spec(int argc, char** argv) {
+  Args args(argc, argv, bench_spec_options(),
+            "tinfer bench spec -m MODEL --prompts FILE [--chat] [--modes none,ngram,draft,self] [--draft-model F] "
+            "[--spec-self-layers L] [--spec-tokens K] [--gen 128] [--repeat 3] [engine flags] [--json]");
+  check(args.has("--prompts"), "missing --prompts FILE\n" + args.help());
+  EngineConfig base = engine_config(args);
+  base.verbose = false;
+  if (!args.has("--kv-memory") && !args.has("--ctx")) base.max_model_len = 2048;  // one sequence at a time:
+  if (!args.has("--kv-memory")) base.kv_memory_bytes = int64_t(256) << 20;          // a small cache will do
+  const int gen = static_cast<int>(args.integer("--gen")), repeat = static_cast<int>(args.integer("--repeat"));
+  check(gen >= 2 && repeat >= 1, "--gen >= 2 and --repeat >= 1 are required");
+
+  std::vector<ModeRun> runs = make_runs(base, args.str("--modes"));
+  const std::vector<std::vector<Token>> prompts = read_prompts(args, *runs[0].engine);
+  run_rounds(runs, prompts, gen, repeat);
   nlohmann::json j;
   j["model"] = base.model_path;
   j["prompts"] = args.str("--prompts");
@@ -164,35 +202,7 @@ int cmd_bench_spec(int argc, char** argv) {
   j["adaptive"] = base.spec.adaptive;
   std::printf("%zu prompts x %d repeats, greedy, up to %d tokens, K = %d (%s), %d threads\n", prompts.size(), repeat,
               gen, base.spec.num_tokens, base.spec.adaptive ? "adaptive" : "fixed", base.threads);
-  std::printf("| mode | decode tok/s (median; range) | vs none | acceptance | tokens/verify step | draft s | "
-              "forward s | same text as none |\n|---|---|---|---|---|---|---|---|\n");
-  nlohmann::json modes = nlohmann::json::array();
-  for (ModeRun& m : runs) {
-    const double med = median(m.per_repeat_tok_s);
-    const auto [lo, hi] = std::minmax_element(m.per_repeat_tok_s.begin(), m.per_repeat_tok_s.end());
-    const bool same = m.outputs == runs[0].outputs;
-    const double acc = m.drafted > 0 ? double(m.accepted) / double(m.drafted) : 0.0;
-    const double per_step = m.verify_steps > 0 ? 1.0 + double(m.accepted) / double(m.verify_steps) : 0.0;
-    std::printf("| %s | %.1f (%.1f-%.1f) | %.2fx | %.1f%% | %.2f | %.2f | %.2f | %s |\n", spec_mode_name(m.mode), med,
-                *lo, *hi, none_tok_s > 0 ? med / none_tok_s : 0.0, 100 * acc, per_step, m.draft_s, m.forward_s,
-                same ? "yes" : "NO");
-    modes.push_back({{"mode", spec_mode_name(m.mode)},
-                     {"decode_tok_s", med},
-                     {"decode_tok_s_min", *lo},
-                     {"decode_tok_s_max", *hi},
-                     {"speedup", none_tok_s > 0 ? med / none_tok_s : 0.0},
-                     {"drafted", m.drafted},
-                     {"accepted", m.accepted},
-                     {"acceptance", acc},
-                     {"verify_steps", m.verify_steps},
-                     {"tokens_per_verify_step", per_step},
-                     {"draft_s", m.draft_s},
-                     {"forward_s", m.forward_s},
-                     {"decode_tokens", m.decode_tokens},
-                     {"same_text_as_none", same},
-                     {"row_cost", m.engine->stats().spec_row_cost}});
-  }
-  j["modes"] = modes;
+  j["modes"] = report_modes(runs);
   for (const ModeRun& m : runs)
     if (m.mode != SpecMode::kNone)
       std::printf("%s: measured verify-row cost %.3f of a one-row step\n", spec_mode_name(m.mode),

@@ -69,6 +69,180 @@ std::string default_output(const std::string& model_path) {
   return std::filesystem::path(model_path).stem().string() + ".skip-plan.json";
 }
 
+struct SkipCalibOptions {
+  QualityBudget budget;
+  std::string blocks, out_path;
+  bool allow_attn = true, allow_mlp = true, json = false;
+  long long calib_tokens = 0, max_evals = 0;
+  CalibText text;
+};
+
+SkipCalibOptions parse_calibrate_skip(const Args& args) {
+  check(args.has("--model"), "missing -m MODEL\n" + args.help());
+  SkipCalibOptions o;
+  o.budget = parse_quality_budget(args);
+  o.blocks = args.str("--blocks");
+  check(o.blocks == "attn,mlp" || o.blocks == "mlp,attn" || o.blocks == "mlp" || o.blocks == "attn",
+        "--blocks must be attn,mlp, mlp or attn, got '" + o.blocks + "'");
+  o.allow_attn = o.blocks.find("attn") != std::string::npos, o.allow_mlp = o.blocks.find("mlp") != std::string::npos;
+  o.calib_tokens = args.integer("--calib-tokens"), o.max_evals = args.integer("--max-evals");
+  check(o.calib_tokens >= 2, "--calib-tokens must be at least 2");
+  check(o.max_evals >= 0 && o.max_evals <= 1000000, "--max-evals must be in [0, 1000000]");
+  o.out_path = args.has("--output") ? args.str("--output") : default_output(args.str("--model"));
+  o.text = calib_text_of(args);
+  o.json = args.flag("--json");
+  return o;
+}
+
+// One calibration run: the model as it is served, the probe, each block alone, then the greedy plan.
+struct SkipCalibration {
+  const SkipCalibOptions& o;
+  QualityBudget budget;
+  double t0 = now_s();
+  Loaded l;
+  CpuForward* fwd = nullptr;
+  int64_t L = 0, ctx = 0;
+  std::vector<int32_t> calib;
+  std::unique_ptr<KvQualityProbe> probe;
+  KvPrecision f32;
+  bool progress = isatty(2);
+  BlockChange change;
+  size_t full_bytes = 0;
+  std::vector<SkipCandidate> cands;
+  std::vector<QualitySummary> alone_q;
+  json sensitivity = json::array();
+  SkipSearchResult found;
+  QualitySummary measured{};
+  size_t plan_bytes = 0;
+
+  SkipCalibration(const Args& args, const SkipCalibOptions& opts) : o(opts), budget(opts.budget), l(load_model(args)) {
+    fwd = &cpu_forward_of(l, "calibrate-skip");
+    L = l.model->config().n_layers;
+    ctx = calibration_context(args, *l.model);
+    calib = calibration_tokens(l.model->tokenizer(), o.text, o.calib_tokens);
+    // The base and every measurement run the model as it is served (quantized weights, int8 activations), on an
+    // f32 KV cache: the budget is against what --skip-plan changes, nothing else.
+    probe = std::make_unique<KvQualityProbe>(*fwd, l.pool.get(), calib, ctx);
+    budget.resolve(probe->ppl_base());
+    f32 = KvPrecision::uniform(L, KvDtype::f32);
+    std::fprintf(stderr, "calibration: %lld tokens of %s, windows of %lld; base PPL %.4f; %.1f s\n",
+                 (long long)probe->scored_tokens(), o.text.label.c_str(), (long long)ctx, probe->ppl_base(),
+                 now_s() - t0);
+    change = measure_block_change(*fwd, calib, ctx);
+    full_bytes = fwd->weight_bytes_read();
+  }
+
+  QualitySummary measure(const LayerSkip& s) {
+    fwd->set_layer_skip(s);
+    const QualitySummary q = probe->measure(f32);
+    fwd->set_layer_skip(LayerSkip{});
+    return q;
+  }
+
+  // Each block alone: its quality cost and the weight bytes it saves.
+  void measure_alone() {
+    for (int64_t layer = 0; layer < L; ++layer) {
+      json row = {{"layer", layer}, {"attn_change", change.attn[size_t(layer)]}, {"mlp_change", change.mlp[size_t(layer)]}};
+      for (bool mlp : {false, true}) {
+        if (mlp ? !o.allow_mlp : !o.allow_attn) continue;
+        LayerSkip s = LayerSkip::none(L);
+        (mlp ? s.mlp : s.attn)[size_t(layer)] = 1;
+        fwd->set_layer_skip(s);
+        const double saved = double(full_bytes - fwd->weight_bytes_read());
+        const QualitySummary q = measure(s);
+        cands.push_back({layer, mlp, std::max(budget.of(q), 0.0), saved});
+        alone_q.push_back(q);
+        row[mlp ? "mlp" : "attn"] = quality_json(q);
+      }
+      sensitivity.push_back(row);
+      if (progress)
+        std::fprintf(stderr, "\rsensitivity: layer %lld/%lld, %.0f s", (long long)layer + 1, (long long)L, now_s() - t0);
+    }
+    if (progress) std::fprintf(stderr, "\n");
+  }
+
+  // Greedy combination; every plan measured whole.
+  void combine() {
+    bool measured_any = false;
+    found = greedy_skip_search(
+        L, cands, budget.value,
+        [&](const LayerSkip& s) {
+          const QualitySummary q = measure(s);
+          if (budget.within(q)) measured = q, measured_any = true;
+          if (progress) std::fprintf(stderr, "\rcombining: %s, %.0f s        ", s.describe().c_str(), now_s() - t0);
+          return std::max(budget.of(q), 0.0);
+        },
+        int(o.max_evals));
+    if (progress) std::fprintf(stderr, "\n");
+    if (!measured_any) measured = measure(found.skip);  // the empty plan: the base itself (KLD 0)
+    fwd->set_layer_skip(found.skip);
+    plan_bytes = fwd->weight_bytes_read();
+    fwd->set_layer_skip(LayerSkip{});
+  }
+
+  KvPrecision kv_plan() const {  // f16 everywhere but the layers whose attention the plan skips
+    KvPrecision p = KvPrecision::uniform(L, KvDtype::f16);
+    p.no_kv = found.skip.attn;
+    return p;
+  }
+};
+
+void print_report(const SkipCalibration& c, double secs) {
+  const QualityBudget& budget = c.budget;
+  const LayerSkip& plan = c.found.skip;
+  const ModelConfig& mc = c.l.model->config();
+  std::printf("per block: hidden-state change |delta|/|x| and %s vs the base with only that block skipped\n",
+              budget.unit());
+  std::printf("| layer | attn change | mlp change | attn %s | mlp %s | plan |\n|---|---|---|---|---|---|\n", budget.unit(),
+              budget.unit());
+  size_t ci = 0;
+  for (int64_t layer = 0; layer < c.L; ++layer) {
+    std::printf("| %lld | %.4f | %.4f |", (long long)layer, c.change.attn[size_t(layer)], c.change.mlp[size_t(layer)]);
+    for (bool mlp : {false, true}) {
+      if (ci < c.cands.size() && c.cands[ci].layer == layer && c.cands[ci].mlp == mlp)
+        std::printf(" %.4g |", budget.of(c.alone_q[ci++]));
+      else
+        std::printf(" - |");
+    }
+    std::printf(" %s |\n", skip_layer_name(plan, layer));
+  }
+  const int64_t kv_full = KvPrecision::uniform(c.L, KvDtype::f16).bytes_per_token(mc.n_kv_heads, mc.head_dim);
+  const KvPrecision kv_plan = c.kv_plan();
+  const int64_t kv_kept = kv_plan.bytes_per_token(mc.n_kv_heads, mc.head_dim);
+  const QualitySummary& m = c.measured;
+  std::printf("plan         %s\n", plan.describe().c_str());
+  std::printf("weights      %.2f MiB read per decode step of %.2f MiB (%.1f%% saved)\n", c.plan_bytes / 1048576.0,
+              c.full_bytes / 1048576.0, 100.0 * (1.0 - double(c.plan_bytes) / double(c.full_bytes)));
+  std::printf("KV           %lld of %lld bytes/token at f16 (%lld of %lld layers hold KV)\n", (long long)kv_kept,
+              (long long)kv_full, (long long)kv_plan.layers_with_kv(), (long long)c.L);
+  std::printf("measured     KLD mean %.4g, ΔPPL %+.5f (%+.3f%%), top-1 %.2f%% on %lld calibration tokens; budget %s %s%s\n",
+              m.kl_mean, m.dppl, 100 * m.dppl / c.probe->ppl_base(), 100 * m.top1, (long long)c.probe->scored_tokens(),
+              budget.unit(), budget.text.c_str(), budget.within(m) ? "" : " -- NOT MET");
+  std::printf("time         %.1f s, %lld evaluations (%d whole plans)\n", secs, (long long)c.probe->evaluations(),
+              c.found.evaluations);
+}
+
+SkipPlanFile plan_file(const SkipCalibration& c, double secs) {
+  return SkipPlanFile{model_identity(*c.l.model), c.found.skip,
+                      {{"metric", c.budget.metric()},
+                       {"budget", c.budget.value},
+                       {"budget_arg", c.budget.text},
+                       {"within_budget", c.budget.within(c.measured)},
+                       {"blocks", c.o.blocks},
+                       {"measured_on", "model as it runs, f32 KV cache"},
+                       {"text", c.o.text.label},
+                       {"tokens", c.probe->scored_tokens()},
+                       {"ctx", c.ctx},
+                       {"ppl_base", c.probe->ppl_base()},
+                       {"measured", quality_json(c.measured)},
+                       {"weight_bytes_read", c.plan_bytes},
+                       {"weight_bytes_full", c.full_bytes},
+                       {"kv_layers", c.kv_plan().layers_with_kv()},
+                       {"sensitivity", c.sensitivity},
+                       {"evaluations", c.probe->evaluations()},
+                       {"seconds", secs}}};
+}
+
 }  // namespace
 
 int cmd_calibrate_skip(int argc, char** argv) {
@@ -82,143 +256,22 @@ int cmd_calibrate_skip(int argc, char** argv) {
   Args args(argc, argv, spec,
             "tinfer calibrate-skip -m MODEL (--budget-kld X | --budget-ppl X[%]) [--calib FILE] [--calib-tokens N] "
             "[--ctx N] [--blocks attn,mlp] [--max-evals N] [-o plan.json] [--json] [-t N]");
-  check(args.has("--model"), "missing -m MODEL\n" + args.help());
-  QualityBudget budget = parse_quality_budget(args);
-  const std::string blocks = args.str("--blocks");
-  check(blocks == "attn,mlp" || blocks == "mlp,attn" || blocks == "mlp" || blocks == "attn",
-        "--blocks must be attn,mlp, mlp or attn, got '" + blocks + "'");
-  const bool allow_attn = blocks.find("attn") != std::string::npos, allow_mlp = blocks.find("mlp") != std::string::npos;
-  const long long calib_tokens = args.integer("--calib-tokens"), max_evals = args.integer("--max-evals");
-  check(calib_tokens >= 2, "--calib-tokens must be at least 2");
-  check(max_evals >= 0 && max_evals <= 1000000, "--max-evals must be in [0, 1000000]");
-  const std::string out_path = args.has("--output") ? args.str("--output") : default_output(args.str("--model"));
-  const CalibText text = calib_text_of(args);
-
-  const double t0 = now_s();
-  Loaded l = load_model(args);
-  CpuForward* fwd = &cpu_forward_of(l, "calibrate-skip");
-  const ModelConfig& mc = l.model->config();
-  const int64_t L = mc.n_layers;
-  const int64_t ctx = calibration_context(args, *l.model);
-  const std::vector<int32_t> calib = calibration_tokens(l.model->tokenizer(), text, calib_tokens);
-  // The base and every measurement run the model as it is served (quantized weights, int8 activations), on an
-  // f32 KV cache: the budget is against what --skip-plan changes, nothing else.
-  KvQualityProbe probe(*fwd, l.pool.get(), calib, ctx);
-  budget.resolve(probe.ppl_base());
-  const KvPrecision f32 = KvPrecision::uniform(L, KvDtype::f32);
-  auto measure = [&](const LayerSkip& s) {
-    fwd->set_layer_skip(s);
-    const QualitySummary q = probe.measure(f32);
-    fwd->set_layer_skip(LayerSkip{});
-    return q;
-  };
-  std::fprintf(stderr, "calibration: %lld tokens of %s, windows of %lld; base PPL %.4f; %.1f s\n",
-               (long long)probe.scored_tokens(), text.label.c_str(), (long long)ctx, probe.ppl_base(), now_s() - t0);
-  const BlockChange change = measure_block_change(*fwd, calib, ctx);
-
-  // Each block alone.
-  const size_t full_bytes = fwd->weight_bytes_read();
-  std::vector<SkipCandidate> cands;
-  std::vector<QualitySummary> alone_q;
-  json sensitivity = json::array();
-  const bool progress = isatty(2);
-  for (int64_t layer = 0; layer < L; ++layer) {
-    json row = {{"layer", layer}, {"attn_change", change.attn[size_t(layer)]}, {"mlp_change", change.mlp[size_t(layer)]}};
-    for (bool mlp : {false, true}) {
-      if (mlp ? !allow_mlp : !allow_attn) continue;
-      LayerSkip s = LayerSkip::none(L);
-      (mlp ? s.mlp : s.attn)[size_t(layer)] = 1;
-      fwd->set_layer_skip(s);
-      const double saved = double(full_bytes - fwd->weight_bytes_read());
-      const QualitySummary q = measure(s);
-      cands.push_back({layer, mlp, std::max(budget.of(q), 0.0), saved});
-      alone_q.push_back(q);
-      row[mlp ? "mlp" : "attn"] = quality_json(q);
-    }
-    sensitivity.push_back(row);
-    if (progress) std::fprintf(stderr, "\rsensitivity: layer %lld/%lld, %.0f s", (long long)layer + 1, (long long)L, now_s() - t0);
-  }
-  if (progress) std::fprintf(stderr, "\n");
-
-  // Greedy combination; every plan measured whole.
-  QualitySummary measured{};
-  bool measured_any = false;
-  const SkipSearchResult found = greedy_skip_search(
-      L, cands, budget.value,
-      [&](const LayerSkip& s) {
-        const QualitySummary q = measure(s);
-        if (budget.within(q)) measured = q, measured_any = true;
-        if (progress) std::fprintf(stderr, "\rcombining: %s, %.0f s        ", s.describe().c_str(), now_s() - t0);
-        return std::max(budget.of(q), 0.0);
-      },
-      int(max_evals));
-  if (progress) std::fprintf(stderr, "\n");
-  const LayerSkip& plan = found.skip;
-  if (!measured_any) measured = measure(plan);  // the empty plan: the base itself (KLD 0)
-  fwd->set_layer_skip(plan);
-  const size_t plan_bytes = fwd->weight_bytes_read();
-  fwd->set_layer_skip(LayerSkip{});
-  const int64_t kv_full = KvPrecision::uniform(L, KvDtype::f16).bytes_per_token(mc.n_kv_heads, mc.head_dim);
-  KvPrecision kv_plan = KvPrecision::uniform(L, KvDtype::f16);
-  kv_plan.no_kv = plan.attn;
-  const int64_t kv_kept = kv_plan.bytes_per_token(mc.n_kv_heads, mc.head_dim);
-  const double secs = now_s() - t0;
-  const bool within = budget.within(measured);
-
-  // Report.
-  std::printf("per block: hidden-state change |delta|/|x| and %s vs the base with only that block skipped\n",
-              budget.unit());
-  std::printf("| layer | attn change | mlp change | attn %s | mlp %s | plan |\n|---|---|---|---|---|---|\n", budget.unit(),
-              budget.unit());
-  size_t ci = 0;
-  for (int64_t layer = 0; layer < L; ++layer) {
-    std::printf("| %lld | %.4f | %.4f |", (long long)layer, change.attn[size_t(layer)], change.mlp[size_t(layer)]);
-    for (bool mlp : {false, true}) {
-      if (ci < cands.size() && cands[ci].layer == layer && cands[ci].mlp == mlp)
-        std::printf(" %.4g |", budget.of(alone_q[ci++]));
-      else
-        std::printf(" - |");
-    }
-    std::printf(" %s |\n", skip_layer_name(plan, layer));
-  }
-  std::printf("plan         %s\n", plan.describe().c_str());
-  std::printf("weights      %.2f MiB read per decode step of %.2f MiB (%.1f%% saved)\n", plan_bytes / 1048576.0,
-              full_bytes / 1048576.0, 100.0 * (1.0 - double(plan_bytes) / double(full_bytes)));
-  std::printf("KV           %lld of %lld bytes/token at f16 (%lld of %lld layers hold KV)\n", (long long)kv_kept,
-              (long long)kv_full, (long long)kv_plan.layers_with_kv(), (long long)L);
-  std::printf("measured     KLD mean %.4g, ΔPPL %+.5f (%+.3f%%), top-1 %.2f%% on %lld calibration tokens; budget %s %s%s\n",
-              measured.kl_mean, measured.dppl, 100 * measured.dppl / probe.ppl_base(), 100 * measured.top1,
-              (long long)probe.scored_tokens(), budget.unit(), budget.text.c_str(), within ? "" : " -- NOT MET");
-  std::printf("time         %.1f s, %lld evaluations (%d whole plans)\n", secs, (long long)probe.evaluations(),
-              found.evaluations);
-
-  SkipPlanFile file{model_identity(*l.model), plan,
-                    {{"metric", budget.metric()},
-                     {"budget", budget.value},
-                     {"budget_arg", budget.text},
-                     {"within_budget", within},
-                     {"blocks", blocks},
-                     {"measured_on", "model as it runs, f32 KV cache"},
-                     {"text", text.label},
-                     {"tokens", probe.scored_tokens()},
-                     {"ctx", ctx},
-                     {"ppl_base", probe.ppl_base()},
-                     {"measured", quality_json(measured)},
-                     {"weight_bytes_read", plan_bytes},
-                     {"weight_bytes_full", full_bytes},
-                     {"kv_layers", kv_plan.layers_with_kv()},
-                     {"sensitivity", sensitivity},
-                     {"evaluations", probe.evaluations()},
-                     {"seconds", secs}}};
-  write_skip_plan(file, out_path);
-  std::printf("wrote        %s\n", out_path.c_str());
-  if (args.flag("--json")) {
+  const SkipCalibOptions o = parse_calibrate_skip(args);
+  SkipCalibration c(args, o);
+  c.measure_alone();
+  c.combine();
+  const double secs = now_s() - c.t0;
+  print_report(c, secs);
+  const SkipPlanFile file = plan_file(c, secs);
+  write_skip_plan(file, o.out_path);
+  std::printf("wrote        %s\n", o.out_path.c_str());
+  if (o.json) {
     json j = file.calibration;
     j.erase("sensitivity");
-    j.update(quality_json(measured));
-    j["plan"] = out_path;
-    j["skip"] = plan.describe();
-    j["skipped_blocks"] = plan.count();
+    j.update(quality_json(c.measured));
+    j["plan"] = o.out_path;
+    j["skip"] = c.found.skip.describe();
+    j["skipped_blocks"] = c.found.skip.count();
     std::printf("%s\n", j.dump().c_str());
   }
   return 0;

@@ -7,6 +7,7 @@
 // Errors: exit 1 with one line naming the problem, and no output file (nor a temporary) left behind.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -130,42 +131,76 @@ const char* origin_name(TypeOrigin o) {
   return "?";
 }
 
-}  // namespace
+// The command line, checked: everything the run needs before the model is loaded.
+struct QuantizeCli {
+  std::string in_path, out_path, tokenizer;
+  QuantizeOptions opts;
+  long long calib_tokens = 0;
+  bool dry_run = false, json = false;
+  std::optional<CalibText> calib;  // --calib, or the default slice when the method needs one
+  std::string eval_file, eval_text;  // --eval: the file and its text (empty: no evaluation)
+  long long eval_tokens = 0, eval_ctx = 0;
+};
 
-int cmd_quantize(int argc, char** argv) {
+std::string target_types_text() {
   std::string types;
   for (DType t : quantize_target_types()) types += (types.empty() ? "" : "|") + std::string(target_type_name(t));
+  return types;
+}
+
+std::vector<OptionSpec> quantize_options(const std::string& types) {
   const std::string default_calib = std::string(kDefaultCalibFile) + " from byte " +
                                     std::to_string(kDefaultCalibOffset) + " on (under $TINFER_SHARED or ../shared)";
-  Args args(argc, argv,
-            {{"--type", "target type: " + types + " (q4_k = the Q4_K_M-style mix; see the recipe below)"},
-             {"--method", "rtn | gptq | awq | awq+gptq | smoothquant (q8_0 only)", true, "rtn"},
-             {"--calib", "calibration text file (rtn: importance-weighted rounding; default for the other methods: " +
-                             default_calib + ")"},
-             {"--calib-tokens", "calibration tokens", true, "4096"},
-             {"--first-token-weight",
-              "weight of each calibration window's first token (the attention sink) in the GPTQ Hessian X^T X", true,
-              "1"},
-             {"--clip", "clip search: each block's grid fitted to its weights clamped at the ratio (1 down to 0.5) of "
-              "least output error on the calibration inputs (methods with calibration)", false},
-             {"--sequential",
-              "gptq, awq+gptq: calibrate layer by layer on the partly quantized model (each layer sees the inputs "
-              "its quantized predecessors give it; about n_layers/2 times the calibration work)",
-              false},
-             {"--awq-act-quant",
-              "awq, awq+gptq: the scale search's loss includes the runtime's int8 activation rounding (per 32-block)",
-              false},
-             {"--tensor-type",
-              "PATTERN=TYPE, repeatable, later wins: matrices whose name matches the glob, or contains PATTERN "
-              "as whole dot-separated parts, get TYPE: attn_v=q8_0 'blk.0.*=f16' output.weight=q8_0 blk.3=q8_0",
-              true, "", true},
-             {"-t,--threads", "threads (0 = all cores)", true, "0"},
-             {"--tokenizer", "tokenizer for a llama2.c .bin input (default: tok<vocab>.bin beside it)"},
-             {"--eval", "score the source and the quantized model on this text: ΔPPL, KLD, top-1"},
-             {"--eval-tokens", "tokens scored by --eval", true, "1000"},
-             {"-c,--ctx", "--eval window length", true, "512"},
-             {"--dry-run", "print every tensor's planned type and the size; write nothing", false},
-             {"--json", "print the report as one JSON object", false}},
+  return {{"--type", "target type: " + types + " (q4_k = the Q4_K_M-style mix; see the recipe below)"},
+          {"--method", "rtn | gptq | awq | awq+gptq | smoothquant (q8_0 only)", true, "rtn"},
+          {"--calib", "calibration text file (rtn: importance-weighted rounding; default for the other methods: " +
+                          default_calib + ")"},
+          {"--calib-tokens", "calibration tokens", true, "4096"},
+          {"--first-token-weight",
+           "weight of each calibration window's first token (the attention sink) in the GPTQ Hessian X^T X", true,
+           "1"},
+          {"--clip", "clip search: each block's grid fitted to its weights clamped at the ratio (1 down to 0.5) of "
+           "least output error on the calibration inputs (methods with calibration)", false},
+          {"--sequential",
+           "gptq, awq+gptq: calibrate layer by layer on the partly quantized model (each layer sees the inputs "
+           "its quantized predecessors give it; about n_layers/2 times the calibration work)",
+           false},
+          {"--awq-act-quant",
+           "awq, awq+gptq: the scale search's loss includes the runtime's int8 activation rounding (per 32-block)",
+           false},
+          {"--tensor-type",
+           "PATTERN=TYPE, repeatable, later wins: matrices whose name matches the glob, or contains PATTERN "
+           "as whole dot-separated parts, get TYPE: attn_v=q8_0 'blk.0.*=f16' output.weight=q8_0 blk.3=q8_0",
+           true, "", true},
+          {"-t,--threads", "threads (0 = all cores)", true, "0"},
+          {"--tokenizer", "tokenizer for a llama2.c .bin input (default: tok<vocab>.bin beside it)"},
+          {"--eval", "score the source and the quantized model on this text: ΔPPL, KLD, top-1"},
+          {"--eval-tokens", "tokens scored by --eval", true, "1000"},
+          {"-c,--ctx", "--eval window length", true, "512"},
+          {"--dry-run", "print every tensor's planned type and the size; write nothing", false},
+          {"--json", "print the report as one JSON object", false}};
+}
+
+// Calibration text: --calib, or the default slice when the method needs one. Checked before loading.
+std::optional<CalibText> calib_text_of(const Args& args, QuantMethod method) {
+  if (args.has("--calib")) {
+    const std::string p = args.str("--calib");
+    std::error_code ec;
+    check(fs::is_regular_file(p, ec) && access(p.c_str(), R_OK) == 0, "cannot read calibration file '" + p + "'");
+    check(fs::file_size(p, ec) > 0, "calibration file '" + p + "' is empty");
+    return CalibText{p, p, 0};
+  }
+  if (!method_needs_calibration(method)) return std::nullopt;
+  std::string tried;
+  const std::string p = find_shared_file(kDefaultCalibFile, &tried);
+  check(!p.empty(), "--method " + args.str("--method") + " needs calibration text: give --calib FILE (the default, " +
+                        std::string(kDefaultCalibFile) + ", was not found: tried " + tried + ")");
+  return CalibText{p + " from byte " + std::to_string(kDefaultCalibOffset), p, kDefaultCalibOffset};
+}
+
+QuantizeCli parse_quantize_cli(int argc, char** argv) {
+  const std::string types = target_types_text();
+  Args args(argc, argv, quantize_options(types),
             "tinfer quantize IN OUT --type TYPE [--method M] [--calib FILE] [--calib-tokens N]\n"
             "       [--tensor-type PATTERN=TYPE ...] [--threads N] [--eval FILE [--eval-tokens N] [--ctx N]] [--json]\n"
             "Recipe (below 8 bits): output head and embedding q6_k; attn_v and the first/last 1/8 of ffn_down one\n"
@@ -173,220 +208,220 @@ int cmd_quantize(int argc, char** argv) {
             "(q2_k/q3_k->q4_0, q4_k->q5_0, q5_k->q5_1, q6_k->q8_0, 32-blocks->f16).",
             2);
   check(args.positionals().size() == 2, "expected IN and OUT (tinfer quantize IN OUT --type TYPE)\n" + args.help());
-  const std::string in_path = args.positionals()[0], out_path = args.positionals()[1];
+  QuantizeCli c;
+  c.in_path = args.positionals()[0], c.out_path = args.positionals()[1];
   check(args.has("--type"), "missing --type (one of " + types + ")");
-
-  QuantizeOptions opts;
+  QuantizeOptions& opts = c.opts;
   opts.target = parse_target_type(args.str("--type"));
   check(parse_quant_method(args.str("--method"), &opts.method),
         "unknown --method '" + args.str("--method") + "' (expected rtn, gptq, awq, awq+gptq or smoothquant)");
   for (const std::string& o : args.all("--tensor-type")) opts.overrides.push_back(parse_override(o));
-  const long long threads = args.integer("--threads"), calib_tokens = args.integer("--calib-tokens");
-  check(threads >= 0 && threads <= 1024, "--threads must be in [0, 1024]");
-  check(calib_tokens >= 2, "--calib-tokens must be at least 2");
-  opts.threads = int(threads);
-  opts.calib.max_tokens = calib_tokens;
+  // (clamped into int's range first: out of [0, 1024] stays out, and validate() names it)
+  opts.threads = int(std::clamp<long long>(args.integer("--threads"), -1, 1025));
+  c.calib_tokens = args.integer("--calib-tokens");
+  opts.calib.max_tokens = c.calib_tokens;
   opts.calib.first_token_weight = args.number("--first-token-weight");
   opts.clip = args.flag("--clip");
   opts.sequential = args.flag("--sequential");
   opts.awq_act_quant = args.flag("--awq-act-quant");
-  check(!opts.awq_act_quant || opts.method == QuantMethod::awq || opts.method == QuantMethod::awq_gptq,
-        "--awq-act-quant needs --method awq or awq+gptq");
-  check(!opts.sequential || opts.method == QuantMethod::gptq || opts.method == QuantMethod::awq_gptq,
-        "--sequential needs --method gptq or awq+gptq");
-  check(opts.calib.first_token_weight > 0 && opts.calib.first_token_weight <= 1e6,
-        "--first-token-weight must be in (0, 1e6]");
-  const bool dry_run = args.flag("--dry-run"), json = args.flag("--json");
-  if (!dry_run) check_output_path(in_path, out_path);
-
-  // Calibration text: --calib, or the default slice when the method needs one. Checked before loading.
-  std::optional<CalibText> calib;
-  if (args.has("--calib")) {
-    const std::string p = args.str("--calib");
-    std::error_code ec;
-    check(fs::is_regular_file(p, ec) && access(p.c_str(), R_OK) == 0, "cannot read calibration file '" + p + "'");
-    check(fs::file_size(p, ec) > 0, "calibration file '" + p + "' is empty");
-    calib = CalibText{p, p, 0};
-  } else if (method_needs_calibration(opts.method)) {
-    std::string tried;
-    const std::string p = find_shared_file(kDefaultCalibFile, &tried);
-    check(!p.empty(), "--method " + args.str("--method") + " needs calibration text: give --calib FILE (the default, " +
-                          std::string(kDefaultCalibFile) + ", was not found: tried " + tried + ")");
-    calib = CalibText{p + " from byte " + std::to_string(kDefaultCalibOffset), p, kDefaultCalibOffset};
-  }
-  std::string eval_text;
-  const long long eval_tokens = args.integer("--eval-tokens"), eval_ctx = args.integer("--ctx");
+  if (const std::vector<std::string> e = opts.validate(); !e.empty()) fail(e.front());
+  c.dry_run = args.flag("--dry-run"), c.json = args.flag("--json");
+  if (!c.dry_run) check_output_path(c.in_path, c.out_path);
+  c.calib = calib_text_of(args, opts.method);
+  c.eval_tokens = args.integer("--eval-tokens"), c.eval_ctx = args.integer("--ctx");
   if (args.has("--eval")) {
-    check(eval_tokens >= 1, "--eval-tokens must be at least 1");
-    check(eval_ctx >= 2, "--ctx must be at least 2");
-    eval_text = read_text_file(args.str("--eval"));
-    check(!eval_text.empty(), "evaluation file '" + args.str("--eval") + "' is empty");
+    check(c.eval_tokens >= 1, "--eval-tokens must be at least 1");
+    check(c.eval_ctx >= 2, "--ctx must be at least 2");
+    c.eval_file = args.str("--eval");
+    c.eval_text = read_text_file(c.eval_file);
+    check(!c.eval_text.empty(), "evaluation file '" + c.eval_file + "' is empty");
   }
+  c.tokenizer = args.str("--tokenizer");
+  return c;
+}
 
-  ModelLoadOptions load_opts;
-  load_opts.tokenizer_path = args.str("--tokenizer");
-  std::unique_ptr<Model> source = Model::load(in_path, load_opts);
-  if (calib) {
-    opts.calib.ctx = std::min<int64_t>(opts.calib.ctx, source->config().ctx_len);
-    opts.calib_tokens = calibration_tokens(source->tokenizer(), *calib, calib_tokens);
-  }
 
-  nlohmann::json j;
-  j["input"] = in_path;
-  j["output"] = out_path;
-  j["type"] = target_type_name(opts.target);
-  j["file_type"] = llama_file_type(opts.target);
-  j["file_type_name"] = llama_file_type_name(opts.target);
-  std::error_code ec;
-  const uint64_t source_bytes = fs::file_size(in_path, ec);
-  j["source_bytes"] = source_bytes;
-
-  if (dry_run) {
-    std::vector<std::string> warnings;
-    const auto plan = plan_tensor_types(source->gguf(), opts.target, opts.overrides, &warnings);
-    for (const auto& w : warnings) std::fprintf(stderr, "quantize: warning: %s\n", w.c_str());
-    uint64_t bytes = 0;
-    int64_t elems = 0;
-    for (const TensorChoice& c : plan) {
-      const uint64_t b = row_bytes(c.type, c.shape[0]) * uint64_t(c.rows());
-      bytes += b;
-      elems += c.elements();
-      if (!json)
-        std::printf("%-28s %-12s %-5s -> %-5s %-8s %s\n", c.name.c_str(), shape_text(c.shape).c_str(),
-                    type_traits(c.source_type).name, type_traits(c.type).name, origin_name(c.origin), c.note.c_str());
-      j["tensors"].push_back({{"name", c.name},
-                              {"shape", c.shape},
-                              {"source_type", type_traits(c.source_type).name},
-                              {"type", type_traits(c.type).name},
-                              {"origin", origin_name(c.origin)},
-                              {"bytes", b}});
-    }
-    j["data_bytes"] = bytes;
-    j["bpw_all"] = elems ? 8.0 * double(bytes) / double(elems) : 0.0;
-    if (json)
-      std::printf("%s\n", j.dump().c_str());
-    else
-      std::printf("tensor data    %.2f MB, %.3f bits per weight (all tensors)\n", bytes / 1e6,
-                  j["bpw_all"].get<double>());
-    return 0;
-  }
-
-  opts.after_tensor = test_hook();
-  const QuantizeResult res = quantize_model(*source, out_path, opts);
-
-  std::optional<EvalResult> ev;
-  if (!eval_text.empty()) {
-    try {
-      std::unique_ptr<Model> quant = Model::load(out_path);
-      ev = evaluate(*source, *quant, eval_text, eval_tokens, eval_ctx, int(threads));
-    } catch (const Error& e) {
-      fail("wrote '" + out_path + "', but --eval failed: " + e.what());
-    }
-  }
-
-  // The report.
-  std::map<std::string, int> per_type;
-  int n_fallback = 0, n_override = 0, n_copied = 0;
-  for (const TensorResult& t : res.tensors) {
-    ++per_type[type_traits(t.type).name];
-    n_fallback += t.origin == TypeOrigin::fallback;
-    n_override += t.origin == TypeOrigin::override;
-    n_copied += t.copied;
-  }
-  const double bpw_weights = res.bits_per_weight(true), bpw_all = res.bits_per_weight(false);
-  const double bpw_file = 8.0 * double(res.file_bytes) / double(std::max<int64_t>(1, res.elements(false)));
-  const std::string calib_label =
-      calib ? calib->label + ", " + std::to_string(res.calib_tokens) + " tokens" : std::string("none");
-
-  j["method"] = res.method;
-  j["calibration"] = calib ? nlohmann::json{{"text", calib->label},
-                                            {"tokens", res.calib_tokens},
-                                            {"first_token_weight", opts.calib.first_token_weight}}
-                           : nlohmann::json();
-  j["clip"] = opts.clip;
-  j["sequential"] = opts.sequential;
-  j["awq_act_quant"] = opts.awq_act_quant;
-  j["requantized"] = res.requantized;
-  j["warnings"] = res.warnings;
-  j["tensors_by_type"] = per_type;
-  j["n_tensors"] = res.tensors.size();
-  j["n_fallback"] = n_fallback;
-  j["n_override"] = n_override;
-  j["n_copied"] = n_copied;
-  j["file_bytes"] = res.file_bytes;
-  j["data_bytes"] = res.data_bytes(false);
-  j["weight_bytes"] = res.data_bytes(true);
-  j["elements"] = res.elements(false);
-  j["weight_elements"] = res.elements(true);
-  j["bpw_weights"] = bpw_weights;
-  j["bpw_all"] = bpw_all;
-  j["bpw_file"] = bpw_file;
-  j["seconds"] = {{"total", res.total_s}, {"calibration", res.calib_s}, {"quantization", res.quantize_s}};
-  j["folds"] = nlohmann::json::array();
-  for (const ScaleFold& f : res.folds)
-    j["folds"].push_back({{"group", f.group},
-                          {"alpha", f.alpha},
-                          {"err_plain", f.err_plain},
-                          {"err_scaled", f.err_scaled},
-                          {"folded", f.folded},
-                          {"note", f.note}});
-  j["tensors"] = nlohmann::json::array();
-  for (const TensorResult& t : res.tensors)
+// --dry-run: every tensor's planned type and the total size; nothing written.
+void dry_run_report(const Model& source, const QuantizeCli& c, nlohmann::json& j) {
+  std::vector<std::string> warnings;
+  const auto plan = plan_tensor_types(source.gguf(), c.opts.target, c.opts.overrides, &warnings);
+  for (const auto& w : warnings) std::fprintf(stderr, "quantize: warning: %s\n", w.c_str());
+  uint64_t bytes = 0;
+  int64_t elems = 0;
+  for (const TensorChoice& t : plan) {
+    const uint64_t b = row_bytes(t.type, t.shape[0]) * uint64_t(t.rows());
+    bytes += b;
+    elems += t.elements();
+    if (!c.json)
+      std::printf("%-28s %-12s %-5s -> %-5s %-8s %s\n", t.name.c_str(), shape_text(t.shape).c_str(),
+                  type_traits(t.source_type).name, type_traits(t.type).name, origin_name(t.origin), t.note.c_str());
     j["tensors"].push_back({{"name", t.name},
                             {"shape", t.shape},
                             {"source_type", type_traits(t.source_type).name},
                             {"type", type_traits(t.type).name},
                             {"origin", origin_name(t.origin)},
-                            {"how", t.how},
+                            {"bytes", b}});
+  }
+  j["data_bytes"] = bytes;
+  j["bpw_all"] = elems ? 8.0 * double(bytes) / double(elems) : 0.0;
+  if (c.json)
+    std::printf("%s\n", j.dump().c_str());
+  else
+    std::printf("tensor data    %.2f MB, %.3f bits per weight (all tensors)\n", bytes / 1e6, j["bpw_all"].get<double>());
+}
+
+// The written file's tensors counted by type and by how their type was chosen.
+struct TensorCounts {
+  std::map<std::string, int> per_type;
+  int fallback = 0, override = 0, copied = 0;
+  explicit TensorCounts(const QuantizeResult& res) {
+    for (const TensorResult& t : res.tensors) {
+      ++per_type[type_traits(t.type).name];
+      fallback += t.origin == TypeOrigin::fallback;
+      override += t.origin == TypeOrigin::override;
+      copied += t.copied;
+    }
+  }
+};
+
+double bpw_file(const QuantizeResult& res) {
+  return 8.0 * double(res.file_bytes) / double(std::max<int64_t>(1, res.elements(false)));
+}
+
+// The report as JSON (j already holds the input, output and type fields).
+void result_json(const QuantizeCli& c, const QuantizeResult& res, const std::optional<EvalResult>& ev,
+                 nlohmann::json& j) {
+  const TensorCounts n(res);
+  j["method"] = res.method;
+  j["calibration"] = c.calib ? nlohmann::json{{"text", c.calib->label},
+                                              {"tokens", res.calib_tokens},
+                                              {"first_token_weight", c.opts.calib.first_token_weight}}
+                             : nlohmann::json();
+  j["clip"] = c.opts.clip;
+  j["sequential"] = c.opts.sequential;
+  j["awq_act_quant"] = c.opts.awq_act_quant;
+  j["requantized"] = res.requantized;
+  j["warnings"] = res.warnings;
+  j["tensors_by_type"] = n.per_type;
+  j["n_tensors"] = res.tensors.size();
+  j["n_fallback"] = n.fallback;
+  j["n_override"] = n.override;
+  j["n_copied"] = n.copied;
+  j["file_bytes"] = res.file_bytes;
+  j["data_bytes"] = res.data_bytes(false);
+  j["weight_bytes"] = res.data_bytes(true);
+  j["elements"] = res.elements(false);
+  j["weight_elements"] = res.elements(true);
+  j["bpw_weights"] = res.bits_per_weight(true);
+  j["bpw_all"] = res.bits_per_weight(false);
+  j["bpw_file"] = bpw_file(res);
+  j["seconds"] = {{"total", res.total_s}, {"calibration", res.calib_s}, {"quantization", res.quantize_s}};
+  j["folds"] = nlohmann::json::array();
+  for (const ScaleFold& f : res.folds)
+    j["folds"].push_back({{"group", f.group}, {"alpha", f.alpha}, {"err_plain", f.err_plain},
+                          {"err_scaled", f.err_scaled}, {"folded", f.folded}, {"note", f.note}});
+  j["tensors"] = nlohmann::json::array();
+  for (const TensorResult& t : res.tensors)
+    j["tensors"].push_back({{"name", t.name}, {"shape", t.shape}, {"source_type", type_traits(t.source_type).name},
+                            {"type", type_traits(t.type).name}, {"origin", origin_name(t.origin)}, {"how", t.how},
                             {"bytes", t.bytes}});
   if (ev) {
     j["eval"] = quality_json(ev->summary, ev->ctx, ev->stride);
-    j["eval"]["file"] = args.str("--eval");
+    j["eval"]["file"] = c.eval_file;
     j["eval"]["seconds"] = ev->seconds;
   }
-  if (json) {
-    std::printf("%s\n", j.dump().c_str());
-    return 0;
+}
+
+// A summary of the AWQ / SmoothQuant scale searches; every group's alpha and errors are in the JSON report.
+void print_folds(const std::vector<ScaleFold>& folds) {
+  int n_folded = 0;
+  double a_lo = 1e9, a_hi = -1e9, e_plain = 0, e_scaled = 0;
+  std::map<std::string, int> skipped;  // reason -> groups
+  for (const ScaleFold& f : folds) {
+    if (!f.folded) {
+      ++skipped[f.note.empty() ? "no alpha beat plain rounding" : f.note];
+      continue;
+    }
+    ++n_folded;
+    a_lo = std::min(a_lo, f.alpha), a_hi = std::max(a_hi, f.alpha);
+    e_plain += f.err_plain, e_scaled += f.err_scaled;
   }
+  std::printf("scale folds    %d of %zu groups folded", n_folded, folds.size());
+  if (n_folded) std::printf(" (alpha %.2f..%.2f; sample output error %.4g -> %.4g summed)", a_lo, a_hi, e_plain, e_scaled);
+  std::printf("\n");
+  for (const auto& [why, k] : skipped) std::printf("  not folded: %d x %s\n", k, why.c_str());
+}
+
+// The report as text.
+void print_report(const QuantizeCli& c, const QuantizeResult& res, const std::optional<EvalResult>& ev,
+                  uint64_t source_bytes) {
+  const TensorCounts n(res);
   std::string counts;
-  for (const auto& [n, k] : per_type) counts += (counts.empty() ? "" : ", ") + n + " " + std::to_string(k);
-  std::printf("quantized      %s -> %s\n", in_path.c_str(), out_path.c_str());
-  std::printf("type           %s (general.file_type %u = %s)%s\n", target_type_name(opts.target),
-              llama_file_type(opts.target), llama_file_type_name(opts.target),
-              res.requantized ? ", re-quantized from a quantized source" : "");
+  for (const auto& [name, k] : n.per_type) counts += (counts.empty() ? "" : ", ") + name + " " + std::to_string(k);
+  const std::string calib_label =
+      c.calib ? c.calib->label + ", " + std::to_string(res.calib_tokens) + " tokens" : std::string("none");
+  const DType target = c.opts.target;
+  std::printf("quantized      %s -> %s\n", c.in_path.c_str(), c.out_path.c_str());
+  std::printf("type           %s (general.file_type %u = %s)%s\n", target_type_name(target), llama_file_type(target),
+              llama_file_type_name(target), res.requantized ? ", re-quantized from a quantized source" : "");
   std::printf("method         %s; calibration: %s\n", res.method.c_str(), calib_label.c_str());
   std::printf("tensors        %zu: %s (%d fallback, %d override, %d copied)\n", res.tensors.size(), counts.c_str(),
-              n_fallback, n_override, n_copied);
+              n.fallback, n.override, n.copied);
   const double ratio = res.file_bytes ? double(source_bytes) / double(res.file_bytes) : 0.0;
   std::printf("size           %.2f MB -> %.2f MB (%.2fx %s)\n", source_bytes / 1e6, res.file_bytes / 1e6,
               ratio >= 1 ? ratio : 1 / ratio, ratio >= 1 ? "smaller" : "larger");
-  std::printf("bits/weight    %.3f (matrices), %.3f (all tensors), %.3f (whole file)\n", bpw_weights, bpw_all,
-              bpw_file);
+  std::printf("bits/weight    %.3f (matrices), %.3f (all tensors), %.3f (whole file)\n", res.bits_per_weight(true),
+              res.bits_per_weight(false), bpw_file(res));
   std::printf("time           %.2f s (calibration %.2f s, quantization %.2f s)\n", res.total_s, res.calib_s,
               res.quantize_s);
-  if (!res.folds.empty()) {  // a summary; every group's alpha and errors are in the JSON report
-    int n_folded = 0;
-    double a_lo = 1e9, a_hi = -1e9, e_plain = 0, e_scaled = 0;
-    std::map<std::string, int> skipped;  // reason -> groups
-    for (const ScaleFold& f : res.folds) {
-      if (!f.folded) {
-        ++skipped[f.note.empty() ? "no alpha beat plain rounding" : f.note];
-        continue;
-      }
-      ++n_folded;
-      a_lo = std::min(a_lo, f.alpha), a_hi = std::max(a_hi, f.alpha);
-      e_plain += f.err_plain, e_scaled += f.err_scaled;
-    }
-    std::printf("scale folds    %d of %zu groups folded", n_folded, res.folds.size());
-    if (n_folded)
-      std::printf(" (alpha %.2f..%.2f; sample output error %.4g -> %.4g summed)", a_lo, a_hi, e_plain, e_scaled);
-    std::printf("\n");
-    for (const auto& [why, n] : skipped) std::printf("  not folded: %d x %s\n", n, why.c_str());
-  }
+  if (!res.folds.empty()) print_folds(res.folds);
   if (ev) {
     std::printf("eval           %s, %lld tokens, windows of %lld (source vs quantized, fast path, %.1f s)\n",
-                args.str("--eval").c_str(), (long long)ev->summary.n, (long long)ev->ctx, ev->seconds);
+                c.eval_file.c_str(), (long long)ev->summary.n, (long long)ev->ctx, ev->seconds);
     print_quality_lines(ev->summary, "quant");
+  }
+}
+
+}  // namespace
+
+int cmd_quantize(int argc, char** argv) {
+  QuantizeCli c = parse_quantize_cli(argc, argv);
+  ModelLoadOptions load_opts;
+  load_opts.tokenizer_path = c.tokenizer;
+  std::unique_ptr<Model> source = Model::load(c.in_path, load_opts);
+  if (c.calib) {
+    c.opts.calib.ctx = std::min<int64_t>(c.opts.calib.ctx, source->config().ctx_len);
+    c.opts.calib_tokens = calibration_tokens(source->tokenizer(), *c.calib, c.calib_tokens);
+  }
+  nlohmann::json j;
+  j["input"] = c.in_path;
+  j["output"] = c.out_path;
+  j["type"] = target_type_name(c.opts.target);
+  j["file_type"] = llama_file_type(c.opts.target);
+  j["file_type_name"] = llama_file_type_name(c.opts.target);
+  std::error_code ec;
+  const uint64_t source_bytes = fs::file_size(c.in_path, ec);
+  j["source_bytes"] = source_bytes;
+  if (c.dry_run) {
+    dry_run_report(*source, c, j);
+    return 0;
+  }
+  c.opts.after_tensor = test_hook();
+  const QuantizeResult res = quantize_model(*source, c.out_path, c.opts);
+  std::optional<EvalResult> ev;
+  if (!c.eval_text.empty()) {
+    try {
+      std::unique_ptr<Model> quant = Model::load(c.out_path);
+      ev = evaluate(*source, *quant, c.eval_text, c.eval_tokens, c.eval_ctx, c.opts.threads);
+    } catch (const Error& e) {
+      fail("wrote '" + c.out_path + "', but --eval failed: " + e.what());
+    }
+  }
+  if (c.json) {
+    result_json(c, res, ev, j);
+    std::printf("%s\n", j.dump().c_str());
+  } else {
+    print_report(c, res, ev, source_bytes);
   }
   return 0;
 }

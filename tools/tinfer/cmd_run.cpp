@@ -1,4 +1,5 @@
-// tinfer run: print only the generated continuation to stdout; timings to stderr.
+// tinfer run: print only the generated continuation to stdout; timings to stderr. Plain runs decode through a
+// batch-1 Session; --beams and --spec go through the serving Engine (run_beams.h, run_spec.h).
 #include <cstdio>
 
 #include "chat_flags.h"
@@ -12,6 +13,8 @@
 #include "kv_flags.h"
 #include "model/tokenizer/tokenizer.h"
 #include "run_beams.h"
+#include "run_spec.h"
+#include "spec_flags.h"
 
 namespace tinfer::cli {
 
@@ -23,12 +26,15 @@ int cmd_run(int argc, char** argv) {
                       {"--ignore-eos", "keep generating past end-of-generation tokens", false},
                       chat_template_option()});
   spec = concat(concat(concat(spec, kv_type_options()), early_exit_options()), beam_options());
+  spec = concat(spec, spec_options());
   Args args(argc, argv, spec,
             "tinfer run -m MODEL -p PROMPT [-n N] [--temp T] [--top-k K] [--top-p P] [--seed S] [--chat [--chat-template FILE]] "
-            "[--kv-dtype T | --kv-plan FILE] [--beams N [--length-penalty X] [--early-stopping]]");
+            "[--kv-dtype T | --kv-plan FILE] [--beams N [--length-penalty X] [--early-stopping]] "
+            "[--spec ngram|draft|self [--draft-model F] [--spec-self-layers L] [--spec-tokens K]]");
   SamplingParams sp = sampling_params(args);
   long long n = args.integer("-n");
   check(n >= 0, "-n must be >= 0");
+  if (spec_requested(args)) return run_speculative(args, sp, int(n));
   if (args.has("--beams")) return run_beam_search(args, sp, int(n));
   Loaded l = load_model(args);
   const ModelConfig& mc = l.model->config();

@@ -8,11 +8,12 @@
 #include "core/error.h"
 #include "exit_flags.h"
 #include "kv_flags.h"
+#include "spec_flags.h"
 
 namespace tinfer::cli {
 
 std::vector<OptionSpec> engine_options() {
-  return concat(concat(kv_type_options(), early_exit_options()), {
+  return concat(concat(concat(kv_type_options(), early_exit_options()), {
       {"--kv-memory", "KV cache budget in bytes (K/M/G suffixes); overrides --kv-fraction"},
       {"--kv-fraction", "KV budget as a fraction of MemAvailable after loading", true, "0.5"},
       {"--block-size", "KV block size in tokens", true, "16"},
@@ -26,16 +27,7 @@ std::vector<OptionSpec> engine_options() {
       {"--max-seqs", "requests running at once", true, "64"},
       {"--max-tokens-cap", "hard cap on max_tokens (larger asks are clamped)", true, "4096"},
       {"--default-max-tokens", "max_tokens when a request gives none", true, "256"},
-      {"--spec", "speculative decoding: none|ngram|draft|self", true, "none"},
-      {"--spec-tokens", "K: most draft tokens per request per step", true, "4"},
-      {"--spec-adaptive", "on|off: K per request from its acceptance and the batch", true, "on"},
-      {"--spec-disable-batch", "no drafting while this many requests decode (0 = never)", true, "4"},
-      {"--spec-row-cost", "adaptive K's prior price of a verify row (fraction of a 1-row step; then measured)", true,
-       "0.15"},
-      {"--spec-ngram-max", "ngram: longest match tried (1..8)", true, "3"},
-      {"--draft-model", "draft: GGUF with the target's tokenizer (see tinfer derive)"},
-      {"--spec-self-layers", "self: the target's first L layers draft", true, "0"},
-  });
+  }), spec_options());
 }
 
 int64_t parse_bytes(const std::string& text, const std::string& option) {
@@ -91,17 +83,7 @@ EngineConfig engine_config(const Args& args) {
   c.max_tokens_cap = static_cast<int>(args.integer("--max-tokens-cap"));
   c.default_max_tokens = static_cast<int>(args.integer("--default-max-tokens"));
   if (args.has("--ctx")) c.max_model_len = static_cast<int>(args.integer("--ctx"));
-  if (auto m = parse_spec_mode(args.str("--spec")))
-    c.spec.mode = *m;
-  else
-    errs.push_back("--spec must be none, ngram, draft or self, got '" + args.str("--spec") + "'");
-  c.spec.num_tokens = static_cast<int>(args.integer("--spec-tokens"));
-  c.spec.adaptive = on_off(args, "--spec-adaptive", errs);
-  c.spec.disable_batch = static_cast<int>(args.integer("--spec-disable-batch"));
-  c.spec.row_cost = args.number("--spec-row-cost");
-  c.spec.ngram_max = static_cast<int>(args.integer("--spec-ngram-max"));
-  c.spec.draft_model = args.str("--draft-model");
-  c.spec.self_layers = static_cast<int>(args.integer("--spec-self-layers"));
+  parse_spec(args, c.spec, errs);
   for (auto& e : c.validate()) errs.push_back(std::move(e));
   if (!errs.empty()) {
     std::string msg = "invalid engine options:";
