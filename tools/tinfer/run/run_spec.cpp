@@ -81,9 +81,11 @@ int run_speculative(const Args& args, const SamplingParams& sampling, int max_to
   const double run_s = now_s() - t1;
   const std::string rest = text_out.flush();
   std::fwrite(rest.data(), 1, rest.size(), stdout);
-  std::fprintf(stderr, "\nload %.2f s | %zu prompt tokens, %lld generated in %.2f s (%.1f tok/s) | spec %s: %s\n",
+  std::fprintf(stderr, "\nload %.2f s | %zu prompt tokens, %lld generated in %.2f s (%.1f tok/s) | spec %s: %s; "
+               "measured verify-row cost %.3f of a one-row step\n",
                load_s, prompt.size(), (long long)generated, run_s, run_s > 0 ? double(generated) / run_s : 0.0,
-               spec_mode_name(engine->config().spec.mode), SpecTally::of(*engine).describe().c_str());
+               spec_mode_name(engine->config().spec.mode), SpecTally::of(*engine).describe().c_str(),
+               engine->stats().spec_row_cost);
   return 0;
 }
 
