@@ -8,7 +8,7 @@ llama-cpp-python builds llama.cpp from source (minutes), so it lives in its own 
     tinfer ppl -m MODEL -f TEXT --max-tokens 1000 --ctx 512 --reference --save-logits ref.tkld
     /tmp/llvenv/bin/python scripts/llamacpp_kld.py MODEL ref.tkld [--threads 2]
 
-The file is decoded by its documented layout (tools/tinfer/logits_file.h); windows follow the file's ctx and
+The file is decoded by its documented layout (tools/tinfer/quality/logits_file.h); windows follow the file's ctx and
 stride, so llama.cpp sees exactly the contexts tinfer saw.
 """
 import argparse

@@ -35,7 +35,7 @@ Only the RoPE scaling types "none" and "linear" are honoured (linear scales the 
 positions by 1/factor, as llama.cpp does: the local layers use freq_scale_train_swa = 1); any other
 gemma3.rope.scaling.type is refused, as is any final/attention logit softcapping key.
 
-Perplexity is computed as `tinfer ppl` does (tools/tinfer/cmd_ppl.cpp, ppl_scoring.cpp,
+Perplexity is computed as `tinfer ppl` does (tools/tinfer/quality/cmd_ppl.cpp, ppl_scoring.cpp,
 quality_stats.cpp): the sequence is BOS + the text's ids, cut to --max-tokens targets; windows of
 --ctx tokens start every ctx-1 tokens (each starts at position 0, a fresh cache); the first window
 scores all its targets, each later one the targets past the previous window; log-softmax in float64;
@@ -212,7 +212,7 @@ def log_softmax64(row):
 
 
 def score_windows(n, ctx, stride):
-    """tinfer's strided schedule (tools/tinfer/quality_stats.cpp): (begin, end, first_target) per window."""
+    """tinfer's strided schedule (tools/tinfer/quality/quality_stats.cpp): (begin, end, first_target) per window."""
     assert n >= 2 and ctx >= 2 and 1 <= stride <= ctx - 1
     out, prev_end, begin = [], 1, 0
     while True:

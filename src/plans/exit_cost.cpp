@@ -1,4 +1,4 @@
-// Early exit's bytes per decode token (see exit_cost.h).
+// Early exit's bytes per decode token (see plans/exit_cost.h).
 #include "plans/exit_cost.h"
 
 #include <numeric>

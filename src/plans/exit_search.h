@@ -3,7 +3,7 @@
 // k = -log10(1 - threshold) in [0.3, 4] (threshold 0.5 .. 0.9999): a higher threshold lets fewer tokens exit, so
 // the search assumes quality only improves as k grows. A measurement is the caller's (the model run with
 // EarlyExit{layers, threshold}, its EarlyExitCounters read around the run: exit_counters_between); its price in
-// bytes per decode token is exit_cost.h's, and the cheapest setting within budget wins.
+// bytes per decode token is plans/exit_cost.h's, and the cheapest setting within budget wins.
 #pragma once
 #include <cmath>
 #include <cstdint>

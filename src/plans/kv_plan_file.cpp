@@ -1,4 +1,4 @@
-// KV plan file: its layer entries and "k_smooth" on the shared skeleton (see kv_plan_file.h, plan_json.h).
+// KV plan file: its layer entries and "k_smooth" on the shared skeleton (see plans/kv_plan_file.h, plans/plan_json.h).
 #include "plans/kv_plan_file.h"
 
 #include <cmath>

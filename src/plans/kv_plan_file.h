@@ -1,5 +1,5 @@
 // The KV plan file: per-layer K and V element types chosen by `tinfer calibrate-kv`, naming the model it was
-// made for, applied with --kv-plan. The plans' JSON skeleton (plan_json.h) of kind "tinfer-kv-plan" with
+// made for, applied with --kv-plan. The plans' JSON skeleton (plans/plan_json.h) of kind "tinfer-kv-plan" with
 //   "layers":[{"k":"int8","v":"int4"}, ...]     // each layer's K and V types, in order
 //   "k_smooth":[[...], [], ...]                  // optional: per layer, [] or n_kv_heads x head_dim factors > 0
 #pragma once

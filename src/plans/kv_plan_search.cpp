@@ -1,4 +1,4 @@
-// Greedy per-slot KV type choice and back-off (see kv_plan_search.h).
+// Greedy per-slot KV type choice and back-off (see plans/kv_plan_search.h).
 #include "plans/kv_plan_search.h"
 
 #include <limits>

@@ -1,4 +1,4 @@
-// The plan files' shared JSON skeleton and accessors (see plan_json.h).
+// The plan files' shared JSON skeleton and accessors (see plans/plan_json.h).
 #include "plans/plan_json.h"
 
 #include <cstdio>

@@ -1,4 +1,4 @@
-// The one JSON skeleton every plan file shares (kv_plan_file.h, skip_plan_file.h):
+// The one JSON skeleton every plan file shares (plans/kv_plan_file.h, plans/skip_plan_file.h):
 //   {"format":"tinfer-<kind>-plan","version":1,
 //    "model":{"file":"...","name":"...","n_layers":30,"n_kv_heads":3,"head_dim":64,"fingerprint":"fnv1a64:..."},
 //    "layers":[...],          // one entry per layer, in order; what an entry says is the kind's

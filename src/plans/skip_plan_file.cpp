@@ -1,4 +1,4 @@
-// Layer-skip plan file: its layer entries on the shared skeleton (see skip_plan_file.h, plan_json.h).
+// Layer-skip plan file: its layer entries on the shared skeleton (see plans/skip_plan_file.h, plans/plan_json.h).
 #include "plans/skip_plan_file.h"
 
 #include "core/error.h"

@@ -1,5 +1,5 @@
 // The layer-skip plan file: which decoder sub-blocks to leave out, chosen by `tinfer calibrate-skip`, naming the
-// model it was made for, applied with --skip-plan. The plans' JSON skeleton (plan_json.h) of kind
+// model it was made for, applied with --skip-plan. The plans' JSON skeleton (plans/plan_json.h) of kind
 // "tinfer-skip-plan" with
 //   "layers":["none","mlp","attn","both", ...]   // each layer's skipped sub-blocks, in order
 #pragma once

@@ -1,4 +1,4 @@
-// Greedy layer-skip search (see skip_search.h).
+// Greedy layer-skip search (see plans/skip_search.h).
 #include "plans/skip_search.h"
 
 #include <algorithm>

@@ -47,6 +47,11 @@ struct QuantizeOptions {
   FILE* log = stderr;     // warnings, fallback notes, the progress bar; nullptr = silent
   int progress_tty = -1;  // -1: redraw in place iff `log` is a terminal
   std::function<void(int64_t tensors_done)> after_tensor;  // called after each tensor is written (tests)
+
+  // The option combinations refused before any work (quantize_options.cpp), one message each, named by
+  // `tinfer quantize`'s flags, in the order the tool reports them: threads, calibration tokens, the
+  // method-only switches (--awq-act-quant, --sequential), the first-token weight.
+  std::vector<std::string> validate() const;
 };
 
 struct TensorResult : TensorChoice {

@@ -216,6 +216,39 @@ TEST(Cli, RunPrintsOnlyTheContinuation) {
   EXPECT_EQ(r.out.rfind("Once upon a time, there was a little girl", 0), 0u) << r.out;
 }
 
+// run --spec goes through the engine's speculative decoding; greedy, its text is the plain run's (speculation is
+// exact), and stderr carries bench spec's acceptance figures.
+TEST(Cli, RunSpecNgramMatchesPlainRun) {
+  std::string model = test::shared_file("models/stories260K.gguf");
+  TINFER_REQUIRE_FILE(model, "models/stories260K.gguf");
+  const std::string cmd = test::tinfer_bin() + " run -m " + model + " -p 'Once upon a time' --temp 0 -n 48 -t 2";
+  auto plain = test::run_command(cmd + " 2>/dev/null");
+  ASSERT_EQ(plain.status, 0) << plain.out;
+  ASSERT_FALSE(plain.out.empty());
+  auto spec = test::run_command(cmd + " --spec ngram 2>/dev/null");
+  ASSERT_EQ(spec.status, 0) << spec.out;
+  EXPECT_EQ(spec.out, plain.out);
+  auto err = test::run_command(cmd + " --spec ngram 2>&1 >/dev/null");
+  ASSERT_EQ(err.status, 0) << err.out;
+  for (const char* want : {"spec ngram:", "acceptance", "tokens/verify step"})
+    EXPECT_NE(err.out.find(want), std::string::npos) << want << "\n" << err.out;
+  expect_error("run -m " + model + " --spec bogus", "--spec must be none, ngram, draft or self");
+}
+
+// bench ladder --tiny runs as documented, without -c: the rungs without chunked prefill need a numeric context
+// (the ladder's default: the workload's longest request), not the model's 0.
+TEST(Cli, BenchLadderTinyRunsWithoutCtx) {
+  std::string model = test::shared_file("models/stories260K.gguf");
+  TINFER_REQUIRE_FILE(model, "models/stories260K.gguf");
+  const std::string shared = model.substr(0, model.size() - std::string("models/stories260K.gguf").size());
+  auto r = test::run_command("TINFER_SHARED=" + shared + " " + test::tinfer_bin() + " bench ladder -m " + model +
+                             " --tiny -t 2 --json 2>&1");
+  ASSERT_EQ(r.status, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out.substr(r.out.rfind("\n{") + 1));
+  ASSERT_EQ(j.at("rungs").size(), 16u);
+  EXPECT_GT(j.at("rungs")[0].at("total_tok_s").get<double>(), 0);
+}
+
 // The decode sweep times a fixed batch: with a 32-token step budget, 32 prompts of 64 tokens prefill over
 // 64 steps, so the first ones admitted decode all the while; none may finish inside the timed steps (the
 // tool refuses such a point), and every point reports its batch size.

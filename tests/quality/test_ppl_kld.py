@@ -3,7 +3,7 @@
 
 The NumPy side recomputes every statistic from the full-precision fp32 logits that `--dump-logits`
 writes (log-softmax, KL(base || this), percentiles, top-1, PPLs, ΔPPL and its delta-method standard
-error) and parses the base file by its documented layout (tools/tinfer/logits_file.h); it shares no
+error) and parses the base file by its documented layout (tools/tinfer/quality/logits_file.h); it shares no
 code with the C++ statistics. Exit 77 (skipped, visibly) when numpy/gguf or the stories260K fixture
 are absent.
 """

@@ -7,8 +7,8 @@
 #include <numeric>
 
 #include "core/error.h"
-#include "logits_file.h"
-#include "quality_stats.h"
+#include "quality/logits_file.h"
+#include "quality/quality_stats.h"
 
 namespace tinfer::cli {
 namespace {

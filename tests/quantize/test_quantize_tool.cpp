@@ -74,6 +74,45 @@ double reference_ppl(const Model& model) {
 
 // ---- recipe ----
 
+// The switches that only combine with some methods, and the ranges, are refused before any work, one message each.
+TEST(QuantizeOptions, RefusesSwitchesThatDoNotCombine) {
+  EXPECT_TRUE(QuantizeOptions{}.validate().empty());
+  auto only = [](const QuantizeOptions& o, const std::string& msg) {
+    const std::vector<std::string> e = o.validate();
+    ASSERT_EQ(e.size(), 1u) << msg;
+    EXPECT_EQ(e[0], msg);
+  };
+  QuantizeOptions o;
+  o.awq_act_quant = true;
+  only(o, "--awq-act-quant needs --method awq or awq+gptq");
+  for (QuantMethod m : {QuantMethod::awq, QuantMethod::awq_gptq}) {
+    o.method = m;
+    EXPECT_TRUE(o.validate().empty());
+  }
+  o = {};
+  o.sequential = true;
+  only(o, "--sequential needs --method gptq or awq+gptq");
+  for (QuantMethod m : {QuantMethod::gptq, QuantMethod::awq_gptq}) {
+    o.method = m;
+    EXPECT_TRUE(o.validate().empty());
+  }
+  o = {};
+  o.threads = -1;
+  only(o, "--threads must be in [0, 1024]");
+  o = {};
+  o.calib.max_tokens = 1;
+  only(o, "--calib-tokens must be at least 2");
+  for (double w : {0.0, -1.0, 2e6}) {
+    o = {};
+    o.calib.first_token_weight = w;
+    only(o, "--first-token-weight must be in (0, 1e6]");
+  }
+  o.threads = 2000, o.sequential = true;  // every problem, in the tool's order
+  EXPECT_EQ(o.validate(), (std::vector<std::string>{"--threads must be in [0, 1024]",
+                                                    "--sequential needs --method gptq or awq+gptq",
+                                                    "--first-token-weight must be in (0, 1e6]"}));
+}
+
 TEST(QuantizeRecipe, RuleTable) {
   const std::vector<int64_t> m{256, 256}, v{256};
   EXPECT_EQ(recipe_type(D::Q4_K, "output.weight", m, 8, false), D::Q6_K);

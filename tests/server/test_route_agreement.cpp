@@ -2,7 +2,7 @@
 // the choice that keeps the target agreement with the most prompts on the small model.
 #include <gtest/gtest.h>
 
-#include "route_agreement.h"
+#include "calibrate/route_agreement.h"
 
 namespace tinfer::cli {
 namespace {

@@ -3,8 +3,8 @@
 #include <cstring>
 #include <exception>
 
-#include "args.h"
-#include "commands.h"
+#include "cli/args.h"
+#include "cli/commands.h"
 #include "core/error.h"
 
 namespace {

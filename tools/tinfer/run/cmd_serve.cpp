@@ -1,0 +1,171 @@
+// tinfer serve: the OpenAI-compatible HTTP server. Binds first (GET /health answers 503 while the
+// model loads), then loads the engine, warms it up and serves until SIGTERM/SIGINT (graceful, exit 0).
+#include <pthread.h>
+
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <thread>
+
+#include "cli/chat_flags.h"
+#include "cli/commands.h"
+#include "cli/common.h"
+#include "core/error.h"
+#include "cli/engine_flags.h"
+#include "model/model.h"
+#include "text/tokenizer/same_tokenizer.h"
+#include "cli/route_flags.h"
+#include "server/http_server.h"
+
+namespace tinfer::cli {
+
+namespace {
+
+std::vector<OptionSpec> serve_options() {
+  return concat(concat(concat(model_options(), engine_options()), route_options()),
+                {{"--host", "address to bind (default: loopback only)", true, "127.0.0.1"},
+                 {"--port", "TCP port (0 = any free port; the chosen one is printed)", true, "8080"},
+                 {"--api-key",
+                  "require 'Authorization: Bearer KEY' on API routes; prefer env TINFER_API_KEY (a flag is visible in ps)",
+                  true, ""},
+                 {"--served-model-name", "model id clients use (default: the model file's name)", true, ""},
+                 {"--max-queued-requests", "requests waiting for their first token; beyond: 429", true, "256"},
+                 {"--max-body-bytes", "largest request body; beyond: 413", true, "1048576"},
+                 {"--long-request-tokens", "max_tokens above this: the background class (0 = none)", true, "1024"},
+                 {"--max-long-in-flight", "background-class requests running at once", true, "2"},
+                 {"--http-threads", "HTTP worker threads: requests handled at once (a stream holds one until it ends)",
+                  true, "512"},
+                 {"--shutdown-grace", "seconds in-flight requests get on SIGTERM before abort", true, "5"},
+                 {"--max-connections", "open connections; beyond: ones without a whole request head are closed first",
+                  true, "1024"},
+                 {"--header-timeout", "seconds a request's whole head may take to arrive; beyond: 408", true, "10"},
+                 {"--body-timeout", "seconds a request's whole body may take after its head; beyond: 408", true, "30"},
+                 {"--send-timeout", "seconds a client may accept no response byte before it is dropped", true, "2"},
+                 {"--max-response-entries",
+                  "non-streamed responses: most choices x max_tokens x (1 + top_logprobs); beyond: 400", true, "262144"},
+                 chat_template_option()});
+}
+
+// The engine flags read -m; with routing the large model is the engine the flags describe.
+EngineConfig serve_engine_config(int argc, char** argv, const Args& args, const std::optional<RouteSetup>& route,
+                                 const std::vector<OptionSpec>& spec, const std::string& usage) {
+  std::vector<std::string> words(argv, argv + argc);
+  if (route) words.insert(words.end(), {"-m", route->large_path});
+  std::vector<char*> wargv;
+  for (std::string& w : words) wargv.push_back(w.data());
+  const Args eargs(static_cast<int>(wargv.size()), wargv.data(), spec, usage);
+  EngineConfig ec = engine_config(eargs);
+  ec.long_request_tokens = static_cast<int>(args.integer("--long-request-tokens"));
+  ec.max_background_running = static_cast<int>(args.integer("--max-long-in-flight"));
+  if (auto errs = ec.validate(); !errs.empty()) fail("invalid engine options:\n  " + errs.front());
+  return ec;
+}
+
+server::ServerConfig server_config(const Args& args) {
+  server::ServerConfig sc;
+  sc.host = args.str("--host");
+  sc.port = static_cast<int>(args.integer("--port"));
+  sc.api_key = args.str("--api-key");
+  if (!sc.api_key.empty())
+    std::fprintf(stderr,
+                 "tinfer serve: warning: --api-key is visible to every local user (ps, /proc); "
+                 "pass the key in the TINFER_API_KEY environment variable instead\n");
+  else if (const char* k = std::getenv("TINFER_API_KEY"); k)
+    sc.api_key = k;
+  sc.served_model_name = args.str("--served-model-name");
+  sc.max_queued_requests = static_cast<int>(args.integer("--max-queued-requests"));
+  sc.max_body_bytes = args.integer("--max-body-bytes");
+  sc.http_threads = static_cast<int>(args.integer("--http-threads"));
+  sc.shutdown_grace_s = args.number("--shutdown-grace");
+  sc.max_response_entries = args.integer("--max-response-entries");
+  sc.max_connections = static_cast<int>(args.integer("--max-connections"));
+  sc.header_timeout_s = args.number("--header-timeout");
+  sc.body_timeout_s = args.number("--body-timeout");
+  sc.send_stall_s = args.number("--send-timeout");
+  return sc;
+}
+
+// The routed pair: the small model's engine (the large one's settings without its plans and speculation), the
+// policy, attached to the server.
+struct Routed {
+  std::unique_ptr<Engine> small;
+  std::unique_ptr<server::RoutePolicy> policy;
+};
+
+Routed attach_routed(server::HttpServer& server, Engine& engine, const EngineConfig& ec, const RouteSetup& route,
+                     ChatTemplate tmpl, const std::string& model_id) {
+  // Same engine settings for the small model, without speculation (a draft of the small model makes no sense);
+  // both engines' pools are stepped by one thread, one engine at a time (server/engine_driver.h).
+  EngineConfig sc_engine = ec;
+  sc_engine.model_path = route.small_path;
+  sc_engine.spec = SpecConfig{};
+  // The model-specific plans were made for (and checked against) the large model: the small one runs without
+  // them (a layer-skip, KV or early-exit plan for it would need its own flags).
+  sc_engine.skip = {}, sc_engine.early_exit = {}, sc_engine.kv_layers.clear(), sc_engine.kv_k_smooth.clear();
+  Routed r;
+  r.small = Engine::create(sc_engine);
+  check_same_tokenizer(engine.tokenizer(), r.small->tokenizer(), "small model " + route.small_path, "large model");
+  r.policy = std::make_unique<server::RoutePolicy>(
+      route.config, std::vector<std::string>{model_id, std::filesystem::path(route.small_path).stem().string()});
+  server.attach_routed(engine, *r.small, *r.policy, std::move(tmpl));
+  std::fprintf(stderr, "tinfer serve: routing %s: large '%s', small '%s'", server::route_mode_name(route.config.mode),
+               r.policy->ids()[server::kLargeModel].c_str(), r.policy->ids()[server::kSmallModel].c_str());
+  if (route.config.mode == server::RouteMode::kEntropy)
+    std::fprintf(stderr, ", prompt entropy > %.4f -> large, escalation %s", route.config.route_threshold,
+                 route.config.escalate_threshold > 0
+                     ? ("window " + std::to_string(route.config.escalate_window) + " mean > " +
+                        std::to_string(route.config.escalate_threshold))
+                           .c_str()
+                     : "off");
+  std::fprintf(stderr, "\n");
+  return r;
+}
+
+}  // namespace
+
+int cmd_serve(int argc, char** argv) {
+  const std::vector<OptionSpec> spec = serve_options();
+  const std::string usage =
+      "tinfer serve -m MODEL [--host H] [--port P] [engine flags] [--served-model-name NAME]  (API key: env "
+      "TINFER_API_KEY)\n       tinfer serve --model-small S --model-large L --route explicit|entropy "
+      "[--route-threshold H] [--escalate-threshold E] [...]";
+  Args args(argc, argv, spec, usage);
+  const std::optional<RouteSetup> route = route_setup(args);
+  const EngineConfig ec = serve_engine_config(argc, argv, args, route, spec, usage);
+  const server::ServerConfig sc = server_config(args);
+
+  // Signals are blocked in every thread (the mask is inherited) and taken by sigwait below, so no
+  // handler runs in an arbitrary thread; writes to closed sockets fail with EPIPE instead of killing us.
+  sigset_t sigs;
+  sigemptyset(&sigs);
+  sigaddset(&sigs, SIGINT);
+  sigaddset(&sigs, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);
+
+  server::HttpServer server(sc);
+  const int port = server.start();
+  std::fprintf(stderr, "tinfer serve: listening on http://%s:%d (loading %s)\n", sc.host.c_str(), port,
+               ec.model_path.c_str());
+  std::unique_ptr<Engine> engine = Engine::create(ec);
+  ChatTemplate tmpl = chat_template(args, engine->model());  // an unsupported template fails here, at start
+  const std::string model_id = std::filesystem::path(ec.model_path).stem().string();
+  Routed routed;  // routing only
+  if (route)
+    routed = attach_routed(server, *engine, ec, *route, std::move(tmpl), model_id);
+  else
+    server.attach(*engine, engine->tokenizer(), std::move(tmpl), model_id);
+  std::fprintf(stderr, "tinfer serve: ready on http://%s:%d, model '%s', max_model_len %d%s\n", sc.host.c_str(), port,
+               sc.served_model_name.empty() ? model_id.c_str() : sc.served_model_name.c_str(), engine->max_model_len(),
+               sc.api_key.empty() ? "" : ", API key required");
+  int sig = 0;
+  sigwait(&sigs, &sig);
+  std::fprintf(stderr, "tinfer serve: %s received, shutting down (grace %.1f s)\n",
+               sig == SIGINT ? "SIGINT" : "SIGTERM", sc.shutdown_grace_s);
+  server.shutdown();
+  std::fprintf(stderr, "tinfer serve: stopped\n");
+  return 0;
+}
+
+}  // namespace tinfer::cli
