@@ -198,9 +198,9 @@ LadderOptions parse_ladder(int argc, char** argv) {
   base = engine_config(args);
   base.verbose = false;
   // --kv-plan is the plan rung's, not the base's: every other rung sets its own KV types.
-  o.speed_plan = KvPrecision{base.kv_layers, base.kv_k_smooth};
-  base.kv_layers.clear(), base.kv_k_smooth.clear();
-  check(base.skip.empty() && !base.early_exit.enabled(),
+  o.speed_plan = KvPrecision{base.plans.kv_layers, base.plans.kv_k_smooth};
+  base.plans.kv_layers.clear(), base.plans.kv_k_smooth.clear();
+  check(base.plans.skip.empty() && !base.plans.early_exit.enabled(),
         "bench ladder sets each rung's layer skipping and early exit: give --ladder-skip-plans and --ladder-exit "
         "instead of --skip-plan and --early-exit");
   if (args.has("--ladder-skip-plans")) {
@@ -217,7 +217,7 @@ LadderOptions parse_ladder(int argc, char** argv) {
   o.ws = ladder_workload(args, tiny);
   // The context: -c, else the workload's longest request. A number either way: the rungs without chunked prefill
   // raise their step budget to it (a prompt prefills in one step), which "the model's context" (0) cannot give.
-  if (!args.has("--ctx")) base.max_model_len = o.ws.input_len + o.ws.max_tokens;
+  if (!args.has("--ctx")) base.scheduler.max_model_len = o.ws.input_len + o.ws.max_tokens;
   o.calib_tokens = tiny ? 256 : args.integer("--calib-tokens");
   if (args.has("--quality-kv-plan")) o.quality_kv_plan = args.str("--quality-kv-plan");
   o.json = args.flag("--json");
@@ -301,15 +301,15 @@ nlohmann::json rung_json(size_t k, const RungResult& m) {
           {"claim", kLadder[k].claim},
           {"applied",
            {{"batching", batching_mode_name(applied.batching)},
-            {"kv_layout", kv::kv_layout_name(applied.kv_layout)},
+            {"kv_layout", kv::kv_layout_name(applied.kv.layout)},
             {"kv_dtype", m.kvp.describe()},
             {"kv_bytes_per_token", m.kvp.bytes_per_token(mc.n_kv_heads, mc.head_dim)},
-            {"prefix_caching", applied.prefix_caching},
-            {"chunked_prefill", applied.chunked_prefill},
+            {"prefix_caching", applied.kv.prefix_caching},
+            {"chunked_prefill", applied.scheduler.chunked_prefill},
             {"weights", m.weights},
             {"spec", spec_mode_name(applied.spec.mode)},
-            {"skip", applied.skip.describe()},
-            {"early_exit", applied.early_exit.describe(mc.n_layers)}}},
+            {"skip", applied.plans.skip.describe()},
+            {"early_exit", applied.plans.early_exit.describe(mc.n_layers)}}},
           {"early_exit_share", r.stats.early_exit_eligible > 0
                                    ? double(r.stats.early_exit_exited) / double(r.stats.early_exit_eligible)
                                    : 0.0},
@@ -351,11 +351,11 @@ class Ladder {
     if (rung.skip_plan >= 0)
       rung_skip = load_skip_plan(o_.skip_plans[size_t(rung.skip_plan)], model_identity(*quality_.model));
     if (rung.exit_threshold >= 0) rung_exit = EarlyExit{o_.exit_layers, o_.exit_thresholds[size_t(rung.exit_threshold)]};
-    cfg_.skip = rung_skip, cfg_.early_exit = rung_exit;  // alternatives: each model-side rung replaces the last
+    cfg_.plans.skip = rung_skip, cfg_.plans.early_exit = rung_exit;  // alternatives: each model-side rung replaces the last
     if (rung.kv_plan) {
       if (o_.speed_plan.layers.empty() || quality_.plan.layers.empty())
         return skipped_rung(k, rung, "skipped: give --kv-plan (and --quality-kv-plan for the quality model) from tinfer calibrate-kv");
-      cfg_.kv_layers = o_.speed_plan.layers, cfg_.kv_k_smooth = o_.speed_plan.k_smooth;
+      cfg_.plans.kv_layers = o_.speed_plan.layers, cfg_.plans.kv_k_smooth = o_.speed_plan.k_smooth;
     }
     if (const char* spec = rung.weights) {  // this rung's weights: quantized copies of the base files
       quality_.cur_weights = spec;
@@ -372,7 +372,7 @@ class Ladder {
   // early exit).
   nlohmann::json measure(size_t k, const std::optional<BackendOptions>& side_opts) {
     EngineConfig run = cfg_;
-    if (!run.chunked_prefill) run.max_batched_tokens = std::max(run.max_batched_tokens, run.max_model_len);
+    if (!run.scheduler.chunked_prefill) run.scheduler.max_batched_tokens = std::max(run.scheduler.max_batched_tokens, run.scheduler.max_model_len);
     auto engine = Engine::create(run);
     ws_.max_model_len = engine->max_model_len();
     const Workload w = make_workload(ws_, engine->tokenizer(), int(engine->model().config().n_vocab));
@@ -383,7 +383,7 @@ class Ladder {
     const ModelConfig& mc = engine->model().config();
     const KvPrecision kvp = applied.kv_precision(mc.n_layers);
     const double bytes_per_token = double(kvp.bytes_per_token(mc.n_kv_heads, mc.head_dim));
-    const double peak_kv_mib = double(r.stats.kv_blocks_peak) * applied.block_size * bytes_per_token / 1048576.0;
+    const double peak_kv_mib = double(r.stats.kv_blocks_peak) * applied.kv.block_size * bytes_per_token / 1048576.0;
     const double tok_s = double(r.prompt_tokens + r.gen_tokens) / r.wall_s;
     if (k == 0) base_tok_s_ = tok_s;
 

@@ -184,8 +184,8 @@ int cmd_bench_spec(int argc, char** argv) {
   check(args.has("--prompts"), "missing --prompts FILE\n" + args.help());
   EngineConfig base = engine_config(args);
   base.verbose = false;
-  if (!args.has("--kv-memory") && !args.has("--ctx")) base.max_model_len = 2048;  // one sequence at a time:
-  if (!args.has("--kv-memory")) base.kv_memory_bytes = int64_t(256) << 20;          // a small cache will do
+  if (!args.has("--kv-memory") && !args.has("--ctx")) base.scheduler.max_model_len = 2048;  // one sequence at a time:
+  if (!args.has("--kv-memory")) base.kv.memory_bytes = int64_t(256) << 20;          // a small cache will do
   const int gen = static_cast<int>(args.integer("--gen")), repeat = static_cast<int>(args.integer("--repeat"));
   check(gen >= 2 && repeat >= 1, "--gen >= 2 and --repeat >= 1 are required");
 

@@ -117,11 +117,11 @@ nlohmann::json config_json(const EngineConfig& cfg, const Engine& engine, double
   j["model"] = cfg.model_path;
   j["threads"] = cfg.threads;
   j["batching"] = batching_mode_name(cfg.batching);
-  j["kv_layout"] = kv::kv_layout_name(cfg.kv_layout);
+  j["kv_layout"] = kv::kv_layout_name(cfg.kv.layout);
   j["kv_dtype"] = engine.stats().kv_types;
-  j["prefix_caching"] = cfg.prefix_caching;
-  j["window_kv"] = cfg.window_kv;
-  j["chunked_prefill"] = cfg.chunked_prefill;
+  j["prefix_caching"] = cfg.kv.prefix_caching;
+  j["window_kv"] = cfg.kv.window;
+  j["chunked_prefill"] = cfg.scheduler.chunked_prefill;
   j["kv_blocks_total"] = engine.stats().kv_blocks_total;
   j["load_s"] = load_s;
   return j;
@@ -135,7 +135,7 @@ void run_sweep(const Args& args, const EngineConfig& cfg, Engine& engine, nlohma
   nlohmann::json pts = nlohmann::json::array();
   std::printf("decode sweep (%d timed steps each, prompt %d):\n  batch  step_ms   tok/s\n", steps, prompt_len);
   for (int b : parse_list(args.str("--sweep-batch"))) {
-    check(b <= cfg.max_seqs, "--sweep-batch " + std::to_string(b) + " exceeds --max-seqs");
+    check(b <= cfg.scheduler.max_seqs, "--sweep-batch " + std::to_string(b) + " exceeds --max-seqs");
     const SweepPoint p = sweep_point(engine, b, prompt_len, steps, int(engine.model().config().n_vocab));
     std::printf("  %5d  %7.1f  %7.1f\n", p.batch, p.step_ms, p.tok_s);
     std::fflush(stdout);

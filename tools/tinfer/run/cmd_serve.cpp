@@ -56,8 +56,8 @@ EngineConfig serve_engine_config(int argc, char** argv, const Args& args, const 
   for (std::string& w : words) wargv.push_back(w.data());
   const Args eargs(static_cast<int>(wargv.size()), wargv.data(), spec, usage);
   EngineConfig ec = engine_config(eargs);
-  ec.long_request_tokens = static_cast<int>(args.integer("--long-request-tokens"));
-  ec.max_background_running = static_cast<int>(args.integer("--max-long-in-flight"));
+  ec.requests.long_request_tokens = static_cast<int>(args.integer("--long-request-tokens"));
+  ec.scheduler.max_background_running = static_cast<int>(args.integer("--max-long-in-flight"));
   if (auto errs = ec.validate(); !errs.empty()) fail("invalid engine options:\n  " + errs.front());
   return ec;
 }
@@ -102,7 +102,7 @@ Routed attach_routed(server::HttpServer& server, Engine& engine, const EngineCon
   sc_engine.spec = SpecConfig{};
   // The model-specific plans were made for (and checked against) the large model: the small one runs without
   // them (a layer-skip, KV or early-exit plan for it would need its own flags).
-  sc_engine.skip = {}, sc_engine.early_exit = {}, sc_engine.kv_layers.clear(), sc_engine.kv_k_smooth.clear();
+  sc_engine.plans = {};
   Routed r;
   r.small = Engine::create(sc_engine);
   check_same_tokenizer(engine.tokenizer(), r.small->tokenizer(), "small model " + route.small_path, "large model");

@@ -29,13 +29,13 @@ std::unique_ptr<Engine> spec_engine(const Args& args) {
   cfg.model_path = args.str("--model");
   cfg.tokenizer_path = args.str("--tokenizer");
   cfg.threads = int(args.integer("--threads"));
-  cfg.max_seqs = 1;
+  cfg.scheduler.max_seqs = 1;
   cfg.verbose = false;
   std::vector<std::string> errs;
   parse_kv_types(args, cfg, errs);
   parse_spec(args, cfg.spec, errs);
   try {
-    cfg.early_exit = early_exit(args);
+    cfg.plans.early_exit = early_exit(args);
   } catch (const Error& e) {
     errs.push_back(e.what());
   }
@@ -46,7 +46,7 @@ std::unique_ptr<Engine> spec_engine(const Args& args) {
     fail(msg);
   }
   auto model = Model::load(cfg.model_path, ModelLoadOptions{.tokenizer_path = cfg.tokenizer_path});
-  cfg.max_model_len = int(context_length(args, *model));
+  cfg.scheduler.max_model_len = int(context_length(args, *model));
   return Engine::create(std::move(model), cfg);
 }
 
