@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "model/arch/arch.h"
 #include "model/gguf_meta.h"
 #include "model/hf_arch.h"
 #include "model/rope.h"
@@ -184,11 +185,12 @@ GgufFile open_hf_checkpoint(const std::string& dir, const HfViewOptions& opts) {
     t.data = buf.data();
     tensors.push_back(std::move(t));
   };
-  if (a == "llama" && is_llama3_scaling(hp)) {
+  const RopeFactorTensors rope_factors = find_arch(a)->facts.rope_factors;  // (every HfArch row's arch is known)
+  if (rope_factors == RopeFactorTensors::llama3 && is_llama3_scaling(hp)) {
     const int64_t rope_dim = hp_int(hp, "head_dim", hp_int(hp, "hidden_size", 0) / std::max<int64_t>(n_head, 1));
     add_factors("rope_freqs.weight", llama3_factors(hp, rope_dim));
   }
-  if (a == "phi3" && hp.contains("rope_scaling") && hp["rope_scaling"].is_object()) {  // checked by phi3_extra
+  if (rope_factors == RopeFactorTensors::longrope && hp.contains("rope_scaling") && hp["rope_scaling"].is_object()) {  // checked by phi3_extra
     const json& rs = hp["rope_scaling"];
     add_factors("rope_factors_short.weight", rs["short_factor"].get<std::vector<float>>());
     add_factors("rope_factors_long.weight", rs["long_factor"].get<std::vector<float>>());
