@@ -65,6 +65,10 @@ struct Interp {
 // Builtins (builtins.cpp): filters, tests, methods of str/dict/list, and the global functions.
 Value apply_filter(Interp& in, const std::string& name, const Value& v, Args& args);
 bool apply_test(Interp& in, const std::string& name, const Value& v, Args& args);
+// Argument k of a builtin's call, given positionally (k counts from the first after the filtered value or the
+// method's object) or by `name`; nullptr when absent.
+const Value* call_arg(const Args& a, size_t k, const char* name);
+
 // The builtins' name tables (filters, tests, str methods): one row per name, sorted by name so that a lookup is a
 // binary search; each table states static_assert(sorted_by_name(table)).
 template <class Fn>

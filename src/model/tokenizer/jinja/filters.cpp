@@ -6,6 +6,8 @@
 #include <cctype>
 #include <cerrno>
 #include <cmath>
+#include <iterator>
+#include <utility>
 
 #include "model/tokenizer/jinja/eval.h"
 #include "model/tokenizer/jinja/parser.h"
@@ -14,16 +16,8 @@
 namespace tinfer::jinja {
 namespace {
 
-// Argument `k` given positionally (after the filtered value) or by name; nullptr when absent.
-const Value* arg(const Args& a, size_t k, const char* name) {
-  if (k < a.pos.size()) return &a.pos[k];
-  for (const auto& [n, v] : a.kw)
-    if (n == name) return &v;
-  return nullptr;
-}
-
 int64_t int_arg(Interp& in, const Args& a, size_t k, const char* name, int64_t def) {
-  const Value* v = arg(a, k, name);
+  const Value* v = call_arg(a, k, name);
   if (!v || v->is_none()) return def;
   if (v->kind == Value::Kind::integer) return v->i;
   if (v->kind == Value::Kind::boolean) return v->b;
@@ -31,12 +25,12 @@ int64_t int_arg(Interp& in, const Args& a, size_t k, const char* name, int64_t d
 }
 
 bool bool_arg(const Args& a, size_t k, const char* name, bool def) {
-  const Value* v = arg(a, k, name);
+  const Value* v = call_arg(a, k, name);
   return v ? truthy(*v) : def;
 }
 
 std::string str_arg(Interp& in, const Args& a, size_t k, const char* name, const std::string& def) {
-  const Value* v = arg(a, k, name);
+  const Value* v = call_arg(a, k, name);
   if (!v || v->is_undefined()) return def;
   if (!v->is_string()) in.error(std::string("argument '") + name + "' must be a string");
   return v->s();
@@ -132,7 +126,7 @@ std::vector<Value> select_items(Interp& in, const Value& seq, Args& a, bool by_a
   size_t k = 0;
   std::string attr;
   if (by_attr) attr = str_arg(in, a, k++, "attribute", "");
-  const Value* test = arg(a, k, "");
+  const Value* test = call_arg(a, k, "");
   Args test_args;
   for (size_t j = k + 1; j < a.pos.size(); ++j) test_args.pos.push_back(a.pos[j]);
   std::vector<Value> out;
@@ -165,17 +159,15 @@ Str indent(const Str& s, const std::string& pad, bool first, bool blank) {
   return Str::derived(std::move(out), s.any_literal());
 }
 
+// Jinja's (markupsafe's) escape: these five characters as entities, everything else unchanged.
 std::string html_escape(const std::string& s) {
+  static constexpr std::pair<char, const char*> kEntities[] = {
+      {'&', "&amp;"}, {'<', "&lt;"}, {'>', "&gt;"}, {'"', "&#34;"}, {'\'', "&#39;"}};
   std::string out;
   for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&#34;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
-    }
+    const auto* e = std::find_if(std::begin(kEntities), std::end(kEntities), [c](const auto& x) { return x.first == c; });
+    if (e != std::end(kEntities)) out += e->second;
+    else out += c;
   }
   return out;
 }
@@ -189,7 +181,7 @@ using FilterFn = Value (*)(Interp& in, const std::string& name, const Value& v, 
 Str str_of(const Value& x) { return x.is_undefined() ? Str() : to_str(x); }
 
 Value f_trim(Interp&, const std::string&, const Value& v, Args& a) {
-  const Value* chars = arg(a, 0, "chars");
+  const Value* chars = call_arg(a, 0, "chars");
   const std::string c = chars && chars->is_string() ? chars->s() : std::string();
   return Value::string(py_strip(str_of(v), chars && chars->is_string() ? &c : nullptr, true, true));
 }
@@ -197,8 +189,8 @@ Value f_trim(Interp&, const std::string&, const Value& v, Args& a) {
 Value f_length(Interp& in, const std::string&, const Value& v, Args&) { return Value::integer(length(in, v)); }
 
 Value f_tojson(Interp& in, const std::string&, const Value& v, Args& a) {
-  const Value* ind = arg(a, 0, "indent");
-  const Value* seps = arg(a, 99, "separators");
+  const Value* ind = call_arg(a, 0, "indent");
+  const Value* seps = call_arg(a, 99, "separators");
   std::string item_sep = ind && !ind->is_none() ? "," : ", ", key_sep = ": ";
   if (seps && seps->is_list() && seps->list->size() == 2 && (*seps->list)[0].is_string() && (*seps->list)[1].is_string()) {
     item_sep = (*seps->list)[0].s();
@@ -222,7 +214,7 @@ Value f_escape(Interp&, const std::string&, const Value& v, Args&) {
 }
 
 Value f_int(Interp&, const std::string&, const Value& v, Args& a) {
-  const Value* def = arg(a, 0, "default");
+  const Value* def = call_arg(a, 0, "default");
   const Value d = def ? *def : Value::integer(0);
   if (v.kind == Value::Kind::integer) return v;
   if (v.kind == Value::Kind::boolean) return Value::integer(v.b);
@@ -240,7 +232,7 @@ Value f_int(Interp&, const std::string&, const Value& v, Args& a) {
 }
 
 Value f_float(Interp&, const std::string&, const Value& v, Args& a) {
-  const Value* def = arg(a, 0, "default");
+  const Value* def = call_arg(a, 0, "default");
   const Value d = def ? *def : Value::floating(0);
   if (v.is_number()) return Value::floating(v.as_double());
   double f;
@@ -257,7 +249,7 @@ Value f_case(Interp&, const std::string& name, const Value& v, Args&) {
 }
 
 Value f_default(Interp&, const std::string&, const Value& v, Args& a) {
-  const Value* def = arg(a, 0, "default_value");
+  const Value* def = call_arg(a, 0, "default_value");
   const bool boolean = bool_arg(a, 1, "boolean", false);
   if (v.is_undefined() || (boolean && !truthy(v))) return def ? *def : Value::text("");
   return v;
@@ -265,7 +257,7 @@ Value f_default(Interp&, const std::string&, const Value& v, Args& a) {
 
 Value f_join(Interp& in, const std::string&, const Value& v, Args& a) {
   const std::string sep = str_arg(in, a, 0, "d", "");
-  const Value* attr = arg(a, 1, "attribute");
+  const Value* attr = call_arg(a, 1, "attribute");
   Str out;
   bool first = true;
   for (const Value& item : iterate_value(in, v)) {
@@ -298,8 +290,8 @@ Value f_reverse(Interp& in, const std::string&, const Value& v, Args&) {
 
 Value f_map(Interp& in, const std::string&, const Value& v, Args& a) {
   List out;
-  const Value* attr = arg(a, 99, "attribute");
-  const Value* def = arg(a, 99, "default");
+  const Value* attr = call_arg(a, 99, "attribute");
+  const Value* def = call_arg(a, 99, "default");
   if (attr) {
     if (!attr->is_string()) in.error("map(attribute=...) takes a string");
     for (const Value& item : iterate_value(in, v)) {
@@ -330,7 +322,7 @@ Value f_replace(Interp& in, const std::string&, const Value& v, Args& a) {
   const Str s = str_of(v);
   const std::string from = str_arg(in, a, 0, "old", ""), to = str_arg(in, a, 1, "new", "");
   const int64_t count = int_arg(in, a, 2, "count", -1);
-  const Value* nv = arg(a, 1, "new");
+  const Value* nv = call_arg(a, 1, "new");
   const bool lit = s.any_literal() || (nv && any_literal(*nv));
   if (!from.empty() && s.s.size() / from.size() * (to.size() + 1) > in.limits.max_output) in.check_size(in.limits.max_output + 1);
   std::string r = py_replace(s.s, from, to, count);
@@ -364,7 +356,7 @@ Value f_dictsort(Interp& in, const std::string&, const Value& v, Args& a) {
 
 Value f_sort(Interp& in, const std::string&, const Value& v, Args& a) {
   const bool rev = bool_arg(a, 0, "reverse", false), cs = bool_arg(a, 1, "case_sensitive", false);
-  const Value* attr = arg(a, 2, "attribute");
+  const Value* attr = call_arg(a, 2, "attribute");
   std::vector<Value> items = iterate_value(in, v);
   auto key = [&](const Value& x) { return sort_key(attr && attr->is_string() ? get_attribute(x, attr->s()) : x, cs); };
   std::stable_sort(items.begin(), items.end(), [&](const Value& x, const Value& y) {
@@ -375,7 +367,7 @@ Value f_sort(Interp& in, const std::string&, const Value& v, Args& a) {
 
 Value f_unique(Interp& in, const std::string&, const Value& v, Args& a) {
   const bool cs = bool_arg(a, 0, "case_sensitive", false);
-  const Value* attr = arg(a, 1, "attribute");
+  const Value* attr = call_arg(a, 1, "attribute");
   List out, seen;
   for (const Value& item : iterate_value(in, v)) {
     const Value k = sort_key(attr && attr->is_string() ? get_attribute(item, attr->s()) : item, cs);
@@ -389,7 +381,7 @@ Value f_unique(Interp& in, const std::string&, const Value& v, Args& a) {
 }
 
 Value f_indent(Interp& in, const std::string&, const Value& v, Args& a) {
-  const Value* w = arg(a, 0, "width");
+  const Value* w = call_arg(a, 0, "width");
   std::string pad = w && w->is_string() ? w->s() : std::string(size_t(std::clamp<int64_t>(int_arg(in, a, 0, "width", 4), 0, 256)), ' ');
   const Str s = str_of(v);
   in.check_size(s.s.size() * (pad.size() + 1) + pad.size());
@@ -399,7 +391,7 @@ Value f_indent(Interp& in, const std::string&, const Value& v, Args& a) {
 // min, max.
 Value f_extreme(Interp& in, const std::string& name, const Value& v, Args& a) {
   const bool cs = bool_arg(a, 0, "case_sensitive", false);
-  const Value* attr = arg(a, 1, "attribute");
+  const Value* attr = call_arg(a, 1, "attribute");
   const std::vector<Value> items = iterate_value(in, v);
   if (items.empty()) return Value::undefined("no " + name + " item, sequence was empty");
   auto key = [&](const Value& x) { return sort_key(attr && attr->is_string() ? get_attribute(x, attr->s()) : x, cs); };
@@ -549,6 +541,13 @@ static_assert(sorted_by_name(kFilters) && sorted_by_name(kTests), "keep the name
 
 }  // namespace
 
+const Value* call_arg(const Args& a, size_t k, const char* name) {
+  if (k < a.pos.size()) return &a.pos[k];
+  for (const auto& [n, v] : a.kw)
+    if (n == name) return &v;
+  return nullptr;
+}
+
 Value apply_filter(Interp& in, const std::string& name, const Value& v, Args& a) {
   const FilterFn f = find_named(kFilters, name);
   if (!f) in.error("unsupported filter '" + name + "'");
@@ -558,7 +557,7 @@ Value apply_filter(Interp& in, const std::string& name, const Value& v, Args& a)
 bool apply_test(Interp& in, const std::string& name, const Value& v, Args& a) {
   const TestFn t = find_named(kTests, name);
   if (!t) in.error("unsupported test '" + name + "'");
-  return t(in, name, v, arg(a, 0, "value"));
+  return t(in, name, v, call_arg(a, 0, "value"));
 }
 
 bool is_known_filter(std::string_view n) { return find_named(kFilters, n) != nullptr; }

@@ -9,13 +9,6 @@
 namespace tinfer::jinja {
 namespace {
 
-const Value* pos_or_kw(const Args& a, size_t k, const char* name) {
-  if (k < a.pos.size()) return &a.pos[k];
-  for (const auto& [n, v] : a.kw)
-    if (n == name) return &v;
-  return nullptr;
-}
-
 std::vector<std::string> prefixes(Interp& in, const Value* v, const char* method) {
   if (v && v->is_string()) return {v->s()};
   if (v && v->is_list()) {
@@ -32,7 +25,7 @@ std::vector<std::string> prefixes(Interp& in, const Value* v, const char* method
 // ---- str methods: one function per method (or per family sharing a body; `name` tells them apart). ----
 using StrMethod = Value (*)(Interp& in, const std::string& name, const Str& s, Args& a);
 
-const Value* first_arg(const Args& a) { return pos_or_kw(a, 0, ""); }
+const Value* first_arg(const Args& a) { return call_arg(a, 0, ""); }
 
 // A str-or-None argument: nullptr for None or absent.
 const std::string* opt_str(Interp& in, const std::string& name, const Value* v) {
@@ -56,8 +49,8 @@ Value m_strip(Interp& in, const std::string& name, const Str& s, Args& a) {
 }
 
 Value m_split(Interp& in, const std::string& name, const Str& s, Args& a) {
-  const Value* sep = pos_or_kw(a, 0, "sep");
-  const Value* max = pos_or_kw(a, 1, "maxsplit");
+  const Value* sep = call_arg(a, 0, "sep");
+  const Value* max = call_arg(a, 1, "maxsplit");
   const std::string* sp = opt_str(in, name, sep);
   if (sp && sp->empty()) in.error("split(): empty separator");
   List l;
@@ -75,9 +68,9 @@ Value m_case(Interp&, const std::string& name, const Str& s, Args&) {
 }
 
 Value m_replace(Interp& in, const std::string&, const Str& s, Args& a) {
-  const Value* from = pos_or_kw(a, 0, "old");
-  const Value* to = pos_or_kw(a, 1, "new");
-  const Value* count = pos_or_kw(a, 2, "count");
+  const Value* from = call_arg(a, 0, "old");
+  const Value* to = call_arg(a, 1, "new");
+  const Value* count = call_arg(a, 2, "count");
   if (!from || !to || !from->is_string() || !to->is_string()) in.error("replace() takes two strings");
   if (!from->s().empty() && s.s.size() / from->s().size() * (to->s().size() + 1) > in.limits.max_output)
     in.check_size(in.limits.max_output + 1);
@@ -141,12 +134,14 @@ Value m_splitlines(Interp&, const std::string&, const Str& s, Args&) {
 }
 
 constexpr NamedFn<StrMethod> kStrMethods[] = {
-    {"capitalize", m_case},        {"count", m_find},             {"endswith", m_affix},         {"find", m_find},
-    {"index", m_find},             {"isalnum", m_is},             {"isalpha", m_is},             {"isdigit", m_is},
-    {"islower", m_is},             {"isspace", m_is},             {"isupper", m_is},             {"join", m_join},
-    {"lower", m_case},             {"lstrip", m_strip},           {"replace", m_replace},        {"rfind", m_find},
-    {"rstrip", m_strip},           {"split", m_split},            {"splitlines", m_splitlines},  {"startswith", m_affix},
-    {"strip", m_strip},            {"title", m_case},             {"upper", m_case},
+    {"capitalize", m_case},        {"count", m_find},             {"endswith", m_affix},
+    {"find", m_find},              {"index", m_find},             {"isalnum", m_is},
+    {"isalpha", m_is},             {"isdigit", m_is},             {"islower", m_is},
+    {"isspace", m_is},             {"isupper", m_is},             {"join", m_join},
+    {"lower", m_case},             {"lstrip", m_strip},           {"replace", m_replace},
+    {"rfind", m_find},             {"rstrip", m_strip},           {"split", m_split},
+    {"splitlines", m_splitlines},  {"startswith", m_affix},       {"strip", m_strip},
+    {"title", m_case},             {"upper", m_case},
 };
 
 static_assert(sorted_by_name(kStrMethods), "keep kStrMethods sorted (binary search)");
@@ -160,9 +155,9 @@ bool string_method(Interp& in, const Value& obj, const std::string& name, Args& 
 
 bool dict_method(Interp& in, const Value& obj, const std::string& name, Args& a, Value& out) {
   if (name == "get") {
-    const Value* key = pos_or_kw(a, 0, "key");
+    const Value* key = call_arg(a, 0, "key");
     if (!key) in.error("get() needs a key");
-    const Value* def = pos_or_kw(a, 1, "default");
+    const Value* def = call_arg(a, 1, "default");
     const Value* v = obj.dict->find(*key);
     out = v ? *v : def ? *def : Value::none();
   } else if (name == "items" || name == "keys" || name == "values") {
