@@ -75,21 +75,7 @@ void quantize_block_ref(const float* x, BlockQ2_K& y) {
 void search(const float* x, const float* w, BlockQ2_K& y) {
   uint8_t L[kQK_K];
   float scales[kNSub], mins[kNSub], w_scale[kNSub], w_min[kNSub];
-  int32_t Lj[kSub];
-  for (int j = 0; j < kNSub; ++j) {
-    const float* ws = w + kSub * j;
-    float offset;
-    scales[j] = weighted_affine_fit(kSub, kNmax, x + kSub * j, ws, Lj, &offset, true);
-    mins[j] = -offset;
-    double wl2 = 0, wsum = 0;
-    for (int i = 0; i < kSub; ++i) {
-      L[kSub * j + i] = uint8_t(Lj[i]);
-      wl2 += double(ws[i]) * Lj[i] * Lj[i];
-      wsum += ws[i];
-    }
-    w_scale[j] = float(wl2);
-    w_min[j] = float(wsum);
-  }
+  weighted_sub_block_fits(kNSub, kSub, kNmax, x, w, L, scales, mins, w_scale, w_min);
   int32_t qs[kNSub], qm[kNSub];
   y.d = f32_to_fp16(weighted_scale_fit(kNSub, 0, 15, scales, w_scale, qs));
   y.dmin = f32_to_fp16(weighted_scale_fit(kNSub, 0, 15, mins, w_min, qm));

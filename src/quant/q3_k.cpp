@@ -95,19 +95,11 @@ void quantize_block_ref(const float* x, BlockQ3_K& y) {
 // with the error their rounding causes (e^2 * sum w L^2), re-rounded to the stored fp16 d, codes
 // re-rounded to the result.
 void search(const float* x, const float* w, BlockQ3_K& y) {
-  uint8_t U[kQK_K];
+  int32_t L[kQK_K];
   float scales[kNSub], w_scale[kNSub];
-  int32_t Lj[kSub];
-  for (int j = 0; j < kNSub; ++j) {
-    const float* ws = w + kSub * j;
-    scales[j] = weighted_scale_fit(kSub, -4, 3, x + kSub * j, ws, Lj);
-    double wl2 = 0;
-    for (int i = 0; i < kSub; ++i) {
-      U[kSub * j + i] = uint8_t(Lj[i] + 4);
-      wl2 += double(ws[i]) * Lj[i] * Lj[i];
-    }
-    w_scale[j] = float(wl2);
-  }
+  weighted_sub_block_scale_fits(kNSub, kSub, -4, 3, x, w, L, scales, w_scale);
+  uint8_t U[kQK_K];
+  for (int e = 0; e < kQK_K; ++e) U[e] = uint8_t(L[e] + 4);
   int32_t q[kNSub];
   y.d = f32_to_fp16(weighted_scale_fit(kNSub, -32, 31, scales, w_scale, q));
   round_to_grid(kNSub, -32, 31, scales, fp16_to_f32(y.d), 0.0f, q);

@@ -40,6 +40,17 @@ struct Codes {
     std::copy(q, q + kQK, L);
     pack(L, b);
   }
+  // The dequantization loop of both formats: each block of n values unpacked, then block(b, L, y) writes its kQK
+  // values y from the codes L (the format's float expression, in ggml's order).
+  template <class Block>
+  static void decode(const void* src, float* dst, int64_t n, Block block) {
+    const auto* b = static_cast<const B*>(src);
+    uint8_t L[kQK];
+    for (int64_t i = 0; i < n / kQK; ++i) {
+      unpack(b[i], L);
+      block(b[i], L, dst + i * kQK);
+    }
+  }
 };
 
 // Q4_0 / Q5_0: x = d * (q - kZero), kZero = 8 or 16.
@@ -65,13 +76,10 @@ struct Sym : Codes<kBits, B> {
   }
 
   static void to_float(const void* src, float* dst, int64_t n) {
-    const auto* b = static_cast<const B*>(src);
-    uint8_t L[kQK];
-    for (int64_t i = 0; i < n / kQK; ++i) {
-      const float d = fp16_to_f32(b[i].d);
-      C::unpack(b[i], L);
-      for (int j = 0; j < kQK; ++j) dst[i * kQK + j] = (L[j] - kZero) * d;
-    }
+    C::decode(src, dst, n, [](const B& b, const uint8_t* L, float* y) {
+      const float d = fp16_to_f32(b.d);
+      for (int j = 0; j < kQK; ++j) y[j] = (L[j] - kZero) * d;
+    });
   }
   // d = max / -kZero where max is the signed value of largest magnitude, so that value maps to q = 0
   // (the asymmetric end of [-kZero, kZero-1]) and the full range is used.
@@ -117,14 +125,10 @@ struct Affine : Codes<kBits, B> {
   }
 
   static void to_float(const void* src, float* dst, int64_t n) {
-    const auto* b = static_cast<const B*>(src);
-    uint8_t L[kQK];
-    for (int64_t i = 0; i < n / kQK; ++i) {
-      const float d = fp16_to_f32(b[i].d);
-      const float m = fp16_to_f32(b[i].m);
-      C::unpack(b[i], L);
-      for (int j = 0; j < kQK; ++j) dst[i * kQK + j] = L[j] * d + m;
-    }
+    C::decode(src, dst, n, [](const B& b, const uint8_t* L, float* y) {
+      const float d = fp16_to_f32(b.d), m = fp16_to_f32(b.m);
+      for (int j = 0; j < kQK; ++j) y[j] = L[j] * d + m;
+    });
   }
   // d = (max - min) / kNmax, m = min; q = round_half_up((x - min) / d).
   static void from_float(const float* src, void* dst, int64_t n) {

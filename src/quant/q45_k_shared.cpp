@@ -91,26 +91,8 @@ void quantize_ref(const float* x, const RefSearch& p, ScaleMin& s, uint8_t* L) {
 }
 
 void quantize_weighted(const float* x, const float* w, int nmax, ScaleMin& s, uint8_t* L) {
-  float scales[kNSub], mins[kNSub];
-  // Weights of the super-block fits: rounding sub-block j's scale by e moves its values by e*L_i, its
-  // min by e everywhere, so the weighted error grows by e^2 * sum w L^2 and e^2 * sum w respectively.
-  float w_scale[kNSub], w_min[kNSub];
-  int32_t Lj[kSub];
-  for (int j = 0; j < kNSub; ++j) {
-    const float* xs = x + kSub * j;
-    const float* ws = w + kSub * j;
-    float offset;
-    scales[j] = weighted_affine_fit(kSub, nmax, xs, ws, Lj, &offset, true);
-    mins[j] = -offset;
-    double wl2 = 0, wsum = 0;
-    for (int i = 0; i < kSub; ++i) {
-      L[kSub * j + i] = uint8_t(Lj[i]);
-      wl2 += double(ws[i]) * Lj[i] * Lj[i];
-      wsum += ws[i];
-    }
-    w_scale[j] = float(wl2);
-    w_min[j] = float(wsum);
-  }
+  float scales[kNSub], mins[kNSub], w_scale[kNSub], w_min[kNSub];
+  weighted_sub_block_fits(kNSub, kSub, nmax, x, w, L, scales, mins, w_scale, w_min);
   int32_t qs[kNSub], qm[kNSub];
   const float d = weighted_scale_fit(kNSub, 0, 63, scales, w_scale, qs);
   const float dmin = weighted_scale_fit(kNSub, 0, 63, mins, w_min, qm);

@@ -90,19 +90,11 @@ void quantize_block(const float* x, BlockQ6_K& y) {
 // Weighted: symmetric fit per sub-block on codes -32..31, then the int8 scales (-128..127) fitted with
 // the error their rounding causes (e^2 * sum w L^2), re-rounded to the stored fp16 d, codes re-rounded.
 void search(const float* x, const float* w, BlockQ6_K& y) {
-  int8_t L[kQK_K];
+  int32_t Ls[kQK_K];  // signed codes -32..31
   float scales[kNSub], w_scale[kNSub];
-  int32_t Lj[kSub];
-  for (int j = 0; j < kNSub; ++j) {
-    const float* ws = w + kSub * j;
-    scales[j] = weighted_scale_fit(kSub, -32, 31, x + kSub * j, ws, Lj);
-    double wl2 = 0;
-    for (int i = 0; i < kSub; ++i) {
-      L[kSub * j + i] = int8_t(Lj[i] + 32);
-      wl2 += double(ws[i]) * Lj[i] * Lj[i];
-    }
-    w_scale[j] = float(wl2);
-  }
+  weighted_sub_block_scale_fits(kNSub, kSub, -32, 31, x, w, Ls, scales, w_scale);
+  int8_t L[kQK_K];
+  for (int e = 0; e < kQK_K; ++e) L[e] = int8_t(Ls[e] + 32);
   int32_t q[kNSub];
   y.d = f32_to_fp16(weighted_scale_fit(kNSub, -128, 127, scales, w_scale, q));
   round_to_grid(kNSub, -128, 127, scales, fp16_to_f32(y.d), 0.0f, q);

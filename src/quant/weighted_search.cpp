@@ -155,4 +155,36 @@ float weighted_affine_fit(int n, int nmax, const float* x, const float* w, int32
   return float(best_d);
 }
 
+void weighted_sub_block_fits(int n_sub, int sub, int nmax, const float* x, const float* w, uint8_t* L, float* scales,
+                             float* mins, float* w_scale, float* w_min) {
+  int32_t Lj[32];  // sub <= 32 (Q2_K: 16, Q4_K / Q5_K: 32)
+  for (int j = 0; j < n_sub; ++j) {
+    const float* xs = x + sub * j;
+    const float* ws = w + sub * j;
+    float offset;
+    scales[j] = weighted_affine_fit(sub, nmax, xs, ws, Lj, &offset, true);
+    mins[j] = -offset;
+    double wl2 = 0, wsum = 0;
+    for (int i = 0; i < sub; ++i) {
+      L[sub * j + i] = uint8_t(Lj[i]);
+      wl2 += double(ws[i]) * Lj[i] * Lj[i];
+      wsum += ws[i];
+    }
+    w_scale[j] = float(wl2);
+    w_min[j] = float(wsum);
+  }
+}
+
+void weighted_sub_block_scale_fits(int n_sub, int sub, int qmin, int qmax, const float* x, const float* w, int32_t* L,
+                                   float* scales, float* w_scale) {
+  for (int j = 0; j < n_sub; ++j) {
+    const float* ws = w + sub * j;
+    int32_t* Lj = L + sub * j;
+    scales[j] = weighted_scale_fit(sub, qmin, qmax, x + sub * j, ws, Lj);
+    double wl2 = 0;
+    for (int i = 0; i < sub; ++i) wl2 += double(ws[i]) * Lj[i] * Lj[i];
+    w_scale[j] = float(wl2);
+  }
+}
+
 }  // namespace tinfer::quant_ref

@@ -17,12 +17,6 @@ using namespace quantize_detail;
 
 namespace {
 
-double sum_squares(const std::vector<float>& y) {
-  double e = 0;
-  for (float v : y) e += double(v) * v;
-  return e;
-}
-
 constexpr int64_t kActBlock = 32;  // the CPU kernels' int8 activation block
 
 }  // namespace
@@ -50,15 +44,13 @@ std::vector<ScaleFold> awq_apply(FloatModel& m, CalibStats& stats, DType target,
       report.push_back(f);
       continue;
     }
-    int64_t rows = 0, n = 0;
-    const std::vector<float> w = stacked_weights(m, g, rows);
-    const std::vector<float> x = loss_sample(*g.stats, opts.max_sample_rows, n);
-    std::vector<float> y(static_cast<size_t>(n * rows));
-    float_gemm(w.data(), rows, cols, x.data(), n, y.data(), pool);
-    const double ref = std::max(sum_squares(y), 1e-30);
     const bool act_quant = opts.act_quant && cols % kActBlock == 0;
-    std::vector<float> y_ref, xs;
-    if (act_quant) y_ref = y, xs.resize(x.size());
+    const FoldProblem p = fold_problem(m, g, opts.max_sample_rows, pool);
+    const int64_t rows = p.rows;
+    const std::vector<float>& w = p.w;
+    std::vector<float> y(p.y_ref.size());
+    std::vector<float> xs;
+    if (act_quant) xs.resize(p.x.size());
 
     const InputStats& st = *g.stats;
     std::vector<double> mean_abs(static_cast<size_t>(cols));
@@ -82,27 +74,17 @@ std::vector<ScaleFold> awq_apply(FloatModel& m, CalibStats& stats, DType target,
         for (int64_t c = 0; c < cols; ++c) ws[r * cols + c] = float(w[r * cols + c] * s[c]);
       for (size_t c = 0; c < imp.size(); ++c) imp_s[c] = float(imp[c] / (s[c] * s[c]));  // energy of x / s
       const std::vector<uint8_t> q = rtn(tt, ws.data(), rows, cols, opts.weighted ? imp_s.data() : nullptr, pool);
+      // with act_quant the runtime's product: int8 (x / s) times the dequantized W diag(s)
+      if (act_quant) return act_quant_error(p, tt, q.data(), s, kActBlock, deq, xs, y, pool) / p.ref;
       const size_t rb = row_bytes(type, cols);
-      if (act_quant) {  // the runtime's product: int8 (x / s) times the dequantized W diag(s)
-        pool.parallel_for(rows, 1, [&](int64_t r0, int64_t r1) {
-          for (int64_t r = r0; r < r1; ++r) tt.to_float(q.data() + rb * size_t(r), &deq[r * cols], cols);
-        });
-        for (int64_t i = 0; i < n; ++i)
-          for (int64_t c = 0; c < cols; ++c) xs[i * cols + c] = float(x[i * cols + c] / s[c]);
-        fake_quant_act(xs.data(), n, cols, kActBlock);
-        float_gemm(deq.data(), rows, cols, xs.data(), n, y.data(), pool);
-        double err = 0;
-        for (size_t k = 0; k < y.size(); ++k) err += double(y[k] - y_ref[k]) * (y[k] - y_ref[k]);
-        return err / ref;
-      }
       pool.parallel_for(rows, 1, [&](int64_t r0, int64_t r1) {
         for (int64_t r = r0; r < r1; ++r) {
           tt.to_float(q.data() + rb * size_t(r), &deq[r * cols], cols);
           for (int64_t c = 0; c < cols; ++c) e[r * cols + c] = float(w[r * cols + c] - deq[r * cols + c] / s[c]);
         }
       });
-      float_gemm(e.data(), rows, cols, x.data(), n, y.data(), pool);
-      return sum_squares(y) / ref;
+      float_gemm(e.data(), rows, cols, p.x.data(), p.n, y.data(), pool);
+      return sum_squares(y) / p.ref;
     };
     double best = INFINITY;
     for (int k = 0; k < opts.n_grid; ++k) {

@@ -111,6 +111,40 @@ std::vector<float> loss_sample(const InputStats& s, int64_t max_rows, int64_t& n
   return x;
 }
 
+double sum_squares(const std::vector<float>& y) {
+  double e = 0;
+  for (float v : y) e += double(v) * v;
+  return e;
+}
+
+FoldProblem fold_problem(const FloatModel& m, const FoldGroup& g, int64_t max_sample_rows, ThreadPool& pool) {
+  FoldProblem p;
+  p.cols = g.stats->cols;
+  p.w = stacked_weights(m, g, p.rows);
+  p.x = loss_sample(*g.stats, max_sample_rows, p.n);
+  p.y_ref.resize(static_cast<size_t>(p.n * p.rows));
+  float_gemm(p.w.data(), p.rows, p.cols, p.x.data(), p.n, p.y_ref.data(), pool);
+  p.ref = std::max(sum_squares(p.y_ref), 1e-30);
+  return p;
+}
+
+double act_quant_error(const FoldProblem& p, const TypeTraits& tt, const uint8_t* q, const std::vector<double>& s,
+                       int64_t act_block, std::vector<float>& deq, std::vector<float>& xs, std::vector<float>& y,
+                       ThreadPool& pool) {
+  const int64_t cols = p.cols;
+  const size_t rb = row_bytes(tt.type, cols);
+  pool.parallel_for(p.rows, 1, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) tt.to_float(q + rb * size_t(r), &deq[r * cols], cols);
+  });
+  for (int64_t i = 0; i < p.n; ++i)
+    for (int64_t c = 0; c < cols; ++c) xs[i * cols + c] = float(p.x[i * cols + c] / s[c]);
+  fake_quant_act(xs.data(), p.n, cols, act_block);
+  float_gemm(deq.data(), p.rows, cols, xs.data(), p.n, y.data(), pool);
+  double err = 0;
+  for (size_t k = 0; k < y.size(); ++k) err += double(y[k] - p.y_ref[k]) * (y[k] - p.y_ref[k]);
+  return err;
+}
+
 void fold_winner(FloatModel& m, const FoldGroup& g, const std::vector<double>& best, ScaleFold& f) {
   if (best.empty()) {
     f.note = "no alpha beat the unscaled layer";

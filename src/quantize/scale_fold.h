@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "quant/type_table.h"
 #include "quantize/calib_stats.h"
 #include "quantize/float_model.h"
 #include "quantize/methods.h"
@@ -46,6 +47,25 @@ void fake_quant_act(float* x, int64_t n, int64_t cols, int64_t block);
 
 // The group's sample rows the losses use (at most max_rows; 0 = all), as [n][cols].
 std::vector<float> loss_sample(const InputStats& s, int64_t max_rows, int64_t& n);
+
+double sum_squares(const std::vector<float>& y);  // in double, in order
+
+// One group's scale search problem: the consumers' rows stacked, w [rows][cols]; the loss sample x [n][cols]
+// (at most max_sample_rows); the float outputs y_ref = x w^T [n][rows] and ref = max(||y_ref||^2, 1e-30), which
+// the losses are relative to.
+struct FoldProblem {
+  int64_t rows = 0, cols = 0, n = 0;
+  std::vector<float> w, x, y_ref;
+  double ref = 0;
+};
+FoldProblem fold_problem(const FloatModel& m, const FoldGroup& g, int64_t max_sample_rows, ThreadPool& pool);
+
+// The runtime's output error for the scales s: q (W diag(s) quantized, `rows` rows of type tt) read back into deq,
+// times int8(x / s) rounded per `act_block` values (into xs), into y: || y - y_ref ||^2. deq, xs, y: scratch of
+// w's, x's and y_ref's sizes.
+double act_quant_error(const FoldProblem& p, const TypeTraits& tt, const uint8_t* q, const std::vector<double>& s,
+                       int64_t act_block, std::vector<float>& deq, std::vector<float>& xs, std::vector<float>& y,
+                       ThreadPool& pool);
 
 }  // namespace quantize_detail
 }  // namespace tinfer

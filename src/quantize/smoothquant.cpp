@@ -23,9 +23,9 @@ std::vector<ScaleFold> smoothquant_apply(FloatModel& m, CalibStats& stats, DType
   const int64_t act_block = 32;
   std::vector<ScaleFold> report;
   for (const FoldGroup& g : fold_groups(m, stats)) {
+    const int64_t cols = g.stats->cols;
     ScaleFold f;
     f.group = g.label;
-    const int64_t cols = g.stats->cols;
     f.note = g.skip;
     if (f.note.empty() && cols % tt.block_size != 0)
       f.note = "rows of " + std::to_string(cols) + " are not a whole number of " + tt.name + " blocks";
@@ -35,14 +35,10 @@ std::vector<ScaleFold> smoothquant_apply(FloatModel& m, CalibStats& stats, DType
       report.push_back(f);
       continue;
     }
-    int64_t rows = 0, n = 0;
-    const std::vector<float> w = stacked_weights(m, g, rows);
-    const std::vector<float> x = loss_sample(*g.stats, opts.max_sample_rows, n);
-    std::vector<float> y_ref(static_cast<size_t>(n * rows)), y(y_ref.size());
-    float_gemm(w.data(), rows, cols, x.data(), n, y_ref.data(), pool);
-    double ref = 0;
-    for (float v : y_ref) ref += double(v) * v;
-    ref = std::max(ref, 1e-30);
+    const FoldProblem p = fold_problem(m, g, opts.max_sample_rows, pool);
+    const int64_t rows = p.rows;
+    const std::vector<float>& w = p.w;
+    std::vector<float> y(p.y_ref.size());
 
     std::vector<double> max_w(static_cast<size_t>(cols), 0.0), max_x(static_cast<size_t>(cols));
     for (int64_t r = 0; r < rows; ++r)
@@ -50,21 +46,13 @@ std::vector<ScaleFold> smoothquant_apply(FloatModel& m, CalibStats& stats, DType
     for (int64_t c = 0; c < cols; ++c) max_x[c] = std::max(double(g.stats->max_abs[c]), 1e-5);
     for (double& v : max_w) v = std::max(v, 1e-5);
 
-    std::vector<float> ws(w.size()), deq(w.size()), xs(x.size());
+    std::vector<float> ws(w.size()), deq(w.size()), xs(p.x.size());
     std::vector<double> s(static_cast<size_t>(cols)), best_s;
     auto loss = [&](const std::vector<double>& sc) {
       for (int64_t r = 0; r < rows; ++r)
         for (int64_t c = 0; c < cols; ++c) ws[r * cols + c] = float(w[r * cols + c] * sc[c]);
       const std::vector<uint8_t> q = rtn(tt, ws.data(), rows, cols, nullptr, pool);
-      const size_t rb = row_bytes(type, cols);
-      for (int64_t r = 0; r < rows; ++r) tt.to_float(q.data() + rb * size_t(r), &deq[r * cols], cols);
-      for (int64_t i = 0; i < n; ++i)
-        for (int64_t c = 0; c < cols; ++c) xs[i * cols + c] = float(x[i * cols + c] / sc[c]);
-      fake_quant_act(xs.data(), n, cols, opts.per_token ? cols : act_block);
-      float_gemm(deq.data(), rows, cols, xs.data(), n, y.data(), pool);
-      double e = 0;
-      for (size_t k = 0; k < y.size(); ++k) e += double(y[k] - y_ref[k]) * (y[k] - y_ref[k]);
-      return e / ref;
+      return act_quant_error(p, tt, q.data(), sc, opts.per_token ? cols : act_block, deq, xs, y, pool) / p.ref;
     };
     std::fill(s.begin(), s.end(), 1.0);
     f.err_plain = loss(s);

@@ -1,5 +1,7 @@
 // Architecture interface: each architecture is one file that knows its metadata keys and tensor
-// names, plus one line in the registry. The forward passes consume the generic structures below.
+// names and states its ArchFacts, plus one line in the registry. The forward passes consume the generic
+// structures below; the synthetic models and the Hugging Face conversion read the facts (plus, for checkpoints,
+// the family's row in model/hf/hf_arch.cpp), so a new family needs no branch in either.
 #pragma once
 #include <string>
 #include <vector>
@@ -45,15 +47,38 @@ struct DecoderTensors {
   std::vector<LayerTensors> layers;
 };
 
+// Which RoPE factor tensors a family's files carry (llama.cpp's converter writes them from config.json's rope_scaling).
+enum class RopeFactorTensors {
+  none,
+  llama3,     // rope_freqs.weight: Llama 3's per-frequency divisors
+  longrope,   // rope_factors_short/long.weight + <arch>.rope.scaling.original_context_length / attn_factor (Phi-3)
+};
+
+// What a family's file holds beyond the Llama block, as data: the synthetic models (model/synth*.cpp) and the Hugging
+// Face conversion read these, so neither tests an architecture's name. bind_tensors is their reader side.
+struct ArchFacts {
+  bool fused = false;             // attn_qkv (rows q | k | v) and ffn_up (rows gate | up) instead of q, k, v, gate, up
+  bool qkv_bias = false;          // attn_q/k/v.bias
+  bool qk_norm = false;           // attn_q_norm / attn_k_norm [head_dim]: RMSNorm of each q and k head before RoPE
+  bool post_norms = false;        // post_attention_norm / post_ffw_norm [dim]: RMSNorm of each block's output
+  bool interleaved_rope = false;  // GGUF q/k rows rotate interleaved pairs (tinfer.rope.layout may say neox); else neox
+  bool sliding_window = false;    // reads <arch>.attention.sliding_window
+  bool tied_head = false;         // the head is always the embedding (no output.weight)
+  RopeFactorTensors rope_factors = RopeFactorTensors::none;
+};
+
 struct ArchSpec {
   const char* name;
   ModelConfig (*read_config)(const GgufFile& file);
   DecoderTensors (*bind_tensors)(const GgufFile& file, const ModelConfig& cfg);  // validates shapes
+  ArchFacts facts;
 };
 
 // The registry: nullptr if `name` is not a known architecture.
 const ArchSpec* find_arch(const std::string& name);
 std::vector<std::string> known_archs();
+// The names of the known architectures whose facts satisfy `pred`, as prose: "llama, qwen2 or gemma3".
+std::string arch_names_where(bool (*pred)(const ArchFacts&));
 
 // Shared helpers for architecture files.
 // The Llama-style hyper-parameters under "<arch>." keys (the names llama.cpp's converter writes), and the

@@ -55,6 +55,7 @@ DecoderTensors bind_gemma3(const GgufFile& f, const ModelConfig& c) {
 
 }  // namespace
 
-extern const ArchSpec kGemma3Arch{"gemma3", read_gemma3, bind_gemma3};
+extern const ArchSpec kGemma3Arch{"gemma3", read_gemma3, bind_gemma3,
+                                  {.qk_norm = true, .post_norms = true, .sliding_window = true, .tied_head = true}};
 
 }  // namespace tinfer

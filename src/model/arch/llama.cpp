@@ -98,6 +98,9 @@ ModelConfig read_llama_config(const GgufFile& f) {
 DecoderTensors bind_llama(const GgufFile& f, const ModelConfig& c) { return bind_llama_style(f, c); }
 }  // namespace
 
-extern const ArchSpec kLlamaArch{"llama", read_llama_config, bind_llama};
+extern const ArchSpec kLlamaArch{"llama", read_llama_config, bind_llama,
+                                 {.interleaved_rope = true,
+                                  .sliding_window = true,
+                                  .rope_factors = RopeFactorTensors::llama3}};
 
 }  // namespace tinfer

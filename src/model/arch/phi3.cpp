@@ -46,6 +46,7 @@ DecoderTensors bind_phi3(const GgufFile& f, const ModelConfig& c) { return bind_
 
 }  // namespace
 
-extern const ArchSpec kPhi3Arch{"phi3", read_phi3, bind_phi3};
+extern const ArchSpec kPhi3Arch{"phi3", read_phi3, bind_phi3,
+                                {.fused = true, .sliding_window = true, .rope_factors = RopeFactorTensors::longrope}};
 
 }  // namespace tinfer

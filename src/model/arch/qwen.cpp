@@ -40,7 +40,7 @@ DecoderTensors bind_qwen3(const GgufFile& f, const ModelConfig& c) {
 
 }  // namespace
 
-extern const ArchSpec kQwen2Arch{"qwen2", read_qwen2, bind_qwen2};
-extern const ArchSpec kQwen3Arch{"qwen3", read_qwen3, bind_qwen3};
+extern const ArchSpec kQwen2Arch{"qwen2", read_qwen2, bind_qwen2, {.qkv_bias = true}};
+extern const ArchSpec kQwen3Arch{"qwen3", read_qwen3, bind_qwen3, {.qk_norm = true}};
 
 }  // namespace tinfer

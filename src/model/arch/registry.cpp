@@ -37,6 +37,15 @@ std::vector<std::string> known_archs() {
   return out;
 }
 
+std::string arch_names_where(bool (*pred)(const ArchFacts&)) {
+  std::vector<std::string> names;
+  for (const ArchSpec* a : kArchs)
+    if (pred(a->facts)) names.push_back(a->name);
+  std::string out;
+  for (size_t i = 0; i < names.size(); ++i) out += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + names[i];
+  return out;
+}
+
 const GgufTensor& require_tensor(const GgufFile& file, const std::string& name, std::vector<int64_t> shape) {
   const GgufTensor* t = file.tensor(name);
   check(t != nullptr, "missing tensor '" + name + "'");

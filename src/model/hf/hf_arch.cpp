@@ -204,14 +204,35 @@ void gemma3_extra(const json& hp, const std::string& arch, GgufMetaList& out) {
   }
 }
 
+// The inverses, for synthetic checkpoints: the config.json keys the readers above turn back into the model's values.
+void llama_write(const HfConfigValues& v, json& c) {
+  if (v.sliding_window > 0) c["sliding_window"] = v.sliding_window;
+}
+
+void phi3_write(const HfConfigValues& v, json& c) {
+  c["original_max_position_embeddings"] = v.ctx_len;  // (LongRoPE overwrites it with its original context)
+  c["sliding_window"] = v.sliding_window > 0 ? json(v.sliding_window) : json(nullptr);
+}
+
+void gemma3_write(const HfConfigValues& v, json& c) {
+  c["sliding_window"] = v.sliding_window;
+  c["sliding_window_pattern"] = 6;
+  c["rope_local_base_freq"] = 10000.0;
+  c["query_pre_attn_scalar"] = v.head_dim;
+  c["hidden_activation"] = "gelu_pytorch_tanh";
+  c["head_dim"] = v.head_dim;
+}
+
+// The first row of each GGUF architecture is the one synthetic checkpoints are written as.
 constexpr HfArch kArchs[] = {
-    {"LlamaForCausalLM", "llama", kLlamaLayer, kCommonKeys, llama_extra, true, 0.0f, false},
-    {"MistralForCausalLM", "llama", kLlamaLayer, kCommonKeys, llama_extra, true, 0.0f, false},
-    {"Qwen2ForCausalLM", "qwen2", kLlamaLayer, kCommonKeys, qwen_extra, false, 0.0f, false},
-    {"Qwen3ForCausalLM", "qwen3", kLlamaLayer, kCommonKeys, qwen_extra, false, 0.0f, false},
-    {"Phi3ForCausalLM", "phi3", kLlamaLayer, kPhi3Keys, phi3_extra, false, 0.0f, false},
-    {"Gemma3ForCausalLM", "gemma3", kGemma3Layer, kGemma3Keys, gemma3_extra, false, 1.0f, false},
-    {"Gemma3ForConditionalGeneration", "gemma3", kGemma3Layer, kGemma3Keys, gemma3_extra, false, 1.0f, true},
+    {"LlamaForCausalLM", "llama", kLlamaLayer, kCommonKeys, llama_extra, llama_write, true, 0.0f, false},
+    {"MistralForCausalLM", "llama", kLlamaLayer, kCommonKeys, llama_extra, llama_write, true, 0.0f, false},
+    {"Qwen2ForCausalLM", "qwen2", kLlamaLayer, kCommonKeys, qwen_extra, nullptr, false, 0.0f, false},
+    {"Qwen3ForCausalLM", "qwen3", kLlamaLayer, kCommonKeys, qwen_extra, nullptr, false, 0.0f, false},
+    {"Phi3ForCausalLM", "phi3", kLlamaLayer, kPhi3Keys, phi3_extra, phi3_write, false, 0.0f, false},
+    {"Gemma3ForCausalLM", "gemma3", kGemma3Layer, kGemma3Keys, gemma3_extra, gemma3_write, false, 1.0f, false},
+    {"Gemma3ForConditionalGeneration", "gemma3", kGemma3Layer, kGemma3Keys, gemma3_extra, gemma3_write, false, 1.0f,
+     true},
 };
 
 // Multimodal wrappers: the language model's tensors carry this infix, the rest is dropped.
@@ -223,6 +244,12 @@ constexpr const char* kDroppedPrefixes[] = {"vision_tower.", "multi_modal_projec
 const HfArch* find_hf_arch(const std::string& hf_name) {
   for (const HfArch& a : kArchs)
     if (hf_name == a.hf_name) return &a;
+  return nullptr;
+}
+
+const HfArch* find_hf_arch_for_gguf(const std::string& gguf_arch) {
+  for (const HfArch& a : kArchs)
+    if (gguf_arch == a.gguf_arch) return &a;
   return nullptr;
 }
 

@@ -26,6 +26,11 @@ struct HfConfigKey {
 };
 inline constexpr double kRequired = -1e300, kOmit = -2e300;
 
+// The values of a model that a family's own config.json keys are written from (synthetic checkpoints).
+struct HfConfigValues {
+  int64_t ctx_len, sliding_window, head_dim;
+};
+
 struct HfArch {
   const char* hf_name;    // "LlamaForCausalLM"
   const char* gguf_arch;  // "llama"
@@ -34,6 +39,8 @@ struct HfArch {
   // Arch-specific keys computed from several config values (rope dimensions, scaling, sliding window); Error on
   // what the runtime cannot run (e.g. LongRoPE).
   void (*extra_config)(const nlohmann::json& hp, const std::string& arch, GgufMetaList& out);
+  // Its inverse for synthetic checkpoints (model/synth/synth_hf.cpp): the family's own config.json keys; nullptr: none.
+  void (*write_config)(const HfConfigValues& v, nlohmann::json& config);
   bool permute_qk;   // llama.cpp's converter permutes q/k rows (llama family only)
   float norm_shift;  // added to every "*norm.weight" (Gemma stores w for a (1 + w) RMSNorm)
   bool text_config;  // hyper-parameters under config.json's "text_config" (multimodal wrappers)
@@ -42,6 +49,8 @@ struct HfArch {
 // nullptr if unknown.
 const HfArch* find_hf_arch(const std::string& hf_name);
 std::string known_hf_archs();  // "LlamaForCausalLM, MistralForCausalLM, ..."
+// The checkpoint class a GGUF architecture is written as (its first row: the plain causal LM); nullptr if none.
+const HfArch* find_hf_arch_for_gguf(const std::string& gguf_arch);
 
 // HF tensor name -> GGUF name; "" for tensors the converter drops (rotary inv_freq, vision tower and projector of
 // multimodal wrappers); Error naming the tensor when the table has no row for it.

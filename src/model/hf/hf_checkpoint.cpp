@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "model/arch/arch.h"
 #include "formats/gguf_meta.h"
 #include "model/hf/hf_arch.h"
 #include "model/rope.h"
@@ -97,6 +98,32 @@ bool is_llama3_scaling(const json& hp) {
   return t == "llama3";
 }
 
+// The RoPE factors llama.cpp's converter adds as tensors (which, the family's ArchFacts say): Llama 3's, and
+// Phi-3's LongRoPE short and long ones (checked by phi3_extra).
+void add_rope_factor_tensors(RopeFactorTensors kind, const json& hp, int64_t n_head, Backing& backing,
+                             std::vector<GgufTensor>& tensors) {
+  auto add_factors = [&](const char* name, const std::vector<float>& f) {
+    auto& buf = backing.owned.emplace_back(f.size() * sizeof(float));
+    std::memcpy(buf.data(), f.data(), buf.size());
+    GgufTensor t;
+    t.name = name;
+    t.type = DType::F32;
+    t.shape = {int64_t(f.size())};
+    t.bytes = buf.size();
+    t.data = buf.data();
+    tensors.push_back(std::move(t));
+  };
+  if (kind == RopeFactorTensors::llama3 && is_llama3_scaling(hp)) {
+    const int64_t rope_dim = hp_int(hp, "head_dim", hp_int(hp, "hidden_size", 0) / std::max<int64_t>(n_head, 1));
+    add_factors("rope_freqs.weight", llama3_factors(hp, rope_dim));
+  }
+  if (kind == RopeFactorTensors::longrope && hp.contains("rope_scaling") && hp["rope_scaling"].is_object()) {
+    const json& rs = hp["rope_scaling"];
+    add_factors("rope_factors_short.weight", rs["short_factor"].get<std::vector<float>>());
+    add_factors("rope_factors_long.weight", rs["long_factor"].get<std::vector<float>>());
+  }
+}
+
 }  // namespace
 
 void permute_qk_rows(const uint8_t* src, uint8_t* dst, int64_t n_head, int64_t head_dim, size_t row_bytes, bool inverse) {
@@ -172,27 +199,7 @@ GgufFile open_hf_checkpoint(const std::string& dir, const HfViewOptions& opts) {
     }
     tensors.push_back(std::move(t));
   }
-  // RoPE factors llama.cpp's converter adds as tensors: Llama 3's, and Phi-3's LongRoPE short and long ones.
-  auto add_factors = [&](const char* name, const std::vector<float>& f) {
-    auto& buf = backing->owned.emplace_back(f.size() * sizeof(float));
-    std::memcpy(buf.data(), f.data(), buf.size());
-    GgufTensor t;
-    t.name = name;
-    t.type = DType::F32;
-    t.shape = {int64_t(f.size())};
-    t.bytes = buf.size();
-    t.data = buf.data();
-    tensors.push_back(std::move(t));
-  };
-  if (a == "llama" && is_llama3_scaling(hp)) {
-    const int64_t rope_dim = hp_int(hp, "head_dim", hp_int(hp, "hidden_size", 0) / std::max<int64_t>(n_head, 1));
-    add_factors("rope_freqs.weight", llama3_factors(hp, rope_dim));
-  }
-  if (a == "phi3" && hp.contains("rope_scaling") && hp["rope_scaling"].is_object()) {  // checked by phi3_extra
-    const json& rs = hp["rope_scaling"];
-    add_factors("rope_factors_short.weight", rs["short_factor"].get<std::vector<float>>());
-    add_factors("rope_factors_long.weight", rs["long_factor"].get<std::vector<float>>());
-  }
+  add_rope_factor_tensors(find_arch(a)->facts.rope_factors, hp, n_head, *backing, tensors);  // (rows' archs are known)
   meta.u32("general.file_type", file_type_of(tensors));
 
   check(fs::exists(root / "tokenizer.json"), "'" + dir + "' has no tokenizer.json");

@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "core/thread_pool.h"
+#include "model/arch/arch.h"
 #include "formats/gguf.h"
 #include "model/rope.h"
 #include "quant/type_table.h"
@@ -90,36 +91,38 @@ struct TensorPlan {
   bool bias = false;           // 1-D, f32, values ~N(0, 0.1^2)
 };
 
+// The family's tensor set (its ArchFacts), in the order llama.cpp's converter writes a block's tensors.
 std::vector<TensorPlan> plan_tensors(const SynthSpec& s) {
+  const ArchFacts& f = find_arch(s.arch)->facts;  // known: build() validated the spec
   const int64_t q_dim = s.n_heads * s.resolved_head_dim(), kv_dim = s.n_kv_heads * s.resolved_head_dim();
   std::vector<TensorPlan> t;
   t.push_back({"token_embd.weight", {s.dim, s.n_vocab}, false});
   for (int64_t l = 0; l < s.n_layers; ++l) {
     const std::string b = "blk." + std::to_string(l) + ".";
     t.push_back({b + "attn_norm.weight", {s.dim}, true});
-    if (s.arch == "phi3") {  // fused: rows q | k | v
+    if (f.fused) {  // rows q | k | v
       t.push_back({b + "attn_qkv.weight", {s.dim, q_dim + 2 * kv_dim}, false});
     } else {
       t.push_back({b + "attn_q.weight", {s.dim, q_dim}, false});
       t.push_back({b + "attn_k.weight", {s.dim, kv_dim}, false});
       t.push_back({b + "attn_v.weight", {s.dim, kv_dim}, false});
     }
-    if (s.arch == "qwen2")  // biases of the Q, K, V projections
+    if (f.qkv_bias)
       for (const auto& [w, n] : {std::pair{"attn_q", q_dim}, {"attn_k", kv_dim}, {"attn_v", kv_dim}})
         t.push_back({b + w + ".bias", {n}, false, true});
-    if (s.arch == "qwen3" || s.arch == "gemma3")  // per-head RMSNorm of q and k
+    if (f.qk_norm)
       for (const char* w : {"attn_q_norm.weight", "attn_k_norm.weight"}) t.push_back({b + w, {s.resolved_head_dim()}, true});
     t.push_back({b + "attn_output.weight", {q_dim, s.dim}, false});
-    if (s.arch == "gemma3") t.push_back({b + "post_attention_norm.weight", {s.dim}, true});
+    if (f.post_norms) t.push_back({b + "post_attention_norm.weight", {s.dim}, true});
     t.push_back({b + "ffn_norm.weight", {s.dim}, true});
-    if (s.arch == "phi3") {  // fused: rows gate | up
+    if (f.fused) {  // rows gate | up
       t.push_back({b + "ffn_up.weight", {s.dim, 2 * s.ffn_dim}, false});
     } else {
       t.push_back({b + "ffn_gate.weight", {s.dim, s.ffn_dim}, false});
       t.push_back({b + "ffn_up.weight", {s.dim, s.ffn_dim}, false});
     }
     t.push_back({b + "ffn_down.weight", {s.ffn_dim, s.dim}, false});
-    if (s.arch == "gemma3") t.push_back({b + "post_ffw_norm.weight", {s.dim}, true});
+    if (f.post_norms) t.push_back({b + "post_ffw_norm.weight", {s.dim}, true});
   }
   if (!s.rope_factors_long.empty()) {  // phi3 LongRoPE: short and long divisors
     t.push_back({"rope_factors_short.weight", {s.resolved_head_dim() / 2}, true});
@@ -151,7 +154,8 @@ void add_metadata(GgufWriter& w, const SynthSpec& s) {
   w.set_u32(p + "rope.dimension_count", uint32_t(s.resolved_head_dim()));
   w.set_f32(p + "rope.freq_base", s.rope_base);
   w.set_f32(p + "attention.layer_norm_rms_epsilon", s.rms_eps);
-  if (s.arch == "llama" && s.rope_layout == RopeLayout::neox) w.set_string("tinfer.rope.layout", "neox");
+  if (find_arch(s.arch)->facts.interleaved_rope && s.rope_layout == RopeLayout::neox)
+    w.set_string("tinfer.rope.layout", "neox");
   if (s.sliding_window > 0) w.set_u32(p + "attention.sliding_window", uint32_t(s.sliding_window));
   if (!s.rope_factors_long.empty()) {
     w.set_u32(p + "rope.scaling.original_context_length", uint32_t(s.rope_orig_ctx));
@@ -240,19 +244,25 @@ std::vector<std::string> SynthSpec::validate() const {
                 " (set head_dim explicitly)");
   else if (resolved_head_dim() % 2 != 0)
     e.push_back("head_dim " + std::to_string(resolved_head_dim()) + " must be even (RoPE rotates pairs)");
-  if (arch != "llama" && arch != "qwen2" && arch != "qwen3" && arch != "phi3" && arch != "gemma3")
-    e.push_back("arch must be llama, qwen2, qwen3, phi3 or gemma3, got '" + arch + "'");
+  // The family's facts (model/arch); an unknown arch has none, so each rule below reports it too.
+  const ArchSpec* spec = find_arch(arch);
+  const ArchFacts f = spec ? spec->facts : ArchFacts{};
+  auto any = [](const ArchFacts&) { return true; };
+  auto windowed = [](const ArchFacts& a) { return a.sliding_window; };
+  auto longrope = [](const ArchFacts& a) { return a.rope_factors == RopeFactorTensors::longrope; };
+  if (!spec) e.push_back("arch must be " + arch_names_where(any) + ", got '" + arch + "'");
   if (sliding_window < 0) e.push_back("sliding_window must be >= 0");
-  if (sliding_window > 0 && arch != "llama" && arch != "gemma3" && arch != "phi3")
-    e.push_back("a sliding window is written for llama (Mistral), phi3 and gemma3 only");
-  if (arch == "gemma3" && !tied_embeddings) e.push_back("gemma3 ties its head to the embedding: set tied_embeddings");
-  if (arch != "llama" && rope_layout != RopeLayout::neox)
+  if (sliding_window > 0 && !f.sliding_window)
+    e.push_back("a sliding window is written for " + arch_names_where(windowed) + " only");
+  if (f.tied_head && !tied_embeddings) e.push_back(arch + " ties its head to the embedding: set tied_embeddings");
+  if (!f.interleaved_rope && rope_layout != RopeLayout::neox)
     e.push_back(arch + " rotates half-split (neox) pairs: set rope_layout = neox");
   if (!rope_freq_factors.empty() && int64_t(rope_freq_factors.size()) != resolved_head_dim() / 2)
     e.push_back("rope_freq_factors must hold head_dim / 2 = " + std::to_string(resolved_head_dim() / 2) + " values");
   if (!rope_factors_long.empty() &&
-      (arch != "phi3" || rope_factors_long.size() != rope_freq_factors.size() || rope_orig_ctx <= 0))
-    e.push_back("LongRoPE (phi3): long factors need as many short ones (rope_freq_factors) and rope_orig_ctx");
+      (!longrope(f) || rope_factors_long.size() != rope_freq_factors.size() || rope_orig_ctx <= 0))
+    e.push_back("LongRoPE (" + arch_names_where(longrope) +
+                "): long factors need as many short ones (rope_freq_factors) and rope_orig_ctx");
   if (n_vocab < 259) e.push_back("n_vocab must be >= 259 (3 specials + 256 byte tokens), got " + std::to_string(n_vocab));
   if (!(rope_base > 1.0f)) e.push_back("rope_base must be > 1");
   if (!(rms_eps > 0.0f)) e.push_back("rms_eps must be > 0");
@@ -274,7 +284,7 @@ const SynthSpec* find_synth_preset(const std::string& name) {
       s.arch = p.arch, s.head_dim = p.head_dim, s.sliding_window = p.sliding_window;
       if (p.llama3_factor > 0)
         s.rope_freq_factors = llama3_rope_factors(p.llama3_factor, 1.0, 4.0, 8192.0, p.rope_base, s.resolved_head_dim());
-      if (s.arch != "llama") s.rope_layout = RopeLayout::neox;
+      if (!find_arch(s.arch)->facts.interleaved_rope) s.rope_layout = RopeLayout::neox;
       v.push_back(s);
     }
     return v;

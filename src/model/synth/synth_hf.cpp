@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "model/arch/arch.h"
 #include "formats/gguf.h"
 #include "model/hf/hf_arch.h"
 #include "model/hf/hf_checkpoint.h"
@@ -20,14 +21,6 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
-
-struct ArchNames {
-  const char* gguf;
-  const char* hf;
-};
-constexpr ArchNames kHfNames[] = {
-    {"llama", "LlamaForCausalLM"}, {"qwen2", "Qwen2ForCausalLM"}, {"qwen3", "Qwen3ForCausalLM"}, {"phi3", "Phi3ForCausalLM"},
-    {"gemma3", "Gemma3ForCausalLM"}};
 
 const char* dtype_name(DType t) {
   switch (t) {
@@ -55,9 +48,9 @@ json llama3_scaling(const SynthSpec& s) {
           {"original_max_position_embeddings", 8192}};
 }
 
-json config_json(const SynthSpec& s, const char* hf_arch) {
+json config_json(const SynthSpec& s, const HfArch& arch) {
   static const std::pair<DType, const char*> kTorch[] = {{DType::F32, "float32"}, {DType::F16, "float16"}, {DType::BF16, "bfloat16"}};
-  json c = {{"architectures", {hf_arch}},
+  json c = {{"architectures", {arch.hf_name}},
             {"_name_or_path", s.name},
             {"hidden_size", s.dim},
             {"intermediate_size", s.ffn_dim},
@@ -75,20 +68,10 @@ json config_json(const SynthSpec& s, const char* hf_arch) {
     if (t == s.weight_type) c["torch_dtype"] = name;
   if (s.head_dim > 0) c["head_dim"] = s.head_dim;
   if (!s.rope_freq_factors.empty() && s.rope_factors_long.empty()) c["rope_scaling"] = llama3_scaling(s);
-  if (s.arch == "phi3") c["original_max_position_embeddings"] = s.ctx_len, c["sliding_window"] = nullptr;
-  if (s.arch == "phi3" && s.sliding_window > 0) c["sliding_window"] = s.sliding_window;
+  if (arch.write_config) arch.write_config({s.ctx_len, s.sliding_window, s.resolved_head_dim()}, c);
   if (!s.rope_factors_long.empty()) {  // phi3 LongRoPE
     c["original_max_position_embeddings"] = s.rope_orig_ctx;
     c["rope_scaling"] = {{"type", "longrope"}, {"short_factor", s.rope_freq_factors}, {"long_factor", s.rope_factors_long}};
-  }
-  if (s.arch == "llama" && s.sliding_window > 0) c["sliding_window"] = s.sliding_window;
-  if (s.arch == "gemma3") {
-    c["sliding_window"] = s.sliding_window;
-    c["sliding_window_pattern"] = 6;
-    c["rope_local_base_freq"] = 10000.0;
-    c["query_pre_attn_scalar"] = s.resolved_head_dim();
-    c["hidden_activation"] = "gelu_pytorch_tanh";
-    c["head_dim"] = s.resolved_head_dim();
   }
   return c;
 }
@@ -165,28 +148,27 @@ void synthesize_hf_checkpoint(const SynthSpec& spec, const std::string& dir, con
   check(spec.weight_type == DType::F32 || spec.weight_type == DType::F16 || spec.weight_type == DType::BF16,
         "a synthetic Hugging Face checkpoint holds f32, f16 or bf16 weights");
   check(opts.shards >= 1 && opts.shards <= 99, "shards must be in [1, 99]");
-  const char* hf_name = nullptr;
-  for (const ArchNames& a : kHfNames)
-    if (spec.arch == a.gguf) hf_name = a.hf;
-  check(hf_name != nullptr, "no Hugging Face architecture for synthetic arch '" + spec.arch + "'");
-  const HfArch& arch = *find_hf_arch(hf_name);
+  const HfArch* found = find_hf_arch_for_gguf(spec.arch);
+  const ArchSpec* gguf_arch = find_arch(spec.arch);
+  check(found != nullptr && gguf_arch != nullptr, "no Hugging Face architecture for synthetic arch '" + spec.arch + "'");
+  const HfArch& arch = *found;
   const std::vector<uint8_t> bytes = synthesize_model_bytes(spec);
   const GgufFile g = GgufFile::from_bytes(bytes.data(), bytes.size());
   fs::create_directories(dir);
 
-  // Tensors in HF form; llama's interleaved q/k rows go back to rotate-half (a neox-layout spec is already).
-  const bool unpermute = spec.arch == "llama" && spec.rope_layout == RopeLayout::interleaved;
+  // Tensors in HF form; interleaved q/k rows the converter permutes go back to rotate-half (a neox-layout spec's are).
+  const bool unpermute = arch.permute_qk && spec.rope_layout == RopeLayout::interleaved;
   std::vector<std::vector<uint8_t>> owned;
   std::vector<SafetensorsEntry> all;
   for (const GgufTensor& t : g.tensors()) {
     if (t.name.starts_with("rope_f")) continue;  // rope_freqs / rope_factors_*: config.json's rope_scaling says it
-    SafetensorsEntry e{hf_tensor_name(arch, t.name, spec.arch == "phi3"), t.type, t.shape, t.data, t.bytes};
+    SafetensorsEntry e{hf_tensor_name(arch, t.name, gguf_arch->facts.fused), t.type, t.shape, t.data, t.bytes};
     const bool qk = t.name.ends_with("attn_q.weight") || t.name.ends_with("attn_k.weight");
-    if (spec.arch == "gemma3" && t.name.ends_with("norm.weight")) {  // Gemma checkpoints store w of (1 + w)
+    if (arch.norm_shift != 0.0f && t.name.ends_with("norm.weight")) {  // Gemma checkpoints store w of (1 + w)
       auto& buf = owned.emplace_back(t.bytes);
       const auto* src = reinterpret_cast<const float*>(t.data);
       auto* dst = reinterpret_cast<float*>(buf.data());
-      for (size_t i = 0; i < t.bytes / sizeof(float); ++i) dst[i] = src[i] - 1.0f;
+      for (size_t i = 0; i < t.bytes / sizeof(float); ++i) dst[i] = src[i] - arch.norm_shift;
       e.data = buf.data();
     }
     if (unpermute && qk) {
@@ -212,7 +194,7 @@ void synthesize_hf_checkpoint(const SynthSpec& spec, const std::string& dir, con
   if (opts.shards > 1)
     write_text(fs::path(dir) / "model.safetensors.index.json",
                json{{"metadata", {{"total_size", total}}}, {"weight_map", weight_map}}.dump(2));
-  write_text(fs::path(dir) / "config.json", config_json(spec, hf_name).dump(2));
+  write_text(fs::path(dir) / "config.json", config_json(spec, arch).dump(2));
   write_text(fs::path(dir) / "tokenizer.json", tokenizer_json(spec).dump());
   write_text(fs::path(dir) / "tokenizer_config.json",
              json{{"add_bos_token", true}, {"add_eos_token", false}, {"bos_token", "<s>"}, {"eos_token", "</s>"},

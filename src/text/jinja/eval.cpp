@@ -246,6 +246,45 @@ Value Interp::call(const Value& fn, Args& args) {
   return (*fn.fn)(*this, args);
 }
 
+namespace {
+
+// obj[key]: dict lookup, list / string index (negative from the end; strings by code point); Undefined when absent.
+Value subscript(const Interp& in, const Value& obj, const Value& key) {
+  if (obj.is_undefined()) in.undefined_error(obj);
+  if (obj.is_dict()) {
+    if (const Value* v = obj.dict->find(key)) return *v;
+  } else if ((obj.is_list() || obj.is_string()) && (key.kind == Value::Kind::integer || key.kind == Value::Kind::boolean)) {
+    int64_t k = key.kind == Value::Kind::boolean ? key.b : key.i;
+    if (obj.is_list()) {
+      const int64_t n = int64_t(obj.list->size());
+      if (k < 0) k += n;
+      if (k >= 0 && k < n) return (*obj.list)[size_t(k)];
+    } else {
+      const auto at = cp_offsets(obj.s());
+      const int64_t n = int64_t(at.size()) - 1;
+      if (k < 0) k += n;
+      if (k >= 0 && k < n) return Value::string(obj.str->substr(at[size_t(k)], at[size_t(k) + 1]));
+    }
+  } else if (key.is_string() && obj.kind != Value::Kind::function) {
+    return Value::undefined("'" + std::string(type_name(obj)) + " object' has no attribute '" + key.s() + "'");
+  }
+  return Value::undefined("'" + std::string(type_name(obj)) + " object' has no item " + repr(key).s);
+}
+
+// not x, +x, -x (booleans count as 0 / 1; -INT64_MIN overflows).
+Value unary(const Interp& in, const std::string& op, const Value& v) {
+  if (op == "not") return Value::boolean(!truthy(v));
+  if (v.is_undefined()) in.undefined_error(v);
+  if (!v.is_number()) in.error(std::string("bad operand type for unary ") + op + ": '" + type_name(v) + "'");
+  if (op == "+") return v.kind == Value::Kind::boolean ? Value::integer(v.b) : v;
+  if (v.kind == Value::Kind::floating) return Value::floating(-v.f);
+  const int64_t x = v.kind == Value::Kind::boolean ? v.b : v.i;
+  if (x == INT64_MIN) in.error("integer overflow");
+  return Value::integer(-x);
+}
+
+}  // namespace
+
 Value Interp::eval(const Expr& e) {
   tick();
   line = e.line;
@@ -265,25 +304,7 @@ Value Interp::eval(const Expr& e) {
       const Value obj = eval(*e.args[0]);
       const Value key = eval(*e.args[1]);
       line = e.line;
-      if (obj.is_undefined()) undefined_error(obj);
-      if (obj.is_dict()) {
-        if (const Value* v = obj.dict->find(key)) return *v;
-      } else if ((obj.is_list() || obj.is_string()) && (key.kind == Value::Kind::integer || key.kind == Value::Kind::boolean)) {
-        int64_t k = key.kind == Value::Kind::boolean ? key.b : key.i;
-        if (obj.is_list()) {
-          const int64_t n = int64_t(obj.list->size());
-          if (k < 0) k += n;
-          if (k >= 0 && k < n) return (*obj.list)[size_t(k)];
-        } else {
-          const auto at = cp_offsets(obj.s());
-          const int64_t n = int64_t(at.size()) - 1;
-          if (k < 0) k += n;
-          if (k >= 0 && k < n) return Value::string(obj.str->substr(at[size_t(k)], at[size_t(k) + 1]));
-        }
-      } else if (key.is_string() && obj.kind != Value::Kind::function) {
-        return Value::undefined("'" + std::string(type_name(obj)) + " object' has no attribute '" + key.s() + "'");
-      }
-      return Value::undefined("'" + std::string(type_name(obj)) + " object' has no item " + repr(key).s);
+      return subscript(*this, obj, key);
     }
     case Expr::Kind::slice: {
       const Value obj = eval(*e.args[0]);
@@ -308,14 +329,7 @@ Value Interp::eval(const Expr& e) {
     case Expr::Kind::unary: {
       const Value v = eval(*e.args[0]);
       line = e.line;
-      if (e.name == "not") return Value::boolean(!truthy(v));
-      if (v.is_undefined()) undefined_error(v);
-      if (!v.is_number()) error(std::string("bad operand type for unary ") + e.name + ": '" + type_name(v) + "'");
-      if (e.name == "+") return v.kind == Value::Kind::boolean ? Value::integer(v.b) : v;
-      if (v.kind == Value::Kind::floating) return Value::floating(-v.f);
-      const int64_t x = v.kind == Value::Kind::boolean ? v.b : v.i;
-      if (x == INT64_MIN) error("integer overflow");
-      return Value::integer(-x);
+      return unary(*this, e.name, v);
     }
     case Expr::Kind::binary: return binary(e);
     case Expr::Kind::compare: {
@@ -391,70 +405,75 @@ Value Interp::binary(const Expr& e) {
   return arith(op, a, b);
 }
 
-Value Interp::arith(const std::string& op, const Value& a, const Value& b) {
-  if (a.is_undefined()) undefined_error(a);
-  if (b.is_undefined()) undefined_error(b);
-  auto unsupported = [&]() -> Value {
-    error("unsupported operand type(s) for " + op + ": '" + type_name(a) + "' and '" + type_name(b) + "'");
-  };
-  if (a.is_number() && b.is_number()) {
-    const bool fl = a.kind == Value::Kind::floating || b.kind == Value::Kind::floating;
-    const int64_t x = a.kind == Value::Kind::boolean ? a.b : a.i, y = b.kind == Value::Kind::boolean ? b.b : b.i;
-    const double fx = a.as_double(), fy = b.as_double();
-    int64_t r = 0;
-    if (op == "+") {
-      if (fl) return Value::floating(fx + fy);
-      if (__builtin_add_overflow(x, y, &r)) error("integer overflow");
-      return Value::integer(r);
-    }
-    if (op == "-") {
-      if (fl) return Value::floating(fx - fy);
-      if (__builtin_sub_overflow(x, y, &r)) error("integer overflow");
-      return Value::integer(r);
-    }
-    if (op == "*") {
-      if (fl) return Value::floating(fx * fy);
-      if (__builtin_mul_overflow(x, y, &r)) error("integer overflow");
-      return Value::integer(r);
-    }
-    if (op == "/") {
-      if (fy == 0) error("division by zero");
-      return Value::floating(fx / fy);
-    }
-    if (op == "//" || op == "%") {
-      if (fl ? fy == 0 : y == 0) error(op == "%" ? "modulo by zero" : "integer division or modulo by zero");
-      if (fl) {
-        const double m = std::fmod(fx, fy);
-        const double mod = (m != 0 && ((m < 0) != (fy < 0))) ? m + fy : m;
-        return op == "%" ? Value::floating(mod) : Value::floating(std::floor(fx / fy));
-      }
-      if (x == INT64_MIN && y == -1) error("integer overflow");
-      int64_t q = x / y, m = x % y;
-      if (m != 0 && ((m < 0) != (y < 0))) {
-        --q;
-        m += y;
-      }
-      return Value::integer(op == "%" ? m : q);
-    }
-    if (op == "**") {
-      if (fl || y < 0) return Value::floating(std::pow(fx, fy));
-      int64_t acc = 1, base = x;  // by squaring: at most 63 steps before overflow is certain
-      for (int64_t e = y; e > 0; e >>= 1) {
-        if ((e & 1) && __builtin_mul_overflow(acc, base, &acc)) error("integer overflow");
-        if (e > 1 && __builtin_mul_overflow(base, base, &base)) error("integer overflow");
-      }
-      return Value::integer(acc);
-    }
-    return unsupported();
+namespace {
+
+[[noreturn]] void unsupported_operands(const Interp& in, const std::string& op, const Value& a, const Value& b) {
+  in.error("unsupported operand type(s) for " + op + ": '" + type_name(a) + "' and '" + type_name(b) + "'");
+}
+
+// Python's arithmetic on numbers (booleans count as 0 / 1): integers checked for overflow, floor division and
+// modulo rounding toward negative infinity.
+Value number_arith(const Interp& in, const std::string& op, const Value& a, const Value& b) {
+  const bool fl = a.kind == Value::Kind::floating || b.kind == Value::Kind::floating;
+  const int64_t x = a.kind == Value::Kind::boolean ? a.b : a.i, y = b.kind == Value::Kind::boolean ? b.b : b.i;
+  const double fx = a.as_double(), fy = b.as_double();
+  int64_t r = 0;
+  if (op == "+") {
+    if (fl) return Value::floating(fx + fy);
+    if (__builtin_add_overflow(x, y, &r)) in.error("integer overflow");
+    return Value::integer(r);
   }
+  if (op == "-") {
+    if (fl) return Value::floating(fx - fy);
+    if (__builtin_sub_overflow(x, y, &r)) in.error("integer overflow");
+    return Value::integer(r);
+  }
+  if (op == "*") {
+    if (fl) return Value::floating(fx * fy);
+    if (__builtin_mul_overflow(x, y, &r)) in.error("integer overflow");
+    return Value::integer(r);
+  }
+  if (op == "/") {
+    if (fy == 0) in.error("division by zero");
+    return Value::floating(fx / fy);
+  }
+  if (op == "//" || op == "%") {
+    if (fl ? fy == 0 : y == 0) in.error(op == "%" ? "modulo by zero" : "integer division or modulo by zero");
+    if (fl) {
+      const double m = std::fmod(fx, fy);
+      const double mod = (m != 0 && ((m < 0) != (fy < 0))) ? m + fy : m;
+      return op == "%" ? Value::floating(mod) : Value::floating(std::floor(fx / fy));
+    }
+    if (x == INT64_MIN && y == -1) in.error("integer overflow");
+    int64_t q = x / y, m = x % y;
+    if (m != 0 && ((m < 0) != (y < 0))) {
+      --q;
+      m += y;
+    }
+    return Value::integer(op == "%" ? m : q);
+  }
+  if (op == "**") {
+    if (fl || y < 0) return Value::floating(std::pow(fx, fy));
+    int64_t acc = 1, base = x;  // by squaring: at most 63 steps before overflow is certain
+    for (int64_t e = y; e > 0; e >>= 1) {
+      if ((e & 1) && __builtin_mul_overflow(acc, base, &acc)) in.error("integer overflow");
+      if (e > 1 && __builtin_mul_overflow(base, base, &base)) in.error("integer overflow");
+    }
+    return Value::integer(acc);
+  }
+  unsupported_operands(in, op, a, b);
+}
+
+// Strings and lists: + concatenates, * by an integer repeats (sizes checked against the limits first).
+Value sequence_arith(const Interp& in, const std::string& op, const Value& a, const Value& b) {
   if (op == "+" && a.is_string() && b.is_string()) {
-    check_size(a.s().size() + b.s().size());
+    in.check_size(a.s().size() + b.s().size());
     Str s = *a.str;
     s.append(*b.str);
     return Value::string(std::move(s));
   }
   if (op == "+" && a.is_list() && b.is_list()) {
-    check_items(a.list->size() + b.list->size());
+    in.check_items(a.list->size() + b.list->size());
     List l = *a.list;
     l.insert(l.end(), b.list->begin(), b.list->end());
     return Value::make_list(std::move(l));
@@ -463,20 +482,28 @@ Value Interp::arith(const std::string& op, const Value& a, const Value& b) {
     const Value& seq = a.kind == Value::Kind::integer ? b : a;
     const int64_t n = std::max<int64_t>(0, a.kind == Value::Kind::integer ? a.i : b.i);
     if (seq.is_string()) {
-      if (n > 0) check_size(n > int64_t(limits.max_output) ? limits.max_output + 1 : seq.s().size() * size_t(n));
+      if (n > 0) in.check_size(n > int64_t(in.limits.max_output) ? in.limits.max_output + 1 : seq.s().size() * size_t(n));
       Str s;
       for (int64_t k = 0; k < n; ++k) s.append(*seq.str);
       return Value::string(std::move(s));
     }
     if (seq.is_list()) {
-      if (n > 0) check_items(n > int64_t(limits.max_items) ? limits.max_items + 1 : seq.list->size() * size_t(n));
+      if (n > 0) in.check_items(n > int64_t(in.limits.max_items) ? in.limits.max_items + 1 : seq.list->size() * size_t(n));
       List l;
       for (int64_t k = 0; k < n; ++k) l.insert(l.end(), seq.list->begin(), seq.list->end());
       return Value::make_list(std::move(l));
     }
   }
-  if (op == "%" && a.is_string()) error("unsupported: '%' string formatting");
-  return unsupported();
+  if (op == "%" && a.is_string()) in.error("unsupported: '%' string formatting");
+  unsupported_operands(in, op, a, b);
+}
+
+}  // namespace
+
+Value Interp::arith(const std::string& op, const Value& a, const Value& b) {
+  if (a.is_undefined()) undefined_error(a);
+  if (b.is_undefined()) undefined_error(b);
+  return a.is_number() && b.is_number() ? number_arith(*this, op, a, b) : sequence_arith(*this, op, a, b);
 }
 
 namespace {

@@ -2,9 +2,11 @@
 // `Limits`, so any template (including hostile ones: huge ranges, doubling strings, recursion) ends
 // with output or an error, never a hang or a crash.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -63,6 +65,29 @@ struct Interp {
 // Builtins (builtins.cpp): filters, tests, methods of str/dict/list, and the global functions.
 Value apply_filter(Interp& in, const std::string& name, const Value& v, Args& args);
 bool apply_test(Interp& in, const std::string& name, const Value& v, Args& args);
+// Argument k of a builtin's call, given positionally (k counts from the first after the filtered value or the
+// method's object) or by `name`; nullptr when absent.
+const Value* call_arg(const Args& a, size_t k, const char* name);
+
+// The builtins' name tables (filters, tests, str methods): one row per name, sorted by name so that a lookup is a
+// binary search; each table states static_assert(sorted_by_name(table)).
+template <class Fn>
+struct NamedFn {
+  std::string_view name;
+  Fn fn;
+};
+template <class Fn, size_t N>
+constexpr bool sorted_by_name(const NamedFn<Fn> (&t)[N]) {
+  for (size_t k = 1; k < N; ++k)
+    if (!(t[k - 1].name < t[k].name)) return false;
+  return true;
+}
+template <class Fn, size_t N>
+Fn find_named(const NamedFn<Fn> (&t)[N], std::string_view name) {  // nullptr when absent
+  const auto* e = std::lower_bound(t, t + N, name, [](const NamedFn<Fn>& x, std::string_view n) { return x.name < n; });
+  return e != t + N && e->name == name ? e->fn : nullptr;
+}
+
 // obj.name(args): true and `out` set when obj has such a method.
 bool call_method(Interp& in, const Value& obj, const std::string& name, Args& args, Value& out);
 void add_globals(std::unordered_map<std::string, Value>& g);

@@ -6,6 +6,8 @@
 #include <cctype>
 #include <cerrno>
 #include <cmath>
+#include <iterator>
+#include <utility>
 
 #include "text/jinja/eval.h"
 #include "text/jinja/parser.h"
@@ -14,16 +16,8 @@
 namespace tinfer::jinja {
 namespace {
 
-// Argument `k` given positionally (after the filtered value) or by name; nullptr when absent.
-const Value* arg(const Args& a, size_t k, const char* name) {
-  if (k < a.pos.size()) return &a.pos[k];
-  for (const auto& [n, v] : a.kw)
-    if (n == name) return &v;
-  return nullptr;
-}
-
 int64_t int_arg(Interp& in, const Args& a, size_t k, const char* name, int64_t def) {
-  const Value* v = arg(a, k, name);
+  const Value* v = call_arg(a, k, name);
   if (!v || v->is_none()) return def;
   if (v->kind == Value::Kind::integer) return v->i;
   if (v->kind == Value::Kind::boolean) return v->b;
@@ -31,12 +25,12 @@ int64_t int_arg(Interp& in, const Args& a, size_t k, const char* name, int64_t d
 }
 
 bool bool_arg(const Args& a, size_t k, const char* name, bool def) {
-  const Value* v = arg(a, k, name);
+  const Value* v = call_arg(a, k, name);
   return v ? truthy(*v) : def;
 }
 
 std::string str_arg(Interp& in, const Args& a, size_t k, const char* name, const std::string& def) {
-  const Value* v = arg(a, k, name);
+  const Value* v = call_arg(a, k, name);
   if (!v || v->is_undefined()) return def;
   if (!v->is_string()) in.error(std::string("argument '") + name + "' must be a string");
   return v->s();
@@ -132,7 +126,7 @@ std::vector<Value> select_items(Interp& in, const Value& seq, Args& a, bool by_a
   size_t k = 0;
   std::string attr;
   if (by_attr) attr = str_arg(in, a, k++, "attribute", "");
-  const Value* test = arg(a, k, "");
+  const Value* test = call_arg(a, k, "");
   Args test_args;
   for (size_t j = k + 1; j < a.pos.size(); ++j) test_args.pos.push_back(a.pos[j]);
   std::vector<Value> out;
@@ -165,311 +159,409 @@ Str indent(const Str& s, const std::string& pad, bool first, bool blank) {
   return Str::derived(std::move(out), s.any_literal());
 }
 
+// Jinja's (markupsafe's) escape: these five characters as entities, everything else unchanged.
 std::string html_escape(const std::string& s) {
+  static constexpr std::pair<char, const char*> kEntities[] = {
+      {'&', "&amp;"}, {'<', "&lt;"}, {'>', "&gt;"}, {'"', "&#34;"}, {'\'', "&#39;"}};
   std::string out;
   for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&#34;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
-    }
+    const auto* e = std::find_if(std::begin(kEntities), std::end(kEntities), [c](const auto& x) { return x.first == c; });
+    if (e != std::end(kEntities)) out += e->second;
+    else out += c;
   }
   return out;
 }
 
+
+// ---- Filters: one function per filter (or per family sharing a body; `name` tells them apart). ----
+// Each takes the filtered value `v` and the call's arguments `a` (positional after `v`, then by name).
+using FilterFn = Value (*)(Interp& in, const std::string& name, const Value& v, Args& a);
+
+// Jinja's string filters take str(value); undefined reads as "".
+Str str_of(const Value& x) { return x.is_undefined() ? Str() : to_str(x); }
+
+Value f_trim(Interp&, const std::string&, const Value& v, Args& a) {
+  const Value* chars = call_arg(a, 0, "chars");
+  const std::string c = chars && chars->is_string() ? chars->s() : std::string();
+  return Value::string(py_strip(str_of(v), chars && chars->is_string() ? &c : nullptr, true, true));
+}
+
+Value f_length(Interp& in, const std::string&, const Value& v, Args&) { return Value::integer(length(in, v)); }
+
+Value f_tojson(Interp& in, const std::string&, const Value& v, Args& a) {
+  const Value* ind = call_arg(a, 0, "indent");
+  const Value* seps = call_arg(a, 99, "separators");
+  std::string item_sep = ind && !ind->is_none() ? "," : ", ", key_sep = ": ";
+  if (seps && seps->is_list() && seps->list->size() == 2 && (*seps->list)[0].is_string() && (*seps->list)[1].is_string()) {
+    item_sep = (*seps->list)[0].s();
+    key_sep = (*seps->list)[1].s();
+  }
+  const int64_t n = ind && !ind->is_none() ? int_arg(in, a, 0, "indent", 0) : -1;
+  if (n > 64) in.error("tojson indent too large");
+  return Value::string(to_json(in, v, int(n), bool_arg(a, 99, "sort_keys", false), item_sep, key_sep,
+                               bool_arg(a, 99, "ensure_ascii", false)));
+}
+
+Value f_string(Interp&, const std::string&, const Value& v, Args&) {
+  return v.is_string() ? v : Value::string(v.is_undefined() ? Str() : to_str(v));
+}
+
+Value f_safe(Interp&, const std::string&, const Value& v, Args&) { return v; }
+
+Value f_escape(Interp&, const std::string&, const Value& v, Args&) {
+  const Str s = str_of(v);
+  return Value::string(Str::derived(html_escape(s.s), s.any_literal()));
+}
+
+Value f_int(Interp&, const std::string&, const Value& v, Args& a) {
+  const Value* def = call_arg(a, 0, "default");
+  const Value d = def ? *def : Value::integer(0);
+  if (v.kind == Value::Kind::integer) return v;
+  if (v.kind == Value::Kind::boolean) return Value::integer(v.b);
+  if (v.kind == Value::Kind::floating) {
+    if (!std::isfinite(v.f) || std::fabs(v.f) >= 9.2e18) return d;
+    return Value::integer(int64_t(v.f));
+  }
+  if (v.is_string()) {
+    int64_t x;
+    if (parse_int(v.s(), x)) return Value::integer(x);
+    double f;
+    if (parse_float(v.s(), f) && std::isfinite(f) && std::fabs(f) < 9.2e18) return Value::integer(int64_t(f));
+  }
+  return d;
+}
+
+Value f_float(Interp&, const std::string&, const Value& v, Args& a) {
+  const Value* def = call_arg(a, 0, "default");
+  const Value d = def ? *def : Value::floating(0);
+  if (v.is_number()) return Value::floating(v.as_double());
+  double f;
+  if (v.is_string() && parse_float(v.s(), f)) return Value::floating(f);
+  return d;
+}
+
+// lower, upper, capitalize, title.
+Value f_case(Interp&, const std::string& name, const Value& v, Args&) {
+  const Str s = str_of(v);
+  std::string r = name == "lower" ? py_lower(s.s) : name == "upper" ? py_upper(s.s)
+                : name == "capitalize" ? py_capitalize(s.s) : jinja_title(s.s);
+  return Value::string(Str::derived(std::move(r), s.any_literal()));
+}
+
+Value f_default(Interp&, const std::string&, const Value& v, Args& a) {
+  const Value* def = call_arg(a, 0, "default_value");
+  const bool boolean = bool_arg(a, 1, "boolean", false);
+  if (v.is_undefined() || (boolean && !truthy(v))) return def ? *def : Value::text("");
+  return v;
+}
+
+Value f_join(Interp& in, const std::string&, const Value& v, Args& a) {
+  const std::string sep = str_arg(in, a, 0, "d", "");
+  const Value* attr = call_arg(a, 1, "attribute");
+  Str out;
+  bool first = true;
+  for (const Value& item : iterate_value(in, v)) {
+    const Str s = to_str(attr && attr->is_string() ? get_attribute(item, attr->s()) : item);
+    in.check_size(out.s.size() + sep.size() + s.s.size());
+    if (!first) out.append(Str(sep));
+    out.append(s);
+    first = false;
+  }
+  return Value::string(std::move(out));
+}
+
+// first, last.
+Value f_end(Interp& in, const std::string& name, const Value& v, Args&) {
+  const std::vector<Value> items = iterate_value(in, v);
+  if (items.empty()) return Value::undefined("no " + name + " item, sequence was empty");
+  return name == "first" ? items.front() : items.back();
+}
+
+Value f_list(Interp& in, const std::string&, const Value& v, Args&) { return Value::make_list(iterate_value(in, v)); }
+
+Value f_reverse(Interp& in, const std::string&, const Value& v, Args&) {
+  std::vector<Value> items = iterate_value(in, v);
+  std::reverse(items.begin(), items.end());
+  if (!v.is_string()) return Value::make_list(std::move(items));
+  Str s;
+  for (const Value& c : items) s.append(*c.str);
+  return Value::string(std::move(s));
+}
+
+Value f_map(Interp& in, const std::string&, const Value& v, Args& a) {
+  List out;
+  const Value* attr = call_arg(a, 99, "attribute");
+  const Value* def = call_arg(a, 99, "default");
+  if (attr) {
+    if (!attr->is_string()) in.error("map(attribute=...) takes a string");
+    for (const Value& item : iterate_value(in, v)) {
+      Value x = get_attribute(item, attr->s());
+      out.push_back(x.is_undefined() && def ? *def : x);
+    }
+  } else {
+    if (a.pos.empty() || !a.pos[0].is_string()) in.error("map() needs a filter name or attribute=");
+    const std::string f = a.pos[0].s();
+    if (!is_known_filter(f)) in.error("unsupported filter '" + f + "'");
+    for (const Value& item : iterate_value(in, v)) {
+      Args fa;
+      fa.pos.assign(a.pos.begin() + 1, a.pos.end());
+      fa.kw = a.kw;
+      out.push_back(apply_filter(in, f, item, fa));
+    }
+  }
+  return Value::make_list(std::move(out));
+}
+
+// select, reject, selectattr, rejectattr.
+Value f_select(Interp& in, const std::string& name, const Value& v, Args& a) {
+  const bool by_attr = name.size() > 4 && name.compare(name.size() - 4, 4, "attr") == 0;
+  return Value::make_list(select_items(in, v, a, by_attr, name.compare(0, 6, "reject") == 0));
+}
+
+Value f_replace(Interp& in, const std::string&, const Value& v, Args& a) {
+  const Str s = str_of(v);
+  const std::string from = str_arg(in, a, 0, "old", ""), to = str_arg(in, a, 1, "new", "");
+  const int64_t count = int_arg(in, a, 2, "count", -1);
+  const Value* nv = call_arg(a, 1, "new");
+  const bool lit = s.any_literal() || (nv && any_literal(*nv));
+  if (!from.empty() && s.s.size() / from.size() * (to.size() + 1) > in.limits.max_output) in.check_size(in.limits.max_output + 1);
+  std::string r = py_replace(s.s, from, to, count);
+  in.check_size(r.size());
+  return Value::string(Str::derived(std::move(r), lit));
+}
+
+Value f_items(Interp& in, const std::string&, const Value& v, Args&) {
+  if (v.is_undefined()) return Value::make_list({});
+  if (!v.is_dict()) in.error("items() needs a mapping");
+  List out;
+  for (const auto& [k, x] : v.dict->items) out.push_back(Value::make_tuple({k, x}));
+  return Value::make_list(std::move(out));
+}
+
+Value f_dictsort(Interp& in, const std::string&, const Value& v, Args& a) {
+  if (!v.is_dict()) in.error("dictsort needs a mapping");
+  const bool cs = bool_arg(a, 0, "case_sensitive", false);
+  const std::string by = str_arg(in, a, 1, "by", "key");
+  const bool rev = bool_arg(a, 2, "reverse", false);
+  std::vector<std::pair<Value, Value>> items = v.dict->items;
+  const size_t pos = by == "value" ? 1 : 0;
+  std::stable_sort(items.begin(), items.end(), [&](const auto& x, const auto& y) {
+    const Value kx = sort_key(pos ? x.second : x.first, cs), ky = sort_key(pos ? y.second : y.first, cs);
+    return rev ? compare_values(in, ky, kx) < 0 : compare_values(in, kx, ky) < 0;
+  });
+  List out;
+  for (auto& [k, x] : items) out.push_back(Value::make_tuple({k, x}));
+  return Value::make_list(std::move(out));
+}
+
+Value f_sort(Interp& in, const std::string&, const Value& v, Args& a) {
+  const bool rev = bool_arg(a, 0, "reverse", false), cs = bool_arg(a, 1, "case_sensitive", false);
+  const Value* attr = call_arg(a, 2, "attribute");
+  std::vector<Value> items = iterate_value(in, v);
+  auto key = [&](const Value& x) { return sort_key(attr && attr->is_string() ? get_attribute(x, attr->s()) : x, cs); };
+  std::stable_sort(items.begin(), items.end(), [&](const Value& x, const Value& y) {
+    return rev ? compare_values(in, key(y), key(x)) < 0 : compare_values(in, key(x), key(y)) < 0;
+  });
+  return Value::make_list(std::move(items));
+}
+
+Value f_unique(Interp& in, const std::string&, const Value& v, Args& a) {
+  const bool cs = bool_arg(a, 0, "case_sensitive", false);
+  const Value* attr = call_arg(a, 1, "attribute");
+  List out, seen;
+  for (const Value& item : iterate_value(in, v)) {
+    const Value k = sort_key(attr && attr->is_string() ? get_attribute(item, attr->s()) : item, cs);
+    bool dup = false;
+    for (const Value& s : seen) dup = dup || equals(s, k);
+    if (dup) continue;
+    seen.push_back(k);
+    out.push_back(item);
+  }
+  return Value::make_list(std::move(out));
+}
+
+Value f_indent(Interp& in, const std::string&, const Value& v, Args& a) {
+  const Value* w = call_arg(a, 0, "width");
+  std::string pad = w && w->is_string() ? w->s() : std::string(size_t(std::clamp<int64_t>(int_arg(in, a, 0, "width", 4), 0, 256)), ' ');
+  const Str s = str_of(v);
+  in.check_size(s.s.size() * (pad.size() + 1) + pad.size());
+  return Value::string(indent(s, pad, bool_arg(a, 1, "first", false), bool_arg(a, 2, "blank", false)));
+}
+
+// min, max.
+Value f_extreme(Interp& in, const std::string& name, const Value& v, Args& a) {
+  const bool cs = bool_arg(a, 0, "case_sensitive", false);
+  const Value* attr = call_arg(a, 1, "attribute");
+  const std::vector<Value> items = iterate_value(in, v);
+  if (items.empty()) return Value::undefined("no " + name + " item, sequence was empty");
+  auto key = [&](const Value& x) { return sort_key(attr && attr->is_string() ? get_attribute(x, attr->s()) : x, cs); };
+  size_t best = 0;
+  for (size_t k = 1; k < items.size(); ++k) {
+    const int c = compare_values(in, key(items[k]), key(items[best]));
+    if (name == "min" ? c < 0 : c > 0) best = k;
+  }
+  return items[best];
+}
+
+Value f_abs(Interp& in, const std::string&, const Value& v, Args&) {
+  if (v.kind == Value::Kind::floating) return Value::floating(std::fabs(v.f));
+  if (v.kind == Value::Kind::integer && v.i != INT64_MIN) return Value::integer(v.i < 0 ? -v.i : v.i);
+  in.error(std::string("bad operand type for abs(): '") + type_name(v) + "'");
+}
+
+// ---- Tests: `other` is the test's argument (`x is divisibleby(3)`, `x is eq y`), nullptr if none. ----
+using TestFn = bool (*)(Interp& in, const std::string& name, const Value& v, const Value* other);
+
+const Value& need_other(Interp& in, const std::string& name, const Value* other) {
+  if (!other) in.error("test '" + name + "' needs an argument");
+  return *other;
+}
+
+#define TINFER_JINJA_TEST(fn, expr) \
+  bool fn(Interp&, const std::string&, const Value& v, const Value*) { return expr; }
+TINFER_JINJA_TEST(t_defined, !v.is_undefined())
+TINFER_JINJA_TEST(t_undefined, v.is_undefined())
+TINFER_JINJA_TEST(t_none, v.is_none())
+TINFER_JINJA_TEST(t_string, v.is_string())
+TINFER_JINJA_TEST(t_mapping, v.kind == Value::Kind::dict)
+TINFER_JINJA_TEST(t_iterable, v.is_string() || v.is_list() || v.kind == Value::Kind::dict || v.is_undefined())
+TINFER_JINJA_TEST(t_number, v.is_number())
+TINFER_JINJA_TEST(t_integer, v.kind == Value::Kind::integer)
+TINFER_JINJA_TEST(t_float, v.kind == Value::Kind::floating)
+TINFER_JINJA_TEST(t_boolean, v.kind == Value::Kind::boolean)
+TINFER_JINJA_TEST(t_true, v.kind == Value::Kind::boolean && v.b)
+TINFER_JINJA_TEST(t_false, v.kind == Value::Kind::boolean && !v.b)
+TINFER_JINJA_TEST(t_callable, v.kind == Value::Kind::function)
+TINFER_JINJA_TEST(t_lower, v.is_string() && py_lower(v.s()) == v.s())
+TINFER_JINJA_TEST(t_upper, v.is_string() && py_upper(v.s()) == v.s())
+#undef TINFER_JINJA_TEST
+
+bool t_eq(Interp& in, const std::string& name, const Value& v, const Value* other) {
+  return equals(v, need_other(in, name, other));
+}
+
+bool t_ne(Interp& in, const std::string& name, const Value& v, const Value* other) {
+  return !equals(v, need_other(in, name, other));
+}
+
+bool t_sameas(Interp& in, const std::string& name, const Value& v, const Value* other) {
+  const Value& o = need_other(in, name, other);
+  if (v.kind != o.kind) return false;
+  if (v.is_none() || v.is_undefined()) return true;
+  if (v.kind == Value::Kind::boolean) return v.b == o.b;
+  return v.str == o.str && v.list == o.list && v.dict == o.dict && v.fn == o.fn && v.is_string() == o.is_string() &&
+         (!v.is_number() || equals(v, o));
+}
+
+bool t_in(Interp& in, const std::string& name, const Value& v, const Value* other) {
+  const Value& o = need_other(in, name, other);
+  if (o.is_string()) return v.is_string() && o.s().find(v.s()) != std::string::npos;
+  if (o.is_list()) {
+    for (const Value& x : *o.list)
+      if (equals(v, x)) return true;
+    return false;
+  }
+  if (o.is_dict()) return o.dict->find(v) != nullptr;
+  in.error(std::string("argument of type '") + type_name(o) + "' is not iterable");
+}
+
+// odd, even, divisibleby.
+bool t_parity(Interp& in, const std::string& name, const Value& v, const Value* other) {
+  if (v.kind != Value::Kind::integer) in.error("test '" + name + "' needs an integer");
+  if (name == "divisibleby") {
+    const Value& o = need_other(in, name, other);
+    if (o.kind != Value::Kind::integer || o.i == 0) in.error("divisibleby needs a non-zero integer");
+    return v.i % o.i == 0;
+  }
+  return (v.i % 2 != 0) == (name == "odd");
+}
+
+// gt, >, lt, <, ge, >=, le, <=.
+bool t_order(Interp& in, const std::string& name, const Value& v, const Value* other) {
+  const int c = compare_values(in, v, need_other(in, name, other));
+  if (name == "gt" || name == ">") return c > 0;
+  if (name == "lt" || name == "<") return c < 0;
+  if (name == "ge" || name == ">=") return c >= 0;
+  return c <= 0;
+}
+
+// ---- The name tables: the only list of filter and test names; the parser validates against them. ----
+// One row per filter: its name, its function, and (comment) the arguments it takes, positionally or by name.
+constexpr NamedFn<FilterFn> kFilters[] = {
+    {"abs", f_abs},            // abs(x)
+    {"capitalize", f_case},    // s|capitalize
+    {"count", f_length},       // the same as length
+    {"d", f_default},          // the same as default
+    {"default", f_default},    // default(default_value='', boolean=false)
+    {"dictsort", f_dictsort},  // dictsort(case_sensitive=false, by='key', reverse=false) -> [(k, v), ...]
+    {"e", f_escape},           // the same as escape
+    {"escape", f_escape},      // HTML: & < > " '
+    {"first", f_end},          // undefined when empty
+    {"float", f_float},        // float(default=0.0)
+    {"indent", f_indent},      // indent(width=4 or a string, first=false, blank=false)
+    {"int", f_int},            // int(default=0): Python's int() of strings, floats truncated
+    {"items", f_items},        // [(k, v), ...] of a mapping
+    {"join", f_join},          // join(d='', attribute=none)
+    {"last", f_end},           // undefined when empty
+    {"length", f_length},      // characters, items or keys
+    {"list", f_list},          // items, keys or characters
+    {"lower", f_case},         // s|lower
+    {"map", f_map},            // map('filter', args...) or map(attribute='a.b', default=...)
+    {"max", f_extreme},        // max(case_sensitive=false, attribute=none)
+    {"min", f_extreme},        // min(case_sensitive=false, attribute=none)
+    {"reject", f_select},      // reject('test', args...)
+    {"rejectattr", f_select},  // rejectattr('attr', 'test', args...)
+    {"replace", f_replace},    // replace(old, new, count=-1)
+    {"reverse", f_reverse},    // a list, or a string reversed
+    {"safe", f_safe},          // the value unchanged (no autoescape here)
+    {"select", f_select},      // select('test', args...); no test: truthy items
+    {"selectattr", f_select},  // selectattr('attr', 'test', args...)
+    {"sort", f_sort},          // sort(reverse=false, case_sensitive=false, attribute=none), stable
+    {"string", f_string},      // str(x)
+    {"title", f_case},         // s|title
+    {"tojson", f_tojson},      // tojson(indent=none, separators=, sort_keys=false, ensure_ascii=false)
+    {"trim", f_trim},          // trim(chars=whitespace)
+    {"unique", f_unique},      // unique(case_sensitive=false, attribute=none)
+    {"upper", f_case},         // s|upper
+};
+
+constexpr NamedFn<TestFn> kTests[] = {
+    {"!=", t_ne},           {"<", t_order},          {"<=", t_order},        {"==", t_eq},
+    {">", t_order},         {">=", t_order},         {"boolean", t_boolean}, {"callable", t_callable},
+    {"defined", t_defined}, {"divisibleby", t_parity}, {"eq", t_eq},         {"equalto", t_eq},
+    {"even", t_parity},     {"false", t_false},      {"float", t_float},     {"ge", t_order},
+    {"gt", t_order},        {"in", t_in},            {"integer", t_integer}, {"iterable", t_iterable},
+    {"le", t_order},        {"lower", t_lower},      {"lt", t_order},        {"mapping", t_mapping},
+    {"ne", t_ne},           {"none", t_none},        {"number", t_number},   {"odd", t_parity},
+    {"sameas", t_sameas},   {"sequence", t_iterable}, {"string", t_string},  {"true", t_true},
+    {"undefined", t_undefined}, {"upper", t_upper},
+};
+
+static_assert(sorted_by_name(kFilters) && sorted_by_name(kTests), "keep the name tables sorted (binary search)");
+
 }  // namespace
 
+const Value* call_arg(const Args& a, size_t k, const char* name) {
+  if (k < a.pos.size()) return &a.pos[k];
+  for (const auto& [n, v] : a.kw)
+    if (n == name) return &v;
+  return nullptr;
+}
+
 Value apply_filter(Interp& in, const std::string& name, const Value& v, Args& a) {
-  auto need_string = [&](const Value& x) -> Str {
-    if (x.is_undefined()) return Str();
-    return to_str(x);  // Jinja's string filters take str(value)
-  };
-  if (name == "trim") {
-    const Value* chars = arg(a, 0, "chars");
-    const std::string c = chars && chars->is_string() ? chars->s() : std::string();
-    return Value::string(py_strip(need_string(v), chars && chars->is_string() ? &c : nullptr, true, true));
-  }
-  if (name == "length" || name == "count") return Value::integer(length(in, v));
-  if (name == "tojson") {
-    const Value* ind = arg(a, 0, "indent");
-    const Value* seps = arg(a, 99, "separators");
-    std::string item_sep = ind && !ind->is_none() ? "," : ", ", key_sep = ": ";
-    if (seps && seps->is_list() && seps->list->size() == 2 && (*seps->list)[0].is_string() && (*seps->list)[1].is_string()) {
-      item_sep = (*seps->list)[0].s();
-      key_sep = (*seps->list)[1].s();
-    }
-    const int64_t n = ind && !ind->is_none() ? int_arg(in, a, 0, "indent", 0) : -1;
-    if (n > 64) in.error("tojson indent too large");
-    return Value::string(to_json(in, v, int(n), bool_arg(a, 99, "sort_keys", false), item_sep, key_sep,
-                                 bool_arg(a, 99, "ensure_ascii", false)));
-  }
-  if (name == "string") return v.is_string() ? v : Value::string(v.is_undefined() ? Str() : to_str(v));
-  if (name == "safe") return v;
-  if (name == "e" || name == "escape") {
-    const Str s = need_string(v);
-    return Value::string(Str::derived(html_escape(s.s), s.any_literal()));
-  }
-  if (name == "int") {
-    const Value* def = arg(a, 0, "default");
-    const Value d = def ? *def : Value::integer(0);
-    if (v.kind == Value::Kind::integer) return v;
-    if (v.kind == Value::Kind::boolean) return Value::integer(v.b);
-    if (v.kind == Value::Kind::floating) {
-      if (!std::isfinite(v.f) || std::fabs(v.f) >= 9.2e18) return d;
-      return Value::integer(int64_t(v.f));
-    }
-    if (v.is_string()) {
-      int64_t x;
-      if (parse_int(v.s(), x)) return Value::integer(x);
-      double f;
-      if (parse_float(v.s(), f) && std::isfinite(f) && std::fabs(f) < 9.2e18) return Value::integer(int64_t(f));
-    }
-    return d;
-  }
-  if (name == "float") {
-    const Value* def = arg(a, 0, "default");
-    const Value d = def ? *def : Value::floating(0);
-    if (v.is_number()) return Value::floating(v.as_double());
-    double f;
-    if (v.is_string() && parse_float(v.s(), f)) return Value::floating(f);
-    return d;
-  }
-  if (name == "lower" || name == "upper" || name == "capitalize" || name == "title") {
-    const Str s = need_string(v);
-    std::string r = name == "lower" ? py_lower(s.s) : name == "upper" ? py_upper(s.s)
-                  : name == "capitalize" ? py_capitalize(s.s) : jinja_title(s.s);
-    return Value::string(Str::derived(std::move(r), s.any_literal()));
-  }
-  if (name == "default" || name == "d") {
-    const Value* def = arg(a, 0, "default_value");
-    const bool boolean = bool_arg(a, 1, "boolean", false);
-    if (v.is_undefined() || (boolean && !truthy(v))) return def ? *def : Value::text("");
-    return v;
-  }
-  if (name == "join") {
-    const std::string sep = str_arg(in, a, 0, "d", "");
-    const Value* attr = arg(a, 1, "attribute");
-    Str out;
-    bool first = true;
-    for (const Value& item : iterate_value(in, v)) {
-      const Str s = to_str(attr && attr->is_string() ? get_attribute(item, attr->s()) : item);
-      in.check_size(out.s.size() + sep.size() + s.s.size());
-      if (!first) out.append(Str(sep));
-      out.append(s);
-      first = false;
-    }
-    return Value::string(std::move(out));
-  }
-  if (name == "first" || name == "last") {
-    const std::vector<Value> items = iterate_value(in, v);
-    if (items.empty()) return Value::undefined("no " + name + " item, sequence was empty");
-    return name == "first" ? items.front() : items.back();
-  }
-  if (name == "list") return Value::make_list(iterate_value(in, v));
-  if (name == "reverse") {
-    std::vector<Value> items = iterate_value(in, v);
-    std::reverse(items.begin(), items.end());
-    if (!v.is_string()) return Value::make_list(std::move(items));
-    Str s;
-    for (const Value& c : items) s.append(*c.str);
-    return Value::string(std::move(s));
-  }
-  if (name == "map") {
-    List out;
-    const Value* attr = arg(a, 99, "attribute");
-    const Value* def = arg(a, 99, "default");
-    if (attr) {
-      if (!attr->is_string()) in.error("map(attribute=...) takes a string");
-      for (const Value& item : iterate_value(in, v)) {
-        Value x = get_attribute(item, attr->s());
-        out.push_back(x.is_undefined() && def ? *def : x);
-      }
-    } else {
-      if (a.pos.empty() || !a.pos[0].is_string()) in.error("map() needs a filter name or attribute=");
-      const std::string f = a.pos[0].s();
-      if (!is_known_filter(f)) in.error("unsupported filter '" + f + "'");
-      for (const Value& item : iterate_value(in, v)) {
-        Args fa;
-        fa.pos.assign(a.pos.begin() + 1, a.pos.end());
-        fa.kw = a.kw;
-        out.push_back(apply_filter(in, f, item, fa));
-      }
-    }
-    return Value::make_list(std::move(out));
-  }
-  if (name == "select" || name == "reject") return Value::make_list(select_items(in, v, a, false, name == "reject"));
-  if (name == "selectattr" || name == "rejectattr")
-    return Value::make_list(select_items(in, v, a, true, name == "rejectattr"));
-  if (name == "replace") {
-    const Str s = need_string(v);
-    const std::string from = str_arg(in, a, 0, "old", ""), to = str_arg(in, a, 1, "new", "");
-    const int64_t count = int_arg(in, a, 2, "count", -1);
-    const Value* nv = arg(a, 1, "new");
-    const bool lit = s.any_literal() || (nv && any_literal(*nv));
-    if (!from.empty() && s.s.size() / from.size() * (to.size() + 1) > in.limits.max_output) in.check_size(in.limits.max_output + 1);
-    std::string r = py_replace(s.s, from, to, count);
-    in.check_size(r.size());
-    return Value::string(Str::derived(std::move(r), lit));
-  }
-  if (name == "items") {
-    if (v.is_undefined()) return Value::make_list({});
-    if (!v.is_dict()) in.error("items() needs a mapping");
-    List out;
-    for (const auto& [k, x] : v.dict->items) out.push_back(Value::make_tuple({k, x}));
-    return Value::make_list(std::move(out));
-  }
-  if (name == "dictsort") {
-    if (!v.is_dict()) in.error("dictsort needs a mapping");
-    const bool cs = bool_arg(a, 0, "case_sensitive", false);
-    const std::string by = str_arg(in, a, 1, "by", "key");
-    const bool rev = bool_arg(a, 2, "reverse", false);
-    std::vector<std::pair<Value, Value>> items = v.dict->items;
-    const size_t pos = by == "value" ? 1 : 0;
-    std::stable_sort(items.begin(), items.end(), [&](const auto& x, const auto& y) {
-      const Value kx = sort_key(pos ? x.second : x.first, cs), ky = sort_key(pos ? y.second : y.first, cs);
-      return rev ? compare_values(in, ky, kx) < 0 : compare_values(in, kx, ky) < 0;
-    });
-    List out;
-    for (auto& [k, x] : items) out.push_back(Value::make_tuple({k, x}));
-    return Value::make_list(std::move(out));
-  }
-  if (name == "sort") {
-    const bool rev = bool_arg(a, 0, "reverse", false), cs = bool_arg(a, 1, "case_sensitive", false);
-    const Value* attr = arg(a, 2, "attribute");
-    std::vector<Value> items = iterate_value(in, v);
-    auto key = [&](const Value& x) { return sort_key(attr && attr->is_string() ? get_attribute(x, attr->s()) : x, cs); };
-    std::stable_sort(items.begin(), items.end(), [&](const Value& x, const Value& y) {
-      return rev ? compare_values(in, key(y), key(x)) < 0 : compare_values(in, key(x), key(y)) < 0;
-    });
-    return Value::make_list(std::move(items));
-  }
-  if (name == "unique") {
-    const bool cs = bool_arg(a, 0, "case_sensitive", false);
-    const Value* attr = arg(a, 1, "attribute");
-    List out, seen;
-    for (const Value& item : iterate_value(in, v)) {
-      const Value k = sort_key(attr && attr->is_string() ? get_attribute(item, attr->s()) : item, cs);
-      bool dup = false;
-      for (const Value& s : seen) dup = dup || equals(s, k);
-      if (dup) continue;
-      seen.push_back(k);
-      out.push_back(item);
-    }
-    return Value::make_list(std::move(out));
-  }
-  if (name == "indent") {
-    const Value* w = arg(a, 0, "width");
-    std::string pad = w && w->is_string() ? w->s() : std::string(size_t(std::clamp<int64_t>(int_arg(in, a, 0, "width", 4), 0, 256)), ' ');
-    const Str s = need_string(v);
-    in.check_size(s.s.size() * (pad.size() + 1) + pad.size());
-    return Value::string(indent(s, pad, bool_arg(a, 1, "first", false), bool_arg(a, 2, "blank", false)));
-  }
-  if (name == "min" || name == "max") {
-    const bool cs = bool_arg(a, 0, "case_sensitive", false);
-    const Value* attr = arg(a, 1, "attribute");
-    const std::vector<Value> items = iterate_value(in, v);
-    if (items.empty()) return Value::undefined("no " + name + " item, sequence was empty");
-    auto key = [&](const Value& x) { return sort_key(attr && attr->is_string() ? get_attribute(x, attr->s()) : x, cs); };
-    size_t best = 0;
-    for (size_t k = 1; k < items.size(); ++k) {
-      const int c = compare_values(in, key(items[k]), key(items[best]));
-      if (name == "min" ? c < 0 : c > 0) best = k;
-    }
-    return items[best];
-  }
-  if (name == "abs") {
-    if (v.kind == Value::Kind::floating) return Value::floating(std::fabs(v.f));
-    if (v.kind == Value::Kind::integer && v.i != INT64_MIN) return Value::integer(v.i < 0 ? -v.i : v.i);
-    in.error(std::string("bad operand type for abs(): '") + type_name(v) + "'");
-  }
-  in.error("unsupported filter '" + name + "'");
+  const FilterFn f = find_named(kFilters, name);
+  if (!f) in.error("unsupported filter '" + name + "'");
+  return f(in, name, v, a);
 }
 
 bool apply_test(Interp& in, const std::string& name, const Value& v, Args& a) {
-  const Value* other = arg(a, 0, "value");
-  auto need_other = [&]() -> const Value& {
-    if (!other) in.error("test '" + name + "' needs an argument");
-    return *other;
-  };
-  if (name == "defined") return !v.is_undefined();
-  if (name == "undefined") return v.is_undefined();
-  if (name == "none") return v.is_none();
-  if (name == "string") return v.is_string();
-  if (name == "mapping") return v.kind == Value::Kind::dict;
-  if (name == "iterable") return v.is_string() || v.is_list() || v.kind == Value::Kind::dict || v.is_undefined();
-  if (name == "sequence") return v.is_string() || v.is_list() || v.kind == Value::Kind::dict || v.is_undefined();
-  if (name == "number") return v.is_number();
-  if (name == "integer") return v.kind == Value::Kind::integer;
-  if (name == "float") return v.kind == Value::Kind::floating;
-  if (name == "boolean") return v.kind == Value::Kind::boolean;
-  if (name == "true") return v.kind == Value::Kind::boolean && v.b;
-  if (name == "false") return v.kind == Value::Kind::boolean && !v.b;
-  if (name == "callable") return v.kind == Value::Kind::function;
-  if (name == "lower") return v.is_string() && py_lower(v.s()) == v.s();
-  if (name == "upper") return v.is_string() && py_upper(v.s()) == v.s();
-  if (name == "equalto" || name == "eq" || name == "==") return equals(v, need_other());
-  if (name == "ne" || name == "!=") return !equals(v, need_other());
-  if (name == "sameas") {
-    const Value& o = need_other();
-    if (v.kind != o.kind) return false;
-    if (v.is_none() || v.is_undefined()) return true;
-    if (v.kind == Value::Kind::boolean) return v.b == o.b;
-    return v.str == o.str && v.list == o.list && v.dict == o.dict && v.fn == o.fn && v.is_string() == o.is_string() &&
-           (!v.is_number() || equals(v, o));
-  }
-  if (name == "in") {
-    const Value& o = need_other();
-    if (o.is_string()) return v.is_string() && o.s().find(v.s()) != std::string::npos;
-    if (o.is_list()) {
-      for (const Value& x : *o.list)
-        if (equals(v, x)) return true;
-      return false;
-    }
-    if (o.is_dict()) return o.dict->find(v) != nullptr;
-    in.error(std::string("argument of type '") + type_name(o) + "' is not iterable");
-  }
-  if (name == "odd" || name == "even" || name == "divisibleby") {
-    if (v.kind != Value::Kind::integer) in.error("test '" + name + "' needs an integer");
-    if (name == "divisibleby") {
-      const Value& o = need_other();
-      if (o.kind != Value::Kind::integer || o.i == 0) in.error("divisibleby needs a non-zero integer");
-      return v.i % o.i == 0;
-    }
-    return (v.i % 2 != 0) == (name == "odd");
-  }
-  if (name == "gt" || name == ">" || name == "lt" || name == "<" || name == "ge" || name == ">=" || name == "le" ||
-      name == "<=") {
-    const int c = compare_values(in, v, need_other());
-    if (name == "gt" || name == ">") return c > 0;
-    if (name == "lt" || name == "<") return c < 0;
-    if (name == "ge" || name == ">=") return c >= 0;
-    return c <= 0;
-  }
-  in.error("unsupported test '" + name + "'");
+  const TestFn t = find_named(kTests, name);
+  if (!t) in.error("unsupported test '" + name + "'");
+  return t(in, name, v, call_arg(a, 0, "value"));
 }
 
-bool is_known_filter(std::string_view n) {
-  static const char* const kNames[] = {"trim", "length", "count", "tojson", "string", "safe", "e", "escape", "int",
-                                       "float", "lower", "upper", "capitalize", "title", "default", "d", "join",
-                                       "first", "last", "list", "reverse", "map", "select", "reject", "selectattr",
-                                       "rejectattr", "replace", "items", "dictsort", "sort", "unique", "indent", "abs",
-                                       "min", "max"};
-  for (const char* k : kNames)
-    if (n == k) return true;
-  return false;
-}
+bool is_known_filter(std::string_view n) { return find_named(kFilters, n) != nullptr; }
 
-bool is_known_test(std::string_view n) {
-  static const char* const kNames[] = {"defined", "undefined", "none", "string", "mapping", "iterable", "sequence",
-                                       "number", "integer", "float", "boolean", "true", "false", "callable", "lower",
-                                       "upper", "equalto", "eq", "==", "ne", "!=", "sameas", "in", "odd", "even",
-                                       "divisibleby", "gt", ">", "lt", "<", "ge", ">=", "le", "<="};
-  for (const char* k : kNames)
-    if (n == k) return true;
-  return false;
-}
+bool is_known_test(std::string_view n) { return find_named(kTests, n) != nullptr; }
 
 }  // namespace tinfer::jinja

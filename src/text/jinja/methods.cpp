@@ -9,13 +9,6 @@
 namespace tinfer::jinja {
 namespace {
 
-const Value* pos_or_kw(const Args& a, size_t k, const char* name) {
-  if (k < a.pos.size()) return &a.pos[k];
-  for (const auto& [n, v] : a.kw)
-    if (n == name) return &v;
-  return nullptr;
-}
-
 std::vector<std::string> prefixes(Interp& in, const Value* v, const char* method) {
   if (v && v->is_string()) return {v->s()};
   if (v && v->is_list()) {
@@ -29,101 +22,142 @@ std::vector<std::string> prefixes(Interp& in, const Value* v, const char* method
   in.error(std::string(method) + "() takes a string or a tuple of strings");
 }
 
-bool string_method(Interp& in, const Value& obj, const std::string& name, Args& a, Value& out) {
-  const Str& s = *obj.str;
-  const Value* a0 = pos_or_kw(a, 0, "");
-  auto opt_str = [&](const Value* v) -> const std::string* {
-    if (!v || v->is_none()) return nullptr;
-    if (!v->is_string()) in.error(name + "() argument must be a string or None");
-    return &v->str->s;
-  };
-  if (name == "startswith" || name == "endswith") {
-    bool r = false;
-    for (const std::string& p : prefixes(in, a0, name.c_str()))
-      r = r || (name == "startswith" ? s.s.compare(0, p.size(), p) == 0 && s.s.size() >= p.size()
-                                     : s.s.size() >= p.size() && s.s.compare(s.s.size() - p.size(), p.size(), p) == 0);
-    out = Value::boolean(r);
-  } else if (name == "strip" || name == "lstrip" || name == "rstrip") {
-    out = Value::string(py_strip(s, opt_str(a0), name != "rstrip", name != "lstrip"));
-  } else if (name == "split") {
-    const Value* sep = pos_or_kw(a, 0, "sep");
-    const Value* max = pos_or_kw(a, 1, "maxsplit");
-    const std::string* sp = opt_str(sep);
-    if (sp && sp->empty()) in.error("split(): empty separator");
-    List l;
-    for (Str& part : py_split(s, sp, max && max->kind == Value::Kind::integer ? max->i : -1)) l.push_back(Value::string(std::move(part)));
-    in.check_items(l.size());
-    out = Value::make_list(std::move(l));
-  } else if (name == "lower" || name == "upper" || name == "title" || name == "capitalize") {
-    std::string r = name == "lower" ? py_lower(s.s) : name == "upper" ? py_upper(s.s)
-                  : name == "title" ? py_title(s.s) : py_capitalize(s.s);
-    out = Value::string(Str::derived(std::move(r), s.any_literal()));
-  } else if (name == "replace") {
-    const Value* from = pos_or_kw(a, 0, "old");
-    const Value* to = pos_or_kw(a, 1, "new");
-    const Value* count = pos_or_kw(a, 2, "count");
-    if (!from || !to || !from->is_string() || !to->is_string()) in.error("replace() takes two strings");
-    if (!from->s().empty() && s.s.size() / from->s().size() * (to->s().size() + 1) > in.limits.max_output)
-      in.check_size(in.limits.max_output + 1);
-    std::string r = py_replace(s.s, from->s(), to->s(), count && count->kind == Value::Kind::integer ? count->i : -1);
-    in.check_size(r.size());
-    out = Value::string(Str::derived(std::move(r), s.any_literal() || to->str->any_literal()));
-  } else if (name == "find" || name == "rfind" || name == "count" || name == "index") {
-    const std::string* sub = opt_str(a0);
-    if (!sub) in.error(name + "() takes a string");
-    const auto at = cp_offsets(s.s);
-    auto cp_index = [&](size_t byte) { return int64_t(std::lower_bound(at.begin(), at.end(), byte) - at.begin()); };
-    if (name == "count") {
-      int64_t n = 0;
-      if (sub->empty()) n = int64_t(at.size());
-      else
-        for (size_t p = s.s.find(*sub); p != std::string::npos; p = s.s.find(*sub, p + sub->size())) ++n;
-      out = Value::integer(n);
-    } else {
-      const size_t p = name == "rfind" ? s.s.rfind(*sub) : s.s.find(*sub);
-      if (p == std::string::npos && name == "index") in.error("substring not found");
-      out = Value::integer(p == std::string::npos ? -1 : cp_index(p));
-    }
-  } else if (name == "join") {
-    Str r;
-    bool first = true;
-    for (const Value& item : iterate_value(in, a0 ? *a0 : Value())) {
-      if (!item.is_string()) in.error("join() takes strings");
-      in.check_size(r.s.size() + s.s.size() + item.s().size());
-      if (!first) r.append(s);
-      r.append(*item.str);
-      first = false;
-    }
-    out = Value::string(std::move(r));
-  } else if (name == "isdigit" || name == "isalpha" || name == "isspace" || name == "isalnum" || name == "islower" ||
-             name == "isupper") {
-    bool r = !s.s.empty();
-    for (unsigned char c : s.s) {
-      if (name == "isdigit") r = r && std::isdigit(c);
-      else if (name == "isalpha") r = r && std::isalpha(c);
-      else if (name == "isalnum") r = r && std::isalnum(c);
-      else if (name == "isspace") r = r && is_py_space(c);
-    }
-    if (name == "islower") r = py_lower(s.s) == s.s && py_upper(s.s) != s.s;
-    if (name == "isupper") r = py_upper(s.s) == s.s && py_lower(s.s) != s.s;
-    out = Value::boolean(r);
-  } else if (name == "splitlines") {
-    List l;
-    size_t from = 0;
-    for (size_t p; (p = s.s.find('\n', from)) != std::string::npos; from = p + 1) l.push_back(Value::string(s.substr(from, p)));
-    if (from < s.s.size()) l.push_back(Value::string(s.substr(from, s.s.size())));
-    out = Value::make_list(std::move(l));
-  } else {
-    return false;
+// ---- str methods: one function per method (or per family sharing a body; `name` tells them apart). ----
+using StrMethod = Value (*)(Interp& in, const std::string& name, const Str& s, Args& a);
+
+const Value* first_arg(const Args& a) { return call_arg(a, 0, ""); }
+
+// A str-or-None argument: nullptr for None or absent.
+const std::string* opt_str(Interp& in, const std::string& name, const Value* v) {
+  if (!v || v->is_none()) return nullptr;
+  if (!v->is_string()) in.error(name + "() argument must be a string or None");
+  return &v->str->s;
+}
+
+// startswith, endswith.
+Value m_affix(Interp& in, const std::string& name, const Str& s, Args& a) {
+  bool r = false;
+  for (const std::string& p : prefixes(in, first_arg(a), name.c_str()))
+    r = r || (name == "startswith" ? s.s.compare(0, p.size(), p) == 0 && s.s.size() >= p.size()
+                                   : s.s.size() >= p.size() && s.s.compare(s.s.size() - p.size(), p.size(), p) == 0);
+  return Value::boolean(r);
+}
+
+// strip, lstrip, rstrip.
+Value m_strip(Interp& in, const std::string& name, const Str& s, Args& a) {
+  return Value::string(py_strip(s, opt_str(in, name, first_arg(a)), name != "rstrip", name != "lstrip"));
+}
+
+Value m_split(Interp& in, const std::string& name, const Str& s, Args& a) {
+  const Value* sep = call_arg(a, 0, "sep");
+  const Value* max = call_arg(a, 1, "maxsplit");
+  const std::string* sp = opt_str(in, name, sep);
+  if (sp && sp->empty()) in.error("split(): empty separator");
+  List l;
+  for (Str& part : py_split(s, sp, max && max->kind == Value::Kind::integer ? max->i : -1))
+    l.push_back(Value::string(std::move(part)));
+  in.check_items(l.size());
+  return Value::make_list(std::move(l));
+}
+
+// lower, upper, title, capitalize.
+Value m_case(Interp&, const std::string& name, const Str& s, Args&) {
+  std::string r = name == "lower" ? py_lower(s.s) : name == "upper" ? py_upper(s.s)
+                : name == "title" ? py_title(s.s) : py_capitalize(s.s);
+  return Value::string(Str::derived(std::move(r), s.any_literal()));
+}
+
+Value m_replace(Interp& in, const std::string&, const Str& s, Args& a) {
+  const Value* from = call_arg(a, 0, "old");
+  const Value* to = call_arg(a, 1, "new");
+  const Value* count = call_arg(a, 2, "count");
+  if (!from || !to || !from->is_string() || !to->is_string()) in.error("replace() takes two strings");
+  if (!from->s().empty() && s.s.size() / from->s().size() * (to->s().size() + 1) > in.limits.max_output)
+    in.check_size(in.limits.max_output + 1);
+  std::string r = py_replace(s.s, from->s(), to->s(), count && count->kind == Value::Kind::integer ? count->i : -1);
+  in.check_size(r.size());
+  return Value::string(Str::derived(std::move(r), s.any_literal() || to->str->any_literal()));
+}
+
+// find, rfind, count, index: positions in code points.
+Value m_find(Interp& in, const std::string& name, const Str& s, Args& a) {
+  const std::string* sub = opt_str(in, name, first_arg(a));
+  if (!sub) in.error(name + "() takes a string");
+  const auto at = cp_offsets(s.s);
+  auto cp_index = [&](size_t byte) { return int64_t(std::lower_bound(at.begin(), at.end(), byte) - at.begin()); };
+  if (name == "count") {
+    int64_t n = 0;
+    if (sub->empty()) n = int64_t(at.size());
+    else
+      for (size_t p = s.s.find(*sub); p != std::string::npos; p = s.s.find(*sub, p + sub->size())) ++n;
+    return Value::integer(n);
   }
+  const size_t p = name == "rfind" ? s.s.rfind(*sub) : s.s.find(*sub);
+  if (p == std::string::npos && name == "index") in.error("substring not found");
+  return Value::integer(p == std::string::npos ? -1 : cp_index(p));
+}
+
+Value m_join(Interp& in, const std::string&, const Str& s, Args& a) {
+  const Value* a0 = first_arg(a);
+  Str r;
+  bool first = true;
+  for (const Value& item : iterate_value(in, a0 ? *a0 : Value())) {
+    if (!item.is_string()) in.error("join() takes strings");
+    in.check_size(r.s.size() + s.s.size() + item.s().size());
+    if (!first) r.append(s);
+    r.append(*item.str);
+    first = false;
+  }
+  return Value::string(std::move(r));
+}
+
+// isdigit, isalpha, isspace, isalnum (ASCII classes, as the templates use them), islower, isupper.
+Value m_is(Interp&, const std::string& name, const Str& s, Args&) {
+  bool r = !s.s.empty();
+  for (unsigned char c : s.s) {
+    if (name == "isdigit") r = r && std::isdigit(c);
+    else if (name == "isalpha") r = r && std::isalpha(c);
+    else if (name == "isalnum") r = r && std::isalnum(c);
+    else if (name == "isspace") r = r && is_py_space(c);
+  }
+  if (name == "islower") r = py_lower(s.s) == s.s && py_upper(s.s) != s.s;
+  if (name == "isupper") r = py_upper(s.s) == s.s && py_lower(s.s) != s.s;
+  return Value::boolean(r);
+}
+
+Value m_splitlines(Interp&, const std::string&, const Str& s, Args&) {
+  List l;
+  size_t from = 0;
+  for (size_t p; (p = s.s.find('\n', from)) != std::string::npos; from = p + 1) l.push_back(Value::string(s.substr(from, p)));
+  if (from < s.s.size()) l.push_back(Value::string(s.substr(from, s.s.size())));
+  return Value::make_list(std::move(l));
+}
+
+constexpr NamedFn<StrMethod> kStrMethods[] = {
+    {"capitalize", m_case},        {"count", m_find},             {"endswith", m_affix},
+    {"find", m_find},              {"index", m_find},             {"isalnum", m_is},
+    {"isalpha", m_is},             {"isdigit", m_is},             {"islower", m_is},
+    {"isspace", m_is},             {"isupper", m_is},             {"join", m_join},
+    {"lower", m_case},             {"lstrip", m_strip},           {"replace", m_replace},
+    {"rfind", m_find},             {"rstrip", m_strip},           {"split", m_split},
+    {"splitlines", m_splitlines},  {"startswith", m_affix},       {"strip", m_strip},
+    {"title", m_case},             {"upper", m_case},
+};
+
+static_assert(sorted_by_name(kStrMethods), "keep kStrMethods sorted (binary search)");
+
+bool string_method(Interp& in, const Value& obj, const std::string& name, Args& a, Value& out) {
+  const StrMethod m = find_named(kStrMethods, name);
+  if (!m) return false;
+  out = m(in, name, *obj.str, a);
   return true;
 }
 
 bool dict_method(Interp& in, const Value& obj, const std::string& name, Args& a, Value& out) {
   if (name == "get") {
-    const Value* key = pos_or_kw(a, 0, "key");
+    const Value* key = call_arg(a, 0, "key");
     if (!key) in.error("get() needs a key");
-    const Value* def = pos_or_kw(a, 1, "default");
+    const Value* def = call_arg(a, 1, "default");
     const Value* v = obj.dict->find(*key);
     out = v ? *v : def ? *def : Value::none();
   } else if (name == "items" || name == "keys" || name == "values") {

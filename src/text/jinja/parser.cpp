@@ -94,91 +94,13 @@ class Parser {
     s->line = ln;
     std::string end;
     if (kw == "if") {
-      s->kind = Stmt::Kind::if_;
-      ExprPtr cond = tuple_or_expr();
-      expect_end();
-      while (true) {
-        Body b = parse_body({"elif", "else", "endif"}, end, ln, "if");
-        s->branches.emplace_back(std::move(cond), std::move(b));
-        if (end == "elif") {
-          cond = tuple_or_expr();
-          expect_end();
-          ++pos_;
-          continue;
-        }
-        expect_end();
-        ++pos_;
-        if (end == "else") {
-          s->else_body = parse_body({"endif"}, end, ln, "if");
-          expect_end();
-          ++pos_;
-        }
-        break;
-      }
+      if_stmt(*s, ln);
     } else if (kw == "for") {
-      s->kind = Stmt::Kind::for_;
-      s->targets = targets();
-      if (!accept_name("in")) syntax_error(ln, "expected 'in' in for loop");
-      s->expr = tuple_or_expr(/*no_cond=*/true);
-      if (accept_name("if")) s->filter = expression();
-      if (cur().kind == Token::Kind::name && cur().text == "recursive") syntax_error(ln, "unsupported: recursive for loops");
-      expect_end();
-      s->body = parse_body({"else", "endfor"}, end, ln, "for");
-      expect_end();
-      ++pos_;
-      if (end == "else") {
-        s->else_body = parse_body({"endfor"}, end, ln, "for");
-        expect_end();
-        ++pos_;
-      }
+      for_stmt(*s, ln);
     } else if (kw == "set") {
-      s->kind = Stmt::Kind::set;
-      const Token& t = next();
-      if (t.kind != Token::Kind::name) syntax_error(ln, "expected a name after 'set'");
-      if (accept_op(".")) {
-        const Token& a = next();
-        if (a.kind != Token::Kind::name) syntax_error(ln, "expected an attribute name in 'set'");
-        s->attr_of = t.text;
-        s->targets = {a.text};
-      } else {
-        s->targets = {t.text};
-        while (accept_op(",")) {
-          const Token& n = next();
-          if (n.kind != Token::Kind::name) syntax_error(ln, "expected a name in 'set'");
-          s->targets.push_back(n.text);
-        }
-      }
-      if (accept_op("=")) {
-        s->expr = tuple_or_expr();
-        expect_end();
-      } else {
-        if (cur().kind != Token::Kind::end) syntax_error(ln, "unsupported 'set' form (filters on block set)");
-        if (!s->attr_of.empty() || s->targets.size() != 1) syntax_error(ln, "block 'set' takes one plain name");
-        s->body = parse_body({"endset"}, end, ln, "set");
-        expect_end();
-        ++pos_;
-      }
+      set_stmt(*s, ln);
     } else if (kw == "macro") {
-      s->kind = Stmt::Kind::macro;
-      const Token& n = next();
-      if (n.kind != Token::Kind::name) syntax_error(ln, "expected a macro name");
-      s->text = n.text;
-      if (!accept_op("(")) syntax_error(ln, "expected '(' after the macro name");
-      while (!accept_op(")")) {
-        const Token& p = next();
-        if (p.kind != Token::Kind::name) syntax_error(ln, "expected a parameter name in macro '" + s->text + "'");
-        ExprPtr def = accept_op("=") ? expression() : nullptr;
-        s->params.emplace_back(p.text, std::move(def));
-        if (!accept_op(",")) {
-          if (!accept_op(")")) syntax_error(ln, "expected ',' or ')' in macro parameters");
-          break;
-        }
-      }
-      expect_end();
-      s->body = parse_body({"endmacro"}, end, ln, "macro");
-      if (cur().kind == Token::Kind::name) ++tp_;  // {% endmacro name %}
-      expect_end();
-      ++pos_;
+      macro_stmt(*s, ln);
     } else if (kw == "break" || kw == "continue") {
       s->kind = kw == "break" ? Stmt::Kind::break_ : Stmt::Kind::continue_;
       if (loops_ == 0) syntax_error(ln, "'" + kw + "' outside a for loop");
@@ -198,6 +120,108 @@ class Parser {
       syntax_error(ln, "unknown tag '" + kw + "'");
     }
     return s;
+  }
+
+  // {% if %} ... {% elif %} ... {% else %} ... {% endif %}
+  void if_stmt(Stmt& s, int ln) {
+    std::string end;
+    s.kind = Stmt::Kind::if_;
+    ExprPtr cond = tuple_or_expr();
+    expect_end();
+    while (true) {
+      Body b = parse_body({"elif", "else", "endif"}, end, ln, "if");
+      s.branches.emplace_back(std::move(cond), std::move(b));
+      if (end == "elif") {
+        cond = tuple_or_expr();
+        expect_end();
+        ++pos_;
+        continue;
+      }
+      expect_end();
+      ++pos_;
+      if (end == "else") {
+        s.else_body = parse_body({"endif"}, end, ln, "if");
+        expect_end();
+        ++pos_;
+      }
+      break;
+    }
+  }
+
+  // {% for targets in iterable [if filter] %} ... {% else %} ... {% endfor %}
+  void for_stmt(Stmt& s, int ln) {
+    std::string end;
+    s.kind = Stmt::Kind::for_;
+    s.targets = targets();
+    if (!accept_name("in")) syntax_error(ln, "expected 'in' in for loop");
+    s.expr = tuple_or_expr(/*no_cond=*/true);
+    if (accept_name("if")) s.filter = expression();
+    if (cur().kind == Token::Kind::name && cur().text == "recursive") syntax_error(ln, "unsupported: recursive for loops");
+    expect_end();
+    s.body = parse_body({"else", "endfor"}, end, ln, "for");
+    expect_end();
+    ++pos_;
+    if (end == "else") {
+      s.else_body = parse_body({"endfor"}, end, ln, "for");
+      expect_end();
+      ++pos_;
+    }
+  }
+
+  // {% set a = x %}, {% set a, b = x %}, {% set ns.attr = x %}, {% set a %}...{% endset %}
+  void set_stmt(Stmt& s, int ln) {
+    std::string end;
+    s.kind = Stmt::Kind::set;
+    const Token& t = next();
+    if (t.kind != Token::Kind::name) syntax_error(ln, "expected a name after 'set'");
+    if (accept_op(".")) {
+      const Token& a = next();
+      if (a.kind != Token::Kind::name) syntax_error(ln, "expected an attribute name in 'set'");
+      s.attr_of = t.text;
+      s.targets = {a.text};
+    } else {
+      s.targets = {t.text};
+      while (accept_op(",")) {
+        const Token& n = next();
+        if (n.kind != Token::Kind::name) syntax_error(ln, "expected a name in 'set'");
+        s.targets.push_back(n.text);
+      }
+    }
+    if (accept_op("=")) {
+      s.expr = tuple_or_expr();
+      expect_end();
+    } else {
+      if (cur().kind != Token::Kind::end) syntax_error(ln, "unsupported 'set' form (filters on block set)");
+      if (!s.attr_of.empty() || s.targets.size() != 1) syntax_error(ln, "block 'set' takes one plain name");
+      s.body = parse_body({"endset"}, end, ln, "set");
+      expect_end();
+      ++pos_;
+    }
+  }
+
+  // {% macro name(p, q=default) %} ... {% endmacro %}
+  void macro_stmt(Stmt& s, int ln) {
+    std::string end;
+    s.kind = Stmt::Kind::macro;
+    const Token& n = next();
+    if (n.kind != Token::Kind::name) syntax_error(ln, "expected a macro name");
+    s.text = n.text;
+    if (!accept_op("(")) syntax_error(ln, "expected '(' after the macro name");
+    while (!accept_op(")")) {
+      const Token& p = next();
+      if (p.kind != Token::Kind::name) syntax_error(ln, "expected a parameter name in macro '" + s.text + "'");
+      ExprPtr def = accept_op("=") ? expression() : nullptr;
+      s.params.emplace_back(p.text, std::move(def));
+      if (!accept_op(",")) {
+        if (!accept_op(")")) syntax_error(ln, "expected ',' or ')' in macro parameters");
+        break;
+      }
+    }
+    expect_end();
+    s.body = parse_body({"endmacro"}, end, ln, "macro");
+    if (cur().kind == Token::Kind::name) ++tp_;  // {% endmacro name %}
+    expect_end();
+    ++pos_;
   }
 
   // for/set targets: one name or a comma-separated list (optionally parenthesised).
@@ -439,54 +463,62 @@ class Parser {
         return c;
       }
       case Token::Kind::op:
-        if (t.text == "(") {
+        if (t.text == "(" || t.text == "[" || t.text == "{") {
+          const char open = t.text[0];
           ++tp_;
-          if (accept_op(")")) {
-            auto t = make(Expr::Kind::list, ln);  // empty tuple
-            t->name = "tuple";
-            return t;
-          }
-          ExprPtr e = expression();
-          if (is_op(",")) {
-            auto l = make(Expr::Kind::list, ln);
-            l->name = "tuple";
-            l->args.push_back(std::move(e));
-            while (accept_op(",") && !is_op(")")) l->args.push_back(expression());
-            e = seal(std::move(l));
-          }
-          expect_op(")");
-          return e;
-        }
-        if (t.text == "[") {
-          ++tp_;
-          auto l = make(Expr::Kind::list, ln);
-          while (!accept_op("]")) {
-            l->args.push_back(expression());
-            if (!accept_op(",")) {
-              expect_op("]");
-              break;
-            }
-          }
-          return seal(std::move(l));
-        }
-        if (t.text == "{") {
-          ++tp_;
-          auto d = make(Expr::Kind::dict, ln);
-          while (!accept_op("}")) {
-            d->args.push_back(expression());
-            expect_op(":");
-            d->args.push_back(expression());
-            if (!accept_op(",")) {
-              expect_op("}");
-              break;
-            }
-          }
-          return seal(std::move(d));
+          return open == '(' ? parenthesised(ln) : open == '[' ? list_display(ln) : dict_display(ln);
         }
         break;
       case Token::Kind::end: syntax_error(ln, "unexpected end of tag (expected an expression)");
     }
     syntax_error(ln, "unexpected " + describe(t));
+  }
+
+  // After '(': (), (x), or the tuple (x, y, ...) with an optional trailing comma.
+  ExprPtr parenthesised(int ln) {
+    if (accept_op(")")) {
+      auto t = make(Expr::Kind::list, ln);  // empty tuple
+      t->name = "tuple";
+      return t;
+    }
+    ExprPtr e = expression();
+    if (is_op(",")) {
+      auto l = make(Expr::Kind::list, ln);
+      l->name = "tuple";
+      l->args.push_back(std::move(e));
+      while (accept_op(",") && !is_op(")")) l->args.push_back(expression());
+      e = seal(std::move(l));
+    }
+    expect_op(")");
+    return e;
+  }
+
+  // After '[': [x, y, ...] (trailing comma allowed).
+  ExprPtr list_display(int ln) {
+    auto l = make(Expr::Kind::list, ln);
+    while (!accept_op("]")) {
+      l->args.push_back(expression());
+      if (!accept_op(",")) {
+        expect_op("]");
+        break;
+      }
+    }
+    return seal(std::move(l));
+  }
+
+  // After '{': {k: v, ...} (trailing comma allowed); args hold k0, v0, k1, v1, ...
+  ExprPtr dict_display(int ln) {
+    auto d = make(Expr::Kind::dict, ln);
+    while (!accept_op("}")) {
+      d->args.push_back(expression());
+      expect_op(":");
+      d->args.push_back(expression());
+      if (!accept_op(",")) {
+        expect_op("}");
+        break;
+      }
+    }
+    return seal(std::move(d));
   }
 
   ExprPtr postfix(ExprPtr e) {
