@@ -20,6 +20,7 @@
 #include "plans/exit_search.h"
 #include "cli/exit_flags.h"
 #include "quality/kv_quality_probe.h"
+#include "calibrate/probe_run.h"
 #include "quality/quality_budget.h"
 
 namespace tinfer::cli {
@@ -39,22 +40,12 @@ struct ExitTrial {
 
 
 // One calibration run: the model, its decode-step probe and the exit cost model.
-struct ExitCalibration {
-  QualityBudget budget;
-  double t0 = now_s();
-  Loaded l;
-  Backend* fwd = nullptr;
-  int64_t L = 0, ctx = 0;
-  std::vector<int32_t> calib;
-  std::unique_ptr<KvQualityProbe> probe;
+struct ExitCalibration : ProbeRun {
   ExitCostModel cost;
-  KvPrecision f32;
 
   ExitCalibration(const Args& args, const QualityBudget& b, std::vector<std::vector<int32_t>>& sets,
                   const CalibText& text, long long calib_tokens)
-      : budget(b), l(load_model(args)) {
-    fwd = &backend_with(l, {BackendCapability::kEarlyExit}, "calibrate-exit");
-    L = l.model->config().n_layers;
+      : ProbeRun(args, b, {BackendCapability::kEarlyExit}, "calibrate-exit") {
     check(L >= 2, "early exit needs a model of at least 2 layers");
     if (sets.empty()) sets = default_exit_layer_sets(L);
     for (const auto& s : sets) fwd->set_early_exit(EarlyExit{s, 0.5f});  // refuses a layer outside [1, L-1] now

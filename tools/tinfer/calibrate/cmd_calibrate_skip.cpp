@@ -19,6 +19,7 @@
 #include "core/timer.h"
 #include "quality/kv_quality_probe.h"
 #include "model/model_identity.h"
+#include "calibrate/probe_run.h"
 #include "quality/quality_budget.h"
 #include "quantize/calib_stats.h"
 #include "plans/skip_plan_file.h"
@@ -94,16 +95,8 @@ SkipCalibOptions parse_calibrate_skip(const Args& args) {
 }
 
 // One calibration run: the model as it is served, the probe, each block alone, then the greedy plan.
-struct SkipCalibration {
+struct SkipCalibration : ProbeRun {
   const SkipCalibOptions& o;
-  QualityBudget budget;
-  double t0 = now_s();
-  Loaded l;
-  Backend* fwd = nullptr;
-  int64_t L = 0, ctx = 0;
-  std::vector<int32_t> calib;
-  std::unique_ptr<KvQualityProbe> probe;
-  KvPrecision f32;
   bool progress = isatty(2);
   BlockChange change;
   size_t full_bytes = 0;
@@ -114,9 +107,10 @@ struct SkipCalibration {
   QualitySummary measured{};
   size_t plan_bytes = 0;
 
-  SkipCalibration(const Args& args, const SkipCalibOptions& opts) : o(opts), budget(opts.budget), l(load_model(args)) {
-    fwd = &backend_with(l, {BackendCapability::kLayerSkip, BackendCapability::kActivationObserver}, "calibrate-skip");
-    L = l.model->config().n_layers;
+  SkipCalibration(const Args& args, const SkipCalibOptions& opts)
+      : ProbeRun(args, opts.budget, {BackendCapability::kLayerSkip, BackendCapability::kActivationObserver},
+                 "calibrate-skip"),
+        o(opts) {
     ctx = calibration_context(args, *l.model);
     calib = calibration_tokens(l.model->tokenizer(), o.text, o.calib_tokens);
     // The base and every measurement run the model as it is served (quantized weights, int8 activations), on an

@@ -1,5 +1,7 @@
 #include "cli/chat_flags.h"
 
+#include "cli/common.h"
+
 namespace tinfer::cli {
 
 OptionSpec chat_template_option() {
@@ -21,6 +23,11 @@ std::vector<int32_t> chat_prompt(const Tokenizer& tok, const ChatTemplate& tmpl,
 
 std::vector<int32_t> chat_prompt(const Args& args, const Model& model, const std::string& text) {
   return chat_prompt(model.tokenizer(), chat_template(args, model), text);
+}
+
+std::vector<int32_t> prompt_tokens(const Args& args, const Model& model) {
+  return args.flag("--chat") ? chat_prompt(args, model, args.str("--prompt"))
+                             : encode_prompt(model.tokenizer(), args.str("--prompt"));
 }
 
 }  // namespace tinfer::cli

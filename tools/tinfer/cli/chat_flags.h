@@ -13,5 +13,7 @@ ChatTemplate chat_template(const Args& args, const Model& model);
 // `text` as one user turn, encoded with the template (BOS as the tokenizer adds it).
 std::vector<int32_t> chat_prompt(const Tokenizer& tok, const ChatTemplate& tmpl, const std::string& text);
 std::vector<int32_t> chat_prompt(const Args& args, const Model& model, const std::string& text);
+// --prompt as `run` reads it: one user turn through the template with --chat, else plain text.
+std::vector<int32_t> prompt_tokens(const Args& args, const Model& model);
 
 }  // namespace tinfer::cli

@@ -44,11 +44,8 @@ int run_beam_search(const Args& args, SamplingParams sampling, int max_tokens) {
   auto engine = Engine::create(cfg);
   const double load_s = now_s() - t0;
   const Tokenizer& tok = engine->tokenizer();
-  const std::vector<int32_t> prompt =
-      args.flag("--chat") ? chat_prompt(args, engine->model(), args.str("--prompt")) : encode_prompt(tok, args.str("--prompt"));
-  GenerationRequest g;
-  g.prompt = prompt;
-  g.sampling = sampling;
+  const std::vector<int32_t> prompt = prompt_tokens(args, engine->model());
+  GenerationRequest g{.prompt = prompt, .sampling = sampling};
   g.sampling.temperature = 0;
   g.max_tokens = max_tokens;
   g.ignore_eos = args.flag("--ignore-eos");

@@ -60,11 +60,8 @@ int run_speculative(const Args& args, const SamplingParams& sampling, int max_to
   auto engine = spec_engine(args);
   const double load_s = now_s() - t0;
   const Tokenizer& tok = engine->tokenizer();
-  const std::vector<int32_t> prompt =
-      args.flag("--chat") ? chat_prompt(args, engine->model(), args.str("--prompt")) : encode_prompt(tok, args.str("--prompt"));
-  GenerationRequest g;
-  g.prompt = prompt;
-  g.sampling = sampling;
+  const std::vector<int32_t> prompt = prompt_tokens(args, engine->model());
+  GenerationRequest g{.prompt = prompt, .sampling = sampling};
   g.max_tokens = max_tokens;
   g.ignore_eos = args.flag("--ignore-eos");
   TextStream text_out(tok, prompt_is_bos_only(tok, prompt));
