@@ -2,7 +2,7 @@
 // A TinyLlama decode step runs ~330 of them (tinfer bench --profile prints calls per step).
 #include <benchmark/benchmark.h>
 
-#include "core/op_profile.h"
+#include "tinfer/op_profile.h"
 
 namespace {
 

@@ -11,18 +11,18 @@
 #include <string>
 #include <vector>
 
-#include "core/act_quant.h"
-#include "plans/kv_precision.h"
-#include "plans/early_exit.h"
-#include "plans/layer_skip.h"
-#include "core/op_profile.h"
-#include "engine/batching_mode.h"
-#include "engine/decoding/spec_config.h"
-#include "engine/request.h"
-#include "engine/request_resolver.h"
-#include "engine/sampler.h"
-#include "engine/scheduler_config.h"
-#include "kvcache/types.h"
+#include "tinfer/act_quant.h"
+#include "tinfer/kv_precision.h"
+#include "tinfer/early_exit.h"
+#include "tinfer/layer_skip.h"
+#include "tinfer/op_profile.h"
+#include "tinfer/batching_mode.h"
+#include "tinfer/spec_config.h"
+#include "tinfer/request.h"
+#include "tinfer/request_resolver.h"
+#include "tinfer/sampler.h"
+#include "tinfer/scheduler_config.h"
+#include "tinfer/kv_types.h"
 
 namespace tinfer {
 
@@ -44,7 +44,7 @@ struct EngineConfig {
     // otherwise. false: they keep the whole context like every other layer (their attention is windowed either way).
     bool window = true;
     kv::KvLayout layout = kv::KvLayout::kPaged;  // kReserved: baseline, max context reserved per sequence
-    // Element types (core/kv_dtype.h): dtype for K and V unless dtype_k / dtype_v say otherwise (a per-layer
+    // Element types (tinfer/kv_dtype.h): dtype for K and V unless dtype_k / dtype_v say otherwise (a per-layer
     // precision plan, Plans::kv_layers, gives every layer's instead).
     KvDtype dtype = KvDtype::f32;
     std::optional<KvDtype> dtype_k, dtype_v;
@@ -57,7 +57,7 @@ struct EngineConfig {
     // Calibrated layer skipping (tinfer calibrate-skip, --skip-plan): the sub-blocks every forward leaves out; a
     // layer whose attention is skipped holds no KV (the planner counts only the layers kept). Empty = none.
     LayerSkip skip;
-    EarlyExit early_exit;  // per-token early exit (plans/early_exit.h); threshold 1 = off
+    EarlyExit early_exit;  // per-token early exit (tinfer/early_exit.h); threshold 1 = off
   };
   // What requests are resolved against (RequestLimits).
   struct Requests {

@@ -2,7 +2,7 @@
 // backend_registry.cpp.
 #include <string>
 
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "backend/backend.h"
 
 namespace tinfer {

@@ -17,11 +17,11 @@
 #include <string_view>
 #include <vector>
 
-#include "core/act_quant.h"
-#include "plans/early_exit.h"
-#include "plans/layer_skip.h"
-#include "plans/kv_precision.h"
-#include "core/op_profile.h"
+#include "tinfer/act_quant.h"
+#include "tinfer/early_exit.h"
+#include "tinfer/layer_skip.h"
+#include "tinfer/kv_precision.h"
+#include "tinfer/op_profile.h"
 #include "backend/forward_batch.h"
 #include "model/model_config.h"
 
@@ -71,7 +71,7 @@ struct BackendOptions {
   int64_t max_positions = 0;     // longest sequence to position; 0 = the model's context; more is refused
   ActQuant act_quant = ActQuant::block32;  // CPU: int8 activation scales per 32-block or per token (row)
   LayerSkip skip;  // sub-blocks every forward leaves out (a calibrated skip plan); empty = none
-  EarlyExit early_exit;  // per-token early exit (plans/early_exit.h); off by default
+  EarlyExit early_exit;  // per-token early exit (tinfer/early_exit.h); off by default
 };
 
 class Backend {

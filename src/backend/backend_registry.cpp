@@ -1,6 +1,6 @@
 // The backend registry: one line per device. A backend that is not compiled in is simply not listed.
 
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "backend/backend.h"
 #include "backend/cpu/cpu_forward.h"
 

@@ -19,7 +19,7 @@ struct ForwardBatch {
   // Run only the first n_layers decoder layers, then the final norm and the head (self-speculative drafting:
   // the target's own early layers as its draft); 0 = every layer. The cache must hold at least that many.
   int32_t n_layers = 0;
-  // Early exit (plans/early_exit.h): per sequence, 1 when its row is a lone decode token that may leave the step
+  // Early exit (tinfer/early_exit.h): per sequence, 1 when its row is a lone decode token that may leave the step
   // early (the caller knows what is a prompt); empty: no row may exit.
   std::vector<uint8_t> may_exit;
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <utility>
 
-#include "core/error.h"
+#include "tinfer/error.h"
 
 namespace tinfer {
 

@@ -1,5 +1,5 @@
 // OpProfile: the category table, totals, merging, and the trace-event export.
-#include "core/op_profile.h"
+#include "tinfer/op_profile.h"
 
 #include <cstdio>
 

@@ -4,8 +4,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "engine/request.h"
-#include "kvcache/types.h"
+#include "tinfer/request.h"
+#include "tinfer/kv_types.h"
 
 namespace tinfer {
 

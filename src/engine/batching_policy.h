@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "engine/batch_plan.h"
-#include "engine/batching_mode.h"
-#include "engine/request.h"
+#include "tinfer/batching_mode.h"
+#include "tinfer/request.h"
 #include "kvcache/kv_cache_groups.h"
 
 namespace tinfer {

@@ -12,7 +12,7 @@
 #include <mutex>
 #include <unordered_map>
 
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "core/thread_pool.h"
 #include "core/timer.h"
 #include "engine/decoding/beam_strategy.h"

@@ -1,7 +1,7 @@
 // Batch-1 generation loop with timing split into prefill and decode.
 #include "engine/generate.h"
 
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "core/timer.h"
 #include "text/tokenizer/tokenizer.h"
 

@@ -5,7 +5,7 @@
 #include <functional>
 #include <vector>
 
-#include "engine/sampler.h"
+#include "tinfer/sampler.h"
 #include "engine/session.h"
 
 namespace tinfer {

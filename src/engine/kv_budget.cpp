@@ -5,7 +5,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "core/error.h"
+#include "tinfer/error.h"
 
 namespace tinfer {
 

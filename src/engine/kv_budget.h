@@ -6,7 +6,7 @@
 #include <string>
 
 #include "kvcache/memory_planner.h"
-#include "plans/kv_precision.h"
+#include "tinfer/kv_precision.h"
 #include "model/model_config.h"
 
 namespace tinfer {

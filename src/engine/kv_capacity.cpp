@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <string>
 
-#include "core/error.h"
+#include "tinfer/error.h"
 
 namespace tinfer {
 

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "plans/kv_precision.h"
+#include "tinfer/kv_precision.h"
 #include "engine/kv_budget.h"
 #include "model/model_config.h"
 

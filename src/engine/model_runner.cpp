@@ -1,7 +1,7 @@
 // ModelRunner: BatchPlan -> CoW copies -> ForwardBatch -> Backend::forward -> logit rows.
 #include "engine/model_runner.h"
 
-#include "core/error.h"
+#include "tinfer/error.h"
 
 namespace tinfer {
 

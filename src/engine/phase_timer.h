@@ -1,10 +1,10 @@
-// PhaseTimer: one engine step's time by operator category (core/op_profile.h), one category at a time. to()
+// PhaseTimer: one engine step's time by operator category (tinfer/op_profile.h), one category at a time. to()
 // closes the running phase and opens the next, so a step extension can book its own work (drafting) in the
 // middle of the engine's scheduling phase without double counting.
 #pragma once
 #include <optional>
 
-#include "core/op_profile.h"
+#include "tinfer/op_profile.h"
 
 namespace tinfer {
 

@@ -1,5 +1,5 @@
 // resolve_request: every check and default a request gets, in one pass, against RequestLimits.
-#include "engine/request_resolver.h"
+#include "tinfer/request_resolver.h"
 
 #include <algorithm>
 #include <cmath>

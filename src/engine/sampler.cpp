@@ -1,7 +1,7 @@
 // Sampler implementation. Every filter keeps a prefix of the vocabulary ordered by (logit desc, id asc),
 // so the chain is computed without a full sort: a linear pass (penalties, temperature, max, min-p
 // pre-filter, exp once per survivor), nth_element for top-k, and a mass quickselect for top-p.
-#include "engine/sampler.h"
+#include "tinfer/sampler.h"
 
 #include <algorithm>
 #include <cmath>
@@ -10,7 +10,7 @@
 #include <random>
 #include <sstream>
 
-#include "core/error.h"
+#include "tinfer/error.h"
 
 namespace tinfer {
 namespace {

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <unordered_set>
 
-#include "core/error.h"
+#include "tinfer/error.h"
 
 namespace tinfer {
 

@@ -14,9 +14,9 @@
 
 #include "engine/batch_plan.h"
 #include "engine/batching_policy.h"
-#include "engine/request.h"
-#include "engine/request_resolver.h"
-#include "engine/scheduler_config.h"
+#include "tinfer/request.h"
+#include "tinfer/request_resolver.h"
+#include "tinfer/scheduler_config.h"
 #include "kvcache/kv_cache_groups.h"
 
 namespace tinfer {
@@ -49,7 +49,7 @@ class Scheduler {
   Scheduler(SchedulerConfig config, kv::KvCacheGroups kv,
             std::unique_ptr<BatchingPolicy> policy = std::make_unique<ContinuousBatching>());
 
-  // Queues a resolved request (engine/request_resolver.h) as sequence `id`: limits and stop ids are taken as
+  // Queues a resolved request (tinfer/request_resolver.h) as sequence `id`: limits and stop ids are taken as
   // given. A continuation (a forked sample or beam re-added as a request of its own) has `generated` tokens
   // already chosen: its prompt is the request's prompt followed by them, and its output limit shrinks by as many.
   // Beam sequences carry no stop ids (StopIds::kNone): only the search decides when a beam ends. Throws as below.

@@ -14,7 +14,7 @@
 
 #include "engine/batch_plan.h"
 #include "engine/phase_timer.h"
-#include "kvcache/types.h"
+#include "tinfer/kv_types.h"
 
 namespace tinfer {
 

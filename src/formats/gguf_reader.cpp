@@ -8,7 +8,7 @@
 #include <unordered_map>
 #include <utility>
 
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "formats/gguf.h"
 #include "formats/gguf_format.h"
 #include "formats/mapped_file.h"

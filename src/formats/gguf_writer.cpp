@@ -4,7 +4,7 @@
 #include <fstream>
 #include <unordered_set>
 
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "formats/gguf.h"
 #include "formats/gguf_format.h"
 #include "quant/type_table.h"

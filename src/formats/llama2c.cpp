@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "formats/gguf.h"
 #include "formats/mapped_file.h"
 

@@ -11,7 +11,7 @@
 #include <cstring>
 #include <utility>
 
-#include "core/error.h"
+#include "tinfer/error.h"
 
 namespace tinfer {
 

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "core/thread_pool.h"
 #include "kernels/kernel_table.h"
 #include "kernels/kernels.h"

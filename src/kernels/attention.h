@@ -5,7 +5,7 @@
 #pragma once
 #include <cstdint>
 
-#include "core/kv_dtype.h"
+#include "tinfer/kv_dtype.h"
 
 namespace tinfer {
 

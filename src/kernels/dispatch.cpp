@@ -1,6 +1,6 @@
 // Run-time dispatch: the kernel table per ISA, the active one (TINFER_ISA or the best), and the
 // element-wise wrappers of kernels.h that call through it.
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "kernels/kernel_table.h"
 #include "kernels/kernels.h"
 

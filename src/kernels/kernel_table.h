@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <utility>
 
-#include "core/act_quant.h"
+#include "tinfer/act_quant.h"
 #include "core/isa.h"
 #include "kernels/attention.h"
 #include "kernels/packed_format.h"

@@ -4,10 +4,10 @@
 #pragma once
 #include <cstdint>
 
-#include "core/act_quant.h"
+#include "tinfer/act_quant.h"
 #include "core/buffer.h"
 #include "core/isa.h"
-#include "core/op_profile.h"
+#include "tinfer/op_profile.h"
 #include "quant/dtype.h"
 
 namespace tinfer {

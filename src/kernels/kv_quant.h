@@ -2,7 +2,7 @@
 // (kv_layer_geometry), how one token's vector of one kv head is quantized on write (kv_quantize), and the
 // reference dequantization the portable attention kernel and the tests read through (kv_dequant_*).
 //
-// Per layer and block (block_size slots), for element types t_k and t_v (core/kv_dtype.h):
+// Per layer and block (block_size slots), for element types t_k and t_v (tinfer/kv_dtype.h):
 //   K block: codes [kv_heads][k_rows][block_size] then scales [kv_heads][block_size][scale_bytes(t_k)].
 //            f32/f16/int8: k_rows = head_dim, row r holds dimension r of every slot (transposed: one
 //            vector load gives a dimension of the whole block). int4: k_rows = ceil(head_dim / 2), the
@@ -17,7 +17,7 @@
 #pragma once
 #include <cstdint>
 
-#include "core/kv_dtype.h"
+#include "tinfer/kv_dtype.h"
 #include "kernels/attention.h"
 
 namespace tinfer {

@@ -2,7 +2,7 @@
 // format rows of packed_format.h; the float types stay plain GGUF rows.
 #include <cstring>
 
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "kernels/kernels.h"
 #include "kernels/packed_format.h"
 #include "quant/type_table.h"

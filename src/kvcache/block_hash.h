@@ -4,7 +4,7 @@
 #include <functional>
 #include <span>
 
-#include "kvcache/types.h"
+#include "tinfer/kv_types.h"
 
 namespace tinfer::kv {
 

@@ -7,7 +7,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "kvcache/types.h"
+#include "tinfer/kv_types.h"
 
 namespace tinfer::kv {
 

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <limits>
 
-#include "core/error.h"
+#include "tinfer/error.h"
 
 namespace tinfer::kv {
 

@@ -9,7 +9,7 @@
 
 #include "kvcache/block_hash.h"
 #include "kvcache/block_pool.h"
-#include "kvcache/types.h"
+#include "tinfer/kv_types.h"
 
 namespace tinfer::kv {
 

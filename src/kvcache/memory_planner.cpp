@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <string>
 
-#include "core/error.h"
+#include "tinfer/error.h"
 
 namespace tinfer::kv {
 namespace {

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cctype>
 
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "model/model_shape.h"
 
 namespace tinfer {

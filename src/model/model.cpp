@@ -4,7 +4,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "model/hf/hf_checkpoint.h"
 #include "formats/llama2c.h"
 

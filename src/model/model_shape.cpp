@@ -9,7 +9,7 @@
 #include <map>
 #include <vector>
 
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "formats/gguf.h"
 #include "model/model.h"
 #include "quant/type_table.h"

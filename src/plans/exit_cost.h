@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "plans/early_exit.h"
+#include "tinfer/early_exit.h"
 
 namespace tinfer {
 

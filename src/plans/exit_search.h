@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "plans/early_exit.h"
+#include "tinfer/early_exit.h"
 
 namespace tinfer {
 

@@ -3,7 +3,7 @@
 //   "layers":[{"k":"int8","v":"int4"}, ...]     // each layer's K and V types, in order
 //   "k_smooth":[[...], [], ...]                  // optional: per layer, [] or n_kv_heads x head_dim factors > 0
 #pragma once
-#include "plans/kv_precision.h"
+#include "tinfer/kv_precision.h"
 #include "plans/plan_json.h"  // PlanKind, ModelIdentity, nlohmann::json
 
 namespace tinfer {

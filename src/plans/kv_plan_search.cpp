@@ -3,7 +3,7 @@
 
 #include <limits>
 
-#include "core/error.h"
+#include "tinfer/error.h"
 
 namespace tinfer {
 

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/kv_dtype.h"
+#include "tinfer/kv_dtype.h"
 
 namespace tinfer {
 

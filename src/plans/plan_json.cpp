@@ -6,7 +6,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "core/error.h"
+#include "tinfer/error.h"
 
 namespace tinfer {
 

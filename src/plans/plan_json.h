@@ -13,7 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "model/model_identity.h"
 
 namespace tinfer {

@@ -1,7 +1,7 @@
 // Layer-skip plan file: its layer entries on the shared skeleton (see plans/skip_plan_file.h, plans/plan_json.h).
 #include "plans/skip_plan_file.h"
 
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "plans/plan_json.h"
 
 namespace tinfer {

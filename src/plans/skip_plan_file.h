@@ -3,7 +3,7 @@
 // "tinfer-skip-plan" with
 //   "layers":["none","mlp","attn","both", ...]   // each layer's skipped sub-blocks, in order
 #pragma once
-#include "plans/layer_skip.h"
+#include "tinfer/layer_skip.h"
 #include "plans/plan_json.h"  // PlanKind, ModelIdentity, nlohmann::json
 
 namespace tinfer {

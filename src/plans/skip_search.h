@@ -8,7 +8,7 @@
 #include <functional>
 #include <vector>
 
-#include "plans/layer_skip.h"
+#include "tinfer/layer_skip.h"
 
 namespace tinfer {
 

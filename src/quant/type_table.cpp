@@ -4,7 +4,7 @@
 
 #include <array>
 
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "quant/blocks.h"
 #include "quant/ref_quants.h"
 

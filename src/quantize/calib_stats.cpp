@@ -6,7 +6,7 @@
 #include <array>
 #include <cmath>
 
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "core/thread_pool.h"
 #include "backend/backend.h"
 #include "model/model.h"

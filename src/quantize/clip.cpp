@@ -6,7 +6,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "core/thread_pool.h"
 #include "quantize/grid_quant.h"
 

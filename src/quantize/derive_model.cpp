@@ -5,7 +5,7 @@
 #include <map>
 #include <memory>
 
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "quantize/gguf_output.h"
 
 namespace tinfer {

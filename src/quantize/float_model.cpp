@@ -2,7 +2,7 @@
 // and back to an F32 GGUF image (calibration of quantized sources, fold tests).
 #include "quantize/float_model.h"
 
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "model/model.h"
 #include "quant/type_table.h"
 #include "quantize/grid_quant.h"

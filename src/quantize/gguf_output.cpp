@@ -11,7 +11,7 @@
 #include <cstring>
 #include <vector>
 
-#include "core/error.h"
+#include "tinfer/error.h"
 
 namespace tinfer {
 namespace {

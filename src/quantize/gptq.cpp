@@ -11,7 +11,7 @@
 #include <atomic>
 #include <numeric>
 
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "core/thread_pool.h"
 #include "kernels/kernels.h"
 #include "quantize/grid_quant.h"

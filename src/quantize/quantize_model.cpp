@@ -8,7 +8,7 @@
 #include <mutex>
 #include <optional>
 
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "core/thread_pool.h"
 #include "core/timer.h"
 #include "formats/gguf.h"

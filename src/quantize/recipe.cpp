@@ -32,7 +32,7 @@
 #include <algorithm>
 #include <cctype>
 
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "formats/gguf.h"
 #include "quant/type_table.h"
 

@@ -1,6 +1,6 @@
 // Round-to-nearest onto the type's grid, plain (ggml's bit-exact quantizer) or importance-weighted (the
 // type's weighted scale search, then each code snapped to the nearest point of the stored grid).
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "core/thread_pool.h"
 #include "quantize/grid_quant.h"
 

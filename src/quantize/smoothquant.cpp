@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "core/thread_pool.h"
 #include "quant/type_table.h"
 #include "quantize/grid_quant.h"

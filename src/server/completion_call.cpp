@@ -9,7 +9,7 @@
 #include <optional>
 #include <utility>
 
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "server/api_error.h"
 #include "server/openai_request.h"
 #include "server/openai_response.h"

@@ -24,7 +24,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "server/response_writer.h"
 
 namespace tinfer::server {

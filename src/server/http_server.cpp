@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "server/api_error.h"
 #include "server/completion_call.h"
 #include "server/engine_driver.h"

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/sampler.h"
+#include "tinfer/sampler.h"
 #include "text/tokenizer/tokenizer.h"
 
 namespace tinfer::server {

@@ -3,7 +3,7 @@
 
 #include <cmath>
 
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "server/api_error.h"
 
 namespace tinfer::server {

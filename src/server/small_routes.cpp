@@ -3,7 +3,7 @@
 // template's text only).
 #include "server/small_routes.h"
 
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "server/api_error.h"
 #include "server/openai_request.h"
 

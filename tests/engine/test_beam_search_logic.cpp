@@ -7,7 +7,7 @@
 #include <cmath>
 #include <map>
 
-#include "core/error.h"
+#include "tinfer/error.h"
 
 namespace tinfer {
 namespace {

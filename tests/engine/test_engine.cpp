@@ -8,7 +8,7 @@
 #include <map>
 
 #include "common/test_env.h"
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "core/thread_pool.h"
 #include "engine/generate.h"
 #include "engine/kv_budget.h"

@@ -7,7 +7,7 @@
 
 #include <gtest/gtest.h>
 
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "engine_test_util.h"
 
 namespace tinfer {

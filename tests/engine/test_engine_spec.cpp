@@ -11,7 +11,7 @@
 #include <random>
 
 #include "common/test_env.h"
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "engine/decoding/speculator.h"
 #include "model/model.h"
 #include "text/tokenizer/tokenizer.h"

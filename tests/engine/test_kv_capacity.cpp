@@ -7,7 +7,7 @@
 #include <filesystem>
 
 #include "common/test_env.h"
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "engine/kv_capacity.h"
 #include "backend/backend.h"
 #include "model/model.h"

@@ -6,7 +6,7 @@
 
 #include <random>
 
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "engine/decoding/ngram_drafter.h"
 
 namespace tinfer {

@@ -2,7 +2,7 @@
 // refuses what the engine cannot serve with the field at fault.
 #include <gtest/gtest.h>
 
-#include "engine/request_resolver.h"
+#include "tinfer/request_resolver.h"
 
 namespace tinfer {
 namespace {

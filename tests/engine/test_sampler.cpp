@@ -8,8 +8,8 @@
 #include <random>
 #include <set>
 
-#include "core/error.h"
-#include "engine/sampler.h"
+#include "tinfer/error.h"
+#include "tinfer/sampler.h"
 
 namespace tinfer {
 namespace {

@@ -6,13 +6,13 @@
 #include <algorithm>
 #include <map>
 
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "test_scheduler_util.h"
 
 namespace tinfer::test {
 namespace {
 
-// A resolved request (engine/request_resolver.h does the resolving): max_tokens 0 stands for the default
+// A resolved request (tinfer/request_resolver.h does the resolving): max_tokens 0 stands for the default
 // these tests use (3), and the stop ids hold the model's EOS (2).
 RequestParams params(std::vector<Token> prompt, int max_tokens = 0) {
   RequestParams p;

@@ -4,7 +4,7 @@
 // cache never holds a block with an unverified token; a stop id inside the kept drafts ends the request there.
 #include <gtest/gtest.h>
 
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "test_scheduler_util.h"
 
 namespace tinfer::test {

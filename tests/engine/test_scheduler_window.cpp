@@ -4,7 +4,7 @@
 // window pool is admitted; a pool too small for one window and one step is refused at construction.
 #include <gtest/gtest.h>
 
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "engine/scheduler.h"
 
 namespace tinfer::test {

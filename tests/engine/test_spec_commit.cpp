@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "engine/decoding/speculator.h"
-#include "engine/sampler.h"
+#include "tinfer/sampler.h"
 
 namespace tinfer {
 namespace {

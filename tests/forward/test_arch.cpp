@@ -11,7 +11,7 @@
 #include <tuple>
 #include <vector>
 
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "core/thread_pool.h"
 #include "engine/session.h"
 #include "forward_test_util.h"

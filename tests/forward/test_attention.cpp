@@ -10,7 +10,7 @@
 #include <cmath>
 #include <random>
 
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "core/fp16.h"
 #include "core/isa.h"
 #include "core/thread_pool.h"

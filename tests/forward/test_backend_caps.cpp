@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "core/thread_pool.h"
 #include "backend/backend.h"
 #include "model/model.h"

@@ -1,4 +1,4 @@
-// Per-token early exit in the fast forward (plans/early_exit.h), against the reference forward with the same
+// Per-token early exit in the fast forward (tinfer/early_exit.h), against the reference forward with the same
 // state copying: threshold 1 never exits and is bit-identical to no early exit (and a threshold no token clears
 // runs the exit heads yet changes nothing); threshold 0 exits every decode token at the first exit layer, its
 // logits those of the head on the frozen stream and its deeper K/V filled from it, which later full-depth
@@ -9,7 +9,7 @@
 #include <cmath>
 #include <vector>
 
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "core/thread_pool.h"
 #include "engine/session.h"
 #include "forward_test_util.h"

@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "text/chat/chat_template.h"
 #include "text/jinja/template.h"
 

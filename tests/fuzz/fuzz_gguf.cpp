@@ -3,7 +3,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "formats/gguf.h"
 
 namespace {

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "formats/gguf.h"
 #include "text/tokenizer/pretokenizer.h"
 #include "text/tokenizer/tokenizer.h"

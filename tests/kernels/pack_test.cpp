@@ -3,7 +3,7 @@
 
 #include <cmath>
 
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "core/isa.h"
 #include "kernels/kernel_table.h"
 #include "kernels/kernel_test_util.h"

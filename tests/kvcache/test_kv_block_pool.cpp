@@ -3,7 +3,7 @@
 
 #include <vector>
 
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "kvcache/block_pool.h"
 
 namespace tinfer::kv {

@@ -5,7 +5,7 @@
 #include <numeric>
 #include <vector>
 
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "kvcache/kv_cache_manager.h"
 
 namespace tinfer::kv {

@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "kvcache/memory_planner.h"
 
 namespace tinfer::kv {

@@ -9,7 +9,7 @@
 #include <numeric>
 #include <vector>
 
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "kvcache/kv_cache_groups.h"
 #include "kvcache/kv_cache_manager.h"
 

@@ -9,7 +9,7 @@
 #include <fstream>
 
 #include "common/test_env.h"
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "plans/kv_plan_file.h"
 #include "formats/gguf.h"
 #include "model/model_identity.h"

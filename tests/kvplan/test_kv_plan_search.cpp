@@ -3,7 +3,7 @@
 // most costly lowering first and stops at its target.
 #include <gtest/gtest.h>
 
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "plans/kv_plan_search.h"
 
 namespace tinfer::cli {

@@ -7,7 +7,7 @@
 #include <map>
 #include <unistd.h>
 
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "kvcache/memory_planner.h"
 #include "backend/cpu/kv_storage.h"
 #include "plans/skip_plan_file.h"

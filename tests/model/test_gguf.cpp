@@ -9,7 +9,7 @@
 #include <random>
 
 #include "common/test_env.h"
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "formats/gguf.h"
 #include "model/test_gguf_bytes.h"
 #include "quant/type_table.h"

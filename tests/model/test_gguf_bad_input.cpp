@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "formats/gguf.h"
 #include "model/test_gguf_bytes.h"
 

@@ -14,7 +14,7 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "formats/gguf.h"
 #include "model/hf/hf_checkpoint.h"
 #include "model/hf/hf_convert.h"

@@ -10,7 +10,7 @@
 #include <fstream>
 
 #include "common/test_env.h"
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "formats/gguf.h"
 #include "formats/llama2c.h"
 

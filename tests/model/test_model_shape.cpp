@@ -9,8 +9,8 @@
 #include <nlohmann/json.hpp>
 
 #include "common/test_env.h"
-#include "core/error.h"
-#include "plans/kv_precision.h"
+#include "tinfer/error.h"
+#include "tinfer/kv_precision.h"
 #include "model/model.h"
 #include "model/model_shape.h"
 

@@ -11,7 +11,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "core/fp16.h"
 #include "formats/safetensors.h"
 

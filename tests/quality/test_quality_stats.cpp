@@ -6,7 +6,7 @@
 #include <fstream>
 #include <numeric>
 
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "quality/logits_file.h"
 #include "quality/quality_stats.h"
 

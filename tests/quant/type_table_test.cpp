@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "core/error.h"
+#include "tinfer/error.h"
 
 namespace tinfer {
 namespace {

@@ -11,7 +11,7 @@
 #include "common/greedy_text.h"
 #include "common/temp_dir.h"
 #include "common/test_env.h"
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "formats/gguf.h"
 #include "model/model.h"
 #include "quantize/derive_model.h"

@@ -8,7 +8,7 @@
 #include <iterator>
 
 #include "common/test_env.h"
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "core/thread_pool.h"
 #include "engine/session.h"
 #include "backend/backend.h"

@@ -16,7 +16,7 @@
 #include "common/greedy_text.h"
 #include "common/temp_dir.h"
 #include "common/test_env.h"
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "core/thread_pool.h"
 #include "engine/generate.h"
 #include "engine/text_stream.h"

@@ -8,7 +8,7 @@
 #include <mutex>
 #include <thread>
 
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "text/tokenizer/tokenizer.h"
 #include "tinfer/engine.h"
 

@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "server/api_error.h"
 #include "server/route_policy.h"
 

@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <unistd.h>
 
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "model/arch/arch.h"
 #include "formats/gguf.h"
 #include "model/synth/synth.h"

@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/test_env.h"
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "formats/gguf.h"
 #include "text/tokenizer/pretokenizer.h"
 #include "tokenizer/tokenizer_test_util.h"

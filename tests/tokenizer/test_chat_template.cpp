@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/test_env.h"
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "formats/gguf.h"
 #include "text/chat/chat_template.h"
 #include "text/jinja/template.h"

@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "text/tokenizer/hf_tokenizer.h"
 #include "text/tokenizer/vocab.h"
 

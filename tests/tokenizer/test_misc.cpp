@@ -6,7 +6,7 @@
 #include <functional>
 
 #include "common/test_env.h"
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "formats/gguf.h"
 #include "text/chat/chat_template.h"
 #include "tokenizer/tokenizer_test_util.h"

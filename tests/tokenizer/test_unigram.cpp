@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "formats/gguf.h"
 #include "text/tokenizer/hf_tokenizer.h"
 #include "text/tokenizer/vocab.h"

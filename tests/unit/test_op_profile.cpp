@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "core/op_profile.h"
+#include "tinfer/op_profile.h"
 
 namespace tinfer {
 namespace {

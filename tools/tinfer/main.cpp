@@ -5,7 +5,7 @@
 
 #include "cli/args.h"
 #include "cli/commands.h"
-#include "core/error.h"
+#include "tinfer/error.h"
 
 namespace {
 

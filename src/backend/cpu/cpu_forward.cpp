@@ -7,7 +7,7 @@
 #include <cstring>
 #include <functional>
 
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "core/thread_pool.h"
 #include "kernels/attention.h"
 #include "backend/cpu/reference_forward.h"

@@ -132,7 +132,7 @@ class CpuForward final : public Backend {
   RopeTable rope_;
   RopeTable rope_local_;  // the windowed layers' own RoPE (ModelConfig::local_rope), else empty
   ActQuant act_quant_;  // how every GEMM quantizes its activations (BackendOptions::act_quant)
-  OpProfile profile_;  // every forward adds to it (always on; see core/op_profile.h)
+  OpProfile profile_;  // every forward adds to it (always on; see tinfer/op_profile.h)
   LinearObserver observer_;
   LayerSkip skip_;
   EarlyExit exit_;

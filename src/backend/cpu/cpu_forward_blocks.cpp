@@ -10,7 +10,7 @@
 // any norm or residual reads whole rows.
 #include <cstring>
 
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "core/thread_pool.h"
 #include "kernels/attention.h"
 #include "backend/cpu/cpu_forward.h"

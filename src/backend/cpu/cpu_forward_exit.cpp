@@ -1,10 +1,10 @@
-// CpuForward's step slots and per-token early exit (plans/early_exit.h): which rows may exit, the exit head at
+// CpuForward's step slots and per-token early exit (tinfer/early_exit.h): which rows may exit, the exit head at
 // an exit layer, moving exited rows behind the running ones, and the final head over the rows left.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "core/thread_pool.h"
 #include "backend/cpu/cpu_forward.h"
 

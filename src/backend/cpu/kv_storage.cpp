@@ -6,7 +6,7 @@
 #include <cstring>
 #include <string>
 
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "kernels/kv_quant.h"
 
 namespace tinfer {

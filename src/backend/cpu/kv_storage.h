@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "core/buffer.h"
-#include "plans/kv_precision.h"
+#include "tinfer/kv_precision.h"
 #include "kernels/attention.h"
 #include "backend/backend.h"
 #include "model/model_config.h"

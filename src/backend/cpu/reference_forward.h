@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "plans/layer_skip.h"
+#include "tinfer/layer_skip.h"
 #include "model/model.h"
 
 namespace tinfer {
@@ -17,7 +17,7 @@ class ReferenceForward {
   explicit ReferenceForward(const Model& model, LayerSkip skip = {}, int64_t max_positions = 0);
   // Logits after each position of `tokens`: [tokens.size()][n_vocab]. Only rows listed in
   // `want` are returned (all when empty), in that order.
-  // exit_after (early exit with state copying, plans/early_exit.h): per position, the layer count after which its
+  // exit_after (early exit with state copying, tinfer/early_exit.h): per position, the layer count after which its
   // residual stream stops changing (its deeper layers still compute K and V from it, for later positions to
   // attend to; its logits are the head's of that frozen stream); empty or 0 = every layer.
   std::vector<std::vector<float>> logits(const std::vector<int32_t>& tokens, const std::vector<int64_t>& want = {},

@@ -1,7 +1,7 @@
 // BeamGroup: a beam-search request's rounds mapped onto scheduler sequences (fork, abort, re-add).
 #include "engine/decoding/beam_group.h"
 
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "engine/scheduler.h"
 
 namespace tinfer {

@@ -19,9 +19,9 @@
 #include <vector>
 
 #include "engine/decoding/beam_search.h"
-#include "engine/request_resolver.h"
-#include "engine/sampler.h"
-#include "kvcache/types.h"
+#include "tinfer/request_resolver.h"
+#include "tinfer/sampler.h"
+#include "tinfer/kv_types.h"
 
 namespace tinfer {
 

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <limits>
 
-#include "core/error.h"
+#include "tinfer/error.h"
 
 namespace tinfer {
 

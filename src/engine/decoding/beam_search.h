@@ -17,7 +17,7 @@
 #include <span>
 #include <vector>
 
-#include "engine/request.h"
+#include "tinfer/request.h"
 
 namespace tinfer {
 

@@ -22,9 +22,9 @@
 #include <vector>
 
 #include "engine/batch_plan.h"
-#include "engine/sampler.h"
+#include "tinfer/sampler.h"
 #include "engine/scheduler.h"
-#include "kvcache/types.h"
+#include "tinfer/kv_types.h"
 
 namespace tinfer {
 

@@ -8,9 +8,9 @@
 #include <span>
 #include <vector>
 
-#include "core/act_quant.h"
-#include "engine/decoding/spec_config.h"
-#include "kvcache/types.h"
+#include "tinfer/act_quant.h"
+#include "tinfer/spec_config.h"
+#include "tinfer/kv_types.h"
 
 namespace tinfer {
 

@@ -9,8 +9,8 @@
 #include <cstdio>
 #include <unordered_map>
 
-#include "core/error.h"
-#include "plans/kv_precision.h"
+#include "tinfer/error.h"
+#include "tinfer/kv_precision.h"
 #include "core/thread_pool.h"
 #include "engine/decoding/drafter.h"
 #include "kvcache/kv_cache_manager.h"

@@ -1,7 +1,7 @@
 // Prompt-lookup drafting (see ngram_drafter.h).
 #include "engine/decoding/ngram_drafter.h"
 
-#include "core/error.h"
+#include "tinfer/error.h"
 
 namespace tinfer {
 

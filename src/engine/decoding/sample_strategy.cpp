@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "engine/decoding/speculator.h"
 #include "engine/entropy.h"
 #include "engine/live_request.h"

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "engine/decoding/decode_strategy.h"
-#include "engine/sampler.h"
+#include "tinfer/sampler.h"
 
 namespace tinfer {
 

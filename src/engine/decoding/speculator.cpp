@@ -7,7 +7,7 @@
 
 #include <tinfer/engine.h>
 
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "core/timer.h"
 #include "engine/scheduler.h"
 

@@ -26,11 +26,11 @@
 #include <vector>
 
 #include "engine/decoding/drafter.h"
-#include "engine/decoding/spec_config.h"
+#include "tinfer/spec_config.h"
 #include "engine/decoding/step_cost.h"
-#include "engine/sampler.h"
+#include "tinfer/sampler.h"
 #include "engine/step_extension.h"
-#include "kvcache/types.h"
+#include "tinfer/kv_types.h"
 
 namespace tinfer {
 

@@ -3,7 +3,7 @@
 #pragma once
 #include <cstdint>
 
-#include "core/act_quant.h"
+#include "tinfer/act_quant.h"
 #include "quant/dtype.h"
 
 namespace tinfer::ref {

@@ -7,7 +7,7 @@
 #include <cmath>
 #include <string>
 
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "model/arch/arch.h"
 #include "formats/gguf.h"
 

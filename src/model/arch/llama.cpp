@@ -3,7 +3,7 @@
 // attention, SwiGLU feed-forward, tied or separate output head.
 #include <string>
 
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "model/arch/arch.h"
 #include "formats/gguf.h"
 #include "quant/type_table.h"

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "model/arch/arch.h"
 #include "formats/gguf.h"
 #include "quant/type_table.h"

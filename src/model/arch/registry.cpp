@@ -1,7 +1,7 @@
 // The architecture registry: one line per architecture file, plus helpers those files share.
 #include <algorithm>
 
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "model/arch/arch.h"
 #include "formats/gguf.h"
 

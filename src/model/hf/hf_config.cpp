@@ -4,7 +4,7 @@
 #include <sstream>
 #include <vector>
 
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "model/model_shape.h"
 
 namespace tinfer {

@@ -7,7 +7,7 @@
 #include <fstream>
 #include <vector>
 
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "model/arch/arch.h"
 #include "formats/gguf.h"
 #include "model/hf/hf_checkpoint.h"

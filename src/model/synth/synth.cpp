@@ -6,7 +6,7 @@
 #include <cmath>
 #include <memory>
 
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "core/thread_pool.h"
 #include "model/arch/arch.h"
 #include "formats/gguf.h"

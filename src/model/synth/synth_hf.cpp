@@ -8,7 +8,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "model/arch/arch.h"
 #include "formats/gguf.h"
 #include "model/hf/hf_arch.h"

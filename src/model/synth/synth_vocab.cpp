@@ -3,7 +3,7 @@
 #include <set>
 #include <string>
 
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "model/synth/synth.h"
 
 namespace tinfer {

@@ -8,7 +8,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "text/jinja/template.h"
 
 namespace tinfer {

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "text/jinja/eval.h"
 #include "text/tokenizer/unicode_util.h"
 

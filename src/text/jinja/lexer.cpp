@@ -8,7 +8,7 @@
 #include <cerrno>
 #include <cstdlib>
 
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "text/tokenizer/unicode_util.h"
 
 namespace tinfer::jinja {

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "text/jinja/strings.h"
 #include "text/tokenizer/unicode_util.h"
 

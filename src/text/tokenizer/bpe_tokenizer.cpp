@@ -3,7 +3,7 @@
 #include <array>
 #include <unordered_map>
 
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "text/tokenizer/merge_queue.h"
 #include "text/tokenizer/pretokenizer.h"
 #include "text/tokenizer/unicode_util.h"

@@ -5,7 +5,7 @@
 
 #include <cstring>
 
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "text/tokenizer/unicode_util.h"
 
 namespace tinfer {

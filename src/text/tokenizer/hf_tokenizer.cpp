@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <unordered_map>
 
-#include "core/error.h"
+#include "tinfer/error.h"
 
 namespace tinfer {
 

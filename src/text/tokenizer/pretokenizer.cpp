@@ -7,7 +7,7 @@
 
 #include <cstdint>
 
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "text/tokenizer/unicode_util.h"
 
 namespace tinfer {

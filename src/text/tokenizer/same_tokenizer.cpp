@@ -1,7 +1,7 @@
 // check_same_tokenizer: token by token, naming the first difference.
 #include "text/tokenizer/same_tokenizer.h"
 
-#include "core/error.h"
+#include "tinfer/error.h"
 
 namespace tinfer {
 

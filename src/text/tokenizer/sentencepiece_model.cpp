@@ -4,7 +4,7 @@
 #include <fstream>
 #include <iterator>
 
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "text/tokenizer/tokenizer.h"
 #include "text/tokenizer/vocab.h"
 

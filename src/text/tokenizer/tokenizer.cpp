@@ -2,7 +2,7 @@
 // Tokenizer::decode, and Utf8Stream for streaming output.
 #include "text/tokenizer/tokenizer.h"
 
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "formats/gguf.h"
 #include "text/tokenizer/unicode_util.h"
 #include "text/tokenizer/vocab.h"

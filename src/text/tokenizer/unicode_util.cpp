@@ -7,7 +7,7 @@
 
 #include <array>
 
-#include "core/error.h"
+#include "tinfer/error.h"
 
 namespace tinfer::unicode {
 

@@ -12,7 +12,7 @@
 #include <limits>
 #include <optional>
 
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "text/tokenizer/charsmap.h"
 #include "text/tokenizer/unicode_util.h"
 #include "text/tokenizer/vocab.h"

@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <sstream>
 
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "text/tokenizer/unicode_util.h"
 
 namespace tinfer {

@@ -7,7 +7,7 @@
 #include <random>
 
 #include "cli/common.h"
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "text/tokenizer/tokenizer.h"
 
 namespace tinfer::cli {

@@ -12,7 +12,7 @@
 #include "cli/exit_flags.h"
 #include "cli/kv_flags.h"
 #include "model/model_identity.h"
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "core/isa.h"
 #include "core/roofline.h"
 #include "core/timer.h"

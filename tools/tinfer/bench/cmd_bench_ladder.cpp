@@ -19,7 +19,7 @@
 #include "cli/calib_text.h"
 #include "cli/commands.h"
 #include "cli/common.h"
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "engine/session.h"
 #include "cli/engine_flags.h"
 #include "cli/exit_flags.h"

@@ -20,7 +20,7 @@
 #include "cli/args.h"
 #include "bench/bench_workload.h"
 #include "cli/commands.h"
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "core/timer.h"
 #include "bench/serve_client.h"
 

@@ -19,7 +19,7 @@
 #include "cli/chat_flags.h"
 #include "cli/commands.h"
 #include "cli/common.h"
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "core/timer.h"
 #include "cli/engine_flags.h"
 #include "model/model.h"

@@ -13,7 +13,7 @@
 #include "bench/bench_workload.h"
 #include "cli/commands.h"
 #include "cli/common.h"
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "core/roofline.h"
 #include "core/thread_pool.h"
 #include "core/timer.h"

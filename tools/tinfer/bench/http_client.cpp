@@ -15,7 +15,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "core/timer.h"
 
 namespace tinfer::cli {

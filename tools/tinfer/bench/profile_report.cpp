@@ -3,7 +3,7 @@
 
 #include <fstream>
 
-#include "core/error.h"
+#include "tinfer/error.h"
 
 namespace tinfer::cli {
 

@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <string>
 
-#include "core/op_profile.h"
+#include "tinfer/op_profile.h"
 
 namespace tinfer::cli {
 

@@ -14,7 +14,7 @@
 #include "cli/calib_text.h"
 #include "cli/commands.h"
 #include "cli/common.h"
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "core/timer.h"
 #include "plans/exit_cost.h"
 #include "plans/exit_search.h"

@@ -20,7 +20,7 @@
 #include "cli/calib_text.h"
 #include "cli/commands.h"
 #include "cli/common.h"
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "core/timer.h"
 #include "plans/kv_plan_file.h"
 #include "plans/kv_plan_search.h"

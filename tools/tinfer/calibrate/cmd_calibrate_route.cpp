@@ -10,7 +10,7 @@
 #include "cli/args.h"
 #include "bench/bench_workload.h"
 #include "cli/commands.h"
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "calibrate/route_agreement.h"
 #include "calibrate/route_client.h"
 

@@ -15,7 +15,7 @@
 #include "cli/calib_text.h"
 #include "cli/commands.h"
 #include "cli/common.h"
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "core/timer.h"
 #include "quality/kv_quality_probe.h"
 #include "model/model_identity.h"

@@ -9,7 +9,7 @@
 
 #include "cli/common.h"
 #include "core/timer.h"
-#include "plans/kv_precision.h"
+#include "tinfer/kv_precision.h"
 #include "quality/kv_quality_probe.h"
 #include "quality/quality_budget.h"
 

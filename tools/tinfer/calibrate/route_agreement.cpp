@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <numeric>
 
-#include "core/error.h"
+#include "tinfer/error.h"
 
 namespace tinfer::cli {
 

@@ -3,7 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "core/timer.h"
 
 namespace tinfer::cli {

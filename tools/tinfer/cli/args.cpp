@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <sstream>
 
-#include "core/error.h"
+#include "tinfer/error.h"
 
 namespace tinfer::cli {
 

@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "text/tokenizer/tokenizer.h"
 
 #ifndef TINFER_SHARED_DEFAULT

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <thread>
 
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "core/timer.h"
 #include "cli/exit_flags.h"
 #include "cli/kv_flags.h"

@@ -8,7 +8,7 @@
 
 #include "cli/args.h"
 #include "core/thread_pool.h"
-#include "engine/sampler.h"
+#include "tinfer/sampler.h"
 #include "backend/backend.h"
 #include "model/model.h"
 

@@ -5,7 +5,7 @@
 #include <cstdlib>
 
 #include "cli/common.h"
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "cli/exit_flags.h"
 #include "cli/kv_flags.h"
 #include "cli/spec_flags.h"

@@ -1,4 +1,4 @@
-// The early-exit options (plans/early_exit.h), one table for every subcommand that runs the model: --early-exit
+// The early-exit options (tinfer/early_exit.h), one table for every subcommand that runs the model: --early-exit
 // THRESHOLD (top-1 probability of the exit head a token must exceed; 1 = off) and --exit-layers L1,L2,... (layers
 // run before each exit head; default: one exit at two thirds of the depth).
 #pragma once
@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "cli/args.h"
-#include "plans/early_exit.h"
+#include "tinfer/early_exit.h"
 
 namespace tinfer::cli {
 

@@ -1,7 +1,7 @@
 // KV element-type options onto EngineConfig / KvPrecision.
 #include "cli/kv_flags.h"
 
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "plans/kv_plan_file.h"
 #include "plans/skip_plan_file.h"
 #include "model/model_identity.h"

@@ -9,8 +9,8 @@
 #include <tinfer/engine.h>
 
 #include "cli/args.h"
-#include "plans/kv_precision.h"
-#include "plans/layer_skip.h"
+#include "tinfer/kv_precision.h"
+#include "tinfer/layer_skip.h"
 #include "model/model_identity.h"
 
 namespace tinfer::cli {

@@ -1,7 +1,7 @@
 // route_flags: parse and check the routing options (see route_flags.h).
 #include "cli/route_flags.h"
 
-#include "core/error.h"
+#include "tinfer/error.h"
 
 namespace tinfer::cli {
 

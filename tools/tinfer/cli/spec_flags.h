@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "cli/args.h"
-#include "engine/decoding/spec_config.h"
+#include "tinfer/spec_config.h"
 
 namespace tinfer::cli {
 

@@ -4,7 +4,7 @@
 
 #include "cli/commands.h"
 #include "cli/common.h"
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "formats/gguf.h"
 #include "model/hf/hf_checkpoint.h"
 #include "quantize/derive_model.h"

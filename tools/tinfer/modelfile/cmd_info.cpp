@@ -4,8 +4,8 @@
 
 #include "cli/commands.h"
 #include "cli/common.h"
-#include "plans/kv_precision.h"
-#include "core/error.h"
+#include "tinfer/kv_precision.h"
+#include "tinfer/error.h"
 #include "quant/type_table.h"
 
 namespace tinfer::cli {

@@ -6,7 +6,7 @@
 
 #include "cli/commands.h"
 #include "cli/common.h"
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "cli/engine_flags.h"
 #include "cli/kv_flags.h"
 #include "modelfile/kv_plan_report.h"

@@ -20,7 +20,7 @@
 
 #include "cli/commands.h"
 #include "cli/common.h"
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "core/timer.h"
 #include "backend/backend.h"
 #include "model/model.h"

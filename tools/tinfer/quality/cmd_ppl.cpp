@@ -16,7 +16,7 @@
 #include "cli/exit_flags.h"
 #include "cli/kv_flags.h"
 #include "model/model_identity.h"
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "core/timer.h"
 #include "engine/session.h"
 #include "quality/logits_file.h"

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "plans/kv_precision.h"
+#include "tinfer/kv_precision.h"
 #include "quality/quality_stats.h"
 
 namespace tinfer {

@@ -5,7 +5,7 @@
 #include <cstring>
 #include <filesystem>
 
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "text/tokenizer/tokenizer.h"
 
 namespace tinfer::cli {

@@ -5,7 +5,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "backend/cpu/reference_forward.h"
 #include "text/tokenizer/tokenizer.h"
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "plans/kv_precision.h"
+#include "tinfer/kv_precision.h"
 #include "engine/session.h"
 #include "quality/quality_stats.h"
 

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <cstdlib>
 
-#include "core/error.h"
+#include "tinfer/error.h"
 
 namespace tinfer::cli {
 

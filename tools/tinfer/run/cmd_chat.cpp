@@ -7,7 +7,7 @@
 #include "cli/chat_flags.h"
 #include "cli/commands.h"
 #include "cli/common.h"
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "engine/generate.h"
 #include "engine/text_stream.h"
 #include "text/tokenizer/tokenizer.h"

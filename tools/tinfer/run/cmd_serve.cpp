@@ -11,7 +11,7 @@
 #include "cli/chat_flags.h"
 #include "cli/commands.h"
 #include "cli/common.h"
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "cli/engine_flags.h"
 #include "model/model.h"
 #include "text/tokenizer/same_tokenizer.h"

@@ -4,7 +4,7 @@
 #include "cli/chat_flags.h"
 #include "cli/commands.h"
 #include "cli/common.h"
-#include "core/error.h"
+#include "tinfer/error.h"
 
 namespace tinfer::cli {
 

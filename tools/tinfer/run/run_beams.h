@@ -1,7 +1,7 @@
 // `tinfer run --beams N`: beam search through the serving Engine (the batch-1 Session path has no beams).
 #pragma once
 #include "cli/args.h"
-#include "engine/sampler.h"
+#include "tinfer/sampler.h"
 
 namespace tinfer::cli {
 

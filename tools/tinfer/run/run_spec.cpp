@@ -8,7 +8,7 @@
 
 #include "cli/chat_flags.h"
 #include "cli/common.h"
-#include "core/error.h"
+#include "tinfer/error.h"
 #include "core/timer.h"
 #include "engine/text_stream.h"
 #include "cli/exit_flags.h"

@@ -3,7 +3,7 @@
 // continuation, streamed; stderr ends with bench spec's acceptance figures.
 #pragma once
 #include "cli/args.h"
-#include "engine/sampler.h"
+#include "tinfer/sampler.h"
 
 namespace tinfer::cli {
 

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "core/act_quant.h"
+#include "tinfer/act_quant.h"
 #if defined(__AVX512F__) && TINFER_VEC_FLOATS == 16
 #include <immintrin.h>
 #endif

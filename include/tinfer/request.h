@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/sampler.h"
-#include "kvcache/types.h"
+#include "tinfer/sampler.h"
+#include "tinfer/kv_types.h"
 
 namespace tinfer {
 
@@ -41,7 +41,7 @@ enum class Priority {
   kBackground,
 };
 
-// What a client asks for; resolve_request() (engine/request_resolver.h) validates it once.
+// What a client asks for; resolve_request() (tinfer/request_resolver.h) validates it once.
 struct GenerationRequest {
   std::vector<Token> prompt;         // token ids (BOS included if wanted)
   SamplingParams sampling;

@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "core/error.h"
-#include "engine/request.h"
-#include "engine/sampler.h"
+#include "tinfer/error.h"
+#include "tinfer/request.h"
+#include "tinfer/sampler.h"
 
 namespace tinfer {
 

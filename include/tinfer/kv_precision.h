@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "core/kv_dtype.h"
+#include "tinfer/kv_dtype.h"
 
 namespace tinfer {
 
@@ -23,7 +23,7 @@ struct KvPrecision {
   // (K's outlier channels) no longer sets every token's quantization scale: per-channel scaling of K on top of
   // the per-token scales, calibrated once (tinfer calibrate-kv --k-smooth). Empty, or one entry per layer.
   std::vector<std::vector<float>> k_smooth;
-  // Layers that hold no KV at all (their attention is skipped by a layer-skip plan, plans/layer_skip.h): 0 bytes
+  // Layers that hold no KV at all (their attention is skipped by a layer-skip plan, tinfer/layer_skip.h): 0 bytes
   // per token, no storage. Empty, or one entry per layer (1 = no KV).
   std::vector<uint8_t> no_kv;
 
