@@ -154,8 +154,8 @@ class Parser {
   const std::string& name_;
 };
 
-void parse(Parsed& f, const uint8_t* base, size_t size) {
-  Parser p(base, size, f.name);
+// Magic, version and the two counts, each count checked against what the file could hold.
+std::pair<uint64_t, uint64_t> parse_header(Parser& p, Parsed& f, const uint8_t* base, size_t size) {
   if (size < 4) p.error("too small to be a GGUF file (" + to_string(size) + " bytes)");
   if (std::memcmp(base, gguf::kMagic, 4) != 0) {
     static const char* kHex = "0123456789abcdef";
@@ -181,7 +181,10 @@ void parse(Parsed& f, const uint8_t* base, size_t size) {
   if (n_tensors * gguf::kMinTensorInfoBytes + n_kv * gguf::kMinKvBytes > p.remaining())
     p.error("tensor count " + to_string(n_tensors) + " and metadata count " + to_string(n_kv) +
             " cannot fit in a file of " + to_string(size) + " bytes");
+  return {n_tensors, n_kv};
+}
 
+void parse_metadata(Parser& p, Parsed& f, uint64_t n_kv) {
   f.kv.reserve(n_kv);
   for (uint64_t i = 0; i < n_kv; ++i) {
     std::string key = p.read_string("metadata key #" + to_string(i), gguf::kMaxKeyLen);
@@ -191,7 +194,9 @@ void parse(Parsed& f, const uint8_t* base, size_t size) {
     f.kv_index.emplace(key, f.kv.size());
     f.kv.emplace_back(std::move(key), std::move(v));
   }
+}
 
+void read_alignment(Parser& p, Parsed& f) {
   if (auto it = f.kv_index.find("general.alignment"); it != f.kv_index.end()) {
     const GgufValue& a = f.kv[it->second].second;
     const uint64_t* u = std::get_if<uint64_t>(&a.v);
@@ -201,45 +206,46 @@ void parse(Parsed& f, const uint8_t* base, size_t size) {
               "]");
     f.alignment = static_cast<size_t>(*u);
   }
+}
 
-  f.tensors.reserve(n_tensors);
-  for (uint64_t i = 0; i < n_tensors; ++i) {
-    GgufTensor t;
-    t.name = p.read_string("tensor #" + to_string(i) + " name", gguf::kMaxTensorName);
-    const std::string tn = "tensor '" + t.name + "'";
-    if (t.name.empty()) p.error("tensor #" + to_string(i) + " has an empty name");
-    if (f.tensor_index.count(t.name)) p.error("duplicate " + tn);
-    auto n_dims = p.read<uint32_t>(tn + " dimension count");
-    if (n_dims < 1 || n_dims > gguf::kMaxDims)
-      p.error(tn + " has " + to_string(n_dims) + " dimensions (supported: 1.." + to_string(gguf::kMaxDims) + ")");
-    int64_t elements = 1;
-    for (uint32_t d = 0; d < n_dims; ++d) {
-      auto ne = p.read<uint64_t>(tn + " dimension " + to_string(d));
-      if (ne < 1 || ne > uint64_t(std::numeric_limits<int64_t>::max()))
-        p.error(tn + " dimension " + to_string(d) + " is " + to_string(ne) + " (must be >= 1 and < 2^63)");
-      if (__builtin_mul_overflow(elements, int64_t(ne), &elements)) p.error(tn + " element count overflows 64 bits");
-      t.shape.push_back(int64_t(ne));
-    }
-    auto type_id = p.read<uint32_t>(tn + " type");
-    const TypeTraits* tr = find_type(static_cast<DType>(type_id));
-    if (!tr) p.error(tn + " has unknown or unsupported type id " + to_string(type_id));
-    t.type = tr->type;
-    if (t.shape[0] % tr->block_size != 0)
-      p.error(tn + " row length " + to_string(t.shape[0]) + " is not a multiple of the " + tr->name + " block size " +
-              to_string(tr->block_size));
-    uint64_t blocks = uint64_t(elements / tr->block_size), bytes = 0;
-    const bool overflow = __builtin_mul_overflow(blocks, uint64_t(tr->block_bytes), &bytes);
-    if (overflow || bytes > size)
-      p.error(tn + " needs " + (overflow ? std::string("more than 2^64") : to_string(bytes)) +
-              " bytes, more than the file size " + to_string(size));
-    t.bytes = size_t(bytes);
-    t.offset = p.read<uint64_t>(tn + " offset");
-    if (t.offset % f.alignment != 0)
-      p.error(tn + " offset " + to_string(t.offset) + " is not a multiple of the alignment " + to_string(f.alignment));
-    f.tensor_index.emplace(t.name, f.tensors.size());
-    f.tensors.push_back(std::move(t));
+GgufTensor read_tensor_info(Parser& p, const Parsed& f, uint64_t i, size_t size) {
+  GgufTensor t;
+  t.name = p.read_string("tensor #" + to_string(i) + " name", gguf::kMaxTensorName);
+  const std::string tn = "tensor '" + t.name + "'";
+  if (t.name.empty()) p.error("tensor #" + to_string(i) + " has an empty name");
+  if (f.tensor_index.count(t.name)) p.error("duplicate " + tn);
+  auto n_dims = p.read<uint32_t>(tn + " dimension count");
+  if (n_dims < 1 || n_dims > gguf::kMaxDims)
+    p.error(tn + " has " + to_string(n_dims) + " dimensions (supported: 1.." + to_string(gguf::kMaxDims) + ")");
+  int64_t elements = 1;
+  for (uint32_t d = 0; d < n_dims; ++d) {
+    auto ne = p.read<uint64_t>(tn + " dimension " + to_string(d));
+    if (ne < 1 || ne > uint64_t(std::numeric_limits<int64_t>::max()))
+      p.error(tn + " dimension " + to_string(d) + " is " + to_string(ne) + " (must be >= 1 and < 2^63)");
+    if (__builtin_mul_overflow(elements, int64_t(ne), &elements)) p.error(tn + " element count overflows 64 bits");
+    t.shape.push_back(int64_t(ne));
   }
+  auto type_id = p.read<uint32_t>(tn + " type");
+  const TypeTraits* tr = find_type(static_cast<DType>(type_id));
+  if (!tr) p.error(tn + " has unknown or unsupported type id " + to_string(type_id));
+  t.type = tr->type;
+  if (t.shape[0] % tr->block_size != 0)
+    p.error(tn + " row length " + to_string(t.shape[0]) + " is not a multiple of the " + tr->name + " block size " +
+            to_string(tr->block_size));
+  uint64_t blocks = uint64_t(elements / tr->block_size), bytes = 0;
+  const bool overflow = __builtin_mul_overflow(blocks, uint64_t(tr->block_bytes), &bytes);
+  if (overflow || bytes > size)
+    p.error(tn + " needs " + (overflow ? std::string("more than 2^64") : to_string(bytes)) +
+            " bytes, more than the file size " + to_string(size));
+  t.bytes = size_t(bytes);
+  t.offset = p.read<uint64_t>(tn + " offset");
+  if (t.offset % f.alignment != 0)
+    p.error(tn + " offset " + to_string(t.offset) + " is not a multiple of the alignment " + to_string(f.alignment));
+  return t;
+}
 
+// Tensor data pointers: inside the file, after the table, and never overlapping.
+void place_tensors(Parser& p, Parsed& f, const uint8_t* base, size_t size) {
   // The data section starts at the next multiple of the alignment after the tensor table.
   const uint64_t data_start = (uint64_t(p.pos()) + f.alignment - 1) / f.alignment * f.alignment;
   for (GgufTensor& t : f.tensors) {
@@ -256,6 +262,20 @@ void parse(Parsed& f, const uint8_t* base, size_t size) {
   for (size_t i = 1; i < by_offset.size(); ++i)
     if (by_offset[i - 1]->offset + by_offset[i - 1]->bytes > by_offset[i]->offset)
       p.error("tensors '" + by_offset[i - 1]->name + "' and '" + by_offset[i]->name + "' overlap");
+}
+
+void parse(Parsed& f, const uint8_t* base, size_t size) {
+  Parser p(base, size, f.name);
+  const auto [n_tensors, n_kv] = parse_header(p, f, base, size);
+  parse_metadata(p, f, n_kv);
+  read_alignment(p, f);
+  f.tensors.reserve(n_tensors);
+  for (uint64_t i = 0; i < n_tensors; ++i) {
+    GgufTensor t = read_tensor_info(p, f, i, size);
+    f.tensor_index.emplace(t.name, f.tensors.size());
+    f.tensors.push_back(std::move(t));
+  }
+  place_tensors(p, f, base, size);
 }
 
 [[noreturn]] void type_error(const std::string& file, const std::string& key, GgufType got, const char* want) {

@@ -224,26 +224,22 @@ double QuantizeResult::bits_per_weight(bool matrices_only) const {
   return n > 0 ? 8.0 * double(data_bytes(matrices_only)) / double(n) : 0.0;
 }
 
-QuantizeResult quantize_model(const Model& source, const std::string& out_path, const QuantizeOptions& opts) {
-  const double t_start = now_s();
+namespace {
+
+void check_inputs(const Model& source, const std::string& out_path, const QuantizeOptions& opts) {
   namespace fs = std::filesystem;
   std::error_code ec;
   check(!out_path.empty(), "missing output path");
   check(source.path().empty() || !fs::exists(out_path, ec) || !fs::equivalent(out_path, source.path(), ec),
         "the output path '" + out_path + "' is the input file; write to a new file");
-  const bool calibrated = !opts.calib_tokens.empty();
-  check(!method_needs_calibration(opts.method) || calibrated,
+  check(!method_needs_calibration(opts.method) || !opts.calib_tokens.empty(),
         std::string("--method ") + quant_method_name(opts.method) + " needs calibration text");
   check(opts.method != QuantMethod::smoothquant || opts.target == DType::Q8_0,
         "--method smoothquant migrates activation outliers for W8A8: it needs --type q8_0");
+}
 
-  QuantizeResult res;
-  res.method = method_label(opts.method, calibrated) + (opts.clip ? " + clip" : "") +
-               (opts.sequential ? " (sequential)" : "");
-  const GgufFile& src = source.gguf();
-  const std::vector<TensorChoice> plan = plan_tensor_types(src, opts.target, opts.overrides, &res.warnings);
-
-  // Re-quantization notice and one fallback line per tensor, before any work.
+// The re-quantization notice and one fallback line per tensor, before any work.
+void report_plan(const std::vector<TensorChoice>& plan, const QuantizeOptions& opts, QuantizeResult& res) {
   std::map<std::string, int> quantized_sources;
   for (const TensorChoice& c : plan)
     if (c.shape.size() >= 2 && !is_float_type(c.source_type)) ++quantized_sources[type_traits(c.source_type).name];
@@ -259,25 +255,26 @@ QuantizeResult quantize_model(const Model& source, const std::string& out_path, 
   for (const std::string& w : res.warnings) log_line(opts, "warning: " + w);
   for (const TensorChoice& c : plan)
     if (c.origin == TypeOrigin::fallback) log_line(opts, c.name + ": " + c.note);
+}
 
-  // The layout: metadata and every tensor's type and shape, so the header is written first.
-  GgufWriter layout;
-  write_metadata(src, layout, opts.target, res.method);
-  for (const TensorChoice& c : plan) layout.declare_tensor(c.name, c.type, c.shape);
-  GgufOutputFile out(out_path, layout);  // creates OUT.tmp-PID now: a bad path fails before any work
-
-  ThreadPool pool(opts.threads);
+// Input statistics of every linear layer on the calibration text (empty without one).
+CalibStats calibrate(const Model& source, const QuantizeOptions& opts, ThreadPool& pool, QuantizeResult& res) {
   CalibStats stats;
-  if (calibrated) {
-    const double t0 = now_s();
-    CalibOptions co = opts.calib;
-    co.threads = pool.size();
-    log_line(opts, "calibrating on " + std::to_string(opts.calib_tokens.size()) + " tokens (windows of " +
-                       std::to_string(co.ctx) + ")");
-    stats = collect_calib_stats(source, opts.calib_tokens, co);
-    res.calib_tokens = int64_t(opts.calib_tokens.size());
-    res.calib_s = now_s() - t0;
-  }
+  if (opts.calib_tokens.empty()) return stats;
+  const double t0 = now_s();
+  CalibOptions co = opts.calib;
+  co.threads = pool.size();
+  log_line(opts, "calibrating on " + std::to_string(opts.calib_tokens.size()) + " tokens (windows of " +
+                     std::to_string(co.ctx) + ")");
+  stats = collect_calib_stats(source, opts.calib_tokens, co);
+  res.calib_tokens = int64_t(opts.calib_tokens.size());
+  res.calib_s = now_s() - t0;
+  return stats;
+}
+
+// AWQ / SmoothQuant: the float model with their scales folded in (none for the other methods).
+std::optional<FloatModel> fold_scales(const Model& source, CalibStats& stats, const std::vector<TensorChoice>& plan,
+                                      const QuantizeOptions& opts, ThreadPool& pool, QuantizeResult& res) {
   std::optional<FloatModel> fm;
   if (opts.method == QuantMethod::awq || opts.method == QuantMethod::awq_gptq ||
       opts.method == QuantMethod::smoothquant) {
@@ -295,15 +292,85 @@ QuantizeResult quantize_model(const Model& source, const std::string& out_path, 
                                                         : awq_apply(*fm, stats, opts.target, so);
     res.calib_s += now_s() - t0;
   }
+  return fm;
+}
+
+// One tensor's codes by the method (rows x cols floats at w, x its input statistics or nullptr); `how` names it.
+std::vector<uint8_t> quantize_codes(const TensorChoice& c, const float* w, const InputStats* x, const QuantizeOptions& opts,
+                                    bool use_gptq, bool use_importance, ThreadPool& pool, std::string* how) {
+  const int64_t cols = c.shape[0], rows = c.rows();
+  const size_t rb = row_bytes(c.type, cols);
+  std::vector<uint8_t> qbuf;
+  if (opts.clip && !is_float_type(c.type) && x && !use_gptq) {
+    // RTN (importance-weighted for rtn, plain after AWQ / SmoothQuant folds) on clip-searched grids.
+    *how = use_importance ? "rtn+importance+clip" : "rtn+clip";
+    ClipOptions co = opts.clip_options;
+    co.threads = pool.size();
+    const std::vector<float> importance = use_importance ? activation_importance(*x) : std::vector<float>{};
+    qbuf = quantize_rtn_clipped(c.type, w, rows, cols, *x, use_importance ? importance.data() : nullptr, co);
+  } else if (is_float_type(c.type) || !x || (!use_gptq && !use_importance)) {
+    // Plain round-to-nearest: the type table's reference quantizer (bit-exact with ggml's).
+    *how = is_float_type(c.type) ? "convert" : "rtn";
+    const TypeTraits& tt = type_traits(c.type);
+    qbuf.assign(rb * size_t(rows), 0);
+    parallel_rows(pool, rows, [&](int64_t r0, int64_t r1) {
+      tt.from_float(w + r0 * cols, qbuf.data() + rb * size_t(r0), (r1 - r0) * cols);
+    });
+  } else if (use_gptq) {
+    *how = opts.clip ? "gptq+clip" : "gptq";
+    GptqOptions go = opts.gptq;
+    if (opts.clip) go.clip = opts.clip_options;
+    go.threads = pool.size();  // quantize_gptq splits the rows over its own workers
+    return quantize_gptq(c.type, w, rows, cols, *x, go);
+  } else {
+    *how = "rtn+importance";
+    const std::vector<float> importance = activation_importance(*x);
+    qbuf = quantize_rtn(c.type, w, rows, cols, importance.data(), pool.size());
+  }
+  return qbuf;
+}
+
+// Sequential GPTQ's bytes by tensor name, every layer quantized up front on the outputs of the layers before it
+// (empty unless --sequential).
+std::map<std::string, std::vector<uint8_t>> sequential_codes(const Model& source, std::optional<FloatModel>& fm,
+                                                             const std::vector<TensorChoice>& plan,
+                                                             const QuantizeOptions& opts, ThreadPool& pool,
+                                                             QuantizeResult& res) {
+  if (!opts.sequential) return {};
+  const double t0 = now_s();
+  auto done = sequential_gptq(source, fm ? &*fm : nullptr, plan, opts, pool);
+  res.calib_s += now_s() - t0;
+  return done;
+}
+
+}  // namespace
+
+QuantizeResult quantize_model(const Model& source, const std::string& out_path, const QuantizeOptions& opts) {
+  const double t_start = now_s();
+  check_inputs(source, out_path, opts);
+  const bool calibrated = !opts.calib_tokens.empty();
+
+  QuantizeResult res;
+  res.method = method_label(opts.method, calibrated) + (opts.clip ? " + clip" : "") +
+               (opts.sequential ? " (sequential)" : "");
+  const GgufFile& src = source.gguf();
+  const std::vector<TensorChoice> plan = plan_tensor_types(src, opts.target, opts.overrides, &res.warnings);
+
+  report_plan(plan, opts, res);
+
+  // The layout: metadata and every tensor's type and shape, so the header is written first.
+  GgufWriter layout;
+  write_metadata(src, layout, opts.target, res.method);
+  for (const TensorChoice& c : plan) layout.declare_tensor(c.name, c.type, c.shape);
+  GgufOutputFile out(out_path, layout);  // creates OUT.tmp-PID now: a bad path fails before any work
+
+  ThreadPool pool(opts.threads);
+  CalibStats stats = calibrate(source, opts, pool, res);  // AWQ / SmoothQuant rescale it as they fold
+  std::optional<FloatModel> fm = fold_scales(source, stats, plan, opts, pool, res);
   const bool use_gptq = opts.method == QuantMethod::gptq || opts.method == QuantMethod::awq_gptq;
   const bool use_importance = opts.method == QuantMethod::rtn && calibrated;
   check(!opts.sequential || use_gptq, "--sequential is for the GPTQ methods (gptq, awq+gptq)");
-  std::map<std::string, std::vector<uint8_t>> done;  // sequential GPTQ's bytes, by tensor name
-  if (opts.sequential) {
-    const double t0 = now_s();
-    done = sequential_gptq(source, fm ? &*fm : nullptr, plan, opts, pool);
-    res.calib_s += now_s() - t0;
-  }
+  std::map<std::string, std::vector<uint8_t>> done = sequential_codes(source, fm, plan, opts, pool, res);
 
   // The progress bar's measure of work: elements to quantize; a copied tensor costs next to nothing.
   auto copies = [&](const TensorChoice& c) { return !fm && c.source_type == c.type; };
@@ -329,37 +396,14 @@ QuantizeResult quantize_model(const Model& source, const std::string& out_path, 
       r.bytes = st.bytes;
     } else {
       const float* w = float_rows(st, fm ? &*fm : nullptr, fbuf, pool);
-      qbuf.assign(rb * size_t(rows), 0);
-      const TypeTraits& tt = type_traits(c.type);
       auto it = stats.find(c.name);
       const InputStats* x = it != stats.end() && it->second && it->second->cols == cols ? it->second.get() : nullptr;
       if (auto d = done.find(c.name); d != done.end()) {
         r.how = opts.clip ? "gptq+clip (sequential)" : "gptq (sequential)";
         qbuf = std::move(d->second);
         done.erase(d);
-      } else if (opts.clip && !is_float_type(c.type) && x && !use_gptq) {
-        // RTN (importance-weighted for rtn, plain after AWQ / SmoothQuant folds) on clip-searched grids.
-        r.how = use_importance ? "rtn+importance+clip" : "rtn+clip";
-        ClipOptions co = opts.clip_options;
-        co.threads = pool.size();
-        const std::vector<float> importance = use_importance ? activation_importance(*x) : std::vector<float>{};
-        qbuf = quantize_rtn_clipped(c.type, w, rows, cols, *x, use_importance ? importance.data() : nullptr, co);
-      } else if (is_float_type(c.type) || !x || (!use_gptq && !use_importance)) {
-        // Plain round-to-nearest: the type table's reference quantizer (bit-exact with ggml's).
-        r.how = is_float_type(c.type) ? "convert" : "rtn";
-        parallel_rows(pool, rows, [&](int64_t r0, int64_t r1) {
-          tt.from_float(w + r0 * cols, qbuf.data() + rb * size_t(r0), (r1 - r0) * cols);
-        });
-      } else if (use_gptq) {
-        r.how = opts.clip ? "gptq+clip" : "gptq";
-        GptqOptions go = opts.gptq;
-        if (opts.clip) go.clip = opts.clip_options;
-        go.threads = pool.size();  // quantize_gptq splits the rows over its own workers
-        qbuf = quantize_gptq(c.type, w, rows, cols, *x, go);
       } else {
-        r.how = "rtn+importance";
-        const std::vector<float> importance = activation_importance(*x);
-        qbuf = quantize_rtn(c.type, w, rows, cols, importance.data(), pool.size());
+        qbuf = quantize_codes(c, w, x, opts, use_gptq, use_importance, pool, &r.how);
       }
       check(qbuf.size() == rb * size_t(rows), "quantizing '" + c.name + "' gave " + std::to_string(qbuf.size()) +
                                                   " bytes, expected " + std::to_string(rb * size_t(rows)));

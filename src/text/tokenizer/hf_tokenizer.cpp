@@ -315,6 +315,70 @@ std::string unigram_model(const json& root, Builder& b) {
   return unk_id >= 0 ? d.tokens[size_t(unk_id)] : std::string();
 }
 
+// Added tokens (tokenizer.json, then tokenizer_config.json's added_tokens_decoder): special -> control.
+void add_added_tokens(const json& root, const json& tcfg, Builder& b) {
+  const bool byte_level = b.out.vocab.model == "gpt2";
+  auto add_token = [&](int64_t id, const std::string& text, bool special) {
+    b.put(id, text, int32_t(special ? TokenAttr::control : TokenAttr::user_defined), byte_level ? 0.0f : -1000.0f);
+  };
+  if (root.contains("added_tokens") && root["added_tokens"].is_array())
+    for (const json& t : root["added_tokens"]) {
+      check(t.contains("id") && t["id"].is_number_integer() && t.contains("content") && t["content"].is_string(),
+            "tokenizer.json: an added token needs \"id\" and \"content\"");
+      add_token(t["id"].get<int64_t>(), t["content"].get<std::string>(), flag(t, "special", false));
+    }
+  if (tcfg.contains("added_tokens_decoder") && tcfg["added_tokens_decoder"].is_object())
+    for (const auto& [id, t] : tcfg["added_tokens_decoder"].items())
+      if (!token_text(t).empty() && id.find_first_not_of("0123456789") == std::string::npos && !id.empty())
+        add_token(std::stoll(id), token_text(t), flag(t, "special", false));
+}
+
+// Special ids: tokenizer_config.json's texts, then config.json's ids; generation_config.json's eos ids.
+void set_special_ids(const json& tcfg, const json& cfg, const json& gcfg, const std::string& unk, Builder& b) {
+  VocabData& d = b.out.vocab;
+  struct Special {
+    const char* name;
+    int32_t* id;
+  };
+  const Special specials[] = {{"bos", &d.bos}, {"eos", &d.eos}, {"unk", &d.unk}, {"pad", &d.pad}};
+  for (const Special& s : specials) {
+    const std::string key = std::string(s.name) + "_token";
+    if (tcfg.contains(key)) *s.id = b.find(token_text(tcfg[key]));
+    if (*s.id < 0 && cfg.contains(key + "_id"))
+      if (auto ids = ids_of(cfg[key + "_id"]); !ids.empty() && ids[0] >= 0 && ids[0] < int64_t(d.tokens.size()))
+        *s.id = int32_t(ids[0]);
+  }
+  if (d.unk < 0 && !unk.empty()) d.unk = b.find(unk);
+  for (int64_t id : ids_of(gcfg.value("eos_token_id", json()))) {
+    check(id >= 0 && id < int64_t(d.tokens.size()), "generation_config.json: eos_token_id " + std::to_string(id) + " out of range");
+    if (d.eos < 0) d.eos = int32_t(id);
+    else if (id != d.eos) d.eog_ids.push_back(int32_t(id));
+  }
+}
+
+// add_bos_token: tokenizer_config.json, else whether the post-processor's single template starts with a special.
+bool adds_bos(const json& root, const json& tcfg) {
+  if (tcfg.contains("add_bos_token") && tcfg["add_bos_token"].is_boolean()) return tcfg["add_bos_token"].get<bool>();
+  bool add_bos = false;
+  for (const json& p : members(root.value("post_processor", json()), "processors"))
+    if (type_of(p) == "TemplateProcessing" && p.contains("single") && p["single"].is_array() && !p["single"].empty())
+      add_bos = p["single"][0].contains("SpecialToken");
+  return add_bos;
+}
+
+// tokenizer_config.json's chat_template: one string, or a list of named templates ("default" is the template).
+void read_chat_templates(const json& tcfg, HfVocab& out) {
+  if (!tcfg.contains("chat_template")) return;
+  const json& ct = tcfg["chat_template"];
+  if (ct.is_string()) out.chat_template = ct.get<std::string>();
+  if (ct.is_array())
+    for (const json& t : ct) {
+      const std::string name = t.value("name", ""), tmpl = t.value("template", "");
+      if (name == "default") out.chat_template = tmpl;
+      else if (!name.empty()) out.named_templates.emplace_back(name, tmpl);
+    }
+}
+
 }  // namespace
 
 HfVocab vocab_from_hf(const HfTokenizerFiles& files, int64_t n_vocab) {
@@ -337,64 +401,15 @@ HfVocab vocab_from_hf(const HfTokenizerFiles& files, int64_t n_vocab) {
     check(model.contains("merges") && model["merges"].is_array(), "tokenizer.json: BPE model without a \"merges\" list");
     unk = bpe_model(root, b);
   }
-  const bool byte_level = d.model == "gpt2";
-  // Added tokens (tokenizer.json, then tokenizer_config.json's added_tokens_decoder): special -> control.
-  auto add_token = [&](int64_t id, const std::string& text, bool special) {
-    b.put(id, text, int32_t(special ? TokenAttr::control : TokenAttr::user_defined), byte_level ? 0.0f : -1000.0f);
-  };
-  if (root.contains("added_tokens") && root["added_tokens"].is_array())
-    for (const json& t : root["added_tokens"]) {
-      check(t.contains("id") && t["id"].is_number_integer() && t.contains("content") && t["content"].is_string(),
-            "tokenizer.json: an added token needs \"id\" and \"content\"");
-      add_token(t["id"].get<int64_t>(), t["content"].get<std::string>(), flag(t, "special", false));
-    }
-  if (tcfg.contains("added_tokens_decoder") && tcfg["added_tokens_decoder"].is_object())
-    for (const auto& [id, t] : tcfg["added_tokens_decoder"].items())
-      if (!token_text(t).empty() && id.find_first_not_of("0123456789") == std::string::npos && !id.empty())
-        add_token(std::stoll(id), token_text(t), flag(t, "special", false));
+  add_added_tokens(root, tcfg, b);
   if (n_vocab > int64_t(d.tokens.size())) b.put(n_vocab - 1, "[PAD" + std::to_string(n_vocab - 1) + "]", int32_t(TokenAttr::unused), 0.0f);
   check(n_vocab <= 0 || int64_t(d.tokens.size()) == n_vocab,
         "tokenizer.json has " + std::to_string(d.tokens.size()) + " tokens, more than config.json's vocab_size " +
             std::to_string(n_vocab));
 
-  // Special ids: tokenizer_config.json's texts, then config.json's ids.
-  struct Special {
-    const char* name;
-    int32_t* id;
-  };
-  const Special specials[] = {{"bos", &d.bos}, {"eos", &d.eos}, {"unk", &d.unk}, {"pad", &d.pad}};
-  for (const Special& s : specials) {
-    const std::string key = std::string(s.name) + "_token";
-    if (tcfg.contains(key)) *s.id = b.find(token_text(tcfg[key]));
-    if (*s.id < 0 && cfg.contains(key + "_id"))
-      if (auto ids = ids_of(cfg[key + "_id"]); !ids.empty() && ids[0] >= 0 && ids[0] < int64_t(d.tokens.size()))
-        *s.id = int32_t(ids[0]);
-  }
-  if (d.unk < 0 && !unk.empty()) d.unk = b.find(unk);
-  for (int64_t id : ids_of(gcfg.value("eos_token_id", json()))) {
-    check(id >= 0 && id < int64_t(d.tokens.size()), "generation_config.json: eos_token_id " + std::to_string(id) + " out of range");
-    if (d.eos < 0) d.eos = int32_t(id);
-    else if (id != d.eos) d.eog_ids.push_back(int32_t(id));
-  }
-  // add_bos_token: tokenizer_config.json, else whether the post-processor's single template starts with a special.
-  if (tcfg.contains("add_bos_token") && tcfg["add_bos_token"].is_boolean()) {
-    d.add_bos = tcfg["add_bos_token"].get<bool>();
-  } else {
-    d.add_bos = false;
-    for (const json& p : members(root.value("post_processor", json()), "processors"))
-      if (type_of(p) == "TemplateProcessing" && p.contains("single") && p["single"].is_array() && !p["single"].empty())
-        d.add_bos = p["single"][0].contains("SpecialToken");
-  }
-  if (tcfg.contains("chat_template")) {
-    const json& ct = tcfg["chat_template"];
-    if (ct.is_string()) b.out.chat_template = ct.get<std::string>();
-    if (ct.is_array())
-      for (const json& t : ct) {
-        const std::string name = t.value("name", ""), tmpl = t.value("template", "");
-        if (name == "default") b.out.chat_template = tmpl;
-        else if (!name.empty()) b.out.named_templates.emplace_back(name, tmpl);
-      }
-  }
+  set_special_ids(tcfg, cfg, gcfg, unk, b);
+  d.add_bos = adds_bos(root, tcfg);
+  read_chat_templates(tcfg, b.out);
   d.validate();
   return std::move(b.out);
 }
