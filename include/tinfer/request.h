@@ -3,11 +3,13 @@
 // token ids, prompt then outputs, how many have KV computed, and its lifecycle). No text here.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "tinfer/sampler.h"
 #include "tinfer/kv_types.h"
+#include "tinfer/token_constraint.h"
 
 namespace tinfer {
 
@@ -62,6 +64,10 @@ struct GenerationRequest {
   // the request's events from the first token on (TokenEvent::prompt_entropy); every sampled token's event also
   // carries the entropy of the distribution it was drawn from (TokenEvent::entropy). Not with beam search.
   bool report_entropy = false;
+  // Structured output: every sampled token is one the grammar allows (its mask is applied to the logits before
+  // logit_bias, penalties and sampling). A completed grammar allows only the model's EOS/EOG ids, which then end the
+  // request even with ignore_eos. Not with beam search.
+  std::shared_ptr<const TokenGrammar> grammar;
 };
 
 // A resolved request as the scheduler takes it: every limit final (see ResolvedRequest).

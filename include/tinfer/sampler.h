@@ -69,7 +69,9 @@ class Sampler {
   // Samples the token for output position n_generated() from logits[n_vocab]. Does not record the
   // token: call accept() with whatever the request keeps. The returned reference is valid until the
   // next call; no allocation once top_logprobs' storage has been reserved (at construction).
-  const SampleResult& sample(const float* logits);
+  // `allowed` (a grammar's mask, tinfer/token_constraint.h: bit t set = token t allowed; null = all) removes the
+  // other tokens before logit_bias and penalties; reported logprobs stay those of the model's own logits.
+  const SampleResult& sample(const float* logits, const uint32_t* allowed = nullptr);
 
   // Records a generated token: it joins the penalty history and advances the output position.
   void accept(int32_t token);
@@ -87,7 +89,8 @@ class Sampler {
   const SamplingParams& params() const { return params_; }
 
  private:
-  void apply_penalties(const float* logits);  // logits -> work_ (biased, penalised, unscaled)
+  // logits -> work_ (masked, biased, penalised, unscaled)
+  void apply_penalties(const float* logits, const uint32_t* allowed = nullptr);
   void filter();                              // work_ -> cand_ (survivors with probabilities)
   void fill_logprobs(const float* logits, int32_t token);
 

@@ -38,6 +38,8 @@ ResolvedRequest resolve_request(GenerationRequest req, const RequestLimits& lim)
            "n");
   if (req.use_beam_search && req.report_entropy)
     reject("beam search does not report entropies (routing measures sampled requests only)", "use_beam_search");
+  if (req.use_beam_search && req.grammar)
+    reject("structured output (a grammar) is not available with beam search", "use_beam_search");
   if (req.use_beam_search) {
     if (req.sampling.temperature != 0.0f)
       reject("beam search is deterministic: temperature must be 0, got " + std::to_string(req.sampling.temperature),
@@ -72,13 +74,14 @@ ResolvedRequest resolve_request(GenerationRequest req, const RequestLimits& lim)
     mt = room;
   }
   r.max_tokens = mt;
-  if (!req.ignore_eos) r.stop_ids = lim.eos_ids;
+  if (!req.ignore_eos || req.grammar) r.stop_ids = lim.eos_ids;  // a completed grammar allows only these
   for (Token t : req.stop_token_ids)
     if (std::find(r.stop_ids.begin(), r.stop_ids.end(), t) == r.stop_ids.end()) r.stop_ids.push_back(t);
   r.priority = req.priority;
   r.speculative = req.speculative && !req.use_beam_search;  // beams are never drafted for
   r.use_beam_search = req.use_beam_search;
   r.report_entropy = req.report_entropy;
+  r.grammar = std::move(req.grammar);
   r.length_penalty = req.length_penalty;
   r.early_stopping = req.early_stopping;
   if (r.priority == Priority::kAuto)

@@ -109,6 +109,7 @@ struct CompletionCall::State {
   }
 
   // start()'s steps.
+  void compile_grammar();
   PromptCall make_prompt(size_t p);
   void add_warnings(const std::vector<std::string>& ws);
   void check_response_size() const;
@@ -130,6 +131,7 @@ struct CompletionCall::State {
 
   ServerContext& ctx;
   CompletionRequest req;
+  std::shared_ptr<const TokenGrammar> grammar;  // req.format compiled (shared by every prompt and sample)
   std::vector<PromptCall> prompts;
   std::vector<std::string> warnings;
   ResponseMeta meta;
@@ -173,8 +175,10 @@ std::vector<int32_t> encode_messages(const ServerContext& ctx, const CompletionR
 }
 
 // The engine request of one prompt: the request's sampling and limits around its tokens.
-GenerationRequest generation_request(const CompletionRequest& req, const std::vector<int32_t>& prompt) {
+GenerationRequest generation_request(const CompletionRequest& req, const std::vector<int32_t>& prompt,
+                                     std::shared_ptr<const TokenGrammar> grammar) {
   GenerationRequest gr;
+  gr.grammar = std::move(grammar);
   gr.prompt = prompt;
   gr.sampling = req.sampling;
   gr.max_tokens = req.max_tokens;
@@ -189,6 +193,21 @@ GenerationRequest generation_request(const CompletionRequest& req, const std::ve
 }
 
 }  // namespace
+
+// The request's output format as a grammar, compiled on this HTTP thread (the engine's step loop never waits
+// for a compile; a cached grammar is a lookup). What cannot compile is a 400 naming the field it came from.
+void CompletionCall::State::compile_grammar() {
+  if (!req.format) return;
+  const auto t0 = Clock::now();
+  try {
+    grammar = ctx.grammars->compile(req.format->spec);
+  } catch (const grammar::GrammarError& e) {
+    throw ApiError(400, std::string("'") + req.format->field + "' cannot be followed: " + e.what(), req.format->field,
+                   "invalid_grammar");
+  }
+  ctx.metrics.grammar_wait.observe(std::chrono::duration<double>(Clock::now() - t0).count());
+  ++ctx.metrics.requests_constrained;
+}
 
 // Prompt p encoded (its echo kept), and resolved by the engine its route picks.
 PromptCall CompletionCall::State::make_prompt(size_t p) {
@@ -207,7 +226,7 @@ PromptCall CompletionCall::State::make_prompt(size_t p) {
   // The engine resolves the request once (max_tokens default/cap/context room, n, stop ids, priority);
   // the server only maps its RequestError to a 400 naming the field.
   try {  // the model name (404 when unknown) and the route pick the engine; that engine resolves
-    pc.engine = std::make_unique<RoutedRequest>(ctx, req.model, generation_request(req, pc.prompt));
+    pc.engine = std::make_unique<RoutedRequest>(ctx, req.model, generation_request(req, pc.prompt, grammar));
   } catch (const RequestError& e) {
     throw ApiError(400, e.what(), e.field() == "prompt" ? pname : e.field(), e.code());
   }
@@ -263,11 +282,13 @@ void CompletionCall::State::submit_all() {
   }
 }
 
-std::unique_ptr<CompletionCall> CompletionCall::start(ServerContext& ctx, const nlohmann::json& body, bool chat) {
+std::unique_ptr<CompletionCall> CompletionCall::start(ServerContext& ctx, const nlohmann::json& body, bool chat,
+                                                      std::string_view raw_body) {
   if (ctx.draining) throw ApiError(503, "the server is shutting down", "", "shutting_down", "service_unavailable");
-  CompletionRequest req = parse_completion_request(body, chat);
+  CompletionRequest req = parse_completion_request(body, chat, raw_body);
   auto s = std::make_unique<State>(ctx);
   s->req = std::move(req);
+  s->compile_grammar();
   const size_t n_prompts = chat ? 1 : s->req.prompts.size();
   for (size_t p = 0; p < n_prompts; ++p) {
     PromptCall pc = s->make_prompt(p);

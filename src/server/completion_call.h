@@ -19,7 +19,9 @@ using WriteFn = std::function<bool(std::string_view)>;  // false: the client is 
 class CompletionCall {
  public:
   // Parses, validates, tokenizes, takes a queue slot and submits. Throws ApiError.
-  static std::unique_ptr<CompletionCall> start(ServerContext& ctx, const nlohmann::json& body, bool chat);
+  // raw_body: the body's text (schemas and tools keep their key order).
+  static std::unique_ptr<CompletionCall> start(ServerContext& ctx, const nlohmann::json& body, bool chat,
+                                               std::string_view raw_body = {});
   ~CompletionCall();
 
   bool streaming() const;

@@ -162,7 +162,7 @@ struct HttpServer::Impl {
       {
         NsTimer t(metrics.http_request_ns);
         json body = parse_json_body(req.body);
-        call = CompletionCall::start(c, body, chat);
+        call = CompletionCall::start(c, body, chat, req.body);
       }
       if (!call->warnings().empty()) {
         std::string w;
@@ -214,6 +214,7 @@ struct HttpServer::Impl {
       if (ready) metrics.long_lane_waiting = st.background_waiting;
       const OpProfile ops = ready ? driver->engine().op_profile() : OpProfile{};
       std::string page = metrics.render(st, ready ? ctx->queued.load() : 0, ready, ops);
+      if (ready && ctx->grammars) metrics.render_grammar(page, ctx->grammars->stats());
       if (ready && ctx->route)
         metrics.render_routing(page, route_mode_name(ctx->route->config().mode), ctx->route->ids(),
                                {driver->stats(kLargeModel), driver->stats(kSmallModel)});
@@ -295,6 +296,16 @@ void warm_up(EngineDriver& driver, int engine, const Tokenizer& tokenizer) {
   });
   check(fut.wait_for(std::chrono::seconds(120)) == std::future_status::ready, "warm-up generation did not finish");
 }
+// The model's vocabulary as the grammar engine sees it; a completed grammar ends on the model's end-of-generation ids.
+std::unique_ptr<grammar::GrammarCompiler> make_grammar_compiler(const ServerConfig& cfg, const Tokenizer& tok,
+                                                                const Engine& engine) {
+  std::vector<int32_t> stops;
+  for (int32_t t = 0; t < tok.n_vocab(); ++t)
+    if (tok.is_eog(t)) stops.push_back(t);
+  grammar::GrammarCompilerConfig gc;
+  gc.cache_bytes = cfg.grammar_cache_bytes;
+  return std::make_unique<grammar::GrammarCompiler>(tok, engine.request_limits().n_vocab, std::move(stops), gc);
+}
 }  // namespace
 
 void HttpServer::attach(Engine& engine, const Tokenizer& tokenizer, ChatTemplate chat_template, std::string model_id) {
@@ -303,6 +314,7 @@ void HttpServer::attach(Engine& engine, const Tokenizer& tokenizer, ChatTemplate
   s.ctx = std::unique_ptr<ServerContext>(new ServerContext{
       s.config, *s.driver, tokenizer, std::move(chat_template),
       s.config.served_model_name.empty() ? model_id : s.config.served_model_name, engine.max_model_len(), s.metrics});
+  s.ctx->grammars = make_grammar_compiler(s.config, tokenizer, engine);
   warm_up(*s.driver, 0, tokenizer);
   s.ready.store(true, std::memory_order_release);
 }
@@ -315,6 +327,7 @@ void HttpServer::attach_routed(Engine& large, Engine& small, const RoutePolicy& 
       std::unique_ptr<ServerContext>(new ServerContext{s.config, *s.driver, large.tokenizer(), std::move(chat_template),
                                                        policy.ids()[kLargeModel], large.max_model_len(), s.metrics});
   s.ctx->route = &policy;
+  s.ctx->grammars = make_grammar_compiler(s.config, large.tokenizer(), large);
   warm_up(*s.driver, kLargeModel, large.tokenizer());
   warm_up(*s.driver, kSmallModel, large.tokenizer());
   s.ready.store(true, std::memory_order_release);

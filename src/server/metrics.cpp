@@ -60,7 +60,8 @@ void Histogram::render(std::string& out, const std::string& name, const std::str
 Metrics::Metrics()
     : ttft({0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80}),
       tpot({0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1, 2.5}),
-      e2e({0.01, 0.05, 0.1, 0.3, 0.5, 0.8, 1, 1.5, 2, 2.5, 5, 10, 15, 20, 30, 40, 50, 60, 120}) {}
+      e2e({0.01, 0.05, 0.1, 0.3, 0.5, 0.8, 1, 1.5, 2, 2.5, 5, 10, 15, 20, 30, 40, 50, 60, 120}),
+      grammar_wait({0.0001, 0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30}) {}
 
 std::string Metrics::render(const EngineStats& s, int queued, bool ready, const OpProfile& ops) const {
   std::string o;
@@ -147,6 +148,24 @@ void Metrics::render_routing(std::string& o, const std::string& policy, const st
     for (size_t i = 0; i < ids.size() && i < stats.size(); ++i)
       o += std::string("tinfer:route_") + name + "{model=\"" + ids[i] + "\"} " + std::to_string(stats[i].*field) + "\n";
   }
+}
+
+}  // namespace tinfer::server
+
+namespace tinfer::server {
+
+void Metrics::render_grammar(std::string& o, const grammar::GrammarStats& g) const {
+  gauge(o, "tinfer:grammar_compiles_total", "counter", "Structured-output grammars compiled (cache misses).",
+        static_cast<double>(g.compiles));
+  gauge(o, "tinfer:grammar_compile_failures_total", "counter", "Grammars refused (400).", static_cast<double>(g.failures));
+  gauge(o, "tinfer:grammar_cache_hits_total", "counter", "Grammar requests answered from the cache.",
+        static_cast<double>(g.cache_hits));
+  gauge(o, "tinfer:grammar_compile_seconds_total", "counter", "Wall time spent compiling grammars.", g.compile_seconds);
+  gauge(o, "tinfer:grammar_cache_bytes", "gauge", "Bytes held by cached compiled grammars.",
+        static_cast<double>(g.cache_bytes));
+  gauge(o, "tinfer:requests_constrained_total", "counter", "Requests with structured output (a grammar).",
+        static_cast<double>(requests_constrained.load()));
+  grammar_wait.render(o, "tinfer:grammar_wait_seconds", "Time a constrained request waited for its grammar.");
 }
 
 }  // namespace tinfer::server

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "grammar/grammar_compiler.h"
 #include "tinfer/engine.h"
 
 namespace tinfer::server {
@@ -47,6 +48,9 @@ class Metrics {
  public:
   Metrics();
   Histogram ttft, tpot, e2e;
+  // Structured output: how long each constrained request waited for its grammar (a cache hit: ~0), and how many.
+  Histogram grammar_wait;
+  std::atomic<int64_t> requests_constrained{0};
   std::atomic<int64_t> requests_ok{0}, requests_error{0}, rejected_queue{0}, rejected_body{0};
   std::atomic<int64_t> client_disconnects{0}, server_aborts{0}, stop_string_hits{0};
   std::atomic<int64_t> long_lane_waiting{0};
@@ -64,6 +68,8 @@ class Metrics {
   std::string render(const EngineStats& s, int queued, bool ready, const OpProfile& ops = {}) const;
   // The routing lines, appended to a page: counters above and each model's own engine counters, labelled by id.
   // ids[i] and stats[i]: model i (kLargeModel, kSmallModel).
+  // The grammar compiler's lines (compiles, failures, cache hits and bytes, compile seconds) and the ones above.
+  void render_grammar(std::string& out, const grammar::GrammarStats& g) const;
   void render_routing(std::string& out, const std::string& policy, const std::vector<std::string>& ids,
                       const std::vector<EngineStats>& stats) const;
 };

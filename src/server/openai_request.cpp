@@ -319,7 +319,7 @@ void read_fields(const json& body, const FieldReader (&table)[N], CompletionRequ
 
 }  // namespace
 
-CompletionRequest parse_completion_request(const json& body, bool chat) {
+CompletionRequest parse_completion_request(const json& body, bool chat, std::string_view raw_body) {
   if (!body.is_object()) throw ApiError(400, "the request body must be a JSON object", "", "invalid_body");
   CompletionRequest r;
   r.chat = chat;
@@ -332,6 +332,7 @@ CompletionRequest parse_completion_request(const json& body, bool chat) {
   read_fields(body, kOutputFields, r);
   parse_beam_search(body, r);
   refuse_unsupported_fields(body, chat, r.n);
+  r.format = parse_output_format(body, chat, raw_body);
   for (const auto& msg : r.sampling.validate()) throw ApiError(400, msg, "", "invalid_value");
   return r;
 }

@@ -3,9 +3,12 @@
 // are ignored; every wrong type or value throws ApiError naming the field.
 #pragma once
 #include <nlohmann/json_fwd.hpp>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "server/output_format.h"
 #include "tinfer/sampler.h"
 #include "text/tokenizer/tokenizer.h"
 
@@ -43,6 +46,8 @@ struct CompletionRequest {
   bool use_beam_search = false;
   float length_penalty = 1.0f;
   bool early_stopping = false;
+  // Structured output (response_format, guided_*, structured_outputs, json_schema, grammar): compiled by the server.
+  std::optional<OutputFormat> format;
 };
 
 constexpr int kMaxN = 16;  // bounds n, and prompts x n for a list of prompts
@@ -50,6 +55,7 @@ constexpr int kMaxStops = 8;
 constexpr int kMaxStopTokenIds = 64;
 
 // Parses a request body already decoded as JSON. `chat` selects the endpoint's schema.
-CompletionRequest parse_completion_request(const nlohmann::json& body, bool chat);
+// raw_body: the body's text when the caller has it (schemas and tools keep their key order); "" = `body`.
+CompletionRequest parse_completion_request(const nlohmann::json& body, bool chat, std::string_view raw_body = {});
 
 }  // namespace tinfer::server

@@ -26,9 +26,6 @@ bool is_false(const json& v, int) { return v.is_boolean() && !v.get<bool>(); }
 bool is_zero(const json& v, int) { return v.is_number() && v.get<double>() == 0; }
 bool is_none(const json& v, int) { return v.is_string() && v.get<std::string>() == "none"; }
 bool is_none_or_auto(const json& v, int n) { return is_none(v, n) || (v.is_string() && v.get<std::string>() == "auto"); }
-bool is_text_format(const json& v, int) {
-  return v.is_object() && v.size() == 1 && v.contains("type") && v["type"] == "text";
-}
 bool empty_string(const json& v, int) { return v.is_string() && v.get<std::string>().empty(); }
 bool best_of_is_n(const json& v, int n) { return v.is_number_integer() && v.get<int64_t>() == n; }
 bool is_true(const json& v, int) { return v.is_boolean() && v.get<bool>(); }
@@ -43,8 +40,6 @@ const Refused kRefused[] = {
     {"parallel_tool_calls", kChat, never, "tool calls are not parsed from the answer, so they cannot be shaped"},
     {"functions", kChat, empty_list, "function calling is not supported"},
     {"function_call", kChat, is_none, "function calling is not supported (only \"none\" is accepted)"},
-    {"response_format", kBoth, is_text_format, "structured output (JSON mode / json_schema) is not supported; "
-                                               "only {\"type\": \"text\"} is accepted"},
     {"suffix", kCompletions, empty_string, "insertion (suffix) is not supported"},
     {"best_of", kCompletions, best_of_is_n, "server-side best-of ranking is not supported; best_of must equal n"},
     {"prediction", kChat, never, "predicted outputs are not supported"},
@@ -55,11 +50,6 @@ const Refused kRefused[] = {
     {"echo", kChat, is_false, "echo is a /v1/completions field; chat echo is not supported"},
     // vLLM extensions a client may send expecting them to work.
     {"prompt_logprobs", kBoth, is_zero, "prompt logprobs are not supported"},
-    {"guided_json", kBoth, never, "guided decoding is not supported"},
-    {"guided_regex", kBoth, never, "guided decoding is not supported"},
-    {"guided_choice", kBoth, never, "guided decoding is not supported"},
-    {"guided_grammar", kBoth, never, "guided decoding is not supported"},
-    {"structured_outputs", kBoth, never, "guided decoding is not supported"},
     {"min_tokens", kBoth, is_zero, "min_tokens is not supported"},
     {"include_stop_str_in_output", kBoth, is_false, "stop strings are never included in the output"},
     {"skip_special_tokens", kBoth, is_true, "special tokens are always skipped in the text"},

@@ -16,6 +16,7 @@ std::vector<std::string> ServerConfig::validate() const {
       {shutdown_grace_s < 0, "--shutdown-grace must be >= 0"},
       {heartbeat_ms < 10, "heartbeat_ms must be >= 10"},
       {max_response_entries < 1, "--max-response-entries must be >= 1"},
+      {grammar_cache_bytes < 0, "--grammar-cache-mb must be >= 0"},
       {keep_alive_s < 1, "keep_alive_s must be >= 1"},
       {max_connections < 16, "--max-connections must be >= 16"},
       {max_header_bytes < 1024, "max_header_bytes must be >= 1024"},

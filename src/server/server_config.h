@@ -29,6 +29,9 @@ struct ServerConfig {
   double header_timeout_s = 10;         // whole request head must arrive within this; else 408
   double body_timeout_s = 30;           // whole body must arrive within this after the head; else 408
   double send_stall_s = 2;              // a client that accepts no response byte this long is dropped
+  // Structured output: compiled grammars kept for reuse (bytes), and the tool-call format ("" = from the template).
+  int64_t grammar_cache_bytes = int64_t{512} << 20;
+  std::string tool_call_parser;
 
   std::vector<std::string> validate() const;
 };

@@ -3,10 +3,12 @@
 #pragma once
 #include <atomic>
 #include <chrono>
+#include <memory>
 #include <mutex>
 #include <string>
 
 #include "text/chat/chat_template.h"
+#include "grammar/grammar_compiler.h"
 #include "server/engine_driver.h"
 #include "server/metrics.h"
 #include "server/route_policy.h"
@@ -31,6 +33,8 @@ struct ServerContext {
   // Shutdown: once set, in-flight requests end at abort_deadline with finish_reason "abort".
   std::atomic<bool> draining{false};
   std::atomic<int64_t> abort_deadline_ns{INT64_MAX};
+  // Structured output: compiles each request's grammar (on its HTTP thread, off the engine's step loop), cached.
+  std::unique_ptr<grammar::GrammarCompiler> grammars;
 
   bool past_abort_deadline() const {
     return std::chrono::steady_clock::now().time_since_epoch().count() >= abort_deadline_ns.load();

@@ -21,6 +21,20 @@ SampleStrategy::SampleStrategy(LiveRequest& live, int n_vocab, Scheduler& sched,
     samplers_.emplace_back(p, n_vocab, r.prompt);
   }
   seqs_.assign(size_t(r.n), 0);
+  if (r.grammar) {
+    for (int i = 0; i < r.n; ++i) grammar_.push_back(r.grammar->start());
+    mask_.resize(mask_words(n_vocab));
+  }
+}
+
+const uint32_t* SampleStrategy::mask(int k) {
+  if (grammar_.empty()) return nullptr;
+  return grammar_[size_t(k)]->fill_mask(mask_) ? mask_.data() : nullptr;
+}
+
+void SampleStrategy::keep(int k, Token t) {
+  samplers_[size_t(k)].accept(t);
+  if (!grammar_.empty()) grammar_[size_t(k)]->accept(t);
 }
 
 void SampleStrategy::start() {
@@ -57,7 +71,9 @@ void SampleStrategy::on_row(const PlanRow& row, StepRows& rows) {
     sample_first(row, rows);
   } else {
     const std::span<const Token> draft(row.s.tokens.end() - row.s.num_draft, row.s.tokens.end());
-    commit_run(samplers_[size_t(index_of(row.s.id))], row.logits, rows.n_vocab, draft, &out);
+    const size_t k = size_t(index_of(row.s.id));
+    commit_run(samplers_[k], row.logits, rows.n_vocab, draft, &out, grammar_.empty() ? nullptr : grammar_[k].get(),
+               mask_);
     if (live_.entropy)  // committed token t was drawn from row t (the last known token's, then drafts')
       for (size_t t = 0; t < out.size(); ++t)
         out[t].entropy = next_token_entropy(row.logits + int64_t(t) * nv, nv, rows.entropy_scratch);
@@ -68,7 +84,8 @@ void SampleStrategy::on_row(const PlanRow& row, StepRows& rows) {
 void SampleStrategy::sample_first(const PlanRow& row, StepRows& rows) {
   const int n = live_.req.n;
   firsts_.clear();
-  for (int k = 0; k < n; ++k) firsts_.push_back(samplers_[size_t(k)].sample(row.logits));
+  const uint32_t* allowed = mask(0);  // every sample is at the grammar's start
+  for (int k = 0; k < n; ++k) firsts_.push_back(samplers_[size_t(k)].sample(row.logits, allowed));
   if (live_.entropy) {
     const float h = next_token_entropy(row.logits, int64_t(rows.n_vocab), rows.entropy_scratch);
     for (SampleResult& r : firsts_) r.entropy = h;
@@ -76,7 +93,7 @@ void SampleStrategy::sample_first(const PlanRow& row, StepRows& rows) {
   // The parent continues as the first sample that does not stop, so the others can still fork from it.
   int p = 0;
   while (p + 1 < n && is_stop(firsts_[size_t(p)].token)) ++p;
-  samplers_[size_t(p)].accept(firsts_[size_t(p)].token);
+  keep(p, firsts_[size_t(p)].token);
   rows.results[row.i] = {firsts_[size_t(p)]};
   if (p != 0) {
     seqs_[size_t(p)] = seqs_[0];
@@ -108,7 +125,7 @@ void SampleStrategy::fork(kv::SeqId parent, int parent_index) {
     if (k == parent_index) continue;
     const SampleResult& first = firsts_[size_t(k)];
     const Token tok = first.token;
-    samplers_[size_t(k)].accept(tok);
+    keep(k, tok);
     const bool length = req.max_tokens <= 1 || static_cast<int>(req.prompt.size()) + 1 >= sched_.max_len();
     if (!parent_alive || is_stop(tok) || length) {
       emit(k, &first, true, is_stop(tok) ? FinishReason::kStop : FinishReason::kLength, 0);

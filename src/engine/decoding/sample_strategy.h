@@ -7,8 +7,11 @@
 //          Scheduler::update the others fork from it, sharing its blocks (or, when max_seqs is full, become
 //          requests of their own whose prompt ends with their token). From then on each sample is one sequence
 //          like n = 1.
-// A structured-output grammar would be one more member here, beside samplers_ (see decode_strategy.h).
+// A structured-output grammar (ResolvedRequest::grammar) gives each sample its own position in it (grammar_[k],
+// beside samplers_[k]): every draw is masked by it (the n first draws share the start position's mask), and every
+// kept token advances it. Preemption and prefix caching change no committed token, so the position stays valid.
 #pragma once
+#include <memory>
 #include <vector>
 
 #include "engine/decoding/decode_strategy.h"
@@ -34,11 +37,15 @@ class SampleStrategy final : public DecodeStrategy {
   void emit(int k, const SampleResult* r, bool finished, FinishReason why, int cached);
   void sample_first(const PlanRow& row, StepRows& rows);  // n > 1 before the fork
   void fork(kv::SeqId parent, int parent_index);          // n > 1: after the parent's first update
+  const uint32_t* mask(int k);                            // sample k's allowed tokens, or null (all allowed)
+  void keep(int k, Token t);                              // sample k keeps t: its sampler and grammar advance
 
   LiveRequest& live_;
   Scheduler& sched_;
   SeqRegistry& seqs_reg_;
   std::vector<Sampler> samplers_;     // [n]
+  std::vector<std::unique_ptr<TokenConstraint>> grammar_;  // [n] each sample's grammar position, or empty
+  std::vector<uint32_t> mask_;        // mask_words(n_vocab) scratch for the row being sampled
   std::vector<kv::SeqId> seqs_;       // [n] each sample's scheduler sequence; 0 before the fork and once done
   bool forked_;                       // n == 1, or the n sequences exist
   std::vector<SampleResult> firsts_;  // n > 1, the fork's step: the n first samples of the parent's row

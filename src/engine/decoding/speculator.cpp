@@ -198,12 +198,14 @@ void Speculator::after_commit(const BatchPlan& plan, std::span<const std::vector
 void Speculator::add_stats(EngineStats& stats) const { stats.spec_row_cost = row_cost(); }
 
 int commit_run(Sampler& sampler, const float* rows, size_t n_vocab, std::span<const kv::Token> draft,
-               std::vector<SampleResult>* out) {
+               std::vector<SampleResult>* out, TokenConstraint* grammar, std::span<uint32_t> mask) {
   out->clear();
   for (size_t j = 0; j <= draft.size(); ++j) {
     const float* row = rows + j * n_vocab;
-    const SampleResult& r = sampler.sample(row);
+    const uint32_t* allowed = grammar && grammar->fill_mask(mask) ? mask.data() : nullptr;
+    const SampleResult& r = sampler.sample(row, allowed);
     sampler.accept(r.token);
+    if (grammar) grammar->accept(r.token);
     out->push_back(r);
     if (j == draft.size() || r.token != draft[j]) return static_cast<int>(j);
   }

@@ -30,6 +30,7 @@
 #include "engine/decoding/step_cost.h"
 #include "tinfer/sampler.h"
 #include "engine/step_extension.h"
+#include "tinfer/token_constraint.h"
 #include "tinfer/kv_types.h"
 
 namespace tinfer {
@@ -106,7 +107,10 @@ class Speculator final : public StepExtension {
 // distributed as p without x), so every committed token is what non-speculative decoding would commit, greedy
 // or seeded sampling alike, and speculation changes only how many are committed in a step
 // (tests/engine/test_spec_commit.cpp checks the distribution and the acceptance rate).
+// With a grammar, each position's mask is filled from the grammar's state after the tokens kept before it, and
+// every kept token advances it: the same masks as without speculation, so the same tokens (a draft the grammar
+// forbids can never equal the draw, so the run ends there). `mask` is mask_words(n_vocab) words of scratch.
 int commit_run(Sampler& sampler, const float* rows, size_t n_vocab, std::span<const kv::Token> draft,
-               std::vector<SampleResult>* out);
+               std::vector<SampleResult>* out, TokenConstraint* grammar = nullptr, std::span<uint32_t> mask = {});
 
 }  // namespace tinfer

@@ -44,6 +44,10 @@ std::vector<OptionSpec> serve_options() {
                  {"--send-timeout", "seconds a client may accept no response byte before it is dropped", true, "2"},
                  {"--max-response-entries",
                   "non-streamed responses: most choices x max_tokens x (1 + top_logprobs); beyond: 400", true, "262144"},
+                 {"--grammar-cache-mb", "structured output: compiled grammars kept for reuse (MiB)", true, "512"},
+                 {"--tool-call-parser",
+                  "tool-call format: hermes, llama3_json, mistral, pythonic, qwen3_coder (default: from the template)",
+                  true, ""},
                  chat_template_option()});
 }
 
@@ -83,6 +87,8 @@ server::ServerConfig server_config(const Args& args) {
   sc.header_timeout_s = args.number("--header-timeout");
   sc.body_timeout_s = args.number("--body-timeout");
   sc.send_stall_s = args.number("--send-timeout");
+  sc.grammar_cache_bytes = args.integer("--grammar-cache-mb") << 20;
+  sc.tool_call_parser = args.str("--tool-call-parser");
   return sc;
 }
 
