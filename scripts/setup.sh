@@ -20,8 +20,8 @@ fi
 if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv
 fi
-if ! .venv/bin/python -c "import numpy, gguf, openai, matplotlib, jinja2" 2>/dev/null; then
-  .venv/bin/pip install -q --disable-pip-version-check numpy gguf openai matplotlib jinja2
+if ! .venv/bin/python -c "import numpy, gguf, openai, matplotlib, jinja2, jsonschema, pydantic" 2>/dev/null; then
+  .venv/bin/pip install -q --disable-pip-version-check numpy gguf openai matplotlib jinja2 jsonschema pydantic
 fi
 
 # xgrammar's C++ core (structured output) is in no Debian package; its PyPI source package carries it. Fetched at a
