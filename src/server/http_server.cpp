@@ -214,7 +214,8 @@ struct HttpServer::Impl {
       if (ready) metrics.long_lane_waiting = st.background_waiting;
       const OpProfile ops = ready ? driver->engine().op_profile() : OpProfile{};
       std::string page = metrics.render(st, ready ? ctx->queued.load() : 0, ready, ops);
-      if (ready && ctx->grammars) metrics.render_grammar(page, ctx->grammars->stats());
+      if (ready && ctx->grammars)
+        metrics.render_grammar(page, ctx->grammars->stats(), st.grammar_forced_proposed, st.grammar_forced_kept);
       if (ready && ctx->route)
         metrics.render_routing(page, route_mode_name(ctx->route->config().mode), ctx->route->ids(),
                                {driver->stats(kLargeModel), driver->stats(kSmallModel)});
