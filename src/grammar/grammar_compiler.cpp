@@ -30,6 +30,28 @@ const char* grammar_kind_name(GrammarKind k) {
   return "?";
 }
 
+std::string as_structural_format(const GrammarSpec& spec) {
+  using nlohmann::ordered_json;
+  switch (spec.kind) {
+    case GrammarKind::kJsonObject:
+      return R"({"type": "json_schema", "json_schema": {"type": "object"}})";
+    case GrammarKind::kJsonSchema:
+      return ordered_json{{"type", "json_schema"}, {"json_schema", ordered_json::parse(spec.source)}}.dump();
+    case GrammarKind::kRegex:
+      return ordered_json{{"type", "regex"}, {"pattern", spec.source}}.dump();
+    case GrammarKind::kEbnf:
+      return ordered_json{{"type", "grammar"}, {"grammar", spec.source}}.dump();
+    case GrammarKind::kChoice: {
+      ordered_json elems = ordered_json::array();
+      for (const auto& c : ordered_json::parse(spec.source)) elems.push_back({{"type", "const_string"}, {"value", c}});
+      return ordered_json{{"type", "or"}, {"elements", elems}}.dump();
+    }
+    case GrammarKind::kStructuralTag:
+      return ordered_json::parse(spec.source).at("format").dump();
+  }
+  return "{}";
+}
+
 namespace {
 
 using Compiled = std::shared_ptr<const XgGrammar>;
