@@ -12,7 +12,7 @@ namespace tinfer::toolcall::testing {
 
 struct Streamed {
   std::string content;
-  std::vector<ToolCallDelta> calls;  // one per index: the opening delta's id and name, all pieces concatenated
+  std::vector<ToolCallDelta> calls;   // one per index: the opening delta's id and name, all pieces concatenated
   std::vector<ToolCall> final_calls;  // parser.calls() after finish()
   std::string problem;                // a violation of the delta protocol, "" if none
 };

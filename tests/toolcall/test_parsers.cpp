@@ -73,12 +73,14 @@ void expect_call(const Streamed& s, size_t i, const std::string& name, const std
       << s.final_calls[i].arguments;
 }
 
-// ---- hermes (Qwen2.5 / Qwen3 templates: "<tool_call>\n{\"name\": \"" + name + "\", \"arguments\": " + args + "}\n</tool_call>")
+// ---- hermes (Qwen2.5 / Qwen3 templates: "<tool_call>\n{\"name\": \"" + name + "\", \"arguments\": " + args +
+// "}\n</tool_call>")
 
 TEST(ToolCallHermes, OneCallAsTheTemplateWritesIt) {
-  auto s = parse("hermes",
-                 "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"unit\": \"celsius\"}}\n"
-                 "</tool_call>");
+  auto s =
+      parse("hermes",
+            "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"unit\": \"celsius\"}}\n"
+            "</tool_call>");
   EXPECT_EQ(s.content, "");
   ASSERT_EQ(s.final_calls.size(), 1u);
   expect_call(s, 0, "get_weather", R"({"city": "Paris", "unit": "celsius"})");
@@ -133,9 +135,10 @@ TEST(ToolCallHermes, UnbalancedJsonAtFinishIsContent) {
 }
 
 TEST(ToolCallHermes, InvalidJsonInsideTheTagIsContent) {
-  for (std::string text : {"<tool_call>\nnot json\n</tool_call> ok", "<tool_call>\n{\"name\": \"f\", \"arguments\": {a: 1}}</tool_call>",
-                           "<tool_call>\n{\"arguments\": {}}\n</tool_call>", "<tool_call>\n{\"name\": 3}\n</tool_call>",
-                           "<tool_call>{\"name\": \"f\", \"arguments\": [1]}</tool_call>", "<tool_call>"}) {
+  for (std::string text :
+       {"<tool_call>\nnot json\n</tool_call> ok", "<tool_call>\n{\"name\": \"f\", \"arguments\": {a: 1}}</tool_call>",
+        "<tool_call>\n{\"arguments\": {}}\n</tool_call>", "<tool_call>\n{\"name\": 3}\n</tool_call>",
+        "<tool_call>{\"name\": \"f\", \"arguments\": [1]}</tool_call>", "<tool_call>"}) {
     auto s = parse("hermes", text);
     EXPECT_EQ(s.content, text);
     EXPECT_TRUE(s.final_calls.empty()) << text;
@@ -161,12 +164,15 @@ TEST(ToolCallHermes, ArgumentShapes) {
   expect_call(s, 0, "q", R"({"s": "he said \"}\" {é", "n": -1500, "xs": [0, 1, [2, {"k": null}]], "t": true})");
   // "parameters" is read as "arguments"; arguments as a JSON string holding an object; no arguments at all; the
   // name after the arguments; extra members; a missing closing tag.
-  expect_call(parse("hermes", "<tool_call>{\"name\": \"f\", \"parameters\": {\"a\": 1}}</tool_call>"), 0, "f", R"({"a": 1})");
+  expect_call(parse("hermes", "<tool_call>{\"name\": \"f\", \"parameters\": {\"a\": 1}}</tool_call>"), 0, "f",
+              R"({"a": 1})");
   auto str = parse("hermes", "<tool_call>{\"name\": \"f\", \"arguments\": \"{\\\"a\\\": 1}\"}</tool_call>");
   expect_call(str, 0, "f", R"({"a": 1})");
   expect_call(parse("hermes", "<tool_call>{\"name\": \"f\"}</tool_call>"), 0, "f", "{}");
-  expect_call(parse("hermes", "<tool_call>{\"arguments\": {\"a\": 2}, \"name\": \"f\"}</tool_call>"), 0, "f", R"({"a": 2})");
-  expect_call(parse("hermes", "<tool_call>{\"id\": 1, \"name\": \"f\", \"arguments\": {}, \"x\": [1]}</tool_call>"), 0, "f", "{}");
+  expect_call(parse("hermes", "<tool_call>{\"arguments\": {\"a\": 2}, \"name\": \"f\"}</tool_call>"), 0, "f",
+              R"({"a": 2})");
+  expect_call(parse("hermes", "<tool_call>{\"id\": 1, \"name\": \"f\", \"arguments\": {}, \"x\": [1]}</tool_call>"), 0,
+              "f", "{}");
   auto open = parse("hermes", "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"n\": 5}}");
   expect_call(open, 0, "f", R"({"n": 5})");
   EXPECT_EQ(open.content, "");
@@ -258,8 +264,9 @@ TEST(ToolCallPythonic, ListOfCalls) {
   ASSERT_EQ(s.final_calls.size(), 2u);
   expect_call(s, 0, "get_weather", R"({"city": "Paris", "days": 3})");
   EXPECT_EQ(s.final_calls[0].arguments, R"({"city":"Paris","days":3})");  // converted, keys in written order
-  expect_call(s, 1, "get_time",
-              R"({"tz": "UTC", "exact": true, "extra": null, "xs": [1, 2.5, -3], "d": {"a": "b'c", "n": [1, 2]}, "u": "café"})");
+  expect_call(
+      s, 1, "get_time",
+      R"({"tz": "UTC", "exact": true, "extra": null, "xs": [1, 2.5, -3], "d": {"a": "b'c", "n": [1, 2]}, "u": "café"})");
 }
 
 TEST(ToolCallPythonic, TagsAndNoArguments) {
@@ -282,10 +289,11 @@ TEST(ToolCallPythonic, NotCalls) {
 // ---- qwen3_coder
 
 TEST(ToolCallQwen3Coder, AsTheTemplateWritesIt) {
-  auto s = parse("qwen3_coder",
-                 "I'll look.\n<tool_call>\n<function=get_weather>\n<parameter=city>\nSan Francisco\n</parameter>\n"
-                 "<parameter=days>\n3\n</parameter>\n<parameter=opts>\n{\"units\": [\"c\"]}\n</parameter>\n</function>\n"
-                 "</tool_call>\n<tool_call>\n<function=ping>\n</function>\n</tool_call>");
+  auto s =
+      parse("qwen3_coder",
+            "I'll look.\n<tool_call>\n<function=get_weather>\n<parameter=city>\nSan Francisco\n</parameter>\n"
+            "<parameter=days>\n3\n</parameter>\n<parameter=opts>\n{\"units\": [\"c\"]}\n</parameter>\n</function>\n"
+            "</tool_call>\n<tool_call>\n<function=ping>\n</function>\n</tool_call>");
   EXPECT_EQ(s.content, "I'll look.");
   ASSERT_EQ(s.final_calls.size(), 2u);
   EXPECT_EQ(s.final_calls[0].arguments, R"({"city": "San Francisco", "days": 3, "opts": {"units":["c"]}})");
@@ -298,8 +306,9 @@ TEST(ToolCallQwen3Coder, MultiLineValuesAndBareFunction) {
 }
 
 TEST(ToolCallQwen3Coder, DeclaredStringsStayStrings) {
-  std::string text = "<tool_call>\n<function=lookup>\n<parameter=zip>\n12345\n</parameter>\n<parameter=n>\n12345\n"
-                     "</parameter>\n</function>\n</tool_call>";
+  std::string text =
+      "<tool_call>\n<function=lookup>\n<parameter=zip>\n12345\n</parameter>\n<parameter=n>\n12345\n"
+      "</parameter>\n</function>\n</tool_call>";
   auto p = find_tool_call_format("qwen3_coder")->make_parser();
   p->set_tools(nlohmann::json::parse(R"([{"type": "function", "function": {"name": "lookup", "parameters":
       {"type": "object", "properties": {"zip": {"type": "string"}, "n": {"type": "integer"}}}}}])"));

@@ -5,7 +5,6 @@
 
 #include <fstream>
 #include <iterator>
-
 #include <nlohmann/json.hpp>
 
 #include "text/tool_calls/reasoning.h"

@@ -41,8 +41,10 @@ class HermesParser final : public JsonCallParser {
       }
       case State::kAfterObject:
         switch (close_.feed(c)) {
-          case ExpectLiteral::Result::kMore: return;
-          case ExpectLiteral::Result::kMatched: return to_text();
+          case ExpectLiteral::Result::kMore:
+            return;
+          case ExpectLiteral::Result::kMatched:
+            return to_text();
           case ExpectLiteral::Result::kMismatch: {
             to_text();
             for (char r : close_.rest()) step(r, out);

@@ -10,18 +10,18 @@ namespace tinfer::toolcall {
 class JsonScanner {
  public:
   enum class State : uint8_t {
-    kValue,        // a value must come (top level, after ':' or after ',' in an array)
-    kValueOrEnd,   // just after '['
-    kKeyOrEnd,     // just after '{'
-    kKey,          // after ',' in an object
-    kColon,        // after a key
-    kCommaOrEnd,   // after a value inside a container
-    kString,       // inside a string (key() says whether it is a key)
-    kEscape,       // after a backslash in a string
-    kHex,          // inside \uXXXX
+    kValue,       // a value must come (top level, after ':' or after ',' in an array)
+    kValueOrEnd,  // just after '['
+    kKeyOrEnd,    // just after '{'
+    kKey,         // after ',' in an object
+    kColon,       // after a key
+    kCommaOrEnd,  // after a value inside a container
+    kString,      // inside a string (key() says whether it is a key)
+    kEscape,      // after a backslash in a string
+    kHex,         // inside \uXXXX
     kNumber,
-    kLiteral,      // inside true / false / null
-    kDone,         // the top-level value has ended
+    kLiteral,  // inside true / false / null
+    kDone,     // the top-level value has ended
     kError,
   };
   enum class Status : uint8_t { kMore, kDone, kError };
@@ -29,7 +29,7 @@ class JsonScanner {
   Status feed(char c);
   State state() const { return state_; }
   int depth() const { return static_cast<int>(stack_.size()); }  // open objects and arrays
-  bool key() const { return key_; }  // the string being scanned is an object key
+  bool key() const { return key_; }                              // the string being scanned is an object key
   // The number that was being scanned ended just before the last byte fed (which then was scanned as what follows).
   bool number_ended() const { return number_ended_; }
 

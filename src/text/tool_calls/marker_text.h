@@ -16,13 +16,13 @@ class MarkerText {
   // One byte: decided content goes to `out`; returns the index of the marker this byte completed, else -1. When a
   // marker completes, the whitespace held before it is available from dropped_space() until the next feed.
   int feed(char c, std::string& out);
-  void flush(std::string& out);         // everything held goes out (end of output)
-  void skip_space() { skip_ = true; }   // drop whitespace until the next other byte (just after a call)
+  void flush(std::string& out);        // everything held goes out (end of output)
+  void skip_space() { skip_ = true; }  // drop whitespace until the next other byte (just after a call)
   const std::string& dropped_space() const { return dropped_; }
   bool holding() const { return !space_.empty() || !tail_.empty(); }
 
  private:
-  int match() const;  // index of the marker equal to tail_, or -1
+  int match() const;       // index of the marker equal to tail_, or -1
   bool is_prefix() const;  // tail_ is a proper prefix of a marker
 
   std::vector<std::string> markers_;

@@ -10,8 +10,7 @@ namespace tinfer::toolcall {
 namespace {
 
 bool is_name_char(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-' ||
-         c == '.';
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-' || c == '.';
 }
 
 class MistralParser final : public JsonCallParser {
@@ -22,7 +21,19 @@ class MistralParser final : public JsonCallParser {
   }
 
  private:
-  enum class State { kText, kHead, kItem, kObject, kSeparator, kName, kBracket, kCallId, kArgsStart, kArgs, kAfterList };
+  enum class State {
+    kText,
+    kHead,
+    kItem,
+    kObject,
+    kSeparator,
+    kName,
+    kBracket,
+    kCallId,
+    kArgsStart,
+    kArgs,
+    kAfterList
+  };
 
   void step(char c, ParseDelta& out) override {
     if (state_ == State::kText) {
@@ -84,7 +95,8 @@ class MistralParser final : public JsonCallParser {
           return false;
         }
         break;
-      default: return name_step(c, out);
+      default:
+        return name_step(c, out);
     }
     raw_ += c;
     return true;
@@ -109,7 +121,8 @@ class MistralParser final : public JsonCallParser {
           state_ = State::kArgsStart;
         } else if (bracket_ == "[CALL_ID]") {
           state_ = State::kCallId;
-        } else if (std::string_view("[CALL_ID]").starts_with(bracket_) || std::string_view("[ARGS]").starts_with(bracket_)) {
+        } else if (std::string_view("[CALL_ID]").starts_with(bracket_) ||
+                   std::string_view("[ARGS]").starts_with(bracket_)) {
         } else {
           return false;
         }
@@ -143,7 +156,8 @@ class MistralParser final : public JsonCallParser {
         }
         break;
       }
-      default: return false;
+      default:
+        return false;
     }
     raw_ += c;
     return true;

@@ -2,7 +2,6 @@
 
 #include <charconv>
 #include <cstdint>
-
 #include <nlohmann/json.hpp>
 
 namespace tinfer::toolcall {
@@ -77,10 +76,14 @@ class Reader {
     if (c == '-' || c == '+' || c == '.' || (c >= '0' && c <= '9')) return number(v);
     std::string word;
     if (!ident(word)) return false;
-    if (word == "True" || word == "true") v = true;
-    else if (word == "False" || word == "false") v = false;
-    else if (word == "None" || word == "null") v = nullptr;
-    else return false;
+    if (word == "True" || word == "true")
+      v = true;
+    else if (word == "False" || word == "false")
+      v = false;
+    else if (word == "None" || word == "null")
+      v = nullptr;
+    else
+      return false;
     return true;
   }
 
@@ -92,8 +95,10 @@ class Reader {
       if (!value(item, depth + 1)) return false;
       v.push_back(std::move(item));
       space();
-      if (eat(',')) space();
-      else if (peek() != close) return false;
+      if (eat(','))
+        space();
+      else if (peek() != close)
+        return false;
     }
     return true;
   }
@@ -106,8 +111,10 @@ class Reader {
       if (!value(key, depth + 1) || !(space(), eat(':')) || !(space(), value(item, depth + 1))) return false;
       v[key.is_string() ? key.get<std::string>() : key.dump()] = std::move(item);
       space();
-      if (eat(',')) space();
-      else if (peek() != '}') return false;
+      if (eat(','))
+        space();
+      else if (peek() != '}')
+        return false;
     }
     return true;
   }
@@ -118,9 +125,11 @@ class Reader {
     bool is_float = false;
     while (pos_ < s_.size()) {
       char c = s_[pos_];
-      if (c == '.' || c == 'e' || c == 'E') is_float = true;
+      if (c == '.' || c == 'e' || c == 'E')
+        is_float = true;
       else if ((c == '+' || c == '-') && (s_[pos_ - 1] == 'e' || s_[pos_ - 1] == 'E')) {
-      } else if (c < '0' || c > '9') break;
+      } else if (c < '0' || c > '9')
+        break;
       ++pos_;
     }
     std::string text(s_.substr(start, pos_ - start));
@@ -168,16 +177,34 @@ class Reader {
     if (pos_ >= s_.size()) return false;
     char c = s_[pos_++];
     switch (c) {
-      case 'n': out += '\n'; return true;
-      case 't': out += '\t'; return true;
-      case 'r': out += '\r'; return true;
-      case '0': out += '\0'; return true;
-      case '\\': case '\'': case '"': out += c; return true;
-      case '\n': return true;
-      case 'x': return hex(out, 2);
-      case 'u': return hex(out, 4);
-      case 'U': return hex(out, 8);
-      default: out += '\\', out += c; return true;
+      case 'n':
+        out += '\n';
+        return true;
+      case 't':
+        out += '\t';
+        return true;
+      case 'r':
+        out += '\r';
+        return true;
+      case '0':
+        out += '\0';
+        return true;
+      case '\\':
+      case '\'':
+      case '"':
+        out += c;
+        return true;
+      case '\n':
+        return true;
+      case 'x':
+        return hex(out, 2);
+      case 'u':
+        return hex(out, 4);
+      case 'U':
+        return hex(out, 8);
+      default:
+        out += '\\', out += c;
+        return true;
     }
   }
 

@@ -21,7 +21,10 @@ class ListTracker {
   enum class Result { kMore, kDone, kFail };
   Result feed(char c) {
     switch (phase_) {
-      case Phase::kOpen: if (c != '[') return Result::kFail; phase_ = Phase::kNameStart; return Result::kMore;
+      case Phase::kOpen:
+        if (c != '[') return Result::kFail;
+        phase_ = Phase::kNameStart;
+        return Result::kMore;
       case Phase::kNameStart:
         if (is_space(c)) return Result::kMore;
         if (!ident_start(c)) return Result::kFail;
@@ -29,7 +32,10 @@ class ListTracker {
         return Result::kMore;
       case Phase::kName:
         if (ident_char(c)) return Result::kMore;
-        if (is_space(c)) { phase_ = Phase::kAfterName; return Result::kMore; }
+        if (is_space(c)) {
+          phase_ = Phase::kAfterName;
+          return Result::kMore;
+        }
         [[fallthrough]];
       case Phase::kAfterName:
         if (is_space(c)) return Result::kMore;
@@ -38,10 +44,14 @@ class ListTracker {
         stack_.push_back('(');
         phase_ = Phase::kArgs;
         return Result::kMore;
-      case Phase::kArgs: return args(c);
+      case Phase::kArgs:
+        return args(c);
       case Phase::kBetween:
         if (is_space(c)) return Result::kMore;
-        if (c == ',') { phase_ = Phase::kNameStart; return Result::kMore; }
+        if (c == ',') {
+          phase_ = Phase::kNameStart;
+          return Result::kMore;
+        }
         return c == ']' ? Result::kDone : Result::kFail;
     }
     return Result::kFail;
@@ -51,9 +61,12 @@ class ListTracker {
   enum class Phase { kOpen, kNameStart, kName, kAfterName, kArgs, kBetween };
   Result args(char c) {
     if (quote_) {
-      if (escape_) escape_ = false;
-      else if (c == '\\') escape_ = true;
-      else if (c == quote_) quote_ = 0;
+      if (escape_)
+        escape_ = false;
+      else if (c == '\\')
+        escape_ = true;
+      else if (c == quote_)
+        quote_ = 0;
       return Result::kMore;
     }
     if (c == '"' || c == '\'') {

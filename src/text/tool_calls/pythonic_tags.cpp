@@ -13,11 +13,16 @@ namespace {
 std::string lit(const std::string& s) {
   std::string out = "\"";
   for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\', out += c;
-    else if (c == '\n') out += "\\n";
-    else if (c == '\t') out += "\\t";
-    else if (c == '\r') out += "\\r";
-    else out += c;
+    if (c == '"' || c == '\\')
+      out += '\\', out += c;
+    else if (c == '\n')
+      out += "\\n";
+    else if (c == '\t')
+      out += "\\t";
+    else if (c == '\r')
+      out += "\\r";
+    else
+      out += c;
   }
   return out + "\"";
 }
@@ -96,8 +101,8 @@ std::string call_rules(const Function& f, size_t k) {
       rules += c + "_b" + std::to_string(i) + " ::= " + item + a + "\n";
     } else {
       rules += c + "_a" + std::to_string(i) + " ::= (sep " + item + ")?" + a + "\n";
-      rules += c + "_b" + std::to_string(i) + " ::= " +
-               (b.empty() ? "(" + item + a + ")?" : "(" + item + a + ") |" + b) + "\n";
+      rules += c + "_b" + std::to_string(i) +
+               " ::= " + (b.empty() ? "(" + item + a + ")?" : "(" + item + a + ") |" + b) + "\n";
     }
   }
   rules += c + " ::= " + lit(f.name + "(") + ref('b', 0) + " " + lit(")") + "\n";

@@ -5,7 +5,6 @@
 // at <function=NAME>; each </parameter> streams one member ('{"key": value' then ', "key": value'), </function>
 // the closing '}'.
 #include <algorithm>
-
 #include <nlohmann/json.hpp>
 
 #include "text/tool_calls/byte_parser.h"
@@ -20,7 +19,9 @@ constexpr std::string_view kParameterEnd = "</parameter>";
 constexpr std::string_view kFunctionEnd = "</function>";
 constexpr size_t kMaxName = 256;
 
-std::string dump(const nlohmann::ordered_json& j) { return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
+std::string dump(const nlohmann::ordered_json& j) {
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
 
 class Qwen3CoderParser final : public ByteParser {
  public:
@@ -30,7 +31,9 @@ class Qwen3CoderParser final : public ByteParser {
     for (const auto& t : tools) {
       const auto& f = t.contains("function") ? t["function"] : t;
       if (!f.is_object() || !f.contains("name") || !f["name"].is_string()) continue;
-      auto props = f.contains("parameters") && f["parameters"].is_object() ? f["parameters"].value("properties", nlohmann::json::object()) : nlohmann::json::object();
+      auto props = f.contains("parameters") && f["parameters"].is_object()
+                       ? f["parameters"].value("properties", nlohmann::json::object())
+                       : nlohmann::json::object();
       if (!props.is_object()) continue;
       for (const auto& [key, schema] : props.items())
         if (schema.is_object() && schema.value("type", nlohmann::json()) == "string")
@@ -54,8 +57,10 @@ class Qwen3CoderParser final : public ByteParser {
     }
     if (state_ == State::kAfterFunction) {
       switch (close_.feed(c)) {
-        case ExpectLiteral::Result::kMore: return;
-        case ExpectLiteral::Result::kMatched: return to_text();
+        case ExpectLiteral::Result::kMore:
+          return;
+        case ExpectLiteral::Result::kMatched:
+          return to_text();
         case ExpectLiteral::Result::kMismatch:
           to_text();
           for (char r : close_.rest()) step(r, out);
@@ -95,7 +100,8 @@ class Qwen3CoderParser final : public ByteParser {
         if (c == '<' || c == '>' || c == '\n' || name_.size() >= kMaxName) return false;
         name_ += c;
         return true;
-      case State::kBody: return body_step(c, out);
+      case State::kBody:
+        return body_step(c, out);
       case State::kParamName:
         if (c == '>' && !key_.empty()) {
           value_.clear();
@@ -114,7 +120,8 @@ class Qwen3CoderParser final : public ByteParser {
           state_ = State::kBody;
         }
         return true;
-      default: return false;
+      default:
+        return false;
     }
   }
 
@@ -146,7 +153,8 @@ class Qwen3CoderParser final : public ByteParser {
     std::string_view v = value_;
     if (v.starts_with('\n')) v.remove_prefix(1);
     if (v.ends_with('\n')) v.remove_suffix(1);
-    bool as_string = std::find(string_params_.begin(), string_params_.end(), name_ + '\n' + key_) != string_params_.end();
+    bool as_string =
+        std::find(string_params_.begin(), string_params_.end(), name_ + '\n' + key_) != string_params_.end();
     std::string value;
     if (!as_string) {
       auto j = nlohmann::ordered_json::parse(v, nullptr, false);
@@ -165,8 +173,10 @@ class Qwen3CoderParser final : public ByteParser {
   }
 
   void end(ParseDelta& out) override {
-    if (state_ == State::kAfterFunction) out.content += close_.rest();
-    else if (state_ != State::kText) out.content += raw_;
+    if (state_ == State::kAfterFunction)
+      out.content += close_.rest();
+    else if (state_ != State::kText)
+      out.content += raw_;
     text_.flush(out.content);
     state_ = State::kText;
   }

@@ -3,10 +3,9 @@
 // only "</think>" appears: starts_in_reasoning says which. Chain it in front of a ToolCallParser: its content is
 // what the tool-call parser reads.
 #pragma once
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json_fwd.hpp>
 
 #include "text/tool_calls/marker_text.h"
 #include "text/tool_calls/tool_call.h"

@@ -35,13 +35,19 @@ Json const_string(const std::string& value) { return {{"type", "const_string"}, 
 Json sequence(std::vector<Json> elements) { return {{"type", "sequence"}, {"elements", std::move(elements)}}; }
 
 Json tags_with_separator(std::vector<Json> tags, const std::string& separator, bool parallel) {
-  return {{"type", "tags_with_separator"}, {"tags", std::move(tags)},      {"separator", separator},
-          {"at_least_one", true},          {"stop_after_first", !parallel}};
+  return {{"type", "tags_with_separator"},
+          {"tags", std::move(tags)},
+          {"separator", separator},
+          {"at_least_one", true},
+          {"stop_after_first", !parallel}};
 }
 
 Json triggered_tags(std::vector<std::string> triggers, std::vector<Json> tags, bool parallel) {
-  return {{"type", "triggered_tags"}, {"triggers", std::move(triggers)}, {"tags", std::move(tags)},
-          {"at_least_one", false},    {"stop_after_first", !parallel}};
+  return {{"type", "triggered_tags"},
+          {"triggers", std::move(triggers)},
+          {"tags", std::move(tags)},
+          {"at_least_one", false},
+          {"stop_after_first", !parallel}};
 }
 
 std::string wrap(const Json& format) { return Json{{"type", "structural_tag"}, {"format", format}}.dump(); }
@@ -70,16 +76,21 @@ std::string plain_calls(const Json& tools, const ToolChoice& choice, const CallS
   if (fns.empty()) return "";
   auto tags = call_tags(fns, s);
   switch (choice.mode) {
-    case ToolChoice::Mode::kNamed: return wrap(tags.front());
-    case ToolChoice::Mode::kRequired: return wrap(tags_with_separator(std::move(tags), s.separator, choice.parallel));
-    default: return wrap(triggered_tags({s.trigger}, std::move(tags), choice.parallel));
+    case ToolChoice::Mode::kNamed:
+      return wrap(tags.front());
+    case ToolChoice::Mode::kRequired:
+      return wrap(tags_with_separator(std::move(tags), s.separator, choice.parallel));
+    default:
+      return wrap(triggered_tags({s.trigger}, std::move(tags), choice.parallel));
   }
 }
 
 }  // namespace
 
 std::string hermes(const Json& tools, const ToolChoice& choice) {
-  return plain_calls(tools, choice, {"<tool_call>\n{\"name\": \"", "\", \"arguments\": ", "}\n</tool_call>", "json", "\n", "<tool_call>"});
+  return plain_calls(
+      tools, choice,
+      {"<tool_call>\n{\"name\": \"", "\", \"arguments\": ", "}\n</tool_call>", "json", "\n", "<tool_call>"});
 }
 
 std::string llama3_json(const Json& tools, const ToolChoice& choice) {
@@ -88,7 +99,7 @@ std::string llama3_json(const Json& tools, const ToolChoice& choice) {
 
 std::string qwen3_coder(const Json& tools, const ToolChoice& choice) {
   return plain_calls(tools, choice,
-                     {"<tool_call>\n<function=", ">\n", "\n</function>\n</tool_call>", "qwen_xml", "\n", "<tool_call>"});
+                     {"<tool_call>\n<function=", ">\n", "</function>\n</tool_call>", "qwen_xml", "\n", "<tool_call>"});
 }
 
 // [TOOL_CALLS] [{"name": "f", "arguments": {...}}, ...]: the calls are tags inside one list.
@@ -98,9 +109,11 @@ std::string mistral(const Json& tools, const ToolChoice& choice) {
   if (fns.empty()) return "";
   const std::string open = "[TOOL_CALLS] [", close = "]";
   auto tags = call_tags(fns, {"{\"name\": \"", "\", \"arguments\": ", "}"});
-  if (choice.mode == ToolChoice::Mode::kNamed) return wrap(sequence({const_string(open), tags.front(), const_string(close)}));
+  if (choice.mode == ToolChoice::Mode::kNamed)
+    return wrap(sequence({const_string(open), tags.front(), const_string(close)}));
   Json list = tags_with_separator(std::move(tags), ", ", choice.parallel);
-  if (choice.mode == ToolChoice::Mode::kRequired) return wrap(sequence({const_string(open), list, const_string(close)}));
+  if (choice.mode == ToolChoice::Mode::kRequired)
+    return wrap(sequence({const_string(open), list, const_string(close)}));
   return wrap(triggered_tags({"[TOOL_CALLS]"}, {tag(open, list, close)}, choice.parallel));
 }
 

@@ -1,9 +1,8 @@
 // The structural-tag builders of the format table (tool_call_format.cpp), one per family, and the pieces they share.
 #pragma once
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "text/tool_calls/tool_call.h"
 

@@ -1,7 +1,6 @@
 #include "text/tool_calls/tool_call.h"
 
 #include <algorithm>
-
 #include <nlohmann/json.hpp>
 
 namespace tinfer::toolcall {

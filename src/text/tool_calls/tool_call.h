@@ -3,12 +3,11 @@
 // and splits it into content, and tool calls whose arguments arrive in pieces.
 #pragma once
 #include <cstdint>
+#include <nlohmann/json_fwd.hpp>
 #include <random>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json_fwd.hpp>
 
 namespace tinfer::toolcall {
 

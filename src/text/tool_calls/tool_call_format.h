@@ -3,11 +3,10 @@
 // README.md in this folder has the table with what each row parses and enforces.
 #pragma once
 #include <memory>
+#include <nlohmann/json_fwd.hpp>
 #include <span>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json_fwd.hpp>
 
 #include "text/tool_calls/tool_call.h"
 
