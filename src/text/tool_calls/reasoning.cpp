@@ -61,6 +61,42 @@ ParseDelta ReasoningParser::finish() {
   return out;
 }
 
+namespace {
+
+class ReasoningThenTools final : public ToolCallParser {
+ public:
+  ReasoningThenTools(bool starts_in, std::unique_ptr<ToolCallParser> tools)
+      : reasoning_(starts_in), tools_(std::move(tools)) {}
+  ParseDelta push(std::string_view text) override { return pass(reasoning_.push(text), false); }
+  ParseDelta finish() override { return pass(reasoning_.finish(), true); }
+  void seed_ids(uint64_t seed) override {
+    if (tools_) tools_->seed_ids(seed);
+  }
+  void set_tools(const nlohmann::json& tools) override {
+    if (tools_) tools_->set_tools(tools);
+  }
+
+ private:
+  ParseDelta pass(ParseDelta d, bool last) {
+    if (!tools_) return d;
+    ParseDelta out;
+    out.reasoning = std::move(d.reasoning);
+    out.append(tools_->push(d.content));
+    if (last) out.append(tools_->finish());
+    calls_ = tools_->calls();
+    return out;
+  }
+
+  ReasoningParser reasoning_;
+  std::unique_ptr<ToolCallParser> tools_;
+};
+
+}  // namespace
+
+std::unique_ptr<ToolCallParser> reasoning_then_tools(bool starts_in_reasoning, std::unique_ptr<ToolCallParser> tools) {
+  return std::make_unique<ReasoningThenTools>(starts_in_reasoning, std::move(tools));
+}
+
 bool template_opens_reasoning(std::string_view chat_template) {
   try {
     ChatTemplate t{std::string(chat_template), "reasoning probe"};

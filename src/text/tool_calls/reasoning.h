@@ -3,6 +3,7 @@
 // only "</think>" appears: starts_in_reasoning says which. Chain it in front of a ToolCallParser: its content is
 // what the tool-call parser reads.
 #pragma once
+#include <memory>
 #include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <string_view>
@@ -34,6 +35,10 @@ class ReasoningParser {
   std::string held_;  // kStart: leading whitespace and a partial "<think>"
   MarkerText close_{{"</think>"}, /*fences=*/false};
 };
+
+// The whole answer parser for a choice: the reasoning parser, then `tools` (nullptr: none; content passes through)
+// on its content. push()/finish() give reasoning, content and calls together; calls() are the tool parser's.
+std::unique_ptr<ToolCallParser> reasoning_then_tools(bool starts_in_reasoning, std::unique_ptr<ToolCallParser> tools);
 
 // The template's generation prompt ends inside <think> (e.g. DeepSeek-R1's "<｜Assistant｜><think>\n"): found by
 // rendering it for one user message; false when it cannot be rendered.

@@ -61,7 +61,7 @@ class ToolCallParser {
   const std::vector<ToolCall>& calls() const { return calls_; }
   // Call ids are "call_" + 24 random alphanumerics (Mistral: 9 alphanumerics, which its template demands), drawn
   // from std::random_device; seed_ids makes them a deterministic function of the seed (tests).
-  void seed_ids(uint64_t seed) { rng_.seed(seed); }
+  virtual void seed_ids(uint64_t seed) { rng_.seed(seed); }
   // The request's OpenAI "tools" array, for formats whose text does not say a value's type (qwen3_coder: a
   // parameter declared "string" stays a string even when it reads as a number). Optional.
   virtual void set_tools(const nlohmann::json& tools);
