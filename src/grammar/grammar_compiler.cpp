@@ -143,6 +143,7 @@ struct GrammarCompiler::Impl {
   Impl(const Tokenizer& tok, int32_t nv, std::vector<int32_t> stops, GrammarCompilerConfig c)
       : stop_ids(std::make_shared<const std::vector<int32_t>>(std::move(stops))),
         xg(vocabulary(tok, nv, *stop_ids), c.threads, /*cache_enabled=*/false),
+        tokenizer(&tok),
         n_vocab(nv),
         cfg(c) {}
 
@@ -161,6 +162,7 @@ struct GrammarCompiler::Impl {
 
   std::shared_ptr<const std::vector<int32_t>> stop_ids;
   xgrammar::GrammarCompiler xg;
+  const Tokenizer* tokenizer;
   int32_t n_vocab;
   GrammarCompilerConfig cfg;
   mutable std::mutex mu;
@@ -201,7 +203,7 @@ std::shared_ptr<const TokenGrammar> GrammarCompiler::compile(const GrammarSpec& 
   }
   const auto t0 = std::chrono::steady_clock::now();
   try {
-    auto g = std::make_shared<const XgGrammar>(compile_spec(m.xg, spec), m.stop_ids);
+    auto g = std::make_shared<const XgGrammar>(compile_spec(m.xg, spec), m.stop_ids, m.tokenizer);
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     {
       std::lock_guard<std::mutex> lk(m.mu);

@@ -6,6 +6,8 @@
 #include <dlpack/dlpack.h>
 
 #include <algorithm>
+
+#include "text/tokenizer/tokenizer.h"
 #include <cstdio>
 
 namespace tinfer::grammar {
@@ -13,8 +15,8 @@ namespace {
 
 class XgConstraint final : public TokenConstraint {
  public:
-  XgConstraint(xgrammar::GrammarMatcher m, std::shared_ptr<const std::vector<int32_t>> stop_ids)
-      : m_(std::move(m)), stop_ids_(std::move(stop_ids)) {}
+  XgConstraint(xgrammar::GrammarMatcher m, std::shared_ptr<const std::vector<int32_t>> stop_ids, const Tokenizer* tok)
+      : m_(std::move(m)), stop_ids_(std::move(stop_ids)), tok_(tok) {}
 
   bool fill_mask(std::span<uint32_t> mask) override {
     if (!broken_) {
@@ -61,17 +63,29 @@ class XgConstraint final : public TokenConstraint {
 
   bool terminated() const override { return broken_ || m_.IsTerminated(); }
 
+  // The forced text as the model's own tokenizer writes it (a byte-level BPE's merges, which the model follows far
+  // more often than xgrammar's greedy longest match), less its last token (the free text after it may merge with
+  // it), cut where the grammar stops accepting. SentencePiece tokenizers (a dummy space prefix) use xgrammar's.
   std::vector<int32_t> forced_tokens() const override {
     if (broken_) return {};
     try {
-      return m_.FindJumpForwardTokens();
+      if (!tok_ || tok_->adds_space_prefix()) return m_.FindJumpForwardTokens();
+      const std::string s = m_.FindJumpForwardString();
+      if (s.empty()) return {};
+      std::vector<int32_t> ids = tok_->encode(s, false, false);
+      if (ids.size() > 1) ids.pop_back();
+      xgrammar::GrammarMatcher probe = m_.Fork();
+      size_t n = 0;
+      while (n < ids.size() && probe.AcceptToken(ids[n])) ++n;
+      ids.resize(n);
+      return ids;
     } catch (const std::exception&) {
       return {};
     }
   }
 
   std::unique_ptr<TokenConstraint> fork() const override {
-    auto c = std::make_unique<XgConstraint>(m_.Fork(), stop_ids_);
+    auto c = std::make_unique<XgConstraint>(m_.Fork(), stop_ids_, tok_);
     c->broken_ = broken_;
     c->accepted_ = accepted_;
     return c;
@@ -83,8 +97,9 @@ class XgConstraint final : public TokenConstraint {
     broken_ = true;
   }
 
-  xgrammar::GrammarMatcher m_;
+  mutable xgrammar::GrammarMatcher m_;  // (FindJumpForwardString is not const but changes no state)
   std::shared_ptr<const std::vector<int32_t>> stop_ids_;  // allowed alone once broken
+  const Tokenizer* tok_;
   int accepted_ = 0;
   bool broken_ = false;
 };
@@ -92,7 +107,7 @@ class XgConstraint final : public TokenConstraint {
 }  // namespace
 
 std::unique_ptr<TokenConstraint> XgGrammar::start() const {
-  return std::make_unique<XgConstraint>(xgrammar::GrammarMatcher(g_), stop_ids_);
+  return std::make_unique<XgConstraint>(xgrammar::GrammarMatcher(g_), stop_ids_, tok_);
 }
 
 }  // namespace tinfer::grammar

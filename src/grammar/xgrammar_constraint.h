@@ -8,18 +8,24 @@
 
 #include "tinfer/token_constraint.h"
 
+namespace tinfer {
+class Tokenizer;
+}
+
 namespace tinfer::grammar {
 
 class XgGrammar final : public TokenGrammar {
  public:
-  XgGrammar(xgrammar::CompiledGrammar g, std::shared_ptr<const std::vector<int32_t>> stop_ids)
-      : g_(std::move(g)), stop_ids_(std::move(stop_ids)) {}
+  // tok: the model's tokenizer (outlives every request, so every grammar), which tokenizes forced text.
+  XgGrammar(xgrammar::CompiledGrammar g, std::shared_ptr<const std::vector<int32_t>> stop_ids, const Tokenizer* tok)
+      : g_(std::move(g)), stop_ids_(std::move(stop_ids)), tok_(tok) {}
   std::unique_ptr<TokenConstraint> start() const override;
   int64_t bytes() const { return int64_t(g_.MemorySizeBytes()); }
 
  private:
   xgrammar::CompiledGrammar g_;
   std::shared_ptr<const std::vector<int32_t>> stop_ids_;  // shared with every constraint made from it
+  const Tokenizer* tok_;
 };
 
 }  // namespace tinfer::grammar
