@@ -237,8 +237,8 @@ std::span<const Candidate> Sampler::candidates(const float* logits) {
   return {cand_.data(), n_cand_};
 }
 
-std::span<const float> Sampler::penalized(const float* logits) {
-  apply_penalties(logits);
+std::span<const float> Sampler::penalized(const float* logits, const uint32_t* allowed) {
+  apply_penalties(logits, allowed);
   return {work_.data(), work_.size()};
 }
 

@@ -157,5 +157,28 @@ TEST(EngineGrammar, JumpForwardCommitsForcedTokensExactly) {
   EXPECT_EQ(run_with(base_config(), g, 3, 1.0f).tokens, run_with(off, g, 3, 1.0f).tokens);
 }
 
+// Beam search keeps one grammar position per beam: every returned hypothesis follows the schema, and ends there.
+TEST(EngineGrammar, BeamSearchHypothesesFollowTheSchema) {
+  auto m = stories();
+  TINFER_REQUIRE_FILE(m ? std::string("x") : std::string(), "models/stories260K.gguf");
+  const auto g = compile(*m, grammar::GrammarKind::kJsonSchema, kSchema);
+  auto e = Engine::create(stories(), base_config());
+  GenerationRequest r = greedy(prompts(2, 512)[1], 90);
+  r.grammar = g;
+  r.use_beam_search = true;
+  r.n = 3;
+  const Outputs out = run(*e, {r});
+  ASSERT_EQ(out.size(), 1u);
+  ASSERT_EQ(out.begin()->second.size(), 3u);
+  Outcome o;
+  for (const Sample& s : out.begin()->second) {
+    std::vector<Token> t = s.tokens;
+    if (!t.empty() && m->tokenizer().is_eog(t.back())) t.pop_back();  // a hypothesis reports its EOS
+    o.tokens.push_back(t);
+    o.reasons.push_back(s.reason);
+  }
+  expect_follows_schema(o);
+}
+
 }  // namespace
 }  // namespace tinfer
