@@ -203,6 +203,11 @@ TEST(ToolCallLlama3Json, PythonTagAndSemicolons) {
   EXPECT_EQ(s.content, "");
 }
 
+TEST(ToolCallLlama3Json, TypeMemberIsIgnored) {
+  auto s = parse("llama3_json", "{\"type\": \"function\", \"name\": \"f\", \"parameters\": {\"a\": \"b\"}}");
+  expect_call(s, 0, "f", R"({"a": "b"})");
+}
+
 TEST(ToolCallLlama3Json, AnswersThatAreNotCalls) {
   for (std::string text : {"The weather is nice.", "{\"city\": \"Paris\"}", "  {\"name\": \"Bob\", \"age\": 3}",
                            "Here: {\"name\": \"f\", \"parameters\": {}}", "<|python_tag|>print(1)", "{\"name\": "}) {

@@ -148,6 +148,22 @@ TEST(StructuralTags, SchemasArePassedThrough) {
   EXPECT_EQ(t["format"].at("content").at("json_schema"), Json({{"type", "object"}}));
 }
 
+TEST(StructuralTags, FromTextKeepsTheDeclaredPropertyOrder) {
+  std::string tools = R"([{"type": "function", "function": {"name": "f", "parameters": {"type": "object",
+      "properties": {"zeta": {"type": "string"}, "alpha": {"type": "integer"}}, "required": ["zeta", "alpha"]}}}])";
+  for (const auto& f : tool_call_formats()) {
+    std::string ordered = f.structural_tag_text(tools, {Mode::kNamed, "f", true});
+    std::string sorted = f.structural_tag(Json::parse(tools), {Mode::kNamed, "f", true});
+    ASSERT_FALSE(ordered.empty()) << f.name;
+    EXPECT_LT(ordered.find("zeta"), ordered.find("alpha")) << f.name << ": " << ordered;
+    EXPECT_GT(sorted.find("zeta"), sorted.find("alpha")) << f.name << ": nlohmann::json sorted them";
+    if (std::string_view(f.name) != "pythonic") {
+      EXPECT_EQ(Json::parse(ordered), Json::parse(sorted)) << f.name;  // otherwise the same tag
+    }
+    EXPECT_EQ(f.structural_tag_text("not json", {Mode::kNamed, "f", true}), "");
+  }
+}
+
 TEST(StructuralTags, ReasoningThenAnswer) {
   Json answer = {{"type", "json_schema"}, {"json_schema", {{"type", "object"}}}};
   for (bool starts_in : {true, false}) {

@@ -55,7 +55,7 @@ CallObjectReader::Status CallObjectReader::feed(char c) {
     if (scan_.state() == St::kColon) {
       key_ = decode_string(raw_).value_or("");
       cap_ = Capture::kNone;
-      if (strict_ && key_ != "name" && !is_args_key(key_)) return Status::kError;
+      if (strict_ && key_ != "name" && key_ != "type" && !is_args_key(key_)) return Status::kError;
     }
   } else if (cap_ == Capture::kValue) {
     raw_ += c;

@@ -14,7 +14,8 @@ namespace tinfer::toolcall {
 class CallObjectReader {
  public:
   enum class Status { kMore, kDone, kError };
-  // strict_keys: any key but name / arguments / parameters is an error (Llama: a bare JSON answer is not a call).
+  // strict_keys: any key but name / arguments / parameters / type is an error (Llama: a bare JSON answer is not a
+  // call; Llama 3.x sometimes writes {"type": "function", "name": …}).
   explicit CallObjectReader(bool strict_keys = false) : strict_(strict_keys) {}
   Status feed(char c);
   // The name is known and the arguments are an object being (or already) written: the caller may open the call.

@@ -92,20 +92,20 @@ std::string call_rules(const Function& f, size_t k) {
   }
   size_t n = props.size();
   auto ref = [&](char which, size_t i) { return i == n ? std::string() : " " + c + "_" + which + std::to_string(i); };
+  // Built from the last property back (each rule refers to the next); written out in property order.
   std::string rules;
   for (size_t i = n; i-- > 0;) {
     std::string item = lit(props[i].first + "=") + " " + values[i];
-    std::string a = ref('a', i + 1), b = ref('b', i + 1);
+    std::string a = ref('a', i + 1), b = ref('b', i + 1), id = std::to_string(i), rule;
     if (props[i].second) {
-      rules += c + "_a" + std::to_string(i) + " ::= sep " + item + a + "\n";
-      rules += c + "_b" + std::to_string(i) + " ::= " + item + a + "\n";
+      rule = c + "_a" + id + " ::= sep " + item + a + "\n" + c + "_b" + id + " ::= " + item + a + "\n";
     } else {
-      rules += c + "_a" + std::to_string(i) + " ::= (sep " + item + ")?" + a + "\n";
-      rules += c + "_b" + std::to_string(i) +
-               " ::= " + (b.empty() ? "(" + item + a + ")?" : "(" + item + a + ") |" + b) + "\n";
+      rule = c + "_a" + id + " ::= (sep " + item + ")?" + a + "\n" + c + "_b" + id +
+             " ::= " + (b.empty() ? "(" + item + a + ")?" : "(" + item + a + ") |" + b) + "\n";
     }
+    rules = rule + rules;
   }
-  rules += c + " ::= " + lit(f.name + "(") + ref('b', 0) + " " + lit(")") + "\n";
+  rules = c + " ::= " + lit(f.name + "(") + ref('b', 0) + " " + lit(")") + "\n" + rules;
   return rules;
 }
 

@@ -8,7 +8,8 @@
 
 namespace tinfer::toolcall::stag {
 
-using Json = nlohmann::json;
+// Ordered: a schema's property order is what xgrammar enforces (and pythonic's keyword order), so it must survive.
+using Json = nlohmann::ordered_json;
 
 struct Function {
   std::string name;

@@ -3,6 +3,7 @@
 #include "text/tool_calls/tool_call_format.h"
 
 #include <array>
+#include <nlohmann/json.hpp>
 
 #include "text/tool_calls/byte_parser.h"
 #include "text/tool_calls/structural_tags.h"
@@ -26,12 +27,30 @@ bool detect_llama3_json(std::string_view t) {
   return has(t, "<|start_header_id|>") && (has(t, "\"parameters\"") || has(t, "<|python_tag|>"));
 }
 
+using Builder = std::string (*)(const stag::Json& tools, const ToolChoice& choice);
+
+template <Builder B>
+std::string from_json(const nlohmann::json& tools, const ToolChoice& choice) {
+  return B(stag::Json::parse(tools.dump()), choice);
+}
+template <Builder B>
+std::string from_text(std::string_view tools_json, const ToolChoice& choice) {
+  stag::Json tools = stag::Json::parse(tools_json, nullptr, false);
+  return tools.is_array() ? B(tools, choice) : std::string();
+}
+
+template <Builder B>
+constexpr ToolCallFormat row(const char* name, bool (*detect)(std::string_view),
+                             std::unique_ptr<ToolCallParser> (*make)()) {
+  return {name, detect, make, from_json<B>, from_text<B>};
+}
+
 constexpr std::array<ToolCallFormat, 5> kFormats{{
-    {"qwen3_coder", detect_qwen3_coder, make_qwen3_coder_parser, stag::qwen3_coder},
-    {"hermes", detect_hermes, make_hermes_parser, stag::hermes},
-    {"mistral", detect_mistral, make_mistral_parser, stag::mistral},
-    {"pythonic", detect_pythonic, make_pythonic_parser, stag::pythonic},
-    {"llama3_json", detect_llama3_json, make_llama3_json_parser, stag::llama3_json},
+    row<stag::qwen3_coder>("qwen3_coder", detect_qwen3_coder, make_qwen3_coder_parser),
+    row<stag::hermes>("hermes", detect_hermes, make_hermes_parser),
+    row<stag::mistral>("mistral", detect_mistral, make_mistral_parser),
+    row<stag::pythonic>("pythonic", detect_pythonic, make_pythonic_parser),
+    row<stag::llama3_json>("llama3_json", detect_llama3_json, make_llama3_json_parser),
 }};
 
 }  // namespace

@@ -27,6 +27,10 @@ struct ToolCallFormat {
   // in the exact text this family writes. `tools` is the OpenAI "tools" array (validated by the caller; a kNamed
   // name that is not among them gives "").
   std::string (*structural_tag)(const nlohmann::json& tools, const ToolChoice& choice);
+  // The same from the "tools" array as JSON text, keeping its key order: nlohmann::json sorts object keys, so through
+  // structural_tag() every schema's properties are forced in alphabetical order; through this, in the client's
+  // declared order (as the template showed them to the model). "" for text that is not a JSON array.
+  std::string (*structural_tag_text)(std::string_view tools_json, const ToolChoice& choice);
 };
 
 std::span<const ToolCallFormat> tool_call_formats();
