@@ -17,7 +17,9 @@ class XgConstraint final : public TokenConstraint {
       : m_(std::move(m)), stop_ids_(std::move(stop_ids)) {}
 
   bool fill_mask(std::span<uint32_t> mask) override {
-    if (!broken_) {
+    // Past the stop token (a speculative verify row beyond it) xgrammar throws; answer "stop again" instead, so
+    // the position stays whole and a rollback of the stop token resumes it.
+    if (!broken_ && !m_.IsTerminated()) {
       try {
         int64_t shape = int64_t(mask.size());
         DLTensor t{};
