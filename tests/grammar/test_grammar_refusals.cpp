@@ -110,6 +110,48 @@ TEST_F(RefusalTest, XgrammarRefusalsAreReadable) {
   }
 }
 
+TEST_F(RefusalTest, ShapesXgrammarWouldCompileWronglyAreRefused) {
+  // Each compiled, unchecked, to a grammar the schema disagrees with: the empty string for an empty anyOf/oneOf,
+  // any value for an empty allOf or type list, and `{}` for a required property that `properties` lacks.
+  const std::pair<const char*, const char*> cases[] = {
+      {R"({"anyOf": []})", "'anyOf' at # is an empty list"},
+      {R"({"oneOf": []})", "'oneOf' at # is an empty list"},
+      {R"({"allOf": []})", "'allOf' at # is an empty list"},
+      {R"({"type": []})", "'type' at # is an empty list"},
+      {R"({"type": "object", "properties": {"a": {"anyOf": []}}})", "'anyOf' at #/properties/a is an empty list"},
+      {R"({"type": "object", "required": ["a"]})", "required property 'a' at # is not in 'properties'"},
+      {R"({"type": "object", "properties": {"b": true}, "required": ["b", "a"], "additionalProperties": true})",
+       "required property 'a' at #"},
+      {R"({"allOf": [{"properties": {"a": true}}, {"required": ["a"]}]})", "required property 'a' at #/allOf/1"},
+  };
+  for (const auto& [src, want] : cases) {
+    const std::string msg = error_of(GrammarKind::kJsonSchema, src);
+    EXPECT_NE(msg.find(want), std::string::npos) << src << " -> " << msg;
+  }
+}
+
+TEST_F(RefusalTest, CompileCostBounds) {
+  auto props = [](int n, bool required) {
+    std::string p, r;
+    for (int i = 0; i < n; ++i) {
+      p += (i ? ", \"k" : "\"k") + std::to_string(i) + "\": {\"type\": \"integer\"}";
+      r += (i ? ", \"k" : "\"k") + std::to_string(i) + "\"";
+    }
+    return R"({"type": "object", "properties": {)" + p + "}" + (required ? R"(, "required": [)" + r + "]" : "") + "}";
+  };
+  EXPECT_EQ(error_of(GrammarKind::kJsonSchema, props(256, false)), "");
+  EXPECT_NE(error_of(GrammarKind::kJsonSchema, props(257, false)).find("more than 256 optional properties"),
+            std::string::npos);
+  EXPECT_EQ(error_of(GrammarKind::kJsonSchema, props(1000, true)), "");  // required ones cost less
+  EXPECT_NE(error_of(GrammarKind::kJsonSchema, props(4096, true)).find("more than 4096 subschemas"), std::string::npos);
+  std::string deep = std::string(129, '[');
+  EXPECT_NE(error_of(GrammarKind::kJsonSchema, R"({"enum": )" + deep + std::string(129, ']') + "}")
+                .find("nested deeper than 128 levels"),
+            std::string::npos);
+  // Brackets inside strings are not nesting.
+  EXPECT_EQ(error_of(GrammarKind::kJsonSchema, R"({"type": "string", "description": ")" + deep + "\\\"\"}"), "");
+}
+
 TEST_F(RefusalTest, BooleanSchemas) {
   EXPECT_TRUE(matches(*schema("true"), "[1, \"a\"]"));
   EXPECT_NE(error_of(GrammarKind::kJsonSchema, "false"), "");  // admits nothing
