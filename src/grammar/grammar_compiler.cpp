@@ -91,6 +91,7 @@ xgrammar::CompiledGrammar compile_spec(xgrammar::GrammarCompiler& xg, const Gram
     case GrammarKind::kEbnf:
       return xg.CompileGrammar(spec.source, "root");
     case GrammarKind::kStructuralTag:
+      check_structural_tag(spec.source);
       return xg.CompileStructuralTag(spec.source);
   }
   throw GrammarError("unknown grammar kind");

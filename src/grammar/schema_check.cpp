@@ -1,6 +1,7 @@
 // check_schema_supported: a walk over every subschema position of a JSON Schema.
 #include "grammar/schema_check.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <string_view>
 
@@ -109,6 +110,14 @@ void check_shapes(const json& s, const std::string& at) {
              " is not in 'properties' beside it (the grammar can only require a property it describes)");
 }
 
+// "type": "number" or a list holding it.
+bool has_type(const json& s, const char* type) {
+  auto t = s.find("type");
+  if (t == s.end()) return false;
+  if (t->is_array()) return std::find(t->begin(), t->end(), json(type)) != t->end();
+  return *t == type;
+}
+
 void walk(const json& s, const std::string& at, Budget& budget) {
   if (s.is_boolean()) return;
   if (!s.is_object()) refuse("a schema must be an object or a boolean, got " + std::string(s.type_name()) + " at " + at);
@@ -116,7 +125,7 @@ void walk(const json& s, const std::string& at, Budget& budget) {
   for (const Unsupported& u : kUnsupported)
     if (s.contains(u.keyword))
       refuse(std::string("keyword '") + u.keyword + "' at " + at + " is not supported (" + u.why + ")");
-  if (s.contains("multipleOf") && s.value("type", "") == "number")
+  if (s.contains("multipleOf") && has_type(s, "number"))
     refuse("keyword 'multipleOf' on a number at " + at + " is not supported (only on integers)");
   check_shapes(s, at);
   for (std::string_view k : kOne) {
@@ -142,19 +151,44 @@ void walk(const json& s, const std::string& at, Budget& budget) {
   }
 }
 
-}  // namespace
-
-void check_schema_supported(const std::string& schema_json) {
-  if (deeper_than(schema_json, kMaxSchemaDepth))
-    refuse("nested deeper than " + std::to_string(kMaxSchemaDepth) + " levels");
-  json s;
+json parse_bounded(const std::string& text) {
+  if (deeper_than(text, kMaxSchemaDepth)) refuse("nested deeper than " + std::to_string(kMaxSchemaDepth) + " levels");
   try {
-    s = json::parse(schema_json);
+    return json::parse(text);
   } catch (const json::exception& e) {
     refuse(std::string("not valid JSON: ") + e.what());
   }
+}
+
+// The schemas inside a structural tag: {"type": "json_schema", "json_schema": S} anywhere in its format tree, and
+// the legacy form's {"structures": [{"begin", "schema": S, "end"}]}. One budget for all of them: a tag built from
+// 10,000 tools is one compile.
+void walk_tag(const json& t, const std::string& at, Budget& budget) {
+  if (t.is_array()) {
+    for (size_t i = 0; i < t.size(); ++i) walk_tag(t[i], at + "/" + std::to_string(i), budget);
+    return;
+  }
+  if (!t.is_object()) return;
+  for (const auto& [k, v] : t.items()) {
+    const bool schema = (k == "json_schema" && t.contains("type") && t["type"] == "json_schema") ||
+                        (k == "schema" && t.contains("begin"));
+    if (schema)
+      walk(v.is_string() ? parse_bounded(v.get<std::string>()) : v, at + "/" + k, budget);
+    else
+      walk_tag(v, at + "/" + k, budget);
+  }
+}
+
+}  // namespace
+
+void check_schema_supported(const std::string& schema_json) {
   Budget budget;
-  walk(s, "#", budget);
+  walk(parse_bounded(schema_json), "#", budget);
+}
+
+void check_structural_tag(const std::string& tag_json) {
+  Budget budget;
+  walk_tag(parse_bounded(tag_json), "#", budget);
 }
 
 }  // namespace tinfer::grammar

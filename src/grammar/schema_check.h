@@ -10,5 +10,7 @@ namespace tinfer::grammar {
 // a required property not in `properties`), or a schema past the compile-cost bounds (nesting deeper than 128
 // levels, more than 4096 subschemas, 256 optional properties in one object, 8192 enum values).
 void check_schema_supported(const std::string& schema_json);
+// The same for every JSON Schema inside a structural tag (tool calls), under one budget for the whole tag.
+void check_structural_tag(const std::string& tag_json);
 
 }  // namespace tinfer::grammar

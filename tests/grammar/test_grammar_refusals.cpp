@@ -152,6 +152,37 @@ TEST_F(RefusalTest, CompileCostBounds) {
   EXPECT_EQ(error_of(GrammarKind::kJsonSchema, R"({"type": "string", "description": ")" + deep + "\\\"\"}"), "");
 }
 
+TEST_F(RefusalTest, MultipleOfBesideATypeList) {
+  // "type" as a list once made the multipleOf check throw nlohmann's type_error (a confusing message).
+  EXPECT_EQ(error_of(GrammarKind::kJsonSchema, R"({"type": ["integer", "null"], "multipleOf": 2})"), "");
+  EXPECT_NE(error_of(GrammarKind::kJsonSchema, R"({"type": ["number", "null"], "multipleOf": 0.5})").find("'multipleOf'"),
+            std::string::npos);
+}
+
+std::string tool_tag(int tools, const std::string& schema) {
+  std::string tags;
+  for (int i = 0; i < tools; ++i)
+    tags += (i ? ", " : "") + std::string(R"({"type": "tag", "begin": "<f)") + std::to_string(i) +
+            R"(>", "content": {"type": "json_schema", "json_schema": )" + schema + R"(}, "end": "</f>"})";
+  return R"({"type": "structural_tag", "format": {"type": "or", "elements": [)" + tags + "]}}";
+}
+
+TEST_F(RefusalTest, SchemasInsideStructuralTagsAreChecked) {
+  const std::string ok = R"({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]})";
+  auto g = compile(GrammarKind::kStructuralTag, tool_tag(2, ok));
+  EXPECT_TRUE(matches(*g, R"(<f1>{"city": "Paris"}</f>)")) << "xgrammar's own separators may differ";
+  const std::string bad = R"({"type": "object", "properties": {"tags": {"type": "array", "uniqueItems": true}}})";
+  const std::string msg = error_of(GrammarKind::kStructuralTag, tool_tag(3, bad));
+  EXPECT_NE(msg.find("'uniqueItems' at #/format/elements/0/content/json_schema/properties/tags"), std::string::npos)
+      << msg;
+  // 10,000 tools are one compile under one budget: refused at once.
+  EXPECT_NE(error_of(GrammarKind::kStructuralTag, tool_tag(10000, ok)).find("more than 4096 subschemas"),
+            std::string::npos);
+  const std::string legacy = R"({"structures": [{"begin": "<f>", "schema": {"not": {}}, "end": "</f>"}],
+                                 "triggers": ["<f>"]})";
+  EXPECT_NE(error_of(GrammarKind::kStructuralTag, legacy).find("'not' at #/structures/0/schema"), std::string::npos);
+}
+
 TEST_F(RefusalTest, BooleanSchemas) {
   EXPECT_TRUE(matches(*schema("true"), "[1, \"a\"]"));
   EXPECT_NE(error_of(GrammarKind::kJsonSchema, "false"), "");  // admits nothing
