@@ -88,6 +88,19 @@ TEST_F(MatcherTest, TerminatedPositionRollsBackAndMasksNothingButStops) {
   EXPECT_EQ(raw_mask(*pos), before_stop);
 }
 
+TEST_F(MatcherTest, DeadEndAllowsOnlyTheStopToken) {
+  // "a" leads into a rule that admits nothing: xgrammar's mask there is empty, which would leave the sampler no
+  // token at all. The position allows the stop token alone instead, so the sequence ends.
+  auto g = compile(GrammarKind::kEbnf, "root ::= \"a\" nothing | \"b\"\nnothing ::= [^\\x00-\\U0010FFFF]");
+  auto pos = g->start();
+  ASSERT_TRUE(pos->accept(byte_token('a')));
+  const std::vector<bool> a = allowed(*pos);
+  for (int32_t t = 0; t < toy_logits(); ++t) EXPECT_EQ(a[size_t(t)], t == kEos) << t;
+  EXPECT_TRUE(pos->accept(kEos));
+  EXPECT_TRUE(pos->terminated());
+  EXPECT_TRUE(matches(*g, "b"));
+}
+
 TEST_F(MatcherTest, ForcedTokensSpellTheFixedKey) {
   const std::string key = "a_rather_long_fixed_key_name_that_nothing_else_starts_with";
   auto g = schema(R"({"type": "object", "properties": {")" + key +
