@@ -113,6 +113,7 @@ xgrammar::CompiledGrammar compile_spec(xgrammar::GrammarCompiler& xg, const Gram
     case GrammarKind::kEbnf:
       return xg.CompileGrammar(spec.source, "root");
     case GrammarKind::kStructuralTag:
+      check_structural_tag(spec.source);
       return xg.CompileStructuralTag(spec.source);
   }
   throw GrammarError("unknown grammar kind");
@@ -204,6 +205,8 @@ std::shared_ptr<const TokenGrammar> GrammarCompiler::compile(const GrammarSpec& 
   const auto t0 = std::chrono::steady_clock::now();
   try {
     auto g = std::make_shared<const XgGrammar>(compile_spec(m.xg, spec), m.stop_ids, m.tokenizer);
+    if (!g->admits_output(m.n_vocab))
+      throw GrammarError(std::string(grammar_kind_name(spec.kind)) + ": the grammar admits no output");
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     {
       std::lock_guard<std::mutex> lk(m.mu);

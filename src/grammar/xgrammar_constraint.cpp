@@ -9,9 +9,26 @@
 
 #include "text/tokenizer/tokenizer.h"
 #include <cstdio>
+#include <stdexcept>
 
 namespace tinfer::grammar {
 namespace {
+
+// xgrammar's FillNextTokenBitmask over a span of mask words; false when every token is allowed.
+bool fill_bitmask(xgrammar::GrammarMatcher& m, std::span<uint32_t> mask) {
+  int64_t shape = int64_t(mask.size());
+  DLTensor t{};
+  t.data = mask.data();
+  t.device = DLDevice{kDLCPU, 0};
+  t.ndim = 1;
+  t.dtype = xgrammar::GetBitmaskDLType();
+  t.shape = &shape;
+  return m.FillNextTokenBitmask(&t);
+}
+
+bool none_set(std::span<const uint32_t> mask) {
+  return std::all_of(mask.begin(), mask.end(), [](uint32_t w) { return w == 0; });
+}
 
 class XgConstraint final : public TokenConstraint {
  public:
@@ -19,16 +36,15 @@ class XgConstraint final : public TokenConstraint {
       : m_(std::move(m)), stop_ids_(std::move(stop_ids)), tok_(tok) {}
 
   bool fill_mask(std::span<uint32_t> mask) override {
-    if (!broken_) {
+    // Past the stop token (a speculative verify row beyond it) xgrammar throws; answer "stop again" instead, so
+    // the position stays whole and a rollback of the stop token resumes it.
+    if (!broken_ && !m_.IsTerminated()) {
       try {
-        int64_t shape = int64_t(mask.size());
-        DLTensor t{};
-        t.data = mask.data();
-        t.device = DLDevice{kDLCPU, 0};
-        t.ndim = 1;
-        t.dtype = xgrammar::GetBitmaskDLType();
-        t.shape = &shape;
-        return m_.FillNextTokenBitmask(&t);
+        if (!fill_bitmask(m_, mask)) return false;
+        // A dead end (a subschema that admits nothing, e.g. an impossible pattern): no token at all, not even a
+        // stop, would leave the sampler nothing to pick. End the sequence instead.
+        if (!none_set(mask)) return true;
+        mark_broken("fill_mask", std::runtime_error("no token is allowed here (the grammar has a dead end)"));
       } catch (const std::exception& e) {
         mark_broken("fill_mask", e);
       }
@@ -105,6 +121,12 @@ class XgConstraint final : public TokenConstraint {
 };
 
 }  // namespace
+
+bool XgGrammar::admits_output(int32_t n_vocab) const {
+  xgrammar::GrammarMatcher m(g_);
+  std::vector<uint32_t> mask(mask_words(n_vocab));
+  return !fill_bitmask(m, mask) || !none_set(mask);
+}
 
 std::unique_ptr<TokenConstraint> XgGrammar::start() const {
   return std::make_unique<XgConstraint>(xgrammar::GrammarMatcher(g_), stop_ids_, tok_);

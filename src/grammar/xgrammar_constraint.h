@@ -21,6 +21,10 @@ class XgGrammar final : public TokenGrammar {
       : g_(std::move(g)), stop_ids_(std::move(stop_ids)), tok_(tok) {}
   std::unique_ptr<TokenConstraint> start() const override;
   int64_t bytes() const { return int64_t(g_.MemorySizeBytes()); }
+  // False when the start allows no token, not even a stop token: the grammar's language is empty (an enum of
+  // nothing, a character class of no character). xgrammar compiles these; a request could never end in one.
+  // n_vocab: the mask width (the logits').
+  bool admits_output(int32_t n_vocab) const;
 
  private:
   xgrammar::CompiledGrammar g_;
