@@ -180,6 +180,8 @@ std::shared_ptr<const TokenGrammar> GrammarCompiler::compile(const GrammarSpec& 
   const auto t0 = std::chrono::steady_clock::now();
   try {
     auto g = std::make_shared<const XgGrammar>(compile_spec(m.xg, spec), m.stop_ids);
+    if (g->admits_nothing(m.n_vocab))
+      throw GrammarError(std::string(grammar_kind_name(spec.kind)) + ": admits no output (no token may start it)");
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     {
       std::lock_guard<std::mutex> lk(m.mu);

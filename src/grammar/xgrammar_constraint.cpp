@@ -26,15 +26,16 @@ class XgConstraint final : public TokenConstraint {
         t.ndim = 1;
         t.dtype = xgrammar::GetBitmaskDLType();
         t.shape = &shape;
-        return m_.FillNextTokenBitmask(&t);
+        if (!m_.FillNextTokenBitmask(&t)) return false;
+        // No token at all (a grammar whose language is empty from here, e.g. root ::= root "a"): an all-zero
+        // mask would leave every logit at -inf and the sampler would pick token 0 ("!" on Qwen2.5), outside the
+        // grammar. End the sequence instead.
+        if (std::any_of(mask.begin(), mask.end(), [](uint32_t w) { return w != 0; })) return true;
       } catch (const std::exception& e) {
         mark_broken("fill_mask", e);
       }
     }
-    std::fill(mask.begin(), mask.end(), 0u);
-    for (int32_t s : *stop_ids_)
-      if (size_t(s) / 32 < mask.size()) mask[size_t(s) / 32] |= 1u << (s % 32);
-    return true;
+    return only_stops(mask);
   }
 
   bool accept(int32_t token) override {
@@ -83,6 +84,13 @@ class XgConstraint final : public TokenConstraint {
     broken_ = true;
   }
 
+  bool only_stops(std::span<uint32_t> mask) const {
+    std::fill(mask.begin(), mask.end(), 0u);
+    for (int32_t s : *stop_ids_)
+      if (size_t(s) / 32 < mask.size()) mask[size_t(s) / 32] |= 1u << (s % 32);
+    return true;
+  }
+
   xgrammar::GrammarMatcher m_;
   std::shared_ptr<const std::vector<int32_t>> stop_ids_;  // allowed alone once broken
   int accepted_ = 0;
@@ -93,6 +101,19 @@ class XgConstraint final : public TokenConstraint {
 
 std::unique_ptr<TokenConstraint> XgGrammar::start() const {
   return std::make_unique<XgConstraint>(xgrammar::GrammarMatcher(g_), stop_ids_);
+}
+
+bool XgGrammar::admits_nothing(int32_t n_vocab) const {
+  xgrammar::GrammarMatcher m(g_);
+  std::vector<uint32_t> mask(mask_words(n_vocab));
+  int64_t shape = int64_t(mask.size());
+  DLTensor t{};
+  t.data = mask.data();
+  t.device = DLDevice{kDLCPU, 0};
+  t.ndim = 1;
+  t.dtype = xgrammar::GetBitmaskDLType();
+  t.shape = &shape;
+  return m.FillNextTokenBitmask(&t) && std::all_of(mask.begin(), mask.end(), [](uint32_t w) { return w == 0; });
 }
 
 }  // namespace tinfer::grammar

@@ -16,6 +16,8 @@ class XgGrammar final : public TokenGrammar {
       : g_(std::move(g)), stop_ids_(std::move(stop_ids)) {}
   std::unique_ptr<TokenConstraint> start() const override;
   int64_t bytes() const { return int64_t(g_.MemorySizeBytes()); }
+  // True when no token (not even a stop token) may come first: the grammar's language is empty.
+  bool admits_nothing(int32_t n_vocab) const;
 
  private:
   xgrammar::CompiledGrammar g_;

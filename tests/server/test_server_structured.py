@@ -304,6 +304,8 @@ def test_bad_input(srv):
         (rfs(False), RF, "invalid_grammar", None),
         (rfs({"type": "integer", "minimum": 5, "maximum": 3}), RF, "invalid_grammar", None),
         (rfs({"enum": []}), RF, "invalid_grammar", None),
+        # A grammar no token can start (its language is empty): refused when compiled.
+        ({"grammar": 'root ::= root "a"'}, "grammar", "invalid_grammar", "admits no output"),
     ]
     for body, param, code, says in cases:
         expect_400(srv, body, param, code, says)
@@ -314,8 +316,12 @@ def test_bad_input(srv):
                        "response_format": {"type": "json_schema", "json_schema": {"name": "x"}}}, 60)
     t, f = r["choices"][0]["message"]["content"], r["choices"][0]["finish_reason"]
     check(f != "stop" or isinstance(json.loads(t), dict), "json_schema without schema: %r" % t)
-    # Grammars that admit nothing but compile: whatever comes back must be a 400 or a well-formed answer.
-    for body in ({"grammar": 'root ::= root "a"'}, {"grammar": 'root ::= "a" root'}):
+    # Grammars that admit nothing but can start: whatever comes back must be a 400 or a well-formed answer. A
+    # grammar that dead-ends after "ab" stops there (no token outside it); one that never ends runs to max_tokens.
+    r = chat_raw(srv, {"messages": [{"role": "user", "content": "hi"}], "grammar": 'root ::= "ab" b\nb ::= b "c"'}, 8)
+    check(r["choices"][0]["message"]["content"] == "ab" and r["choices"][0]["finish_reason"] == "stop",
+          "dead-end grammar: %s" % r["choices"][0])
+    for body in ({"grammar": 'root ::= "a" root'},):
         st, _, data = srv.request("POST", CHAT, dict({"model": MODEL, "max_tokens": 8,
                                                       "messages": [{"role": "user", "content": "hi"}]}, **body))
         check(st in (200, 400), "%s: status %d" % (body, st))
@@ -457,6 +463,8 @@ def main():
                  ("concurrency", lambda: test_concurrency(srv, client)),
                  ("slow_compile_no_stall", lambda: test_slow_compile_does_not_stall(srv, client))]
         failures += run_named(tests, 26)
+        if failures:
+            print("server status %s; its last log lines:\n%s" % (srv.proc.poll(), "".join(srv.log[-8:])))
         for what, text in LENGTH_CUT:
             print("  cut by max_tokens (not validated): %s: %r" % (what, text[:120]))
         code = srv.stop()
