@@ -2,6 +2,7 @@
 #include "grammar/schema_check.h"
 
 #include <algorithm>
+#include <cmath>
 #include <nlohmann/json.hpp>
 #include <string_view>
 #include <unordered_set>
@@ -85,11 +86,21 @@ void check_string(const json& s, const std::string& at) {
            " is not supported (the lengths would not be enforced); drop them or write them into a pattern");
 }
 
-// What xgrammar accepts but does not enforce as written, or compiles too slowly to serve.
-void check_shape(const json& s, const std::string& at) {
-  check_string(s, at);
-  if (auto a = s.find("allOf"); a != s.end() && a->is_array() && a->size() > 1)  // xgrammar: "any JSON value"
-    refuse("keyword 'allOf' with more than one subschema at " + at + " is not supported (it is not enforced)");
+// xgrammar enforces multipleOf on integers only, and there only a whole number up to this; beyond, it is ignored.
+constexpr double kMaxIntegerMultipleOf = 1024;
+
+void check_number(const json& s, const std::string& at) {
+  auto m = s.find("multipleOf");
+  if (m == s.end()) return;
+  if (has_type(s, "number")) refuse("keyword 'multipleOf' on a number at " + at + " is not supported (only on integers)");
+  if (has_type(s, "integer") && m->is_number() &&
+      (m->get<double>() != std::floor(m->get<double>()) || m->get<double>() > kMaxIntegerMultipleOf))
+    refuse("keyword 'multipleOf' at " + at + " must be a whole number up to " +
+           std::to_string(int(kMaxIntegerMultipleOf)) + " (others are not enforced)");
+}
+
+// More than kMaxOptionalProperties optional properties in one object (see the bound's comment).
+void check_properties(const json& s, const std::string& at) {
   auto p = s.find("properties");
   if (p == s.end() || !p->is_object()) return;
   std::unordered_set<std::string> required;
@@ -104,6 +115,21 @@ void check_shape(const json& s, const std::string& at) {
            "); list the ones that must appear in 'required'");
 }
 
+// What xgrammar accepts but does not enforce as written (it compiles them as "any value" or drops the keyword), or
+// compiles too slowly to serve.
+void check_shape(const json& s, const std::string& at) {
+  check_string(s, at);
+  check_number(s, at);
+  if (auto ref = s.find("$ref"); ref != s.end() && ref->is_string()) {
+    const std::string& r = ref->get_ref<const std::string&>();
+    if (r != "#" && r.rfind("#/", 0) != 0)
+      refuse("'$ref' \"" + r + "\" at " + at + " is not supported (only '#' and '#/...' within the schema)");
+  }
+  if (auto a = s.find("allOf"); a != s.end() && a->is_array() && a->size() > 1)
+    refuse("keyword 'allOf' with more than one subschema at " + at + " is not supported (it is not enforced)");
+  check_properties(s, at);
+}
+
 void walk(const json& s, const std::string& at) {
   if (s.is_boolean()) return;
   if (!s.is_object()) refuse("a schema must be an object or a boolean, got " + std::string(s.type_name()) + " at " + at);
@@ -111,8 +137,6 @@ void walk(const json& s, const std::string& at) {
     if (s.contains(u.keyword))
       refuse(std::string("keyword '") + u.keyword + "' at " + at + " is not supported (" + u.why + ")");
   check_shape(s, at);
-  if (s.contains("multipleOf") && has_type(s, "number"))
-    refuse("keyword 'multipleOf' on a number at " + at + " is not supported (only on integers)");
   for (std::string_view k : kOne) {
     auto it = s.find(std::string(k));
     if (it == s.end()) continue;
