@@ -2,6 +2,7 @@
 #include "grammar/schema_check.h"
 
 #include <algorithm>
+#include <cmath>
 #include <nlohmann/json.hpp>
 #include <string_view>
 
@@ -118,6 +119,65 @@ bool has_type(const json& s, const char* type) {
   return *t == type;
 }
 
+// What xgrammar accepts but would not enforce as written (from the server's end-to-end tests): lookarounds in a
+// pattern, lengths beside a pattern or a pattern-backed format, multipleOf beyond whole integers, a $ref outside the
+// schema, allOf of several subschemas (compiled as any value).
+// The string formats xgrammar turns into a pattern of its own; with 'pattern' they drop minLength/maxLength.
+constexpr std::string_view kPatternFormats[] = {"email", "date", "time", "date-time", "duration", "ipv4", "ipv6",
+                                                "hostname", "uuid", "uri", "uri-reference", "uri-template",
+                                                "json-pointer", "relative-json-pointer"};
+
+// A lookaround group "(?=", "(?!", "(?<=", "(?<!" not escaped: a JSON-schema pattern's regex engine skips them.
+bool has_lookaround(const std::string& re) {
+  for (size_t i = 0; i + 2 < re.size(); ++i) {
+    if (re[i] == '\\') {
+      ++i;
+      continue;
+    }
+    if (re[i] != '(' || re[i + 1] != '?') continue;
+    const char c = re[i + 2];
+    if (c == '=' || c == '!' || (c == '<' && i + 3 < re.size() && (re[i + 3] == '=' || re[i + 3] == '!'))) return true;
+  }
+  return false;
+}
+
+void check_string(const json& s, const std::string& at) {
+  auto pat = s.find("pattern");
+  if (pat != s.end() && pat->is_string() && has_lookaround(pat->get<std::string>()))
+    refuse("a lookahead or lookbehind in 'pattern' at " + at + " is not supported");
+  if (!s.contains("minLength") && !s.contains("maxLength")) return;
+  auto fmt = s.find("format");
+  const bool fmt_pattern = fmt != s.end() && fmt->is_string() &&
+                           std::find(std::begin(kPatternFormats), std::end(kPatternFormats),
+                                     fmt->get<std::string>()) != std::end(kPatternFormats);
+  if (pat != s.end() || fmt_pattern)
+    refuse("minLength/maxLength together with '" + std::string(pat != s.end() ? "pattern" : "format") + "' at " + at +
+           " is not supported (the lengths would not be enforced); drop them or write them into a pattern");
+}
+
+// xgrammar enforces multipleOf on integers only, and there only a whole number up to this; beyond, it is ignored.
+constexpr double kMaxIntegerMultipleOf = 1024;
+
+void check_number(const json& s, const std::string& at) {
+  auto m = s.find("multipleOf");
+  if (m == s.end()) return;
+  if (has_type(s, "number")) refuse("keyword 'multipleOf' on a number at " + at + " is not supported (only on integers)");
+  if (has_type(s, "integer") && m->is_number() &&
+      (m->get<double>() != std::floor(m->get<double>()) || m->get<double>() > kMaxIntegerMultipleOf))
+    refuse("keyword 'multipleOf' at " + at + " must be a whole number up to " +
+           std::to_string(int(kMaxIntegerMultipleOf)) + " (others are not enforced)");
+}
+
+void check_refs_and_all_of(const json& s, const std::string& at) {
+  if (auto ref = s.find("$ref"); ref != s.end() && ref->is_string()) {
+    const std::string& r = ref->get_ref<const std::string&>();
+    if (r != "#" && r.rfind("#/", 0) != 0)
+      refuse("'$ref' \"" + r + "\" at " + at + " is not supported (only '#' and '#/...' within the schema)");
+  }
+  if (auto a = s.find("allOf"); a != s.end() && a->is_array() && a->size() > 1)
+    refuse("keyword 'allOf' with more than one subschema at " + at + " is not supported (it is not enforced)");
+}
+
 void walk(const json& s, const std::string& at, Budget& budget) {
   if (s.is_boolean()) return;
   if (!s.is_object()) refuse("a schema must be an object or a boolean, got " + std::string(s.type_name()) + " at " + at);
@@ -125,9 +185,10 @@ void walk(const json& s, const std::string& at, Budget& budget) {
   for (const Unsupported& u : kUnsupported)
     if (s.contains(u.keyword))
       refuse(std::string("keyword '") + u.keyword + "' at " + at + " is not supported (" + u.why + ")");
-  if (s.contains("multipleOf") && has_type(s, "number"))
-    refuse("keyword 'multipleOf' on a number at " + at + " is not supported (only on integers)");
   check_shapes(s, at);
+  check_string(s, at);
+  check_number(s, at);
+  check_refs_and_all_of(s, at);
   for (std::string_view k : kOne) {
     auto it = s.find(std::string(k));
     if (it == s.end()) continue;

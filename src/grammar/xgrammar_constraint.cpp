@@ -49,10 +49,7 @@ class XgConstraint final : public TokenConstraint {
         mark_broken("fill_mask", e);
       }
     }
-    std::fill(mask.begin(), mask.end(), 0u);
-    for (int32_t s : *stop_ids_)
-      if (size_t(s) / 32 < mask.size()) mask[size_t(s) / 32] |= 1u << (s % 32);
-    return true;
+    return only_stops(mask);
   }
 
   bool accept(int32_t token) override {
@@ -111,6 +108,13 @@ class XgConstraint final : public TokenConstraint {
   void mark_broken(const char* op, const std::exception& e) {
     std::fprintf(stderr, "tinfer grammar: matcher %s failed (%s); the sequence may only stop now\n", op, e.what());
     broken_ = true;
+  }
+
+  bool only_stops(std::span<uint32_t> mask) const {
+    std::fill(mask.begin(), mask.end(), 0u);
+    for (int32_t s : *stop_ids_)
+      if (size_t(s) / 32 < mask.size()) mask[size_t(s) / 32] |= 1u << (s % 32);
+    return true;
   }
 
   mutable xgrammar::GrammarMatcher m_;  // (FindJumpForwardString is not const but changes no state)
