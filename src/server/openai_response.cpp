@@ -223,13 +223,14 @@ json shaped_chunk(const ResponseMeta& m, int index, const toolcall::ParseDelta& 
   json& delta = c["choices"][0]["delta"];
   if (!d.reasoning.empty()) delta["reasoning_content"] = d.reasoning;
   if (d.calls.empty()) return c;
-  if (legacy) {  // one call: its name first, then argument pieces
+  if (legacy) {  // one call (call 0, as in message.function_call): its name first, then argument pieces
     json fc = json::object();
     for (const toolcall::ToolCallDelta& p : d.calls) {
+      if (p.index != 0) continue;  // a further call the model wrote; function_call carries one
       if (!p.name.empty()) fc["name"] = p.name;
       fc["arguments"] = fc.value("arguments", "") + p.arguments;
     }
-    delta["function_call"] = fc;
+    if (!fc.empty()) delta["function_call"] = fc;
     return c;
   }
   json calls = json::array();

@@ -33,6 +33,11 @@ void check_function(const json& f, const std::string& at) {
     bad(at + ".description", "must be a string");
   if (f.contains("parameters") && !f["parameters"].is_null() && !f["parameters"].is_object())
     bad(at + ".parameters", "must be a JSON Schema object");
+  // Arguments are a JSON object in every format (and in OpenAI's API): a schema of another type cannot be called.
+  if (f.contains("parameters") && f["parameters"].is_object() && f["parameters"].contains("type") &&
+      f["parameters"]["type"] != "object")
+    bad(at + ".parameters", "must have type \"object\" (a call's arguments are an object), got " +
+                                f["parameters"]["type"].dump());
 }
 
 // tools -> the array itself; functions (legacy) -> the same array in the tools shape.

@@ -338,7 +338,10 @@ def bad_cases():
             ("function_call naming an unknown function", {"functions": [CALC["function"]],
                                                           "function_call": {"name": "nope"}}, "function_call"),
             ("parameters not an object", {"tools": [{"type": "function", "function": {"name": "f", "parameters": 3}}]},
-             "tools[0].function.parameters")]
+             "tools[0].function.parameters"),
+            ("parameters of type array", {"tools": [WEATHER, {"type": "function", "function": {
+                "name": "f", "parameters": {"type": "array"}}}], "tool_choice": "required"},
+             "tools[1].function.parameters")]
 
 
 def expect_400(q, what, fields, param):
