@@ -209,7 +209,7 @@ void CompletionCall::State::compile_grammar() {
     if (f)
       throw ApiError(400, "'" + f->field + "' cannot be combined with a forced tool call ('" + field + "')", f->field,
                      "invalid_value");
-    std::string tag = ctx.tool_format->structural_tag_text(req.tools.tools_json, req.tools.choice);  // key order kept
+    std::string tag = ctx.tool_format->structural_tag_text(req.tools.grammar_tools_json, req.tools.choice);  // key order kept
     if (tag.empty())
       throw ApiError(400, std::string("'") + field + "' cannot be enforced in the " + ctx.tool_format->name + " format",
                      field, "invalid_value");

@@ -137,6 +137,19 @@ uint64_t get_seed(const json& v) {
   bad("seed", "must be an integer in [-2^63, 2^64), got " + v.dump());
 }
 
+// Templates print a call's arguments with `| tojson`, expecting the object the model wrote; OpenAI clients send
+// them back as a string of JSON. A string that parses as an object becomes that object; anything else stays.
+void arguments_as_objects(nlohmann::ordered_json& calls) {
+  if (!calls.is_array()) return;
+  for (auto& c : calls) {
+    if (!c.is_object() || !c.contains("function") || !c["function"].is_object()) continue;
+    auto& f = c["function"];
+    if (!f.contains("arguments") || !f["arguments"].is_string()) continue;
+    auto parsed = nlohmann::ordered_json::parse(f["arguments"].get<std::string>(), nullptr, false);
+    if (parsed.is_object()) f["arguments"] = std::move(parsed);
+  }
+}
+
 void parse_messages(const json& v, CompletionRequest& r) {
   if (!v.is_array() || v.empty()) bad("messages", "must be a non-empty list of messages");
   for (size_t i = 0; i < v.size(); ++i) {
@@ -157,6 +170,7 @@ void parse_messages(const json& v, CompletionRequest& r) {
       if (const json* x = field(m, k)) extra[k] = nlohmann::ordered_json::parse(x->dump());
     if (const json* tc = field(m, "tool_calls")) {
       if (!tc->is_array()) bad(pn + ".tool_calls", "must be a list");
+      arguments_as_objects(extra["tool_calls"]);
       msg.content_null = !field(m, "content");  // templates test `content is none` on tool-call turns
     }
     if (!extra.empty()) msg.extra_json = extra.dump();

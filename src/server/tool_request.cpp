@@ -113,13 +113,16 @@ ToolRequest parse_tool_request(const nlohmann::json& sorted, std::string_view ra
   const bool any = (sorted.contains("tools") && !sorted["tools"].is_null()) ||
                    (sorted.contains("functions") && !sorted["functions"].is_null()) ||
                    (sorted.contains("tool_choice") && !sorted["tool_choice"].is_null()) ||
-                   (sorted.contains("function_call") && !sorted["function_call"].is_null());
+                   (sorted.contains("function_call") && !sorted["function_call"].is_null()) ||
+                   (sorted.contains("parallel_tool_calls") && !sorted["parallel_tool_calls"].is_null());
   if (!any) return r;
   const json body = raw_body.empty() ? json::parse(sorted.dump()) : json::parse(raw_body);
   const json tools = read_tools(body, &r.legacy);
   const char* field = r.legacy ? "function_call" : "tool_choice";
   if (r.legacy && body.contains("tool_choice") && !body["tool_choice"].is_null())
     bad("tool_choice", "cannot be combined with 'functions' (use 'tools')");
+  if (!r.legacy && body.contains("function_call") && !body["function_call"].is_null() && body["function_call"] != "none")
+    bad("function_call", "needs 'functions' (its legacy pair); with 'tools' use 'tool_choice'");
   if (body.contains(field) && !body[field].is_null())
     r.choice = read_choice(body[field], field, r.legacy, tools);
   else
@@ -130,6 +133,14 @@ ToolRequest parse_tool_request(const nlohmann::json& sorted, std::string_view ra
   }
   if (r.legacy) r.choice.parallel = false;  // function_call is one call
   if (!tools.empty()) r.tools_json = tools.dump();
+  // The grammar's copy: a parameters schema without a type ({} included) is an object schema, so a forced call's
+  // arguments are an object (an untyped {} would admit any JSON value, and the call would not parse as one).
+  json typed = tools;
+  for (json& t : typed)
+    if (t["function"].contains("parameters") && t["function"]["parameters"].is_object() &&
+        !t["function"]["parameters"].contains("type"))
+      t["function"]["parameters"]["type"] = "object";
+  if (!typed.empty()) r.grammar_tools_json = typed.dump();
   return r;
 }
 

@@ -14,6 +14,7 @@ constexpr int kMaxTools = 128;  // OpenAI's limit
 struct ToolRequest {
   std::string tools_json;  // the OpenAI "tools" array as JSON text ("" when none), in the client's key order
   toolcall::ToolChoice choice{toolcall::ToolChoice::Mode::kNone, "", true};
+  std::string grammar_tools_json;  // the same with every untyped parameters schema typed "object" (forced calls)
   bool legacy = false;       // came as "functions": the answer carries message.function_call (one call)
   bool parse() const { return !tools_json.empty() && choice.mode != toolcall::ToolChoice::Mode::kNone; }
   bool enforce() const {

@@ -68,19 +68,20 @@ TEST(Request, BeamSearchFields) {
   EXPECT_EQ(r.sampling.temperature, 1.0f);  // the OpenAI default stays for sampling
 }
 
-// Fields for features the server lacks are refused by name (they were once accepted and ignored, so
-// a client asking for JSON mode or tools believed it got them); values asking for nothing pass.
+// Fields for features the server lacks are refused by name (they were once accepted and ignored, so a client
+// believed it got them), and so are tool and format fields that ask for what cannot be given; values asking for
+// nothing pass, and so do the tool and structured-output fields the server now serves.
 TEST(Request, RefusesUnsupportedFeaturesByName) {
   const char* chat_refused[] = {
       R"({"messages": [{"role": "user", "content": "x"}], "tool_choice": "required"})",
-      R"({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_object"}})",
-      R"({"messages": [{"role": "user", "content": "x"}], "functions": [{"name": "f"}]})",
+      R"({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "foo"}})",
+      R"({"messages": [{"role": "user", "content": "x"}], "functions": [{"name": "f g"}]})",
       R"({"messages": [{"role": "user", "content": "x"}], "function_call": "auto"})",
-      R"({"messages": [{"role": "user", "content": "x"}], "parallel_tool_calls": true})",
-      R"({"messages": [{"role": "user", "content": "x"}], "guided_json": {}})",
+      R"({"messages": [{"role": "user", "content": "x"}], "parallel_tool_calls": 1})",
+      R"({"messages": [{"role": "user", "content": "x"}], "guided_json": 7})",
       R"({"messages": [{"role": "user", "content": "x"}], "echo": true})",
   };
-  const char* chat_names[] = {"tool_choice", "response_format", "functions", "function_call",
+  const char* chat_names[] = {"tool_choice", "response_format.type", "functions[0].name", "function_call",
                               "parallel_tool_calls", "guided_json", "echo"};
   for (size_t i = 0; i < std::size(chat_refused); ++i) {
     ApiError e = error_of(chat_refused[i], true);
@@ -91,14 +92,20 @@ TEST(Request, RefusesUnsupportedFeaturesByName) {
   EXPECT_EQ(error_of(R"({"prompt": "x", "suffix": "tail"})").param, "suffix");
   EXPECT_EQ(error_of(R"({"prompt": "x", "best_of": 3})").param, "best_of");
   EXPECT_EQ(error_of(R"({"prompt": "x", "best_of": 2, "n": 3})").param, "best_of");
-  EXPECT_EQ(error_of(R"({"prompt": "x", "response_format": {"type": "json_schema"}})").param, "response_format");
+  EXPECT_EQ(error_of(R"({"prompt": "x", "response_format": {"type": "json_schema"}})").param,
+            "response_format.json_schema");
   EXPECT_EQ(error_of(R"({"prompt": "x", "prompt_logprobs": 1})").param, "prompt_logprobs");
   EXPECT_EQ(error_of(R"({"prompt": "x", "stream": true, "stream_options": {"continuous_usage_stats": true}})").param,
             "stream_options.continuous_usage_stats");
   // Harmless values.
   for (const char* ok : {R"({"messages": [{"role": "user", "content": "x"}], "tools": [], "tool_choice": "none",
                              "response_format": {"type": "text"}, "functions": null})",
-                         R"({"messages": [{"role": "user", "content": "x"}], "tools": null})"})
+                         R"({"messages": [{"role": "user", "content": "x"}], "tools": null})",
+                         R"({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_object"},
+                             "parallel_tool_calls": true})",
+                         R"({"messages": [{"role": "user", "content": "x"}], "functions": [{"name": "f"}],
+                             "function_call": {"name": "f"}})",
+                         R"({"messages": [{"role": "user", "content": "x"}], "guided_json": {}})"})
     EXPECT_EQ(error_of(ok, true).param, "<accepted>") << ok;
   EXPECT_EQ(error_of(R"({"prompt": "x", "best_of": 2, "n": 2, "suffix": ""})").param, "<accepted>");
   EXPECT_EQ(error_of(R"({"prompt": "x", "best_of": 1, "echo": false})").param, "<accepted>");

@@ -31,7 +31,7 @@ def post(srv, path, body):
 def test_refused_fields(srv, openai, client):
     msgs = [{"role": "user", "content": "hi"}]
     for kw, param in [({"tool_choice": "required"}, "tool_choice"),
-                      ({"response_format": {"type": "json_object"}}, "response_format")]:
+                      ({"response_format": {"type": "foo"}}, "response_format.type")]:
         try:
             client.chat.completions.create(model="stories260K", messages=msgs, max_tokens=4, **kw)
             raise AssertionError("%s was accepted" % param)

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "text/tool_calls/tool_call_format.h"
 #include "cli/chat_flags.h"
 #include "cli/commands.h"
 #include "cli/common.h"
@@ -89,6 +90,8 @@ server::ServerConfig server_config(const Args& args) {
   sc.send_stall_s = args.number("--send-timeout");
   sc.grammar_cache_bytes = args.integer("--grammar-cache-mb") << 20;
   sc.tool_call_parser = args.str("--tool-call-parser");
+  check(sc.tool_call_parser.empty() || toolcall::find_tool_call_format(sc.tool_call_parser),
+        "--tool-call-parser: unknown format '" + sc.tool_call_parser + "' (hermes, llama3_json, mistral, pythonic, qwen3_coder)");
   return sc;
 }
 
