@@ -34,9 +34,10 @@ std::string as_structural_format(const GrammarSpec& spec) {
   using nlohmann::ordered_json;
   switch (spec.kind) {
     case GrammarKind::kJsonObject:
-      return R"({"type": "json_schema", "json_schema": {"type": "object"}})";
+      return R"({"type": "json_schema", "json_schema": {"type": "object"}, "max_whitespace_cnt": 1})";
     case GrammarKind::kJsonSchema:
-      return ordered_json{{"type", "json_schema"}, {"json_schema", ordered_json::parse(spec.source)}}.dump();
+      return ordered_json{{"type", "json_schema"}, {"json_schema", ordered_json::parse(spec.source)},
+                          {"max_whitespace_cnt", 1}}.dump();
     case GrammarKind::kRegex:
       return ordered_json{{"type", "regex"}, {"pattern", spec.source}}.dump();
     case GrammarKind::kEbnf:

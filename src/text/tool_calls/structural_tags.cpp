@@ -28,8 +28,10 @@ std::string escaped(const std::string& s) {
 Json tag(const std::string& begin, Json content, const std::string& end) {
   return {{"type", "tag"}, {"begin", begin}, {"content", std::move(content)}, {"end", end}};
 }
+// Whitespace runs capped at one character: xgrammar's tag JSON otherwise allows any, and a small model pads a
+// forced call with newlines until max_tokens.
 Json json_schema(const Json& schema, const char* style) {
-  return {{"type", "json_schema"}, {"json_schema", schema}, {"style", style}};
+  return {{"type", "json_schema"}, {"json_schema", schema}, {"style", style}, {"max_whitespace_cnt", 1}};
 }
 Json const_string(const std::string& value) { return {{"type", "const_string"}, {"value", value}}; }
 Json sequence(std::vector<Json> elements) { return {{"type", "sequence"}, {"elements", std::move(elements)}}; }
