@@ -143,9 +143,8 @@ struct GrammarCompiler::Impl {
   };
 
   Impl(const Tokenizer& tok, int32_t nv, std::vector<int32_t> stops, GrammarCompilerConfig c)
-      : stop_ids(std::make_shared<const std::vector<int32_t>>(std::move(stops))),
-        xg(vocabulary(tok, nv, *stop_ids), c.threads, /*cache_enabled=*/false),
-        tokenizer(&tok),
+      : vocab(make_vocab_view(tok, nv, std::move(stops))),
+        xg(vocabulary(tok, nv, vocab->stop_ids), c.threads, /*cache_enabled=*/false),
         n_vocab(nv),
         cfg(c) {}
 
@@ -162,9 +161,8 @@ struct GrammarCompiler::Impl {
     }
   }
 
-  std::shared_ptr<const std::vector<int32_t>> stop_ids;
+  std::shared_ptr<const VocabView> vocab;
   xgrammar::GrammarCompiler xg;
-  const Tokenizer* tokenizer;
   int32_t n_vocab;
   GrammarCompilerConfig cfg;
   mutable std::mutex mu;
@@ -205,7 +203,7 @@ std::shared_ptr<const TokenGrammar> GrammarCompiler::compile(const GrammarSpec& 
   }
   const auto t0 = std::chrono::steady_clock::now();
   try {
-    auto g = std::make_shared<const XgGrammar>(compile_spec(m.xg, spec), m.stop_ids, m.tokenizer);
+    auto g = std::make_shared<const XgGrammar>(compile_spec(m.xg, spec), m.vocab);
     if (!g->admits_output(m.n_vocab))
       throw GrammarError(std::string(grammar_kind_name(spec.kind)) + ": the grammar admits no output");
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
