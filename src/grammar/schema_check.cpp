@@ -34,22 +34,32 @@ constexpr Unsupported kUnsupported[] = {
 };
 
 // Keywords whose value is one subschema, a list of them, or a map name -> subschema.
-constexpr std::string_view kOne[] = {"items", "additionalProperties", "additionalItems", "unevaluatedProperties",
-                                     "unevaluatedItems", "propertyNames"};
+constexpr std::string_view kOne[] = {
+    "items", "additionalProperties", "additionalItems", "unevaluatedProperties", "unevaluatedItems", "propertyNames"};
 constexpr std::string_view kList[] = {"anyOf", "oneOf", "allOf", "prefixItems"};
 constexpr std::string_view kMap[] = {"properties", "$defs", "definitions", "patternProperties"};
 
-// xgrammar's compile time grows with the cube of an object's optional properties (measured on SmolLM2's 49k
-// vocabulary, 2 cores: 500 -> 1.2 s, 1,000 -> 13 s, 2,000 -> 112 s; 2,000 required ones: 2.7 s). Above this
-// bound one request would hold its compile threads for minutes, so the schema is refused instead.
-constexpr size_t kMaxOptionalProperties = 256;
+// xgrammar's compile time, measured on SmolLM2's 49k vocabulary on 2 busy cores: it grows with the cube of one
+// object's optional properties (500 -> 1.2 s, 1,000 -> 13 s, 2,000 -> 112 s), faster than linearly with the
+// schema's subschemas (1,000 string properties -> 1.2 s, 2,000 -> 4.4 s, 4,000 -> 13.5 s, 20,000 -> over 280 s)
+// and with its enum entries (8,000 -> 0.4 s, 50,000 -> 45 s). A compile holds its request's HTTP thread and two
+// compile threads, so beyond these bounds (OpenAI's own are 5,000 properties and 1,000 enum values) a schema is
+// refused rather than compiled for minutes.
+constexpr size_t kMaxOptionalProperties = 256;  // in one object
+constexpr size_t kMaxSubschemas = 2048;         // in the whole schema
+constexpr size_t kMaxEnumEntries = 8192;        // in the whole schema
+
+struct Budget {
+  size_t subschemas = 0;
+  size_t enum_entries = 0;
+};
 
 [[noreturn]] void refuse(const std::string& msg) { throw GrammarError("JSON schema: " + msg); }
 
 // The string formats xgrammar turns into a pattern of its own; with 'pattern' they drop minLength/maxLength.
-constexpr std::string_view kPatternFormats[] = {"email", "date", "time", "date-time", "duration", "ipv4", "ipv6",
-                                                "hostname", "uuid", "uri", "uri-reference", "uri-template",
-                                                "json-pointer", "relative-json-pointer"};
+constexpr std::string_view kPatternFormats[] = {
+    "email",    "date", "time", "date-time",     "duration",     "ipv4",         "ipv6",
+    "hostname", "uuid", "uri",  "uri-reference", "uri-template", "json-pointer", "relative-json-pointer"};
 
 bool has_type(const json& s, const char* type) {
   auto t = s.find("type");
@@ -79,8 +89,8 @@ void check_string(const json& s, const std::string& at) {
   if (!s.contains("minLength") && !s.contains("maxLength")) return;
   auto fmt = s.find("format");
   const bool fmt_pattern = fmt != s.end() && fmt->is_string() &&
-                           std::find(std::begin(kPatternFormats), std::end(kPatternFormats),
-                                     fmt->get<std::string>()) != std::end(kPatternFormats);
+                           std::find(std::begin(kPatternFormats), std::end(kPatternFormats), fmt->get<std::string>()) !=
+                               std::end(kPatternFormats);
   if (pat != s.end() || fmt_pattern)
     refuse("minLength/maxLength together with '" + std::string(pat != s.end() ? "pattern" : "format") + "' at " + at +
            " is not supported (the lengths would not be enforced); drop them or write them into a pattern");
@@ -92,7 +102,8 @@ constexpr double kMaxIntegerMultipleOf = 1024;
 void check_number(const json& s, const std::string& at) {
   auto m = s.find("multipleOf");
   if (m == s.end()) return;
-  if (has_type(s, "number")) refuse("keyword 'multipleOf' on a number at " + at + " is not supported (only on integers)");
+  if (has_type(s, "number"))
+    refuse("keyword 'multipleOf' on a number at " + at + " is not supported (only on integers)");
   if (has_type(s, "integer") && m->is_number() &&
       (m->get<double>() != std::floor(m->get<double>()) || m->get<double>() > kMaxIntegerMultipleOf))
     refuse("keyword 'multipleOf' at " + at + " must be a whole number up to " +
@@ -130,9 +141,21 @@ void check_shape(const json& s, const std::string& at) {
   check_properties(s, at);
 }
 
-void walk(const json& s, const std::string& at) {
+void count(const json& s, const std::string& at, Budget& b) {
+  if (++b.subschemas > kMaxSubschemas)
+    refuse("the schema has more than " + std::to_string(kMaxSubschemas) + " subschemas (at " + at +
+           "), more than this server compiles");
+  auto e = s.is_object() ? s.find("enum") : s.end();
+  if (e != s.end() && e->is_array() && (b.enum_entries += e->size()) > kMaxEnumEntries)
+    refuse("the schema has more than " + std::to_string(kMaxEnumEntries) + " enum entries (at " + at +
+           "), more than this server compiles");
+}
+
+void walk(const json& s, const std::string& at, Budget& b) {
+  count(s, at, b);
   if (s.is_boolean()) return;
-  if (!s.is_object()) refuse("a schema must be an object or a boolean, got " + std::string(s.type_name()) + " at " + at);
+  if (!s.is_object())
+    refuse("a schema must be an object or a boolean, got " + std::string(s.type_name()) + " at " + at);
   for (const Unsupported& u : kUnsupported)
     if (s.contains(u.keyword))
       refuse(std::string("keyword '") + u.keyword + "' at " + at + " is not supported (" + u.why + ")");
@@ -141,22 +164,22 @@ void walk(const json& s, const std::string& at) {
     auto it = s.find(std::string(k));
     if (it == s.end()) continue;
     if (k == "items" && it->is_array()) {  // draft-4 tuple form
-      for (size_t i = 0; i < it->size(); ++i) walk((*it)[i], at + "/items/" + std::to_string(i));
+      for (size_t i = 0; i < it->size(); ++i) walk((*it)[i], at + "/items/" + std::to_string(i), b);
     } else {
-      walk(*it, at + "/" + std::string(k));
+      walk(*it, at + "/" + std::string(k), b);
     }
   }
   for (std::string_view k : kList) {
     auto it = s.find(std::string(k));
     if (it == s.end()) continue;
     if (!it->is_array()) refuse("'" + std::string(k) + "' at " + at + " must be an array");
-    for (size_t i = 0; i < it->size(); ++i) walk((*it)[i], at + "/" + std::string(k) + "/" + std::to_string(i));
+    for (size_t i = 0; i < it->size(); ++i) walk((*it)[i], at + "/" + std::string(k) + "/" + std::to_string(i), b);
   }
   for (std::string_view k : kMap) {
     auto it = s.find(std::string(k));
     if (it == s.end()) continue;
     if (!it->is_object()) refuse("'" + std::string(k) + "' at " + at + " must be an object");
-    for (const auto& [name, sub] : it->items()) walk(sub, at + "/" + std::string(k) + "/" + name);
+    for (const auto& [name, sub] : it->items()) walk(sub, at + "/" + std::string(k) + "/" + name, b);
   }
 }
 
@@ -169,7 +192,8 @@ void check_schema_supported(const std::string& schema_json) {
   } catch (const json::exception& e) {
     refuse(std::string("not valid JSON: ") + e.what());
   }
-  walk(s, "#");
+  Budget b;
+  walk(s, "#", b);
 }
 
 }  // namespace tinfer::grammar
