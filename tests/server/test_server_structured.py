@@ -303,6 +303,7 @@ def test_bad_input(srv):
         ({"response_format": {"type": "json_object"}, "guided_regex": "a+"}, "guided_regex", "invalid_value", None),
         ({"response_format": {"type": "foo"}}, "response_format.type", "invalid_value", "foo"),
         ({"guided_choice": []}, "guided_choice", "invalid_value", None),
+        ({"guided_choice": ["c%d" % i for i in range(10000)]}, "guided_choice", "invalid_value", "8192"),
         ({"structured_outputs": {"regex": "a", "choice": ["b"]}}, "structured_outputs", "invalid_value", None),
         # Schemas that admit nothing: refused when compiled.
         (rfs(False), RF, "invalid_grammar", None),
