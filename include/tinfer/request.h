@@ -66,7 +66,7 @@ struct GenerationRequest {
   bool report_entropy = false;
   // Structured output: every sampled token is one the grammar allows (its mask is applied to the logits before
   // logit_bias, penalties and sampling). A completed grammar allows only the model's EOS/EOG ids, which then end the
-  // request even with ignore_eos. Not with beam search.
+  // request even with ignore_eos. Beam search keeps one position per beam.
   std::shared_ptr<const TokenGrammar> grammar;
 };
 

@@ -53,7 +53,7 @@ struct ResolvedRequest {
   float length_penalty = 1.0f;       // finite
   bool early_stopping = false;
   bool report_entropy = false;  // GenerationRequest::report_entropy (never with beam search)
-  std::shared_ptr<const TokenGrammar> grammar;  // GenerationRequest::grammar (never with beam search)
+  std::shared_ptr<const TokenGrammar> grammar;  // GenerationRequest::grammar
 
  private:
   ResolvedRequest() = default;

@@ -82,7 +82,8 @@ class Sampler {
 
   // logits[n_vocab] after logit_bias and the penalties of this sampler's history, before temperature: what
   // beam search ranks (decoding/beam_search.h). Valid until the next call; no allocation.
-  std::span<const float> penalized(const float* logits);
+  // `allowed`: a grammar's mask (see sample()); the others come out -inf.
+  std::span<const float> penalized(const float* logits, const uint32_t* allowed = nullptr);
 
   uint64_t seed() const { return seed_; }  // the resolved seed (a random one when params had none)
   int64_t n_generated() const { return n_generated_; }

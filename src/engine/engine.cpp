@@ -38,7 +38,7 @@ void throw_if(const std::vector<std::string>& errs, const std::string& what) {
   fail(msg);
 }
 
-class EngineImpl final : public Engine, private SeqRegistry {
+class EngineImpl final : public Engine, private SeqRegistry, private DraftGate {
  public:
   EngineImpl(std::unique_ptr<Model> model, const EngineConfig& cfg) : config_(cfg), model_(std::move(model)) {
     throw_if(config_.validate(), "engine config");
@@ -55,10 +55,6 @@ class EngineImpl final : public Engine, private SeqRegistry {
     make_scheduler();
     runner_ = std::make_unique<ModelRunner>(*fwd_, *kv_);
     ext_ = make_extension();
-    may_draft_ = [this](kv::SeqId seq) {
-      auto it = owner_.find(seq);
-      return it != owner_.end() && it->second->strategy->may_draft(seq);
-    };
     publish_stats();
   }
 
@@ -71,7 +67,7 @@ class EngineImpl final : public Engine, private SeqRegistry {
     if (l.req.use_beam_search)
       l.strategy = std::make_unique<BeamStrategy>(l, limits_.n_vocab, *sched_, seqs);
     else
-      l.strategy = std::make_unique<SampleStrategy>(l, limits_.n_vocab, *sched_, seqs);
+      l.strategy = std::make_unique<SampleStrategy>(l, limits_.n_vocab, *sched_, seqs, &forced_);
     std::lock_guard<std::mutex> lock(mu_);
     live->id = ++next_id_;
     const RequestId id = live->id;
@@ -117,6 +113,14 @@ class EngineImpl final : public Engine, private SeqRegistry {
     owner_.erase(seq);
     ext_->release(seq);
   }
+  // DraftGate: each sequence's strategy answers for it.
+  bool may_draft(kv::SeqId seq) const override {
+    auto it = owner_.find(seq);
+    return it != owner_.end() && it->second->strategy->may_draft(seq);
+  }
+  size_t usable_draft(kv::SeqId seq, std::span<const kv::Token> draft) override {
+    return owner_.at(seq)->strategy->usable_draft(seq, draft);
+  }
   void allocate_kv();     // config_.kv and plans -> the KV budget, its blocks, the cache
   void make_scheduler();  // config_.scheduler whole (+ the model's context, the cache's groups); request limits
   std::unique_ptr<StepExtension> make_extension();  // config_.spec whole: a Speculator, or none
@@ -138,7 +142,6 @@ class EngineImpl final : public Engine, private SeqRegistry {
   std::unique_ptr<Scheduler> sched_;
   std::unique_ptr<ModelRunner> runner_;
   std::unique_ptr<StepExtension> ext_;  // speculative decoding, or NoStepExtension
-  std::function<bool(kv::SeqId)> may_draft_;  // which sequences the extension may draft for
   RequestLimits limits_;
   int max_model_len_cfg_ = 0;
   int max_len_ = 0;
@@ -149,6 +152,7 @@ class EngineImpl final : public Engine, private SeqRegistry {
   kv::SeqId next_seq_ = 0;
   int running_peak_ = 0;
   int64_t prompt_tokens_ = 0, generated_ = 0, aborts_done_ = 0;
+  ForcedDrafts forced_{.on = config_.grammar_jump_forward};  // structured output's jump-forward
   StepRows rows_;                     // this step's rows (storage reused)
   std::vector<LiveRequest*> touched_;  // requests with rows this step, in plan order
   std::vector<RequestId> finishing_;  // requests that may have finished this step
@@ -262,7 +266,7 @@ bool EngineImpl::step() {
   timer.to(Op::kSchedule);
   bool did = false;
   drain_inbox(&did);
-  ext_->before_schedule(*sched_, may_draft_, timer);
+  ext_->before_schedule(*sched_, *this, timer);
   const BatchPlan plan = sched_->schedule();
   if (plan.empty()) {
     timer.stop();
@@ -360,6 +364,8 @@ void EngineImpl::publish_stats() {
   stats_.spec_drafted = ss.spec_drafted;
   stats_.spec_accepted = ss.spec_accepted;
   stats_.spec_steps = ss.spec_steps;
+  stats_.grammar_forced_proposed = forced_.proposed;
+  stats_.grammar_forced_kept = forced_.kept;
   ext_->add_stats(stats_);
   const EarlyExitCounters ex = fwd_->early_exit_counters();
   stats_.early_exit_eligible = ex.eligible;

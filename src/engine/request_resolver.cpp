@@ -38,8 +38,6 @@ ResolvedRequest resolve_request(GenerationRequest req, const RequestLimits& lim)
            "n");
   if (req.use_beam_search && req.report_entropy)
     reject("beam search does not report entropies (routing measures sampled requests only)", "use_beam_search");
-  if (req.use_beam_search && req.grammar)
-    reject("structured output (a grammar) is not available with beam search", "use_beam_search");
   if (req.use_beam_search) {
     if (req.sampling.temperature != 0.0f)
       reject("beam search is deterministic: temperature must be 0, got " + std::to_string(req.sampling.temperature),

@@ -144,12 +144,16 @@ void Sampler::accept(int32_t token) {
 
 void Sampler::apply_penalties(const float* logits, const uint32_t* allowed) {
   std::memcpy(work_.data(), logits, sizeof(float) * size_t(n_vocab_));
-  if (allowed) {  // a word of all-ones (most of a mask once the grammar is in free text) costs one compare
+  if (allowed) {  // all-ones words (free text) cost a compare, all-zero words (structure) a fill of 32
     const size_t words = (size_t(n_vocab_) + 31) / 32;
     for (size_t w = 0; w < words; ++w) {
       const uint32_t bits = allowed[w];
       if (bits == ~0u) continue;
       const size_t end = std::min(size_t(n_vocab_), w * 32 + 32);
+      if (bits == 0) {
+        std::fill(work_.begin() + int64_t(w * 32), work_.begin() + int64_t(end), kNegInf);
+        continue;
+      }
       for (size_t t = w * 32; t < end; ++t)
         if (!((bits >> (t - w * 32)) & 1u)) work_[t] = kNegInf;
     }
@@ -237,8 +241,8 @@ std::span<const Candidate> Sampler::candidates(const float* logits) {
   return {cand_.data(), n_cand_};
 }
 
-std::span<const float> Sampler::penalized(const float* logits) {
-  apply_penalties(logits);
+std::span<const float> Sampler::penalized(const float* logits, const uint32_t* allowed) {
+  apply_penalties(logits, allowed);
   return {work_.data(), work_.size()};
 }
 

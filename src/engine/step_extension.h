@@ -21,13 +21,24 @@ namespace tinfer {
 class Scheduler;
 struct EngineStats;
 
+// Which running sequences take drafts, and how much of a draft each can use (a structured-output grammar cuts a
+// draft at the first token it forbids: that row could never be kept). The engine answers through each sequence's
+// DecodeStrategy.
+class DraftGate {
+ public:
+  virtual bool may_draft(kv::SeqId seq) const = 0;
+  virtual size_t usable_draft(kv::SeqId seq, std::span<const kv::Token> draft) = 0;
+
+ protected:
+  ~DraftGate() = default;
+};
+
 class StepExtension {
  public:
   virtual ~StepExtension() = default;
   // Before Scheduler::schedule, inside the step's scheduling phase (`timer` may switch category and must
-  // return to Op::kSchedule). `may_draft` says which running sequences accept drafts.
-  virtual void before_schedule(Scheduler& sched, const std::function<bool(kv::SeqId)>& may_draft,
-                               PhaseTimer& timer) = 0;
+  // return to Op::kSchedule). `gate` says which running sequences accept drafts, and how much of each.
+  virtual void before_schedule(Scheduler& sched, DraftGate& gate, PhaseTimer& timer) = 0;
   // The forward of `plan` took `seconds`.
   virtual void after_forward(const BatchPlan& plan, double seconds) = 0;
   // committed[i] is what plan.requests[i] keeps (its accepted drafts, then one sampled token), before update.
@@ -38,7 +49,7 @@ class StepExtension {
 
 class NoStepExtension final : public StepExtension {
  public:
-  void before_schedule(Scheduler&, const std::function<bool(kv::SeqId)>&, PhaseTimer&) override {}
+  void before_schedule(Scheduler&, DraftGate&, PhaseTimer&) override {}
   void after_forward(const BatchPlan&, double) override {}
   void after_commit(const BatchPlan&, std::span<const std::vector<kv::Token>>) override {}
   void release(kv::SeqId) override {}

@@ -30,6 +30,28 @@ const char* grammar_kind_name(GrammarKind k) {
   return "?";
 }
 
+std::string as_structural_format(const GrammarSpec& spec) {
+  using nlohmann::ordered_json;
+  switch (spec.kind) {
+    case GrammarKind::kJsonObject:
+      return R"({"type": "json_schema", "json_schema": {"type": "object"}})";
+    case GrammarKind::kJsonSchema:
+      return ordered_json{{"type", "json_schema"}, {"json_schema", ordered_json::parse(spec.source)}}.dump();
+    case GrammarKind::kRegex:
+      return ordered_json{{"type", "regex"}, {"pattern", spec.source}}.dump();
+    case GrammarKind::kEbnf:
+      return ordered_json{{"type", "grammar"}, {"grammar", spec.source}}.dump();
+    case GrammarKind::kChoice: {
+      ordered_json elems = ordered_json::array();
+      for (const auto& c : ordered_json::parse(spec.source)) elems.push_back({{"type", "const_string"}, {"value", c}});
+      return ordered_json{{"type", "or"}, {"elements", elems}}.dump();
+    }
+    case GrammarKind::kStructuralTag:
+      return ordered_json::parse(spec.source).at("format").dump();
+  }
+  return "{}";
+}
+
 namespace {
 
 using Compiled = std::shared_ptr<const XgGrammar>;
@@ -91,6 +113,7 @@ xgrammar::CompiledGrammar compile_spec(xgrammar::GrammarCompiler& xg, const Gram
     case GrammarKind::kEbnf:
       return xg.CompileGrammar(spec.source, "root");
     case GrammarKind::kStructuralTag:
+      check_structural_tag(spec.source);
       return xg.CompileStructuralTag(spec.source);
   }
   throw GrammarError("unknown grammar kind");
@@ -121,6 +144,7 @@ struct GrammarCompiler::Impl {
   Impl(const Tokenizer& tok, int32_t nv, std::vector<int32_t> stops, GrammarCompilerConfig c)
       : stop_ids(std::make_shared<const std::vector<int32_t>>(std::move(stops))),
         xg(vocabulary(tok, nv, *stop_ids), c.threads, /*cache_enabled=*/false),
+        tokenizer(&tok),
         n_vocab(nv),
         cfg(c) {}
 
@@ -139,6 +163,7 @@ struct GrammarCompiler::Impl {
 
   std::shared_ptr<const std::vector<int32_t>> stop_ids;
   xgrammar::GrammarCompiler xg;
+  const Tokenizer* tokenizer;
   int32_t n_vocab;
   GrammarCompilerConfig cfg;
   mutable std::mutex mu;
@@ -179,9 +204,9 @@ std::shared_ptr<const TokenGrammar> GrammarCompiler::compile(const GrammarSpec& 
   }
   const auto t0 = std::chrono::steady_clock::now();
   try {
-    auto g = std::make_shared<const XgGrammar>(compile_spec(m.xg, spec), m.stop_ids);
-    if (g->admits_nothing(m.n_vocab))
-      throw GrammarError(std::string(grammar_kind_name(spec.kind)) + ": admits no output (no token may start it)");
+    auto g = std::make_shared<const XgGrammar>(compile_spec(m.xg, spec), m.stop_ids, m.tokenizer);
+    if (!g->admits_output(m.n_vocab))
+      throw GrammarError(std::string(grammar_kind_name(spec.kind)) + ": the grammar admits no output");
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     {
       std::lock_guard<std::mutex> lk(m.mu);

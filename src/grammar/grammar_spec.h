@@ -14,7 +14,11 @@ enum class GrammarKind {
   kStructuralTag,  // source: an xgrammar structural-tag JSON (tool calls, reasoning then an answer)
 };
 
-const char* grammar_kind_name(GrammarKind k);  // "json_object", "json_schema", "regex", "choice", "ebnf", "structural_tag"
+const char* grammar_kind_name(GrammarKind k);
+struct GrammarSpec;
+// The spec as an xgrammar structural-tag "format" object (JSON text), to be composed into a larger structural tag
+// (a reasoning block, then this): {"type": "json_schema" | "regex" | "grammar" | "or" ...}.
+std::string as_structural_format(const GrammarSpec& spec);  // "json_object", "json_schema", "regex", "choice", "ebnf", "structural_tag"
 
 struct GrammarSpec {
   GrammarKind kind = GrammarKind::kJsonObject;

@@ -14,6 +14,7 @@
 #include "server/openai_request.h"
 #include "server/openai_response.h"
 #include "server/routed_request.h"
+#include "text/tool_calls/reasoning.h"
 
 namespace tinfer::server {
 
@@ -122,6 +123,8 @@ struct CompletionCall::State {
   std::string opening_chunks();
   bool relay_events(const WriteFn& write, Clock::time_point last_write);
   void on_event(const QueuedEvent& qe, std::string& out);
+  std::string chunk_of(int index, const std::string& text, std::vector<TokenRecord>* recs, const std::string& reason,
+                       const std::string& model);
   void note_token(PromptCall& pc, const TokenEvent& ev);
   void abort_if_past_deadline(std::string& out);
   Usage finish_engine_requests();
@@ -137,6 +140,7 @@ struct CompletionCall::State {
   ResponseMeta meta;
   std::shared_ptr<EventQueue> queue = std::make_shared<EventQueue>();
   std::vector<SampleOutput> samples;  // [prompts x n]
+  std::vector<std::unique_ptr<ChoiceShaper>> shapers;  // [prompts x n] chat: tool calls / reasoning, else empty
   std::vector<bool> engine_finished;
   bool completed = false;
   Clock::time_point arrival = Clock::now(), first_token, last_token;
@@ -196,14 +200,33 @@ GenerationRequest generation_request(const CompletionRequest& req, const std::ve
 
 // The request's output format as a grammar, compiled on this HTTP thread (the engine's step loop never waits
 // for a compile; a cached grammar is a lookup). What cannot compile is a 400 naming the field it came from.
+// tool_choice "required" or a named function is a structural tag of the model's call format; with a reasoning
+// model the format applies after its <think> block.
 void CompletionCall::State::compile_grammar() {
-  if (!req.format) return;
+  std::optional<OutputFormat> f = req.format;
+  if (req.tools.enforce()) {
+    const char* field = req.tools.legacy ? "function_call" : "tool_choice";
+    if (f)
+      throw ApiError(400, "'" + f->field + "' cannot be combined with a forced tool call ('" + field + "')", f->field,
+                     "invalid_value");
+    std::string tag = ctx.tool_format->structural_tag_text(req.tools.tools_json, req.tools.choice);  // key order kept
+    if (tag.empty())
+      throw ApiError(400, std::string("'") + field + "' cannot be enforced in the " + ctx.tool_format->name + " format",
+                     field, "invalid_value");
+    f = OutputFormat{{grammar::GrammarKind::kStructuralTag, std::move(tag)}, field};
+  }
+  if (!f) return;
   const auto t0 = Clock::now();
   try {
-    grammar = ctx.grammars->compile(req.format->spec);
+    if (ctx.reasoning && req.chat)
+      f->spec = {grammar::GrammarKind::kStructuralTag,
+                 toolcall::reasoning_then(nlohmann::json::parse(grammar::as_structural_format(f->spec)),
+                                          ctx.opens_reasoning)};
+    grammar = ctx.grammars->compile(f->spec);
   } catch (const grammar::GrammarError& e) {
-    throw ApiError(400, std::string("'") + req.format->field + "' cannot be followed: " + e.what(), req.format->field,
-                   "invalid_grammar");
+    throw ApiError(400, "'" + f->field + "' cannot be followed: " + e.what(), f->field, "invalid_grammar");
+  } catch (const nlohmann::json::exception& e) {
+    throw ApiError(400, "'" + f->field + "' cannot be followed: " + e.what(), f->field, "invalid_grammar");
   }
   ctx.metrics.grammar_wait.observe(std::chrono::duration<double>(Clock::now() - t0).count());
   ++ctx.metrics.requests_constrained;
@@ -267,6 +290,26 @@ void CompletionCall::State::make_samples() {
     for (int i = 0; i < req.n; ++i) samples.emplace_back(ctx.tokenizer, req.stop, req.sampling.logprobs, at_text_start);
   }
   engine_finished.assign(samples.size(), false);
+  if (req.chat && (req.tools.parse() || ctx.reasoning))
+    for (size_t i = 0; i < samples.size(); ++i)
+      shapers.push_back(std::make_unique<ChoiceShaper>(req.tools.parse() ? ctx.tool_format : nullptr, ctx.reasoning,
+                                                       ctx.opens_reasoning, req.tools.tools_json, req.tools.legacy));
+}
+
+// A sample's new text through its shaper (when it has one) into a stream chunk; done: the last one.
+std::string CompletionCall::State::chunk_of(int index, const std::string& text, std::vector<TokenRecord>* recs,
+                                            const std::string& reason, const std::string& model) {
+  ResponseMeta m = meta;
+  if (!model.empty()) m.model = model;  // each chunk names the model that produced it
+  if (shapers.empty()) {
+    if (text.empty() && (!recs || recs->empty()) && reason.empty()) return "";
+    return req.stream ? sse(stream_chunk(m, index, text, recs, reason, false)) : "";
+  }
+  ChoiceShaper& sh = *shapers[size_t(index)];
+  toolcall::ParseDelta d = sh.push(text);
+  if (!reason.empty()) d.append(sh.finish());
+  if (!req.stream || (d.empty() && (!recs || recs->empty()) && reason.empty())) return "";
+  return sse(shaped_chunk(m, index, d, recs, reason.empty() ? "" : sh.finish_reason(reason), sh.legacy()));
 }
 
 void CompletionCall::State::submit_all() {
@@ -353,12 +396,9 @@ void CompletionCall::State::on_event(const QueuedEvent& qe, std::string& out) {
   bool was_done = so.done();
   std::string delta = so.on_event(ev);
   if (!was_done && so.stopped_by_string()) ctx.metrics.stop_string_hits++;
-  if (req.stream && !was_done) {
-    auto recs = so.take_new_records();
-    ResponseMeta m = meta;
-    m.model = pc.engine->model_id();  // each chunk names the model that produced it
-    if (!delta.empty() || !recs.empty() || so.done())
-      out += sse(stream_chunk(m, ev.index, delta, &recs, so.done() ? so.finish_reason() : "", false));
+  if (!was_done) {
+    auto recs = req.stream ? so.take_new_records() : std::vector<TokenRecord>{};
+    out += chunk_of(ev.index, delta, &recs, so.done() ? so.finish_reason() : "", pc.engine->model_id());
   }
 }
 
@@ -383,8 +423,8 @@ void CompletionCall::State::abort_if_past_deadline(std::string& out) {
   for (size_t i = 0; i < samples.size(); ++i) {
     if (samples[i].done()) continue;
     std::string delta = samples[i].finish_abort();
-    auto recs = samples[i].take_new_records();
-    if (req.stream) out += sse(stream_chunk(meta, static_cast<int>(i), delta, &recs, "abort", false));
+    auto recs = req.stream ? samples[i].take_new_records() : std::vector<TokenRecord>{};
+    out += chunk_of(static_cast<int>(i), delta, &recs, "abort", "");
   }
 }
 
@@ -429,7 +469,7 @@ bool CompletionCall::State::write_tail(const WriteFn& write, const Usage& u) {
   std::vector<std::string> echo;
   if (req.echo)
     for (size_t i = 0; i < samples.size(); ++i) echo.push_back(prompt_of(i).echo);
-  return write_full_response(meta, samples, echo, u, warnings, write);
+  return write_full_response(meta, samples, echo, u, warnings, write, &shapers);
 }
 
 void CompletionCall::State::observe_end(bool ok) {

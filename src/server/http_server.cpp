@@ -2,6 +2,8 @@
 // graceful shutdown, on top of our own connection layer (http_conn.h).
 #include "server/http_server.h"
 
+#include "text/tool_calls/reasoning.h"
+
 #include <sys/resource.h>
 
 #include <atomic>
@@ -214,7 +216,8 @@ struct HttpServer::Impl {
       if (ready) metrics.long_lane_waiting = st.background_waiting;
       const OpProfile ops = ready ? driver->engine().op_profile() : OpProfile{};
       std::string page = metrics.render(st, ready ? ctx->queued.load() : 0, ready, ops);
-      if (ready && ctx->grammars) metrics.render_grammar(page, ctx->grammars->stats());
+      if (ready && ctx->grammars)
+        metrics.render_grammar(page, ctx->grammars->stats(), st.grammar_forced_proposed, st.grammar_forced_kept);
       if (ready && ctx->route)
         metrics.render_routing(page, route_mode_name(ctx->route->config().mode), ctx->route->ids(),
                                {driver->stats(kLargeModel), driver->stats(kSmallModel)});
@@ -306,6 +309,19 @@ std::unique_ptr<grammar::GrammarCompiler> make_grammar_compiler(const ServerConf
   gc.cache_bytes = cfg.grammar_cache_bytes;
   return std::make_unique<grammar::GrammarCompiler>(tok, engine.request_limits().n_vocab, std::move(stops), gc);
 }
+// --tool-call-parser NAME, else the row that recognises the template; reasoning when the template speaks of <think>.
+void choose_tool_format(ServerContext& c) {
+  const std::string& tmpl = c.chat_template.source();
+  if (!c.config.tool_call_parser.empty()) {
+    c.tool_format = toolcall::find_tool_call_format(c.config.tool_call_parser);
+    check(c.tool_format != nullptr, "--tool-call-parser: unknown format '" + c.config.tool_call_parser +
+                                        "' (hermes, llama3_json, mistral, pythonic, qwen3_coder)");
+  } else {
+    c.tool_format = &toolcall::detect_tool_call_format(tmpl);
+  }
+  c.reasoning = tmpl.find("<think>") != std::string::npos || tmpl.find("</think>") != std::string::npos;
+  c.opens_reasoning = c.reasoning && toolcall::template_opens_reasoning(tmpl);
+}
 }  // namespace
 
 void HttpServer::attach(Engine& engine, const Tokenizer& tokenizer, ChatTemplate chat_template, std::string model_id) {
@@ -315,6 +331,7 @@ void HttpServer::attach(Engine& engine, const Tokenizer& tokenizer, ChatTemplate
       s.config, *s.driver, tokenizer, std::move(chat_template),
       s.config.served_model_name.empty() ? model_id : s.config.served_model_name, engine.max_model_len(), s.metrics});
   s.ctx->grammars = make_grammar_compiler(s.config, tokenizer, engine);
+  choose_tool_format(*s.ctx);
   warm_up(*s.driver, 0, tokenizer);
   s.ready.store(true, std::memory_order_release);
 }
@@ -328,6 +345,7 @@ void HttpServer::attach_routed(Engine& large, Engine& small, const RoutePolicy& 
                                                        policy.ids()[kLargeModel], large.max_model_len(), s.metrics});
   s.ctx->route = &policy;
   s.ctx->grammars = make_grammar_compiler(s.config, large.tokenizer(), large);
+  choose_tool_format(*s.ctx);
   warm_up(*s.driver, kLargeModel, large.tokenizer());
   warm_up(*s.driver, kSmallModel, large.tokenizer());
   s.ready.store(true, std::memory_order_release);

@@ -8,6 +8,7 @@
 
 #include "server/api_error.h"
 #include "server/refused_fields.h"
+#include "server/tool_request.h"
 
 namespace tinfer::server {
 namespace {
@@ -194,14 +195,6 @@ void parse_input(const json& body, CompletionRequest& r) {
     const json* m = field(body, "messages");
     if (!m) bad("messages", "is required");
     parse_messages(*m, r);
-    if (const json* t = field(body, "tools")) {
-      if (!t->is_array()) bad("tools", "must be a list of tool definitions");
-      for (size_t i = 0; i < t->size(); ++i)
-        if (!(*t)[i].is_object()) bad("tools[" + std::to_string(i) + "]", "must be an object");
-      // Passed to the template as JSON values. Keys come out sorted (the body is parsed into sorted
-      // maps), so tojson prints them in that order rather than the client's.
-      if (!t->empty()) r.tools_json = nlohmann::ordered_json::parse(t->dump()).dump();
-    }
   } else {
     const json* p = field(body, "prompt");
     if (!p) bad("prompt", "is required");
@@ -333,6 +326,10 @@ CompletionRequest parse_completion_request(const json& body, bool chat, std::str
   parse_beam_search(body, r);
   refuse_unsupported_fields(body, chat, r.n);
   r.format = parse_output_format(body, chat, raw_body);
+  if (chat) {  // tools go to the template in the client's key order; calls are parsed from (or forced on) the answer
+    r.tools = parse_tool_request(body, raw_body);
+    r.tools_json = r.tools.tools_json;
+  }
   for (const auto& msg : r.sampling.validate()) throw ApiError(400, msg, "", "invalid_value");
   return r;
 }

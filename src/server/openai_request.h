@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "server/output_format.h"
+#include "server/tool_request.h"
 #include "tinfer/sampler.h"
 #include "text/tokenizer/tokenizer.h"
 
@@ -48,6 +49,7 @@ struct CompletionRequest {
   bool early_stopping = false;
   // Structured output (response_format, guided_*, structured_outputs, json_schema, grammar): compiled by the server.
   std::optional<OutputFormat> format;
+  ToolRequest tools;  // chat: tools, tool_choice, parallel_tool_calls (or the legacy functions / function_call)
 };
 
 constexpr int kMaxN = 16;  // bounds n, and prompts x n for a list of prompts

@@ -124,9 +124,31 @@ json logprobs_json(bool chat, const std::vector<TokenRecord>& records) {
   return {{"tokens", tokens}, {"token_logprobs", lps}, {"top_logprobs", tops}, {"text_offset", offs}};
 }
 
+namespace {
+
+// message for a shaped choice: content (null when only calls were made), reasoning_content, tool_calls.
+json shaped_message(const ChoiceShaper& sh) {
+  json msg = {{"role", "assistant"}, {"refusal", nullptr}};
+  msg["content"] = sh.content().empty() && !sh.calls().empty() ? json(nullptr) : json(sh.content());
+  if (!sh.reasoning().empty()) msg["reasoning_content"] = sh.reasoning();
+  if (sh.calls().empty()) return msg;
+  if (sh.legacy()) {
+    msg["function_call"] = {{"name", sh.calls()[0].name}, {"arguments", sh.calls()[0].arguments}};
+    return msg;
+  }
+  json calls = json::array();
+  for (const toolcall::ToolCall& c : sh.calls())
+    calls.push_back({{"id", c.id}, {"type", "function"}, {"function", {{"name", c.name}, {"arguments", c.arguments}}}});
+  msg["tool_calls"] = std::move(calls);
+  return msg;
+}
+
+}  // namespace
+
 bool write_full_response(const ResponseMeta& m, const std::vector<SampleOutput>& samples,
                          const std::vector<std::string>& echo, const Usage& u, const std::vector<std::string>& warnings,
-                         const std::function<bool(std::string_view)>& emit) {
+                         const std::function<bool(std::string_view)>& emit,
+                         const std::vector<std::unique_ptr<ChoiceShaper>>* shapers) {
   json head = {{"id", m.id},
                {"object", m.chat ? "chat.completion" : "text_completion"},
                {"created", m.created},
@@ -140,8 +162,11 @@ bool write_full_response(const ResponseMeta& m, const std::vector<SampleOutput>&
   out += '[';
   for (size_t i = 0; i < samples.size(); ++i) {
     const SampleOutput& s = samples[i];
+    const ChoiceShaper* sh = shapers && i < shapers->size() ? (*shapers)[i].get() : nullptr;
     json c;
-    if (m.chat) {
+    if (m.chat && sh) {
+      c = {{"index", i}, {"message", shaped_message(*sh)}, {"finish_reason", sh->finish_reason(s.finish_reason())}};
+    } else if (m.chat) {
       c = {{"index", i},
            {"message", {{"role", "assistant"}, {"content", s.text()}, {"refusal", nullptr}}},
            {"finish_reason", s.finish_reason()}};
@@ -190,6 +215,34 @@ json stream_chunk(const ResponseMeta& m, int index, const std::string& text, con
           {"model", m.model},
           {"choices", json::array({choice})},
           {"system_fingerprint", nullptr}};
+}
+
+json shaped_chunk(const ResponseMeta& m, int index, const toolcall::ParseDelta& d, const std::vector<TokenRecord>* records,
+                  const std::string& finish_reason, bool legacy) {
+  json c = stream_chunk(m, index, d.content, records, finish_reason, false);
+  json& delta = c["choices"][0]["delta"];
+  if (!d.reasoning.empty()) delta["reasoning_content"] = d.reasoning;
+  if (d.calls.empty()) return c;
+  if (legacy) {  // one call: its name first, then argument pieces
+    json fc = json::object();
+    for (const toolcall::ToolCallDelta& p : d.calls) {
+      if (!p.name.empty()) fc["name"] = p.name;
+      fc["arguments"] = fc.value("arguments", "") + p.arguments;
+    }
+    delta["function_call"] = fc;
+    return c;
+  }
+  json calls = json::array();
+  for (const toolcall::ToolCallDelta& p : d.calls) {
+    json e = {{"index", p.index}};
+    if (!p.id.empty()) e["id"] = p.id, e["type"] = "function";
+    json fn = {{"arguments", p.arguments}};
+    if (!p.name.empty()) fn["name"] = p.name;
+    e["function"] = std::move(fn);
+    calls.push_back(std::move(e));
+  }
+  delta["tool_calls"] = std::move(calls);
+  return c;
 }
 
 json usage_chunk(const ResponseMeta& m, const Usage& u) {

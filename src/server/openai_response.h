@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "server/choice_shaper.h"
 #include "server/sample_output.h"
 
 namespace tinfer::server {
@@ -35,9 +36,12 @@ nlohmann::json logprobs_json(bool chat, const std::vector<TokenRecord>& records)
 // to `emit` one choice at a time (the head first): peak memory is the records plus one choice's
 // text, not a JSON tree ~10x the whole text. `echo`: empty, or one prefix per sample (completions
 // echo). Returns false as soon as `emit` does (the client is gone).
+// shapers: per sample, null or the chat choice's reasoning / tool-call split (message.reasoning_content,
+// message.tool_calls or the legacy function_call, finish_reason "tool_calls").
 bool write_full_response(const ResponseMeta& m, const std::vector<SampleOutput>& samples,
                          const std::vector<std::string>& echo, const Usage& u, const std::vector<std::string>& warnings,
-                         const std::function<bool(std::string_view)>& emit);
+                         const std::function<bool(std::string_view)>& emit,
+                         const std::vector<std::unique_ptr<ChoiceShaper>>* shapers = nullptr);
 // The same text as one string (tests).
 std::string full_response_body(const ResponseMeta& m, const std::vector<SampleOutput>& samples,
                                const std::vector<std::string>& echo, const Usage& u,
@@ -45,6 +49,10 @@ std::string full_response_body(const ResponseMeta& m, const std::vector<SampleOu
 // One streamed delta for choice `index`. `first` adds the chat role; finish_reason "" = null.
 nlohmann::json stream_chunk(const ResponseMeta& m, int index, const std::string& text,
                             const std::vector<TokenRecord>* records, const std::string& finish_reason, bool first);
+// A shaped chat delta: content, reasoning_content and tool_calls pieces (OpenAI's shape: a call's first piece has
+// its index, id, type and name; later pieces its index and argument text). Legacy: delta.function_call.
+nlohmann::json shaped_chunk(const ResponseMeta& m, int index, const toolcall::ParseDelta& d,
+                            const std::vector<TokenRecord>* records, const std::string& finish_reason, bool legacy);
 nlohmann::json usage_chunk(const ResponseMeta& m, const Usage& u);
 
 // JSON text that never throws on invalid UTF-8 (replaced by U+FFFD).

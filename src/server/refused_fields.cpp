@@ -21,11 +21,8 @@ struct Refused {
 };
 
 bool never(const json&, int) { return false; }
-bool empty_list(const json& v, int) { return v.is_array() && v.empty(); }
 bool is_false(const json& v, int) { return v.is_boolean() && !v.get<bool>(); }
 bool is_zero(const json& v, int) { return v.is_number() && v.get<double>() == 0; }
-bool is_none(const json& v, int) { return v.is_string() && v.get<std::string>() == "none"; }
-bool is_none_or_auto(const json& v, int n) { return is_none(v, n) || (v.is_string() && v.get<std::string>() == "auto"); }
 bool empty_string(const json& v, int) { return v.is_string() && v.get<std::string>().empty(); }
 bool best_of_is_n(const json& v, int n) { return v.is_number_integer() && v.get<int64_t>() == n; }
 bool is_true(const json& v, int) { return v.is_boolean() && v.get<bool>(); }
@@ -33,13 +30,6 @@ bool text_only(const json& v, int) { return v.is_array() && v.size() == 1 && v[0
 
 const Refused kRefused[] = {
     // OpenAI fields.
-    // "tools" are passed to the chat template (the model sees the definitions and may answer with a
-    // call), but calls are not parsed out of the answer: they arrive as text in "content". Forcing or
-    // shaping calls is refused.
-    {"tool_choice", kChat, is_none_or_auto, "forcing tool calls is not supported (only \"none\" and \"auto\" are accepted)"},
-    {"parallel_tool_calls", kChat, never, "tool calls are not parsed from the answer, so they cannot be shaped"},
-    {"functions", kChat, empty_list, "function calling is not supported"},
-    {"function_call", kChat, is_none, "function calling is not supported (only \"none\" is accepted)"},
     {"suffix", kCompletions, empty_string, "insertion (suffix) is not supported"},
     {"best_of", kCompletions, best_of_is_n, "server-side best-of ranking is not supported; best_of must equal n"},
     {"prediction", kChat, never, "predicted outputs are not supported"},

@@ -10,6 +10,7 @@
 #include "text/chat/chat_template.h"
 #include "grammar/grammar_compiler.h"
 #include "server/engine_driver.h"
+#include "text/tool_calls/tool_call_format.h"
 #include "server/metrics.h"
 #include "server/route_policy.h"
 #include "server/server_config.h"
@@ -35,6 +36,11 @@ struct ServerContext {
   std::atomic<int64_t> abort_deadline_ns{INT64_MAX};
   // Structured output: compiles each request's grammar (on its HTTP thread, off the engine's step loop), cached.
   std::unique_ptr<grammar::GrammarCompiler> grammars;
+  // Tool calls and reasoning, from the template (or --tool-call-parser): the format row that parses calls out of
+  // answers and builds the grammar that forces them; whether the model reasons in <think> blocks, and whether its
+  // prompt already opens one.
+  const toolcall::ToolCallFormat* tool_format = nullptr;
+  bool reasoning = false, opens_reasoning = false;
 
   bool past_abort_deadline() const {
     return std::chrono::steady_clock::now().time_since_epoch().count() >= abort_deadline_ns.load();

@@ -350,3 +350,60 @@ TEST(Sampler, Validation) {
 
 }  // namespace
 }  // namespace tinfer
+
+namespace tinfer {
+namespace {
+
+// A grammar's mask (bit t of word t / 32): only allowed tokens are ever drawn, greedy takes the best allowed one,
+// penalties and logit_bias apply after the mask, and reported logprobs stay the model's own. Ragged vocabulary
+// sizes (not a multiple of 32) and masks with all-ones, all-zero and mixed words.
+TEST(Sampler, MaskAllowsOnlyItsTokens) {
+  for (int32_t V : {5, 32, 33, 100, 1000}) {
+    std::mt19937 rng(V);
+    std::normal_distribution<float> nd(0, 2);
+    std::vector<float> logits(static_cast<size_t>(V));
+    for (float& l : logits) l = nd(rng);
+    std::vector<uint32_t> mask((size_t(V) + 31) / 32, 0);
+    std::vector<int32_t> allowed;
+    for (int32_t t = 0; t < V; ++t)
+      if (t < 32 ? (t % 3 == 1) : (t >= 64 && t < 96) || t % 7 == 2) {
+        mask[size_t(t) / 32] |= 1u << (t % 32);
+        allowed.push_back(t);
+      }
+    auto is_allowed = [&](int32_t t) { return std::find(allowed.begin(), allowed.end(), t) != allowed.end(); };
+    int32_t best = allowed[0];
+    for (int32_t t : allowed)
+      if (logits[size_t(t)] > logits[size_t(best)]) best = t;
+    SamplingParams g;
+    g.temperature = 0;
+    g.logprobs = true;
+    Sampler greedy(g, V);
+    const SampleResult& r = greedy.sample(logits.data(), mask.data());
+    EXPECT_EQ(r.token, best) << "V " << V;
+    Sampler plain(g, V);
+    const float lp_unmasked = [&] {  // the model's own log-softmax at `best`
+      float m = *std::max_element(logits.begin(), logits.end());
+      double s = 0;
+      for (float l : logits) s += std::exp(double(l - m));
+      return float(double(logits[size_t(best)]) - (double(m) + std::log(s)));
+    }();
+    EXPECT_NEAR(r.logprob, lp_unmasked, 1e-5);
+    SamplingParams p;
+    p.temperature = 1.5f;
+    p.top_k = 50;
+    p.presence_penalty = 1.0f;
+    p.logit_bias = {{best, -100.0f}};
+    p.seed = 11;
+    Sampler s(p, V);
+    for (int i = 0; i < 500; ++i) {
+      const SampleResult& x = s.sample(logits.data(), mask.data());
+      ASSERT_TRUE(is_allowed(x.token)) << "V " << V << " token " << x.token;
+      s.accept(x.token);
+    }
+    EXPECT_EQ(plain.sample(logits.data()).token,
+              int32_t(std::max_element(logits.begin(), logits.end()) - logits.begin()));  // no mask: argmax
+  }
+}
+
+}  // namespace
+}  // namespace tinfer

@@ -169,6 +169,11 @@ TEST(Cli, BenchLadderTinyAppliesEveryRung) {
 }
 
 TEST(Cli, MissingModelFile) { expect_error("run -m /nonexistent/model.gguf -p hi", "does not exist"); }
+// A word that is neither a file nor a known model name: the error lists the names (cli/model_names.h).
+TEST(Cli, UnknownModelNameListsTheKnownOnes) {
+  expect_error("run -m no-such-model -p hi", "known: smollm2-135m, gemma3-270m, qwen2.5-coder-0.5b");
+  expect_error("serve -m no-such-model", "neither a file nor a known model name");
+}
 
 TEST(Cli, WrongMagic) {
   std::string f = temp_file("magic.gguf", std::string("NOPE") + std::string(100, '\0'));

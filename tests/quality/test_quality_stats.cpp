@@ -42,6 +42,27 @@ TEST(ScoreWindows, CoverEveryTargetOnce) {
   EXPECT_THROW(score_windows(10, 4, 0), Error);
 }
 
+// llama-perplexity's schedule: disjoint chunks of ctx, each scoring targets ctx/2+1 .. ctx-1 of its own (the
+// logits of positions ctx/2 .. ctx-2), the tail past the last whole chunk unscored; BOS fed at each chunk's start.
+TEST(ScoreWindows, LlamaChunks) {
+  auto w = llama_chunk_windows(11, 4, -1);  // [0,4) [4,8); tokens 8..10 unscored
+  ASSERT_EQ(w.size(), 2u);
+  EXPECT_EQ(w[0].begin, 0);
+  EXPECT_EQ(w[0].end, 4);
+  EXPECT_EQ(w[0].first_target, 3);
+  EXPECT_EQ(w[0].first_token, -1);
+  EXPECT_EQ(w[1].begin, 4);
+  EXPECT_EQ(w[1].end, 8);
+  EXPECT_EQ(w[1].first_target, 7);
+  const auto b = llama_chunk_windows(1024, 512, 7);
+  ASSERT_EQ(b.size(), 2u);
+  EXPECT_EQ(b[1].first_target, 512 + 257);
+  EXPECT_EQ(b[1].end - b[1].first_target, 255);  // llama.cpp's count: n_ctx - first - 1
+  EXPECT_EQ(b[1].first_token, 7);
+  EXPECT_THROW(llama_chunk_windows(3, 4, -1), Error);
+  EXPECT_THROW(llama_chunk_windows(10, 3, -1), Error);
+}
+
 TEST(QualityStats, LogSoftmaxAndKl) {
   const float logits[3] = {1.0f, 3.0f, 2.0f};
   double lp[3], lq[3];

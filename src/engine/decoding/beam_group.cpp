@@ -23,7 +23,12 @@ BeamGroup::BeamGroup(const ResolvedRequest& req, int n_vocab, Scheduler& sched, 
 }
 
 void BeamGroup::start() {
-  slots_.assign(1, Slot{});
+  slots_.clear();
+  slots_.emplace_back();
+  if (req_.grammar) {
+    slots_[0].grammar = req_.grammar->start();
+    mask_.resize(mask_words(n_vocab_));
+  }
   add_request(slots_[0]);
   slot_of_[slots_[0].seq] = 0;
 }
@@ -44,7 +49,8 @@ void BeamGroup::drop(kv::SeqId seq) {
 void BeamGroup::on_row(kv::SeqId seq, const float* logits) {
   Slot& s = slots_.at(size_t(slot_of_.at(seq)));
   check(!s.conts, "beam search: a second row for one beam in one round");
-  s.conts = top_continuations(samplers_[size_t(s.sampler)].penalized(logits), search_.num_continuations());
+  const uint32_t* allowed = s.grammar && s.grammar->fill_mask(mask_) ? mask_.data() : nullptr;
+  s.conts = top_continuations(samplers_[size_t(s.sampler)].penalized(logits, allowed), search_.num_continuations());
   rows_this_step_ = true;
   ++rows_used_;
 }
@@ -84,6 +90,10 @@ void BeamGroup::decide() {
       samplers.push_back(samplers_[size_t(parent.sampler)]);
       samplers.back().accept(o.token);
       next[j].sampler = static_cast<int>(j);
+    }
+    if (parent.grammar) {
+      next[j].grammar = parent.grammar->fork();
+      next[j].grammar->accept(o.token);
     }
     if (parent.seq && !continued[size_t(o.parent)]) {  // the parent's sequence continues as its best child
       continued[size_t(o.parent)] = true;

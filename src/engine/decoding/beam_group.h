@@ -12,6 +12,8 @@
 //     copy-on-write, last token replaced) when the parent is still running and a seat is free, else a new
 //     request whose prompt is prompt + the beam's tokens (recomputed; the prefix cache may cover it).
 // Scheduler sequences carry no stop ids: only the round decides when a beam ends.
+// With a grammar (structured output) each beam has its own position in it: its row is masked before the
+// continuations are ranked, and every child forks its parent's position and advances it by its token.
 #pragma once
 #include <functional>
 #include <optional>
@@ -19,6 +21,7 @@
 #include <vector>
 
 #include "engine/decoding/beam_search.h"
+#include "tinfer/token_constraint.h"
 #include "tinfer/request_resolver.h"
 #include "tinfer/sampler.h"
 #include "tinfer/kv_types.h"
@@ -56,6 +59,7 @@ class BeamGroup {
     kv::SeqId fork_from = 0;  // when seq == 0: the parent sequence to fork, if it still runs
     int sampler = 0;          // index into samplers_
     std::optional<std::vector<BeamToken>> conts;  // this round's continuations, once its row came
+    std::unique_ptr<TokenConstraint> grammar;     // its grammar position (structured output), or null
   };
   void drop(kv::SeqId seq);   // aborts it in the scheduler
   void add_request(Slot& s);  // a new sequence holding prompt + the beam's tokens
@@ -72,6 +76,7 @@ class BeamGroup {
   std::vector<Slot> slots_;
   std::unordered_map<kv::SeqId, int> slot_of_;     // live sequences -> slot
   std::unordered_map<kv::SeqId, Token> commits_;   // this step: sequence -> token update() appends
+  std::vector<uint32_t> mask_;  // a grammar's mask scratch
   bool rows_this_step_ = false;
   int64_t rows_used_ = 0;
 };

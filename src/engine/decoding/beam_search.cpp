@@ -38,6 +38,8 @@ std::vector<BeamToken> top_continuations(std::span<const float> logits, int k) {
     if (!std::isnan(logits[i])) s += std::exp(double(logits[i]) - m);
   const double log_z = m + std::log(s);
   std::sort(heap.begin(), heap.end(), better);  // best first
+  // A grammar's mask leaves forbidden tokens at -inf: never continuations (unless nothing else is left).
+  while (heap.size() > 1 && !(logits[heap.back()] > -std::numeric_limits<float>::infinity())) heap.pop_back();
   std::vector<BeamToken> out;
   out.reserve(heap.size());
   for (int32_t id : heap) out.push_back({id, double(logits[id]) - log_z});

@@ -68,6 +68,8 @@ class DecodeStrategy {
   virtual void after_update() {}
   virtual void abort() = 0;                   // client abort: every sequence leaves, every sample is reported
   virtual bool may_draft(kv::SeqId) const = 0;  // speculation may propose tokens after this sequence
+  // How many of a draft's first tokens could be kept at all (a grammar ends it at the first one it forbids).
+  virtual size_t usable_draft(kv::SeqId, std::span<const Token> draft) { return draft.size(); }
 };
 
 }  // namespace tinfer

@@ -10,8 +10,10 @@
 
 namespace tinfer {
 
-SampleStrategy::SampleStrategy(LiveRequest& live, int n_vocab, Scheduler& sched, SeqRegistry& seqs)
-    : live_(live), sched_(sched), seqs_reg_(seqs), forked_(live.req.n == 1) {
+SampleStrategy::SampleStrategy(LiveRequest& live, int n_vocab, Scheduler& sched, SeqRegistry& seqs,
+                               ForcedDrafts* forced)
+    : live_(live), sched_(sched), seqs_reg_(seqs), forked_(live.req.n == 1),
+      forced_(forced && forced->on && live.req.grammar ? forced : nullptr) {
   const ResolvedRequest& r = live.req;
   samplers_.reserve(size_t(r.n));
   samplers_.emplace_back(r.sampling, n_vocab, r.prompt);
@@ -21,6 +23,7 @@ SampleStrategy::SampleStrategy(LiveRequest& live, int n_vocab, Scheduler& sched,
     samplers_.emplace_back(p, n_vocab, r.prompt);
   }
   seqs_.assign(size_t(r.n), 0);
+  forced_pending_.assign(size_t(r.n), 0);
   if (r.grammar) {
     for (int i = 0; i < r.n; ++i) grammar_.push_back(r.grammar->start());
     mask_.resize(mask_words(n_vocab));
@@ -52,7 +55,28 @@ bool SampleStrategy::is_stop(Token t) const {
   return std::find(live_.req.stop_ids.begin(), live_.req.stop_ids.end(), t) != live_.req.stop_ids.end();
 }
 
-bool SampleStrategy::may_draft(kv::SeqId) const { return forked_ && live_.req.speculative; }
+bool SampleStrategy::may_draft(kv::SeqId seq) const {
+  if (!forked_ || !live_.req.speculative) return false;
+  const auto it = std::find(seqs_.begin(), seqs_.end(), seq);
+  return it == seqs_.end() || !forced_pending_[size_t(it - seqs_.begin())];  // its forced tokens are its draft
+}
+
+size_t SampleStrategy::usable_draft(kv::SeqId seq, std::span<const Token> draft) {
+  if (grammar_.empty()) return draft.size();
+  TokenConstraint& g = *grammar_[size_t(index_of(seq))];
+  size_t j = 0;
+  while (j < draft.size() && g.accept(draft[j])) ++j;
+  g.rollback(static_cast<int>(j));
+  return j;
+}
+
+void SampleStrategy::propose_forced(int k, kv::SeqId seq) {
+  if (!forced_ || !forked_) return;
+  std::vector<Token> f = grammar_[size_t(k)]->forced_tokens();
+  if (f.empty()) return;
+  forced_pending_[size_t(k)] = 1;
+  sched_.propose(seq, std::move(f));  // (the scheduler trims it to the output and length limits)
+}
 
 void SampleStrategy::emit(int k, const SampleResult* r, bool finished, FinishReason why, int cached) {
   live_.emit(k, r, finished, why, cached);
@@ -74,6 +98,11 @@ void SampleStrategy::on_row(const PlanRow& row, StepRows& rows) {
     const size_t k = size_t(index_of(row.s.id));
     commit_run(samplers_[k], row.logits, rows.n_vocab, draft, &out, grammar_.empty() ? nullptr : grammar_[k].get(),
                mask_);
+    if (forced_pending_[k] && !draft.empty()) {
+      forced_->proposed += int64_t(draft.size());
+      forced_->kept += int64_t(out.size()) - 1;
+    }
+    forced_pending_[k] = 0;
     if (live_.entropy)  // committed token t was drawn from row t (the last known token's, then drafts')
       for (size_t t = 0; t < out.size(); ++t)
         out[t].entropy = next_token_entropy(row.logits + int64_t(t) * nv, nv, rows.entropy_scratch);
@@ -111,6 +140,7 @@ void SampleStrategy::on_output(const RequestOutput& out, std::span<const SampleR
     emit(k, &results[t], last && out.finished, last ? out.finish_reason : FinishReason::kNone,
          out.num_cached_prompt_tokens);
   }
+  if (!out.finished && !grammar_.empty()) propose_forced(k, out.id);
   if (out.id != fork_parent_) return;
   fork_parent_ = 0;
   fork(out.id, k);

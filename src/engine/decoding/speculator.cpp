@@ -98,11 +98,12 @@ Speculator::SeqState& Speculator::state(kv::SeqId seq) {
   return it->second;
 }
 
-void Speculator::propose(Scheduler& sched, const std::function<bool(kv::SeqId)>& allowed) {
+void Speculator::propose(Scheduler& sched, DraftGate& gate) {
+  proposed_now_.clear();
   std::vector<kv::SeqId> ids = sched.decoding();
   const int batch = static_cast<int>(ids.size());
   if (config_.disable_batch > 0 && batch >= config_.disable_batch) return;
-  std::erase_if(ids, [&](kv::SeqId s) { return !allowed(s); });
+  std::erase_if(ids, [&](kv::SeqId s) { return !gate.may_draft(s); });
   if (ids.empty()) return;
   std::vector<double> acc(ids.size());
   std::unique_ptr<bool[]> due(new bool[ids.size()]);
@@ -137,8 +138,11 @@ void Speculator::propose(Scheduler& sched, const std::function<bool(kv::SeqId)>&
   for (DraftQuery& q : queries_) {
     if (q.draft.empty()) continue;
     if (static_cast<int>(q.draft.size()) > q.k) q.draft.resize(size_t(q.k));
+    q.draft.resize(gate.usable_draft(q.seq, q.draft));
+    if (q.draft.empty()) continue;
     ++stats_.proposals;
     stats_.proposed += static_cast<int64_t>(q.draft.size());
+    proposed_now_.push_back(q.seq);
     sched.propose(q.seq, std::move(q.draft));
   }
 }
@@ -167,10 +171,10 @@ void Speculator::release(kv::SeqId seq) {
   drafter_->release(seq);
 }
 
-void Speculator::before_schedule(Scheduler& sched, const std::function<bool(kv::SeqId)>& may_draft,
+void Speculator::before_schedule(Scheduler& sched, DraftGate& gate,
                                  PhaseTimer& timer) {
   timer.to(Op::kDraft);
-  propose(sched, may_draft);
+  propose(sched, gate);
   timer.to(Op::kSchedule);
 }
 
@@ -190,7 +194,9 @@ void Speculator::after_forward(const BatchPlan& plan, double seconds) {
 void Speculator::after_commit(const BatchPlan& plan, std::span<const std::vector<kv::Token>> committed) {
   for (size_t i = 0; i < plan.requests.size(); ++i) {  // a run keeps its accepted drafts and one sampled token
     const ScheduledRequest& s = plan.requests[i];
-    if (s.num_draft > 0 && !s.padding && !committed[i].empty())
+    // (only drafts of ours: a grammar's forced tokens (jump-forward) teach the adaptive K nothing)
+    if (s.num_draft > 0 && !s.padding && !committed[i].empty() &&
+        std::find(proposed_now_.begin(), proposed_now_.end(), s.id) != proposed_now_.end())
       record(s.id, s.num_draft, static_cast<int>(committed[i].size()) - 1);
   }
 }

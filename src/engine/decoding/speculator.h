@@ -49,7 +49,7 @@ class Speculator final : public StepExtension {
   Speculator(const SpecConfig& config, std::unique_ptr<Drafter> drafter);
 
   // Before schedule(): drafts for the decoding requests `allowed` accepts, handed to the scheduler.
-  void propose(Scheduler& sched, const std::function<bool(kv::SeqId)>& allowed);
+  void propose(Scheduler& sched, DraftGate& gate);
   // After verification: `accepted` of `drafted` tokens were kept for seq.
   void record(kv::SeqId seq, int drafted, int accepted);
   // A decode-only step of `rows` rows took `seconds` in the forward (the row-cost model's sample).
@@ -58,7 +58,7 @@ class Speculator final : public StepExtension {
   void release(kv::SeqId seq) override;  // the sequence is gone
 
   // StepExtension: propose() timed as Op::kDraft; observe_step() on decode-only plans; record() per drafted row.
-  void before_schedule(Scheduler& sched, const std::function<bool(kv::SeqId)>& may_draft, PhaseTimer& timer) override;
+  void before_schedule(Scheduler& sched, DraftGate& gate, PhaseTimer& timer) override;
   void after_forward(const BatchPlan& plan, double seconds) override;
   void after_commit(const BatchPlan& plan, std::span<const std::vector<kv::Token>> committed) override;
   void add_stats(EngineStats& stats) const override;
@@ -91,6 +91,7 @@ class Speculator final : public StepExtension {
   std::unordered_map<kv::SeqId, SeqState> seqs_;
   SpecStats stats_;
   std::vector<DraftQuery> queries_;
+  std::vector<kv::SeqId> proposed_now_;  // sequences this step's drafts are ours for
 };
 
 // Verifies one request's drafts against its logit rows (rows[j * n_vocab ...] scores the position after the

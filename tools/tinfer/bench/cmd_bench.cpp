@@ -108,6 +108,7 @@ Command bench_subcommand(const std::string& name) {
                                                          {"ladder", cmd_bench_ladder},
                                                          {"serve", cmd_bench_serve},
                                                          {"spec", cmd_bench_spec},
+                                                         {"grammar", cmd_bench_grammar},
                                                          {"route", cmd_bench_route}};
   for (const auto& [n, fn] : kSub)
     if (name == n) return fn;
@@ -122,7 +123,7 @@ int cmd_bench(int argc, char** argv) {
   Args args(argc, argv, bench_options(),
             "tinfer bench -m MODEL [--prompt 512] [--gen 128] [--repeat 5] [--kv-dtype T] [--kv-dtype-k T] [--kv-dtype-v T] [--act-quant block32|token] "
             "[--profile] "
-            "[--trace FILE] [--json]   (serving: tinfer bench throughput|ladder|serve|spec|route --help)");
+            "[--trace FILE] [--json]   (serving: tinfer bench throughput|ladder|serve|spec|route|grammar --help)");
   const long long n_prompt = args.integer("--prompt"), n_gen = args.integer("--gen"), repeat = args.integer("--repeat");
   check(n_prompt >= 1 && n_gen >= 2 && repeat >= 1, "--prompt >= 1, --gen >= 2 and --repeat >= 1 are required");
   Loaded l = load_model(args);

@@ -38,6 +38,7 @@ struct Options {
   double rate = 0, slo_ttft = 0, slo_tpot = 0;
   bool ignore_eos = true;
   double temperature = -1;  // < 0: not sent (the server's default)
+  json extra_body = json::object();  // --extra-body: merged into every request (e.g. a response_format)
 };
 
 std::vector<int> parse_list(const std::string& s) {
@@ -111,6 +112,7 @@ Level make_level(const Options& o, const std::vector<std::string>& texts, int le
       b["prompt"] = prompt;
     if (o.ignore_eos) b["ignore_eos"] = true;
     if (o.temperature >= 0) b["temperature"] = o.temperature;
+    b.update(o.extra_body);
     l.bodies.push_back(b.dump());
   }
   return l;
@@ -287,6 +289,7 @@ std::vector<OptionSpec> bench_serve_options() {
       {"--max-tokens", "cap of the longtail distribution", true, "512"},
       {"--ignore-eos", "send ignore_eos: true so outputs run to max_tokens (on|off)", true, "on"},
       {"--temperature", "temperature sent with every request (default: none sent, the server's default)"},
+      {"--extra-body", "a file holding a JSON object merged into every request body (e.g. a response_format)", true},
       {"--request-rate", "open loop: Poisson arrivals at R requests/s (default: closed loop)", true},
       {"--slo-ttft", "goodput SLO: time to first token, seconds", true},
       {"--slo-tpot", "goodput SLO: time per output token after the first, seconds", true},
@@ -315,6 +318,16 @@ Options parse_options(const Args& args) {
   if (args.has("--temperature")) {
     o.temperature = args.number("--temperature");
     check(o.temperature >= 0 && o.temperature <= 2, "--temperature must be in [0, 2]");
+  }
+  if (args.has("--extra-body")) {
+    std::ifstream f(args.str("--extra-body"));
+    check(f.good(), "--extra-body: cannot read " + args.str("--extra-body"));
+    try {
+      o.extra_body = json::parse(f);
+    } catch (const json::exception& e) {
+      fail("--extra-body: " + args.str("--extra-body") + ": " + e.what());
+    }
+    check(o.extra_body.is_object(), "--extra-body must hold a JSON object");
   }
   if (args.has("--request-rate")) o.rate = args.number("--request-rate");
   if (args.has("--slo-ttft")) o.slo_ttft = args.number("--slo-ttft");

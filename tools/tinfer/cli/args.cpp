@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "cli/model_names.h"
 #include "tinfer/error.h"
 
 namespace tinfer::cli {
@@ -46,6 +47,7 @@ Args::Args(int argc, char** argv, const std::vector<OptionSpec>& spec, const std
         if (i + 1 >= argc) fail("option " + a + " needs a value");
         value = argv[++i];
       }
+      if (o->model_file) value = resolve_model(value);
       values_[key] = value;
       if (o->repeatable) repeated_[key].push_back(value);
     } else {

@@ -13,6 +13,7 @@ struct OptionSpec {
   bool takes_value = true;
   std::string default_value;
   bool repeatable = false;  // may be given several times; all() returns every value in order
+  bool model_file = false;  // the value names a model: a known name (cli/model_names.h) becomes its file
 };
 
 // Thrown by Args for --help (or -h where no option takes that name): main prints the usage to stdout

@@ -15,7 +15,8 @@ int cmd_serve(int argc, char** argv);
 int cmd_bench_throughput(int argc, char** argv);  // `tinfer bench throughput`, dispatched by cmd_bench
 int cmd_bench_ladder(int argc, char** argv);      // `tinfer bench ladder`, dispatched by cmd_bench
 int cmd_bench_serve(int argc, char** argv);       // `tinfer bench serve`, dispatched by cmd_bench
-int cmd_bench_spec(int argc, char** argv);        // `tinfer bench spec`, dispatched by cmd_bench
+int cmd_bench_spec(int argc, char** argv);
+int cmd_bench_grammar(int argc, char** argv);     // `tinfer bench grammar`: structured output's costs        // `tinfer bench spec`, dispatched by cmd_bench
 int cmd_bench_route(int argc, char** argv);       // `tinfer bench route`, dispatched by cmd_bench
 int cmd_tokenize(int argc, char** argv);
 int cmd_quantize(int argc, char** argv);

@@ -8,6 +8,7 @@
 #include "core/timer.h"
 #include "cli/exit_flags.h"
 #include "cli/kv_flags.h"
+#include "cli/model_names.h"
 #include "model/model_identity.h"
 
 namespace tinfer::cli {
@@ -19,7 +20,7 @@ std::vector<OptionSpec> concat(std::vector<OptionSpec> a, const std::vector<Opti
 
 std::vector<OptionSpec> model_options() {
   return {
-      {"-m,--model", "model file (.gguf, or llama2.c .bin)"},
+      {"-m,--model", "model file (.gguf, or llama2.c .bin) or a known name (" + known_model_list() + ")", true, "", false, true},
       {"-t,--threads", "threads (0 = all cores)", true, "0"},
       {"--tokenizer", "tokenizer for llama2.c .bin models"},
       {"-c,--ctx", "context length (default: the model's, at most 4096)"},

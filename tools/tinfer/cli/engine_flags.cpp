@@ -27,6 +27,8 @@ std::vector<OptionSpec> engine_options() {
       {"--max-seqs", "requests running at once", true, "64"},
       {"--max-tokens-cap", "hard cap on max_tokens (larger asks are clamped)", true, "4096"},
       {"--default-max-tokens", "max_tokens when a request gives none", true, "256"},
+      {"--jump-forward", "on|off: structured output commits a grammar's forced tokens in one forward (verified, exact)",
+       true, "on"},
   }), spec_options());
 }
 
@@ -66,6 +68,7 @@ EngineConfig engine_config(const Args& args) {
   c.kv.prefix_caching = on_off(args, "--prefix-caching", errs);
   c.kv.window = on_off(args, "--kv-window", errs);
   c.scheduler.chunked_prefill = on_off(args, "--chunked-prefill", errs);
+  c.grammar_jump_forward = on_off(args, "--jump-forward", errs);
   if (!parse_batching_mode(args.str("--batching"), &c.batching))
     errs.push_back("--batching must be continuous, static or static-padded, got '" + args.str("--batching") + "'");
   if (!kv::parse_kv_layout(args.str("--kv-layout"), &c.kv.layout))

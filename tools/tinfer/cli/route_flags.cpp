@@ -6,8 +6,8 @@
 namespace tinfer::cli {
 
 std::vector<OptionSpec> route_options() {
-  return {{"--model-small", "routing: the small model (same tokenizer as the large one)"},
-          {"--model-large", "routing: the large model (the default one; replaces -m)"},
+  return {{"--model-small", "routing: the small model (same tokenizer as the large one)", true, "", false, true},
+          {"--model-large", "routing: the large model (the default one; replaces -m)", true, "", false, true},
           {"--route",
            "routing policy: explicit (the request's model field) | entropy (automatic, by the small "
            "model's prompt entropy)"},

@@ -12,7 +12,7 @@ std::vector<OptionSpec> spec_options() {
       {"--spec-row-cost", "adaptive K's prior price of a verify row (fraction of a 1-row step; then measured)", true,
        "0.15"},
       {"--spec-ngram-max", "ngram: longest match tried (1..8)", true, "3"},
-      {"--draft-model", "draft: GGUF with the target's tokenizer (see tinfer derive)"},
+      {"--draft-model", "draft: GGUF with the target's tokenizer (see tinfer derive)", true, "", false, true},
       {"--spec-self-layers", "self: the target's first L layers draft", true, "0"},
   };
 }

@@ -13,7 +13,7 @@ namespace tinfer::cli {
 
 int cmd_derive(int argc, char** argv) {
   Args args(argc, argv,
-            {{"-m,--model", "source model (.gguf)"},
+            {{"-m,--model", "source model (.gguf, or a known name)", true, "", false, true},
              {"--keep-layers", "layers to keep, ascending: 0-9 | 0-3,20,21 | all"},
              {"-o,--output", "output .gguf path"}},
             "tinfer derive -m MODEL --keep-layers 0-9 -o DRAFT.gguf");

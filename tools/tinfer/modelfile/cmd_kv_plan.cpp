@@ -34,7 +34,7 @@ int cmd_kv_plan(int argc, char** argv) {
       argc, argv,
       concat(kv_type_options(),
              {
-                 {"-m,--model", "GGUF model (only its header is read)"},
+                 {"-m,--model", "GGUF model or a known name (only its header is read)", true, "", false, true},
                  {"--like", "a built-in shape: " + known_model_names()},
                  {"--config", "a Hugging Face config.json"},
                  {"--weight-type",

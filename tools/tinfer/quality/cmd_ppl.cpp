@@ -1,6 +1,8 @@
 // tinfer ppl: teacher-forced perplexity. The sequence is BOS + the encoded text, scored in windows of
 // --ctx tokens every --stride tokens (the first window scores all its targets, each later one the
 // targets past the previous window; default stride ctx-1: windows overlapping by one token).
+// --llama-chunks scores llama.cpp's llama-perplexity windows instead (quality_stats.h: llama_chunk_windows), on
+// the text's tokens with BOS only where the tokenizer adds one, so the two tools' figures compare directly.
 // --save-logits keeps the run as a base; --kld-base compares this run against one (same tokens, same
 // windows): perplexities, ΔPPL, KL divergence, top-1 agreement. Statistics: quality_stats.h; file
 // format: logits_file.h. Last stdout line: nll=<mean> ppl=<perplexity> tokens=<n> [comparison], or
@@ -53,6 +55,10 @@ std::vector<OptionSpec> ppl_options() {
                       {"--max-tokens", "score at most this many target tokens (0 = all)", true, "0"},
                       {"--max-bytes", "read at most this many bytes of the file (0 = all)", true, "0"},
                       {"--stride", "score each window's last N targets, windows every N tokens (default ctx-1)"},
+                      {"--llama-chunks",
+                       "llama-perplexity's windows: disjoint chunks of --ctx tokens, each scoring its second half; BOS "
+                       "only where the tokenizer adds one (at each chunk's start)",
+                       false},
                       {"--reference", "score with the reference forward pass (fp32/fp64 oracle, slow)", false},
                       {"--save-logits", "save this run as a base for --kld-base (tokens, vocabulary, log-probs)"},
                       {"--kld-base", "compare against a --save-logits file: KL divergence, ΔPPL, top-1 agreement"},
@@ -70,9 +76,27 @@ struct PplPlan {
   uint64_t n_records = 0;  // scored positions
 };
 
+// --llama-chunks: the text's tokens (BOS first where the tokenizer adds one, as llama.cpp tokenizes), cut to
+// max_tokens + 1 like the default schedule, in llama-perplexity's windows.
+PplPlan plan_llama_chunks(const Args& args, const Model& model, long long max_bytes, long long max_tokens) {
+  check(!args.has("--kld-base") && !args.has("--save-logits") && !args.has("--stride"),
+        "--llama-chunks scores its own windows: not with --stride, --save-logits or --kld-base");
+  check(args.has("--file"), "missing -f TEXT");
+  const Tokenizer& tok = model.tokenizer();
+  PplPlan p;
+  p.seq = tok.encode(read_text_file(args.str("--file"), max_bytes), tok.add_bos_by_default());
+  if (max_tokens > 0 && int64_t(p.seq.size()) > max_tokens + 1) p.seq.resize(size_t(max_tokens + 1));
+  p.ctx = context_length(args, model);
+  p.stride = p.ctx;
+  p.windows = llama_chunk_windows(int64_t(p.seq.size()), p.ctx, tok.add_bos_by_default() ? tok.bos() : -1);
+  for (const auto& w : p.windows) p.n_records += uint64_t(w.end - w.first_target);
+  return p;
+}
+
 PplPlan plan_scoring(const Args& args, const Model& model, const std::optional<LogitsReader>& base,
                      const VocabFingerprint& vocab, long long max_bytes, long long max_tokens) {
   PplPlan p;
+  if (args.flag("--llama-chunks")) return plan_llama_chunks(args, model, max_bytes, max_tokens);
   if (args.has("--file"))
     p.seq = scoring_sequence(model.tokenizer(), read_text_file(args.str("--file"), max_bytes), max_tokens);
   if (base) {
@@ -159,7 +183,7 @@ void report_early_exit(const Args& args, const Loaded& l, nlohmann::json& extra)
 
 int cmd_ppl(int argc, char** argv) {
   Args args(argc, argv, ppl_options(),
-            "tinfer ppl -m MODEL -f TEXT [--ctx N] [--stride S] [--max-tokens N] [--kv-dtype T] [--kv-dtype-k T] [--kv-dtype-v T] [--reference]\n"
+            "tinfer ppl -m MODEL -f TEXT [--ctx N] [--stride S | --llama-chunks] [--max-tokens N] [--kv-dtype T] [--kv-dtype-k T] [--kv-dtype-v T] [--reference]\n"
             "       [--act-quant block32|token] [--save-logits FILE | --kld-base FILE] [--json]");
   const long long max_bytes = args.integer("--max-bytes"), max_tokens = args.integer("--max-tokens");
   check(max_bytes >= 0 && max_tokens >= 0, "--max-bytes and --max-tokens must be >= 0");

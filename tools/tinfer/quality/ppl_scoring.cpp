@@ -39,6 +39,7 @@ WindowLogits::WindowLogits(Backend& backend, int64_t ctx, const KvPrecision& kv_
 
 const std::vector<float>& WindowLogits::score(const std::vector<int32_t>& seq, const ScoreWindow& w) {
   std::vector<int32_t> window(seq.begin() + w.begin, seq.begin() + w.end);
+  if (w.first_token >= 0) window[0] = w.first_token;
   const int64_t first_row = w.first_target - 1 - w.begin;  // the row predicting first_target
   if (ref_) {
     std::vector<int64_t> want;

@@ -23,6 +23,15 @@ std::vector<ScoreWindow> score_windows(int64_t n, int64_t ctx, int64_t stride) {
   return w;
 }
 
+std::vector<ScoreWindow> llama_chunk_windows(int64_t n, int64_t ctx, int32_t bos) {
+  check(ctx >= 4, "--ctx must be at least 4 with --llama-chunks");
+  check(n >= ctx, "--llama-chunks needs at least one whole window of --ctx " + std::to_string(ctx) + " tokens, the text has " +
+                      std::to_string(n));
+  std::vector<ScoreWindow> w;
+  for (int64_t begin = 0; begin + ctx <= n; begin += ctx) w.push_back({begin, begin + ctx, begin + ctx / 2 + 1, bos});
+  return w;
+}
+
 int32_t log_softmax(const float* logits, int64_t n, double* out) {
   int64_t arg = 0;
   for (int64_t i = 1; i < n; ++i)

@@ -11,12 +11,18 @@ namespace tinfer::cli {
 // first_target..end-1 (token indices) are scored, each from the logits of the position before it.
 struct ScoreWindow {
   int64_t begin, end, first_target;
+  int32_t first_token = -1;  // >= 0: fed in place of seq[begin] (llama.cpp puts BOS at every chunk's start)
 };
 // Hugging Face's strided perplexity over a sequence of n tokens: windows of ctx tokens start every
 // `stride` tokens; the first window scores all its targets, each later one only the targets past
 // the previous window's end (at most `stride` of them), so every target 1..n-1 is scored exactly
 // once. stride = ctx-1 is windows overlapping by one token. Requires n >= 2, 1 <= stride <= ctx-1.
 std::vector<ScoreWindow> score_windows(int64_t n, int64_t ctx, int64_t stride);
+// llama.cpp's llama-perplexity schedule over n tokens: floor(n / ctx) disjoint chunks [k ctx, (k+1) ctx), each
+// scoring its second half (targets k ctx + ctx/2 + 1 .. (k+1) ctx - 1); bos >= 0 replaces each chunk's first token
+// (llama.cpp does so when the vocabulary adds BOS). The tail past the last whole chunk is not scored. Error if
+// n < ctx or ctx < 4.
+std::vector<ScoreWindow> llama_chunk_windows(int64_t n, int64_t ctx, int32_t bos);
 
 // out[i] = log softmax(logits)[i], in double. Returns the argmax (lowest index on ties).
 int32_t log_softmax(const float* logits, int64_t n, double* out);

@@ -10,7 +10,7 @@ namespace tinfer::cli {
 
 int cmd_tokenize(int argc, char** argv) {
   Args args(argc, argv,
-            {{"-m,--model", "model file"},
+            {{"-m,--model", "model file or a known name", true, "", false, true},
              {"--tokenizer", "tokenizer for llama2.c .bin models"},
              {"-p,--prompt", "text", true, ""},
              {"--chat", "render the text as a user message with the chat template", false},
