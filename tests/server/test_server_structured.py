@@ -326,15 +326,49 @@ def test_bad_input(srv):
     r = chat_raw(srv, {"messages": [{"role": "user", "content": "hi"}], "grammar": 'root ::= "ab" b\nb ::= b "c"'}, 8)
     check(r["choices"][0]["message"]["content"] == "ab" and r["choices"][0]["finish_reason"] == "stop",
           "dead-end grammar: %s" % r["choices"][0])
-    for body in ({"grammar": 'root ::= "a" root'},):
-        st, _, data = srv.request("POST", CHAT, dict({"model": MODEL, "max_tokens": 8,
-                                                      "messages": [{"role": "user", "content": "hi"}]}, **body))
-        check(st in (200, 400), "%s: status %d" % (body, st))
-        j = json.loads(data)
-        check(st == 400 or j["choices"][0]["finish_reason"] in ("stop", "length"), "%s: %s" % (body, data[:200]))
-        print("  empty language %r -> %d %s" % (body["grammar"], st, json.dumps(
-            j.get("error") or {k: j["choices"][0][k] for k in ("finish_reason", "message")})[:160]))
-        still_serving(srv)
+
+
+def rss_mb(pid):
+    with open("/proc/%d/status" % pid) as f:
+        return next(int(line.split()[1]) // 1024 for line in f if line.startswith("VmRSS"))
+
+
+def test_endless_grammar():
+    # root ::= "a" root admits no finite string but every step has a token ("a"): a 400, or a well-formed answer
+    # cut at max_tokens, and the server serving on; with jump-forward off and on. Its own server each time, watched:
+    # with jump-forward on, the forced text "aaa..." has no end (xgrammar's FindJumpForwardString does not stop; the
+    # server grew to 1.8 GB in 8 s, then the OOM killer took it), so a server growing by 1 GB is killed and fails.
+    for flag in ("off", "on"):
+        srv = Server(TINFER, SMOL, "--ctx", "512", "--max-seqs", "8", "--kv-memory", "64M", "--jump-forward", flag)
+        try:
+            base, out = rss_mb(srv.proc.pid), {}
+
+            def ask():
+                try:
+                    out["r"] = srv.request("POST", CHAT, {"model": MODEL, "max_tokens": 8, "grammar": 'root ::= "a" root',
+                                                          "messages": [{"role": "user", "content": "hi"}]}, timeout=30)
+                except Exception as e:  # noqa: BLE001 (reported below)
+                    out["e"] = e
+            th = threading.Thread(target=ask)
+            th.start()
+            deadline = time.time() + 30
+            while th.is_alive() and time.time() < deadline:
+                if srv.proc.poll() is None and rss_mb(srv.proc.pid) > base + 1024:
+                    srv.proc.kill()
+                    raise AssertionError("jump-forward %s: the server grew past %d MB on an endless grammar" % (
+                        flag, base + 1024))
+                time.sleep(0.1)
+            th.join(5)
+            check("r" in out, "jump-forward %s: %r" % (flag, out.get("e")))
+            st, _, data = out["r"]
+            check(st in (200, 400), "endless grammar: status %d" % st)
+            j = json.loads(data)
+            check(st == 400 or j["choices"][0]["finish_reason"] in ("stop", "length"), "endless grammar: %s" % data[:200])
+            print("  endless grammar, jump-forward %s -> %d %s" % (flag, st, json.dumps(
+                j.get("error") or {k: j["choices"][0][k] for k in ("finish_reason", "message")})[:140]))
+            still_serving(srv)
+        finally:
+            srv.proc.kill()
 
 
 def test_megabyte_schema():
@@ -470,6 +504,7 @@ def main():
                  ("parse_pydantic", lambda: test_parse_pydantic(client)),
                  ("other_formats", lambda: test_other_formats(srv, client)),
                  ("bad_input", lambda: test_bad_input(srv)),
+                 ("endless_grammar", test_endless_grammar),
                  ("megabyte_schema", test_megabyte_schema),
                  ("concurrency", lambda: test_concurrency(srv, client)),
                  ("slow_compile_no_stall", lambda: test_slow_compile_does_not_stall(srv, client))]
