@@ -333,42 +333,55 @@ def rss_mb(pid):
         return next(int(line.split()[1]) // 1024 for line in f if line.startswith("VmRSS"))
 
 
+def endless_once(flag, field, spec):
+    """One endless grammar on a fresh server watched for memory growth (see test_endless_grammar)."""
+    srv = Server(TINFER, SMOL, "--ctx", "512", "--max-seqs", "8", "--kv-memory", "64M", "--jump-forward", flag)
+    try:
+        base, out = rss_mb(srv.proc.pid), {}
+
+        def ask():
+            try:
+                out["r"] = srv.request("POST", CHAT, {"model": MODEL, "max_tokens": 8, field: spec,
+                                                      "messages": [{"role": "user", "content": "hi"}]}, timeout=30)
+            except Exception as e:  # noqa: BLE001 (reported below)
+                out["e"] = e
+        th = threading.Thread(target=ask)
+        th.start()
+        deadline = time.time() + 30
+        while th.is_alive() and time.time() < deadline:
+            if srv.proc.poll() is None and rss_mb(srv.proc.pid) > base + 1024:
+                srv.proc.kill()
+                raise AssertionError("jump-forward %s, %s: the server grew past %d MB on an endless grammar" % (
+                    flag, field, base + 1024))
+            time.sleep(0.1)
+        th.join(5)
+        check("r" in out, "jump-forward %s: %r" % (flag, out.get("e")))
+        st, _, data = out["r"]
+        check(st in (200, 400), "endless grammar: status %d" % st)
+        j = json.loads(data)
+        check(st == 400 or j["choices"][0]["finish_reason"] in ("stop", "length"), "endless grammar: %s" % data[:200])
+        print("  endless %s, jump-forward %s -> %d %s" % (field, flag, st, json.dumps(
+            j.get("error") or {k: j["choices"][0][k] for k in ("finish_reason", "message")})[:140]))
+        still_serving(srv)
+    finally:
+        srv.proc.kill()
+
+
 def test_endless_grammar():
     # root ::= "a" root admits no finite string but every step has a token ("a"): a 400, or a well-formed answer
     # cut at max_tokens, and the server serving on; with jump-forward off and on. Its own server each time, watched:
     # with jump-forward on, the forced text "aaa..." has no end (xgrammar's FindJumpForwardString does not stop; the
     # server grew to 1.8 GB in 8 s, then the OOM killer took it), so a server growing by 1 GB is killed and fails.
-    for flag in ("off", "on"):
-        srv = Server(TINFER, SMOL, "--ctx", "512", "--max-seqs", "8", "--kv-memory", "64M", "--jump-forward", flag)
+    # The same through a JSON schema: every object requires an "x" that is again such an object.
+    endless = [("grammar", 'root ::= "a" root'),
+               ("guided_json", {"type": "object", "properties": {"x": {"$ref": "#"}}, "required": ["x"]})]
+    errors = []
+    for flag, (field, spec) in [(f, e) for f in ("off", "on") for e in endless]:
         try:
-            base, out = rss_mb(srv.proc.pid), {}
-
-            def ask():
-                try:
-                    out["r"] = srv.request("POST", CHAT, {"model": MODEL, "max_tokens": 8, "grammar": 'root ::= "a" root',
-                                                          "messages": [{"role": "user", "content": "hi"}]}, timeout=30)
-                except Exception as e:  # noqa: BLE001 (reported below)
-                    out["e"] = e
-            th = threading.Thread(target=ask)
-            th.start()
-            deadline = time.time() + 30
-            while th.is_alive() and time.time() < deadline:
-                if srv.proc.poll() is None and rss_mb(srv.proc.pid) > base + 1024:
-                    srv.proc.kill()
-                    raise AssertionError("jump-forward %s: the server grew past %d MB on an endless grammar" % (
-                        flag, base + 1024))
-                time.sleep(0.1)
-            th.join(5)
-            check("r" in out, "jump-forward %s: %r" % (flag, out.get("e")))
-            st, _, data = out["r"]
-            check(st in (200, 400), "endless grammar: status %d" % st)
-            j = json.loads(data)
-            check(st == 400 or j["choices"][0]["finish_reason"] in ("stop", "length"), "endless grammar: %s" % data[:200])
-            print("  endless grammar, jump-forward %s -> %d %s" % (flag, st, json.dumps(
-                j.get("error") or {k: j["choices"][0][k] for k in ("finish_reason", "message")})[:140]))
-            still_serving(srv)
-        finally:
-            srv.proc.kill()
+            endless_once(flag, field, spec)
+        except AssertionError as e:
+            errors.append(str(e))
+    check(not errors, "; ".join(errors))
 
 
 def test_megabyte_schema():
