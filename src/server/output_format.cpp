@@ -34,8 +34,12 @@ std::string nonempty_string(const json& v, const std::string& field) {
   return v.get<std::string>();
 }
 
+// As many as a schema's enum may hold (src/grammar/schema_check.cpp): 50,000 choices compile for 8 s here.
+constexpr size_t kMaxChoices = 8192;
+
 std::string choices(const json& v, const std::string& field) {
   if (!v.is_array() || v.empty()) bad(field, "must be a non-empty list of strings");
+  if (v.size() > kMaxChoices) bad(field, "may hold at most " + std::to_string(kMaxChoices) + " choices");
   for (size_t i = 0; i < v.size(); ++i)
     if (!v[i].is_string() || v[i].get<std::string>().empty())
       bad(field + "[" + std::to_string(i) + "]", "must be a non-empty string");

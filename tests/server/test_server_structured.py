@@ -127,14 +127,13 @@ def completion_once(client, name, stream):
 
 
 def test_response_format_schemas(client):
-    # Every schema x prompt: greedy and seeded (temperature 0.8) chat, streamed greedy chat, and /v1/completions
+    # Every schema x prompt: greedy chat, seeded (temperature 0.8) chat, streamed greedy chat, and /v1/completions
     # with response_format streamed and not. All run 8 at a time (the engine batches them).
     jobs = {}
     for name in SCHEMAS:
         for p in range(len(PROMPTS)):
             jobs[("chat", name, p, "greedy")] = lambda n=name, p=p: chat_once(client, n, p, False, temperature=0)
-            jobs[("chat", name, p, "seeded")] = lambda n=name, p=p: chat_once(client, n, p, False, temperature=0.8,
-                                                                              seed=100 + p)
+        jobs[("chat", name, 1, "seeded")] = lambda n=name: chat_once(client, n, 1, False, temperature=0.8, seed=101)
         jobs[("chat", name, 0, "stream")] = lambda n=name: chat_once(client, n, 0, True, temperature=0)
         jobs[("completions", name, 0, "greedy")] = lambda n=name: completion_once(client, n, False)
         jobs[("completions", name, 0, "stream")] = lambda n=name: completion_once(client, n, True)
@@ -247,7 +246,8 @@ def test_other_formats(srv, client):
         t, f = content(body, 120)
         validate(str(list(body)), t, schema if "json_object" not in str(body) else {"type": "object"}, f)
     # /v1/completions takes the vLLM and llama-server fields too.
-    for body, ok in (({"guided_regex": rx}, lambda t: re.fullmatch(rx, t)), ({"guided_choice": choices}, lambda t: t in choices),
+    for body, ok in (({"guided_regex": rx}, lambda t: re.fullmatch(rx, t)),
+                     ({"guided_choice": choices}, lambda t: t in choices),
                      ({"grammar": LIST}, lambda t: re.fullmatch(r"\[[a-z]{1,8}(,[a-z]{1,8}){0,3}\]", t))):
         r = client.completions.create(model=MODEL, prompt="Answer:", max_tokens=48, temperature=0, extra_body=body)
         check(ok(r.choices[0].text) and r.choices[0].finish_reason == "stop",
@@ -303,6 +303,7 @@ def test_bad_input(srv):
         ({"response_format": {"type": "json_object"}, "guided_regex": "a+"}, "guided_regex", "invalid_value", None),
         ({"response_format": {"type": "foo"}}, "response_format.type", "invalid_value", "foo"),
         ({"guided_choice": []}, "guided_choice", "invalid_value", None),
+        ({"guided_choice": ["c%d" % i for i in range(10000)]}, "guided_choice", "invalid_value", "8192"),
         ({"structured_outputs": {"regex": "a", "choice": ["b"]}}, "structured_outputs", "invalid_value", None),
         # Schemas that admit nothing: refused when compiled.
         (rfs(False), RF, "invalid_grammar", None),
@@ -325,39 +326,91 @@ def test_bad_input(srv):
     r = chat_raw(srv, {"messages": [{"role": "user", "content": "hi"}], "grammar": 'root ::= "ab" b\nb ::= b "c"'}, 8)
     check(r["choices"][0]["message"]["content"] == "ab" and r["choices"][0]["finish_reason"] == "stop",
           "dead-end grammar: %s" % r["choices"][0])
-    for body in ({"grammar": 'root ::= "a" root'},):
-        st, _, data = srv.request("POST", CHAT, dict({"model": MODEL, "max_tokens": 8,
-                                                      "messages": [{"role": "user", "content": "hi"}]}, **body))
-        check(st in (200, 400), "%s: status %d" % (body, st))
+
+
+def rss_mb(pid):
+    with open("/proc/%d/status" % pid) as f:
+        return next(int(line.split()[1]) // 1024 for line in f if line.startswith("VmRSS"))
+
+
+def endless_once(flag, field, spec):
+    """One endless grammar on a fresh server watched for memory growth (see test_endless_grammar)."""
+    srv = Server(TINFER, SMOL, "--ctx", "512", "--max-seqs", "8", "--kv-memory", "64M", "--jump-forward", flag)
+    try:
+        base, out = rss_mb(srv.proc.pid), {}
+
+        def ask():
+            try:
+                out["r"] = srv.request("POST", CHAT, {"model": MODEL, "max_tokens": 8, field: spec,
+                                                      "messages": [{"role": "user", "content": "hi"}]}, timeout=30)
+            except Exception as e:  # noqa: BLE001 (reported below)
+                out["e"] = e
+        th = threading.Thread(target=ask)
+        th.start()
+        deadline = time.time() + 30
+        while th.is_alive() and time.time() < deadline:
+            if srv.proc.poll() is None and rss_mb(srv.proc.pid) > base + 1024:
+                srv.proc.kill()
+                raise AssertionError("jump-forward %s, %s: the server grew past %d MB on an endless grammar" % (
+                    flag, field, base + 1024))
+            time.sleep(0.1)
+        th.join(5)
+        check("r" in out, "jump-forward %s: %r" % (flag, out.get("e")))
+        st, _, data = out["r"]
+        check(st in (200, 400), "endless grammar: status %d" % st)
         j = json.loads(data)
-        check(st == 400 or j["choices"][0]["finish_reason"] in ("stop", "length"), "%s: %s" % (body, data[:200]))
-        print("  empty language %r -> %d %s" % (body["grammar"], st, json.dumps(
-            j.get("error") or {k: j["choices"][0][k] for k in ("finish_reason", "message")})[:160]))
+        check(st == 400 or j["choices"][0]["finish_reason"] in ("stop", "length"), "endless grammar: %s" % data[:200])
+        print("  endless %s, jump-forward %s -> %d %s" % (field, flag, st, json.dumps(
+            j.get("error") or {k: j["choices"][0][k] for k in ("finish_reason", "message")})[:140]))
         still_serving(srv)
+    finally:
+        srv.proc.kill()
+
+
+def test_endless_grammar():
+    # root ::= "a" root admits no finite string but every step has a token ("a"): a 400, or a well-formed answer
+    # cut at max_tokens, and the server serving on; with jump-forward off and on. Its own server each time, watched:
+    # with jump-forward on, the forced text "aaa..." has no end (xgrammar's FindJumpForwardString does not stop; the
+    # server grew to 1.8 GB in 8 s, then the OOM killer took it), so a server growing by 1 GB is killed and fails.
+    # The same through a JSON schema: every object requires an "x" that is again such an object.
+    endless = [("grammar", 'root ::= "a" root'),
+               ("guided_json", {"type": "object", "properties": {"x": {"$ref": "#"}}, "required": ["x"]})]
+    errors = []
+    for flag, (field, spec) in [(f, e) for f in ("off", "on") for e in endless]:
+        try:
+            endless_once(flag, field, spec)
+        except AssertionError as e:
+            errors.append(str(e))
+    check(not errors, "; ".join(errors))
 
 
 def test_megabyte_schema():
-    # A ~1 MB schema (an object of 20,000 optional properties) on a server that takes 4 MiB bodies: a 200 or a 400
-    # within a bounded time, and the server serves a plain request right after.
+    # ~1 MB schemas on a server that takes 4 MiB bodies: 20,000 optional properties (xgrammar's compile grows with
+    # their cube), 20,000 required ones (over 280 s here), an enum of 50,000 strings (45 s). Each must be a 200 or
+    # a 400 within a bounded time (the server refuses them: src/grammar/schema_check.cpp's bounds), and the server
+    # serves a plain request right after.
     srv = Server(TINFER, SMOL, "--ctx", "512", "--max-seqs", "8", "--kv-memory", "64M", "--max-body-bytes", "4194304")
     try:
-        schema = {"type": "object", "properties": {"field_%05d" % i: s(8) for i in range(20000)}}
-        body = {"model": MODEL, "max_tokens": 4, "messages": [{"role": "user", "content": "hi"}],
-                "response_format": {"type": "json_schema", "json_schema": {"name": "big", "schema": schema}}}
-        size = len(json.dumps(body))
-        t = time.time()
-        st, _, data = srv.request("POST", CHAT, body, timeout=20)
-        dt = time.time() - t
-        check(st in (200, 400), "1 MB schema: status %d: %s" % (st, data[:200]))
-        print("  %d-byte schema body -> %d in %.2f s: %s" % (size, st, dt, data[:160].decode()))
-        still_serving(srv)
+        props = {"field_%05d" % i: s(8) for i in range(20000)}
+        for what, schema in (("20,000 optional properties", {"type": "object", "properties": props}),
+                             ("20,000 required properties", obj(props)),
+                             ("an enum of 50,000", obj({"v": {"enum": ["value_number_%06d" % i for i in range(50000)]}}))):
+            body = {"model": MODEL, "max_tokens": 4, "messages": [{"role": "user", "content": "hi"}],
+                    "response_format": {"type": "json_schema", "json_schema": {"name": "big", "schema": schema}}}
+            t = time.time()
+            st, _, data = srv.request("POST", CHAT, body, timeout=20)
+            check(st in (200, 400), "1 MB schema (%s): status %d: %s" % (what, st, data[:200]))
+            print("  %s, %d-byte body -> %d in %.2f s: %s" % (what, len(json.dumps(body)), st, time.time() - t,
+                                                          data[:150].decode()))
+            still_serving(srv)
     finally:
         srv.proc.kill()
 
 
 CONC_SCHEMAS = [obj({"city": s(12), "rank": {"type": "integer", "minimum": 1, "maximum": 5}}),
                 obj({"ok": {"type": "boolean"}, "why": s(20)}),
-                obj({"animal": {"enum": ["cat", "dog", "fox"]}, "legs": {"type": "integer", "minimum": 0, "maximum": 8}}),
+                obj({"animal": {"enum": ["cat", "dog", "fox"]},
+                     "legs": {"type": "integer", "minimum": 0, "maximum": 8}}),
                 obj({"words": {"type": "array", "items": s(8), "minItems": 1, "maxItems": 2}})]
 
 
@@ -369,7 +422,8 @@ def test_concurrency(srv, client):
         schema = CONC_SCHEMAS[i % 4]
         r = client.chat.completions.create(
             model=MODEL, messages=[{"role": "user", "content": "Answer in JSON (%d)." % i}], max_tokens=120,
-            temperature=0.8, seed=i, response_format={"type": "json_schema", "json_schema": {"name": "c", "schema": schema}})
+            temperature=0.8, seed=i,
+            response_format={"type": "json_schema", "json_schema": {"name": "c", "schema": schema}})
         validate("concurrent %d" % i, r.choices[0].message.content, schema, r.choices[0].finish_reason)
 
     def plain(i):
@@ -404,18 +458,18 @@ def stream_times(client, i):
 
 
 def test_slow_compile_does_not_stall(srv, client):
-    # A schema of 2,000 required properties compiles for seconds on this machine; it compiles on its request's
-    # HTTP thread while the engine decodes everyone else. The plain stream's tokens arrive while the big request
-    # is still waiting for its grammar, and its TTFT/TPOT stay of the order of an idle server's (xgrammar's compile
-    # threads do share the CPU).
+    # A schema of 2 objects of 900 required properties (within the server's bounds) compiles for seconds on this
+    # machine, on its request's HTTP thread, while the engine decodes everyone else. The plain stream's tokens
+    # arrive while the big request is still waiting for its grammar, and its TTFT/TPOT stay of the order of an idle
+    # server's (xgrammar's compile threads do share the CPU).
     base = stream_times(client, 0)
-    schema = obj({"k%04d_%d" % (i, os.getpid()): s(6) for i in range(2000)})
+    schema = obj({"o%d" % j: obj({"k%04d_%d" % (i, os.getpid()): s(6) for i in range(900)}) for j in range(2)})
     done = {}
 
     def big():
         t = time.time()
-        st, _, _ = srv.request("POST", CHAT, {"model": MODEL, "max_tokens": 1, "messages": [{"role": "user", "content": "x"}],
-                                              "guided_json": schema}, timeout=120)
+        st, _, _ = srv.request("POST", CHAT, {"model": MODEL, "max_tokens": 1, "guided_json": schema,
+                                              "messages": [{"role": "user", "content": "x"}]}, timeout=120)
         done["status"], done["t"], done["dt"] = st, time.time(), time.time() - t
 
     th = threading.Thread(target=big)
@@ -463,6 +517,7 @@ def main():
                  ("parse_pydantic", lambda: test_parse_pydantic(client)),
                  ("other_formats", lambda: test_other_formats(srv, client)),
                  ("bad_input", lambda: test_bad_input(srv)),
+                 ("endless_grammar", test_endless_grammar),
                  ("megabyte_schema", test_megabyte_schema),
                  ("concurrency", lambda: test_concurrency(srv, client)),
                  ("slow_compile_no_stall", lambda: test_slow_compile_does_not_stall(srv, client))]
