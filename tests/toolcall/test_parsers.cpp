@@ -145,6 +145,21 @@ TEST(ToolCallHermes, InvalidJsonInsideTheTagIsContent) {
   }
 }
 
+TEST(ToolCallHermes, ArgumentsAreValidUtf8) {
+  // JSON text is UTF-8: a string with an invalid sequence breaks the call (so its arguments never reach a client
+  // as invalid JSON); valid multi-byte text passes.
+  for (std::string bad : {"\xff", "\xc3", "\xe0\x80\x80", "\xed\xa0\x80", "\xf4\x90\x80\x80", "\xc3\x28"}) {
+    std::string text = "<tool_call>{\"name\": \"f\", \"arguments\": {\"s\": \"a" + bad + "\"}}</tool_call>";
+    auto s = parse("hermes", text);
+    EXPECT_TRUE(s.final_calls.empty());
+    EXPECT_EQ(s.content, text);
+  }
+  auto ok =
+      parse("hermes",
+            "<tool_call>{\"name\": \"f\", \"arguments\": {\"s\": \"caf\u00e9 \u65e5\u672c \U0001F600\"}}</tool_call>");
+  ASSERT_EQ(ok.final_calls.size(), 1u);
+}
+
 TEST(ToolCallHermes, BrokenCallThenGoodCall) {
   auto s = parse("hermes",
                  "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": tru}}\n</tool_call>\n"

@@ -159,6 +159,30 @@ JsonScanner::Status JsonScanner::structural(char c) {
   }
 }
 
+// One byte >= 0x80 inside a string.
+JsonScanner::Status JsonScanner::utf8(unsigned char u) {
+  if (utf8_left_ > 0) {
+    if (u < utf8_lo_ || u > utf8_hi_) return fail();
+    --utf8_left_;
+    utf8_lo_ = 0x80, utf8_hi_ = 0xBF;
+    return Status::kMore;
+  }
+  if (u >= 0xC2 && u <= 0xDF) {
+    utf8_left_ = 1;
+  } else if (u >= 0xE0 && u <= 0xEF) {
+    utf8_left_ = 2;
+    if (u == 0xE0) utf8_lo_ = 0xA0;
+    if (u == 0xED) utf8_hi_ = 0x9F;
+  } else if (u >= 0xF0 && u <= 0xF4) {
+    utf8_left_ = 3;
+    if (u == 0xF0) utf8_lo_ = 0x90;
+    if (u == 0xF4) utf8_hi_ = 0x8F;
+  } else {
+    return fail();
+  }
+  return Status::kMore;
+}
+
 JsonScanner::Status JsonScanner::feed(char c) {
   number_ended_ = false;
   auto u = static_cast<unsigned char>(c);
@@ -167,6 +191,7 @@ JsonScanner::Status JsonScanner::feed(char c) {
     case State::kError:
       return fail();
     case State::kString:
+      if (u >= 0x80 || utf8_left_ > 0) return utf8(u);
       if (c == '"') {
         if (key_) {
           state_ = State::kColon;

@@ -42,6 +42,7 @@ class JsonScanner {
   Status number(char c);
   Status after_number(char c);
   Status structural(char c);
+  Status utf8(unsigned char u);
   Status fail() {
     state_ = State::kError;
     return Status::kError;
@@ -52,6 +53,10 @@ class JsonScanner {
   bool key_ = false, number_ended_ = false;
   Num num_ = Num::kInt;
   int hex_left_ = 0;
+  // UTF-8 inside strings (JSON text is UTF-8): continuation bytes still due, and the range of the next one (the
+  // second byte of E0/ED/F0/F4 sequences is narrower: no overlong forms, surrogates or code points past U+10FFFF).
+  int utf8_left_ = 0;
+  unsigned char utf8_lo_ = 0x80, utf8_hi_ = 0xBF;
   const char* literal_ = nullptr;  // the rest of the literal to match
 };
 

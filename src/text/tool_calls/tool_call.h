@@ -72,7 +72,7 @@ class ToolCallParser {
   // Opens call `index` = next_index_++ in `out` with a fresh id; returns the index.
   int open_call(ParseDelta& out, const std::string& name, size_t id_chars = 24, bool call_prefix = true);
   void add_piece(ParseDelta& out, int index, std::string_view piece);
-  // Records the complete call `index` (its id from the delta that opened it, kept in open_ids_).
+  // Records the complete call `index` (with the id and name it was opened with).
   void close_call(int index, std::string arguments);
 
   std::vector<ToolCall> calls_;
