@@ -81,9 +81,10 @@ struct EngineConfig {
   BatchingMode batching = BatchingMode::kContinuous;
   Requests requests;
   SpecConfig spec;                  // speculative decoding (mode none: off)
-  // Structured output's jump-forward: where a request's grammar admits one continuation only, its tokens are
-  // proposed as that sequence's draft, so they are committed in one forward instead of one each; verified like
-  // any draft, so outputs are those without it, token for token.
+  // Structured output's jump-forward: where a request's grammar admits one continuation only (a schema's keys and
+  // punctuation), its tokens are committed with the sampled one and computed in the next step as one chunk,
+  // instead of one forward each. The text is the grammar's; its tokens (the model's own BPE of the forced text) may
+  // differ from those the model would have chosen, so outputs can differ from those with it off.
   bool grammar_jump_forward = true;
   bool verbose = true;              // print the KV budget at start (bytes/token, capacity, concurrency)
 
@@ -142,8 +143,8 @@ struct EngineStats {
   // Early exit: rows that could exit (decode rows), rows that did, and the mean layers run per such row.
   int64_t early_exit_eligible = 0, early_exit_exited = 0;
   double early_exit_mean_layers = 0;
-  // Structured output's jump-forward: forced tokens proposed as drafts, and of them kept.
-  int64_t grammar_forced_proposed = 0, grammar_forced_kept = 0;
+  // Structured output's jump-forward: tokens committed as a grammar's forced continuation (no forward of their own).
+  int64_t grammar_jump_forward_tokens = 0;
   double spec_acceptance() const { return spec_drafted > 0 ? double(spec_accepted) / double(spec_drafted) : 0.0; }
 };
 

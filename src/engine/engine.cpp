@@ -67,7 +67,7 @@ class EngineImpl final : public Engine, private SeqRegistry, private DraftGate {
     if (l.req.use_beam_search)
       l.strategy = std::make_unique<BeamStrategy>(l, limits_.n_vocab, *sched_, seqs);
     else
-      l.strategy = std::make_unique<SampleStrategy>(l, limits_.n_vocab, *sched_, seqs, &forced_);
+      l.strategy = std::make_unique<SampleStrategy>(l, limits_.n_vocab, *sched_, seqs, &jump_);
     std::lock_guard<std::mutex> lock(mu_);
     live->id = ++next_id_;
     const RequestId id = live->id;
@@ -152,7 +152,7 @@ class EngineImpl final : public Engine, private SeqRegistry, private DraftGate {
   kv::SeqId next_seq_ = 0;
   int running_peak_ = 0;
   int64_t prompt_tokens_ = 0, generated_ = 0, aborts_done_ = 0;
-  ForcedDrafts forced_{.on = config_.grammar_jump_forward};  // structured output's jump-forward
+  JumpForward jump_{.on = config_.grammar_jump_forward};  // structured output's jump-forward
   StepRows rows_;                     // this step's rows (storage reused)
   std::vector<LiveRequest*> touched_;  // requests with rows this step, in plan order
   std::vector<RequestId> finishing_;  // requests that may have finished this step
@@ -280,9 +280,9 @@ bool EngineImpl::step() {
   ext_->after_forward(plan, now_s() - t_forward);
   timer.to(Op::kSample);
   choose_tokens(plan);
-  ext_->after_commit(plan, rows_.committed);
+  ext_->after_commit(plan, rows_.committed, rows_.appended);
   timer.to(Op::kSchedule);  // update, events and bookkeeping
-  deliver(plan, sched_->update(plan, std::span<const std::vector<Token>>(rows_.committed)));
+  deliver(plan, sched_->update(plan, std::span<const std::vector<Token>>(rows_.committed), rows_.appended));
   running_peak_ = std::max(running_peak_, sched_->num_running());
   timer.stop();
   publish_stats();
@@ -294,6 +294,7 @@ void EngineImpl::choose_tokens(const BatchPlan& plan) {
   rows_.n_vocab = runner_->n_vocab();
   rows_.committed.resize(n);
   rows_.results.resize(n);
+  rows_.appended.assign(n, 0);
   for (size_t i = 0; i < n; ++i) rows_.committed[i].clear(), rows_.results[i].clear();
   touched_.clear();
   for (size_t i = 0; i < n; ++i) {
@@ -364,8 +365,7 @@ void EngineImpl::publish_stats() {
   stats_.spec_drafted = ss.spec_drafted;
   stats_.spec_accepted = ss.spec_accepted;
   stats_.spec_steps = ss.spec_steps;
-  stats_.grammar_forced_proposed = forced_.proposed;
-  stats_.grammar_forced_kept = forced_.kept;
+  stats_.grammar_jump_forward_tokens = jump_.tokens;
   ext_->add_stats(stats_);
   const EarlyExitCounters ex = fwd_->early_exit_counters();
   stats_.early_exit_eligible = ex.eligible;

@@ -286,7 +286,8 @@ std::vector<RequestOutput> Scheduler::update(const BatchPlan& plan, std::span<co
   return update(plan, std::span<const std::vector<Token>>(runs));
 }
 
-std::vector<RequestOutput> Scheduler::update(const BatchPlan& plan, std::span<const std::vector<Token>> committed) {
+std::vector<RequestOutput> Scheduler::update(const BatchPlan& plan, std::span<const std::vector<Token>> committed,
+                                             std::span<const int> appended) {
   check(committed.size() == plan.requests.size(), "scheduler update: " + std::to_string(committed.size()) +
                                                       " committed runs for " + std::to_string(plan.requests.size()) +
                                                       " scheduled requests");
@@ -306,7 +307,8 @@ std::vector<RequestOutput> Scheduler::update(const BatchPlan& plan, std::span<co
       continue;
     }
     const std::vector<Token>& run = committed[i];
-    const int accepted = static_cast<int>(run.size()) - 1;
+    const int extra = i < appended.size() ? appended[i] : 0;  // no KV yet: computed next step
+    const int accepted = static_cast<int>(run.size()) - 1 - extra;
     check(accepted >= 0 && accepted <= s.num_draft,
           "scheduler update: request " + std::to_string(s.id) + " commits " + std::to_string(run.size()) +
               " tokens after " + std::to_string(s.num_draft) + " drafts");

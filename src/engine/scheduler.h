@@ -71,7 +71,10 @@ class Scheduler {
   // them, checked) followed by one sampled token. KV of the rejected drafts is rolled back before the prefix
   // cache sees the blocks. Outputs stop at the first token that finishes the request. Requests aborted or
   // preempted since the plan was made are skipped. Finished requests leave at once, their blocks returned.
-  std::vector<RequestOutput> update(const BatchPlan& plan, std::span<const std::vector<Token>> committed);
+  // appended[i] (empty: none): tokens at the end of committed[i] that follow the sampled one without KV of their own
+  // (a grammar's forced continuation, jump-forward); the next step computes them as one chunk.
+  std::vector<RequestOutput> update(const BatchPlan& plan, std::span<const std::vector<Token>> committed,
+                                    std::span<const int> appended = {});
   // Without drafts: sampled[i] is the one token drawn for plan.requests[i].
   std::vector<RequestOutput> update(const BatchPlan& plan, std::span<const Token> sampled);
   // Any state; blocks return at once. nullopt for an unknown (or already finished) id.

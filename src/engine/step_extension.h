@@ -41,8 +41,10 @@ class StepExtension {
   virtual void before_schedule(Scheduler& sched, DraftGate& gate, PhaseTimer& timer) = 0;
   // The forward of `plan` took `seconds`.
   virtual void after_forward(const BatchPlan& plan, double seconds) = 0;
-  // committed[i] is what plan.requests[i] keeps (its accepted drafts, then one sampled token), before update.
-  virtual void after_commit(const BatchPlan& plan, std::span<const std::vector<kv::Token>> committed) = 0;
+  // committed[i] is what plan.requests[i] keeps (its accepted drafts, one sampled token, then appended[i] tokens
+  // of a grammar's forced continuation), before update.
+  virtual void after_commit(const BatchPlan& plan, std::span<const std::vector<kv::Token>> committed,
+                            std::span<const int> appended) = 0;
   virtual void release(kv::SeqId seq) = 0;        // the scheduler sequence is gone
   virtual void add_stats(EngineStats& stats) const = 0;  // its own fields of the engine's stats
 };
@@ -51,7 +53,7 @@ class NoStepExtension final : public StepExtension {
  public:
   void before_schedule(Scheduler&, DraftGate&, PhaseTimer&) override {}
   void after_forward(const BatchPlan&, double) override {}
-  void after_commit(const BatchPlan&, std::span<const std::vector<kv::Token>>) override {}
+  void after_commit(const BatchPlan&, std::span<const std::vector<kv::Token>>, std::span<const int>) override {}
   void release(kv::SeqId) override {}
   void add_stats(EngineStats&) const override {}
 };

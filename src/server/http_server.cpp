@@ -217,7 +217,7 @@ struct HttpServer::Impl {
       const OpProfile ops = ready ? driver->engine().op_profile() : OpProfile{};
       std::string page = metrics.render(st, ready ? ctx->queued.load() : 0, ready, ops);
       if (ready && ctx->grammars)
-        metrics.render_grammar(page, ctx->grammars->stats(), st.grammar_forced_proposed, st.grammar_forced_kept);
+        metrics.render_grammar(page, ctx->grammars->stats(), st.grammar_jump_forward_tokens);
       if (ready && ctx->route)
         metrics.render_routing(page, route_mode_name(ctx->route->config().mode), ctx->route->ids(),
                                {driver->stats(kLargeModel), driver->stats(kSmallModel)});

@@ -154,8 +154,7 @@ void Metrics::render_routing(std::string& o, const std::string& policy, const st
 
 namespace tinfer::server {
 
-void Metrics::render_grammar(std::string& o, const grammar::GrammarStats& g, int64_t forced_proposed,
-                             int64_t forced_kept) const {
+void Metrics::render_grammar(std::string& o, const grammar::GrammarStats& g, int64_t jump_forward_tokens) const {
   gauge(o, "tinfer:grammar_compiles_total", "counter", "Structured-output grammars compiled (cache misses).",
         static_cast<double>(g.compiles));
   gauge(o, "tinfer:grammar_compile_failures_total", "counter", "Grammars refused (400).", static_cast<double>(g.failures));
@@ -164,10 +163,9 @@ void Metrics::render_grammar(std::string& o, const grammar::GrammarStats& g, int
   gauge(o, "tinfer:grammar_compile_seconds_total", "counter", "Wall time spent compiling grammars.", g.compile_seconds);
   gauge(o, "tinfer:grammar_cache_bytes", "gauge", "Bytes held by cached compiled grammars.",
         static_cast<double>(g.cache_bytes));
-  gauge(o, "tinfer:grammar_forced_tokens_proposed_total", "counter",
-        "Jump-forward: tokens a grammar forced, proposed as drafts.", static_cast<double>(forced_proposed));
-  gauge(o, "tinfer:grammar_forced_tokens_kept_total", "counter",
-        "Jump-forward: of those, kept (committed without a forward of their own).", static_cast<double>(forced_kept));
+  gauge(o, "tinfer:grammar_jump_forward_tokens_total", "counter",
+        "Tokens a grammar forced, committed without a forward of their own (jump-forward).",
+        static_cast<double>(jump_forward_tokens));
   gauge(o, "tinfer:requests_constrained_total", "counter", "Requests with structured output (a grammar).",
         static_cast<double>(requests_constrained.load()));
   grammar_wait.render(o, "tinfer:grammar_wait_seconds", "Time a constrained request waited for its grammar.");

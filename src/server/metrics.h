@@ -69,9 +69,8 @@ class Metrics {
   // The routing lines, appended to a page: counters above and each model's own engine counters, labelled by id.
   // ids[i] and stats[i]: model i (kLargeModel, kSmallModel).
   // The grammar compiler's lines (compiles, failures, cache hits and bytes, compile seconds) and the ones above.
-  // forced_*: the engine's jump-forward counters (EngineStats::grammar_forced_*).
-  void render_grammar(std::string& out, const grammar::GrammarStats& g, int64_t forced_proposed,
-                      int64_t forced_kept) const;
+  // jump_forward_tokens: EngineStats::grammar_jump_forward_tokens.
+  void render_grammar(std::string& out, const grammar::GrammarStats& g, int64_t jump_forward_tokens) const;
   void render_routing(std::string& out, const std::string& policy, const std::vector<std::string>& ids,
                       const std::vector<EngineStats>& stats) const;
 };

@@ -35,6 +35,7 @@ class LiveRequest;
 struct StepRows {
   std::vector<std::vector<Token>> committed;
   std::vector<std::vector<SampleResult>> results;
+  std::vector<int> appended;  // tokens at the end of committed[i] without KV (jump-forward), see Scheduler::update
   std::vector<float> entropy_scratch;  // next_token_entropy's work area
   size_t n_vocab = 0;
 };

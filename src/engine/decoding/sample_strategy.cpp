@@ -11,9 +11,9 @@
 namespace tinfer {
 
 SampleStrategy::SampleStrategy(LiveRequest& live, int n_vocab, Scheduler& sched, SeqRegistry& seqs,
-                               ForcedDrafts* forced)
+                               JumpForward* jump)
     : live_(live), sched_(sched), seqs_reg_(seqs), forked_(live.req.n == 1),
-      forced_(forced && forced->on && live.req.grammar ? forced : nullptr) {
+      jump_(jump && jump->on && live.req.grammar ? jump : nullptr) {
   const ResolvedRequest& r = live.req;
   samplers_.reserve(size_t(r.n));
   samplers_.emplace_back(r.sampling, n_vocab, r.prompt);
@@ -23,7 +23,6 @@ SampleStrategy::SampleStrategy(LiveRequest& live, int n_vocab, Scheduler& sched,
     samplers_.emplace_back(p, n_vocab, r.prompt);
   }
   seqs_.assign(size_t(r.n), 0);
-  forced_pending_.assign(size_t(r.n), 0);
   if (r.grammar) {
     for (int i = 0; i < r.n; ++i) grammar_.push_back(r.grammar->start());
     mask_.resize(mask_words(n_vocab));
@@ -55,11 +54,7 @@ bool SampleStrategy::is_stop(Token t) const {
   return std::find(live_.req.stop_ids.begin(), live_.req.stop_ids.end(), t) != live_.req.stop_ids.end();
 }
 
-bool SampleStrategy::may_draft(kv::SeqId seq) const {
-  if (!forked_ || !live_.req.speculative) return false;
-  const auto it = std::find(seqs_.begin(), seqs_.end(), seq);
-  return it == seqs_.end() || !forced_pending_[size_t(it - seqs_.begin())];  // its forced tokens are its draft
-}
+bool SampleStrategy::may_draft(kv::SeqId) const { return forked_ && live_.req.speculative; }
 
 size_t SampleStrategy::usable_draft(kv::SeqId seq, std::span<const Token> draft) {
   if (grammar_.empty()) return draft.size();
@@ -70,12 +65,16 @@ size_t SampleStrategy::usable_draft(kv::SeqId seq, std::span<const Token> draft)
   return j;
 }
 
-void SampleStrategy::propose_forced(int k, kv::SeqId seq) {
-  if (!forced_ || !forked_) return;
-  std::vector<Token> f = grammar_[size_t(k)]->forced_tokens();
-  if (f.empty()) return;
-  forced_pending_[size_t(k)] = 1;
-  sched_.propose(seq, std::move(f));  // (the scheduler trims it to the output and length limits)
+void SampleStrategy::jump_forward(size_t k, size_t row, StepRows& rows) {
+  std::vector<SampleResult>& out = rows.results[row];
+  for (Token t : forced_) {  // (the scheduler drops what passes the output or length limit)
+    keep(int(k), t);
+    SampleResult r;
+    r.token = t;  // logprob 0: the grammar allows nothing else here
+    out.push_back(std::move(r));
+    ++rows.appended[row];
+    ++jump_->tokens;
+  }
 }
 
 void SampleStrategy::emit(int k, const SampleResult* r, bool finished, FinishReason why, int cached) {
@@ -97,12 +96,8 @@ void SampleStrategy::on_row(const PlanRow& row, StepRows& rows) {
     const std::span<const Token> draft(row.s.tokens.end() - row.s.num_draft, row.s.tokens.end());
     const size_t k = size_t(index_of(row.s.id));
     commit_run(samplers_[k], row.logits, rows.n_vocab, draft, &out, grammar_.empty() ? nullptr : grammar_[k].get(),
-               mask_);
-    if (forced_pending_[k] && !draft.empty()) {
-      forced_->proposed += int64_t(draft.size());
-      forced_->kept += int64_t(out.size()) - 1;
-    }
-    forced_pending_[k] = 0;
+               mask_, jump_ ? &forced_ : nullptr);
+    if (jump_) jump_forward(k, row.i, rows);
     if (live_.entropy)  // committed token t was drawn from row t (the last known token's, then drafts')
       for (size_t t = 0; t < out.size(); ++t)
         out[t].entropy = next_token_entropy(row.logits + int64_t(t) * nv, nv, rows.entropy_scratch);
@@ -140,7 +135,6 @@ void SampleStrategy::on_output(const RequestOutput& out, std::span<const SampleR
     emit(k, &results[t], last && out.finished, last ? out.finish_reason : FinishReason::kNone,
          out.num_cached_prompt_tokens);
   }
-  if (!out.finished && !grammar_.empty()) propose_forced(k, out.id);
   if (out.id != fork_parent_) return;
   fork_parent_ = 0;
   fork(out.id, k);

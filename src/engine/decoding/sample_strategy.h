@@ -20,17 +20,17 @@
 namespace tinfer {
 
 // Jump-forward (EngineConfig::grammar_jump_forward): after each kept token, a sequence whose grammar admits one
-// continuation only proposes its tokens (TokenConstraint::forced_tokens) as the next step's draft -- the speculator
-// leaves that sequence alone that step -- so they are verified in one forward, each under its own mask: the tokens
-// kept are exactly those without it. The engine's switch and counters, shared by every request.
-struct ForcedDrafts {
+// continuation only (TokenConstraint::forced_tokens) ends its run there and commits those tokens too
+// (StepRows::appended: no KV yet, the next step computes them as one chunk) -- at the same positions with or without
+// a speculator's drafts. The engine's switch and counter, shared by every request.
+struct JumpForward {
   bool on = true;
-  int64_t proposed = 0, kept = 0;
+  int64_t tokens = 0;
 };
 
 class SampleStrategy final : public DecodeStrategy {
  public:
-  SampleStrategy(LiveRequest& live, int n_vocab, Scheduler& sched, SeqRegistry& seqs, ForcedDrafts* forced = nullptr);
+  SampleStrategy(LiveRequest& live, int n_vocab, Scheduler& sched, SeqRegistry& seqs, JumpForward* jump = nullptr);
 
   void start() override;
   void on_row(const PlanRow& row, StepRows& rows) override;
@@ -49,7 +49,7 @@ class SampleStrategy final : public DecodeStrategy {
   void fork(kv::SeqId parent, int parent_index);          // n > 1: after the parent's first update
   const uint32_t* mask(int k);                            // sample k's allowed tokens, or null (all allowed)
   void keep(int k, Token t);                              // sample k keeps t: its sampler and grammar advance
-  void propose_forced(int k, kv::SeqId seq);              // jump-forward: the grammar's forced tokens as a draft
+  void jump_forward(size_t k, size_t row, StepRows& rows);  // commits forced_ after sample k's run
 
   LiveRequest& live_;
   Scheduler& sched_;
@@ -59,8 +59,8 @@ class SampleStrategy final : public DecodeStrategy {
   std::vector<uint32_t> mask_;        // mask_words(n_vocab) scratch for the row being sampled
   std::vector<kv::SeqId> seqs_;       // [n] each sample's scheduler sequence; 0 before the fork and once done
   bool forked_;                       // n == 1, or the n sequences exist
-  ForcedDrafts* forced_;              // null or off: no jump-forward
-  std::vector<char> forced_pending_;  // [n] sample k's next row verifies its grammar's forced tokens
+  JumpForward* jump_;                 // null: no jump-forward
+  std::vector<Token> forced_;         // commit_run's forced continuation, committed by jump_forward()
   std::vector<SampleResult> firsts_;  // n > 1, the fork's step: the n first samples of the parent's row
   kv::SeqId fork_parent_ = 0;         // the sequence whose output this step forks the others, or 0
 };

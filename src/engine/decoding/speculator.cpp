@@ -191,21 +191,24 @@ void Speculator::after_forward(const BatchPlan& plan, double seconds) {
   if (is_decode_only(plan)) observe_step(plan.num_tokens, seconds);
 }
 
-void Speculator::after_commit(const BatchPlan& plan, std::span<const std::vector<kv::Token>> committed) {
+void Speculator::after_commit(const BatchPlan& plan, std::span<const std::vector<kv::Token>> committed,
+                              std::span<const int> appended) {
   for (size_t i = 0; i < plan.requests.size(); ++i) {  // a run keeps its accepted drafts and one sampled token
     const ScheduledRequest& s = plan.requests[i];
     // (only drafts of ours: a grammar's forced tokens (jump-forward) teach the adaptive K nothing)
     if (s.num_draft > 0 && !s.padding && !committed[i].empty() &&
         std::find(proposed_now_.begin(), proposed_now_.end(), s.id) != proposed_now_.end())
-      record(s.id, s.num_draft, static_cast<int>(committed[i].size()) - 1);
+      record(s.id, s.num_draft, static_cast<int>(committed[i].size()) - 1 - appended[i]);
   }
 }
 
 void Speculator::add_stats(EngineStats& stats) const { stats.spec_row_cost = row_cost(); }
 
 int commit_run(Sampler& sampler, const float* rows, size_t n_vocab, std::span<const kv::Token> draft,
-               std::vector<SampleResult>* out, TokenConstraint* grammar, std::span<uint32_t> mask) {
+               std::vector<SampleResult>* out, TokenConstraint* grammar, std::span<uint32_t> mask,
+               std::vector<kv::Token>* forced) {
   out->clear();
+  if (forced) forced->clear();
   for (size_t j = 0; j <= draft.size(); ++j) {
     const float* row = rows + j * n_vocab;
     const uint32_t* allowed = grammar && grammar->fill_mask(mask) ? mask.data() : nullptr;
@@ -213,6 +216,10 @@ int commit_run(Sampler& sampler, const float* rows, size_t n_vocab, std::span<co
     sampler.accept(r.token);
     if (grammar) grammar->accept(r.token);
     out->push_back(r);
+    if (forced && grammar) {
+      *forced = grammar->forced_tokens();
+      if (!forced->empty()) return static_cast<int>(j);
+    }
     if (j == draft.size() || r.token != draft[j]) return static_cast<int>(j);
   }
   return static_cast<int>(draft.size());  // (not reached)

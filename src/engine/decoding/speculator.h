@@ -60,7 +60,8 @@ class Speculator final : public StepExtension {
   // StepExtension: propose() timed as Op::kDraft; observe_step() on decode-only plans; record() per drafted row.
   void before_schedule(Scheduler& sched, DraftGate& gate, PhaseTimer& timer) override;
   void after_forward(const BatchPlan& plan, double seconds) override;
-  void after_commit(const BatchPlan& plan, std::span<const std::vector<kv::Token>> committed) override;
+  void after_commit(const BatchPlan& plan, std::span<const std::vector<kv::Token>> committed,
+                    std::span<const int> appended) override;
   void add_stats(EngineStats& stats) const override;
 
   // The number of drafts each speculating request gets this step, given their acceptance estimates, whether a
@@ -111,7 +112,11 @@ class Speculator final : public StepExtension {
 // With a grammar, each position's mask is filled from the grammar's state after the tokens kept before it, and
 // every kept token advances it: the same masks as without speculation, so the same tokens (a draft the grammar
 // forbids can never equal the draw, so the run ends there). `mask` is mask_words(n_vocab) words of scratch.
+// Jump-forward (forced non-null): after each kept token the grammar is asked for a forced continuation; when it has
+// one the run ends there (later drafts are rejected) and *forced holds it, for the caller to commit after the run --
+// at the same positions with or without drafts, so speculation still changes no token.
 int commit_run(Sampler& sampler, const float* rows, size_t n_vocab, std::span<const kv::Token> draft,
-               std::vector<SampleResult>* out, TokenConstraint* grammar = nullptr, std::span<uint32_t> mask = {});
+               std::vector<SampleResult>* out, TokenConstraint* grammar = nullptr, std::span<uint32_t> mask = {},
+               std::vector<kv::Token>* forced = nullptr);
 
 }  // namespace tinfer

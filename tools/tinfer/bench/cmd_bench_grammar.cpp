@@ -173,13 +173,17 @@ nlohmann::json tpot_table(const Args& args, const Model& m, const std::string& s
     for (int r = 0; r < repeat; ++r)
       for (Mode& md : modes) run_round(md, g, prompt, batch, gen);
     const double base = quantile(modes[0].tpot, 0.5);
-    std::printf("batch %-3d %-26s %10s %14s %8s\n", batch, "mode", "TPOT ms", "tokens/step", "vs none");
+    std::printf("batch %-3d %-26s %10s %14s %8s %18s\n", batch, "mode", "TPOT ms", "tokens/step", "vs none",
+                "jump-forward tok");
     for (Mode& md : modes) {
       const double t = quantile(md.tpot, 0.5);
       const double tps = md.steps > 0 ? double(md.tokens) / double(md.steps) : 0;
-      std::printf("          %-26s %10.2f %14.2f %8.3f\n", md.name, t * 1e3, tps, t / base);
+      const EngineStats st = md.engine->stats();
+      std::printf("          %-26s %10.2f %14.2f %8.3f %18lld\n", md.name, t * 1e3, tps, t / base,
+                  (long long)st.grammar_jump_forward_tokens);
       out.push_back({{"batch", batch}, {"mode", md.name}, {"tpot_ms", t * 1e3}, {"tokens_per_step", tps},
-                     {"ratio", t / base}, {"requests", md.tpot.size()}});
+                     {"ratio", t / base}, {"requests", md.tpot.size()},
+                     {"jump_forward_tokens", st.grammar_jump_forward_tokens}});
     }
   }
   return out;

@@ -27,7 +27,7 @@ std::vector<OptionSpec> engine_options() {
       {"--max-seqs", "requests running at once", true, "64"},
       {"--max-tokens-cap", "hard cap on max_tokens (larger asks are clamped)", true, "4096"},
       {"--default-max-tokens", "max_tokens when a request gives none", true, "256"},
-      {"--jump-forward", "on|off: structured output commits a grammar's forced tokens in one forward (verified, exact)",
+      {"--jump-forward", "on|off: structured output commits a grammar's forced tokens without a forward each (their tokenization may differ)",
        true, "on"},
   }), spec_options());
 }
