@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <string_view>
 
+#include "core/json_depth.h"
 #include "grammar/grammar_compiler.h"
 
 namespace tinfer::grammar {
@@ -45,24 +46,6 @@ constexpr std::string_view kMap[] = {"properties", "$defs", "definitions", "patt
 // Real schemas nest a handful of levels (Pydantic models reach each other through $defs and $ref).
 constexpr size_t kMaxSchemaDepth = 128;
 
-bool deeper_than(const std::string& text, size_t limit) {
-  size_t depth = 0;
-  bool in_string = false, escaped = false;
-  for (char c : text) {
-    if (in_string) {
-      if (escaped) escaped = false;
-      else if (c == '\\') escaped = true;
-      else if (c == '"') in_string = false;
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      if (++depth > limit) return true;
-    } else if ((c == ']' || c == '}') && depth > 0) {
-      --depth;
-    }
-  }
-  return false;
-}
 
 // Bounds on what a schema may ask of the compiler, whose time grows faster than linearly in each (measured with
 // SmolLM2's 49k vocabulary on 2 busy cores: one object of 3,000 required properties 1.5 s, of 10,000 15 s; 512
@@ -213,7 +196,7 @@ void walk(const json& s, const std::string& at, Budget& budget) {
 }
 
 json parse_bounded(const std::string& text) {
-  if (deeper_than(text, kMaxSchemaDepth)) refuse("nested deeper than " + std::to_string(kMaxSchemaDepth) + " levels");
+  if (json_deeper_than(text, kMaxSchemaDepth)) refuse("nested deeper than " + std::to_string(kMaxSchemaDepth) + " levels");
   try {
     return json::parse(text);
   } catch (const json::exception& e) {

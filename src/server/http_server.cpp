@@ -19,7 +19,7 @@
 #include "server/completion_call.h"
 #include "server/engine_driver.h"
 #include "server/http_conn.h"
-#include "server/json_depth.h"
+#include "core/json_depth.h"
 #include "server/openai_response.h"
 #include "server/small_routes.h"
 

@@ -5,10 +5,12 @@
 #include <chrono>
 
 #include "server/body_decoder.h"
-#include "server/json_depth.h"
+#include "core/json_depth.h"
 #include "server/request_parser.h"
 
 using namespace tinfer::server;
+using tinfer::json_deeper_than;
+using tinfer::kMaxJsonDepth;
 using Status = RequestParser::Status;
 
 namespace {

@@ -1,6 +1,6 @@
-#include "server/json_depth.h"
+#include "core/json_depth.h"
 
-namespace tinfer::server {
+namespace tinfer {
 
 bool json_deeper_than(std::string_view text, size_t limit) {
   size_t depth = 0;
@@ -24,4 +24,4 @@ bool json_deeper_than(std::string_view text, size_t limit) {
   return false;
 }
 
-}  // namespace tinfer::server
+}  // namespace tinfer
