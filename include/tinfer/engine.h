@@ -84,8 +84,10 @@ struct EngineConfig {
   // Structured output's jump-forward: where a request's grammar admits one continuation only (a schema's keys and
   // punctuation), its tokens are committed with the sampled one and computed in the next step as one chunk,
   // instead of one forward each. The text is the grammar's; its tokens (the model's own BPE of the forced text) may
-  // differ from those the model would have chosen, so outputs can differ from those with it off.
-  bool grammar_jump_forward = true;
+  // differ from those the model would have chosen, so outputs can differ from those with it off. Off by default:
+  // a model conditioned on tokens it would not have written can answer differently (Qwen2.5-Coder, given its
+  // </tool_call> as one token, goes on to a second call where it otherwise stops; BENCHMARKS §1t).
+  bool grammar_jump_forward = false;
   bool verbose = true;              // print the KV budget at start (bytes/token, capacity, concurrency)
 
   std::vector<std::string> validate() const;  // every problem, one message each

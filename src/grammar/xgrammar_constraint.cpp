@@ -79,7 +79,8 @@ class XgConstraint final : public TokenConstraint {
   // Jump-forward. The forced text is found byte by byte from masks (a byte is forced when its single-byte token is
   // the only one allowed among them and no stop token is), at most kMaxForcedBytes: xgrammar's own
   // FindJumpForwardString never returns on a grammar with no finite output (root ::= "a" root), growing without
-  // bound. The text is then written as the model would (its BPE; a longest match for SentencePiece), less its last
+  // bound. The text is then written as the model would (its BPE, markers such as Qwen's <tool_call> as their own
+  // tokens -- spelled in pieces, the model does not see a call close; a longest match for SentencePiece), less its last
   // token (the free text after it may merge with it), and cut where the grammar stops accepting. One mask fill per
   // call when nothing is forced.
   std::vector<int32_t> forced_tokens() const override {
@@ -87,7 +88,7 @@ class XgConstraint final : public TokenConstraint {
     try {
       const std::string s = forced_text();
       if (s.empty()) return {};
-      std::vector<int32_t> ids = vocab_->bpe ? vocab_->tok->encode(s, false, false) : longest_match(s);
+      std::vector<int32_t> ids = vocab_->bpe ? vocab_->tok->encode(s, false, /*parse_special=*/true) : longest_match(s);
       if (ids.size() > 1) ids.pop_back();
       xgrammar::GrammarMatcher probe = m_.Fork();
       size_t n = 0;

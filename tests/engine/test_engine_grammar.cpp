@@ -142,21 +142,21 @@ TEST(EngineGrammar, JumpForwardCommitsForcedTokensInFewerSteps) {
   auto m = stories();
   TINFER_REQUIRE_FILE(m ? std::string("x") : std::string(), "models/stories260K.gguf");
   const auto g = compile(*m, grammar::GrammarKind::kJsonSchema, kSchema);
-  EngineConfig off = base_config();
-  off.grammar_jump_forward = false;
-  const Outcome plain = run_with(off, g);
+  const Outcome plain = run_with(base_config(), g);  // (off by default)
   EXPECT_EQ(plain.stats.grammar_jump_forward_tokens, 0);
-  const Outcome on = run_with(base_config(), g);
+  EngineConfig jf = base_config();
+  jf.grammar_jump_forward = true;
+  const Outcome on = run_with(jf, g);
   expect_follows_schema(on);
   EXPECT_GT(on.stats.grammar_jump_forward_tokens, 0);
   EXPECT_LT(on.stats.steps, plain.stats.steps);  // forced keys cost no step each
-  expect_follows_schema(run_with(base_config(), g, 1, 0.8f));
-  expect_follows_schema(run_with(base_config(), g, 3, 1.0f));
-  for (SpecMode mode : {SpecMode::kNgram, SpecMode::kDraft}) {
+  expect_follows_schema(run_with(jf, g, 1, 0.8f));
+  expect_follows_schema(run_with(jf, g, 3, 1.0f));
+  for (SpecMode mode : {SpecMode::kNgram, SpecMode::kDraft, SpecMode::kSelf}) {
     EngineConfig c = spec(mode);
-    EXPECT_EQ(run_with(c, g).tokens, on.tokens) << spec_mode_name(mode);
-    c.grammar_jump_forward = false;
     EXPECT_EQ(run_with(c, g).tokens, plain.tokens) << spec_mode_name(mode);
+    c.grammar_jump_forward = true;
+    EXPECT_EQ(run_with(c, g).tokens, on.tokens) << spec_mode_name(mode);
   }
 }
 

@@ -2,7 +2,7 @@
 //   compile  every schema of --schemas DIR compiled afresh (no cache) over the model's vocabulary: P50/P99/max ms;
 //   mask     per schema, a seeded random walk through its grammar: fill_mask time per token (P50/P99 us), which
 //            the step pays once per constrained row;
-//   tpot     the engine at each --batch size, with the --tpot-schema grammar and without (and with jump-forward off),
+//   tpot     the engine at each --batch size, with the --tpot-schema grammar and without (and with jump-forward on),
 //            modes interleaved repeat by repeat (the host is noisy and bimodal): per mode the median TPOT (a
 //            request's decode time over its tokens after the first), tokens per step, and the ratio to no grammar.
 // Decode runs to --gen tokens: unconstrained requests ignore EOS; the schema must allow outputs that long.
@@ -160,8 +160,8 @@ nlohmann::json tpot_table(const Args& args, const Model& m, const std::string& s
     const int batch = std::stoi(item);
     std::vector<Mode> modes;
     modes.push_back({"none", false, true, nullptr, {}, 0, 0});
-    modes.push_back({"schema", true, true, nullptr, {}, 0, 0});
-    modes.push_back({"schema, jump-forward off", true, false, nullptr, {}, 0, 0});
+    modes.push_back({"schema (jump-forward off)", true, false, nullptr, {}, 0, 0});
+    modes.push_back({"schema, jump-forward on", true, true, nullptr, {}, 0, 0});
     for (Mode& md : modes) {
       EngineConfig c = engine_config(args);
       c.verbose = false;

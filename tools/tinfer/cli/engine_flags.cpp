@@ -28,7 +28,7 @@ std::vector<OptionSpec> engine_options() {
       {"--max-tokens-cap", "hard cap on max_tokens (larger asks are clamped)", true, "4096"},
       {"--default-max-tokens", "max_tokens when a request gives none", true, "256"},
       {"--jump-forward", "on|off: structured output commits a grammar's forced tokens without a forward each (their tokenization may differ)",
-       true, "on"},
+       true, "off"},
   }), spec_options());
 }
 
