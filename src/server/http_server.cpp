@@ -302,12 +302,10 @@ void warm_up(EngineDriver& driver, int engine, const Tokenizer& tokenizer) {
 // The model's vocabulary as the grammar engine sees it; a completed grammar ends on the model's end-of-generation ids.
 std::unique_ptr<grammar::GrammarCompiler> make_grammar_compiler(const ServerConfig& cfg, const Tokenizer& tok,
                                                                 const Engine& engine) {
-  std::vector<int32_t> stops;
-  for (int32_t t = 0; t < tok.n_vocab(); ++t)
-    if (tok.is_eog(t)) stops.push_back(t);
   grammar::GrammarCompilerConfig gc;
   gc.cache_bytes = cfg.grammar_cache_bytes;
-  return std::make_unique<grammar::GrammarCompiler>(tok, engine.request_limits().n_vocab, std::move(stops), gc);
+  const RequestLimits& lim = engine.request_limits();  // eos_ids: the model's end-of-generation ids, found once
+  return std::make_unique<grammar::GrammarCompiler>(tok, lim.n_vocab, lim.eos_ids, gc);
 }
 // --tool-call-parser NAME, else the row that recognises the template; reasoning when the template speaks of <think>.
 void choose_tool_format(ServerContext& c) {

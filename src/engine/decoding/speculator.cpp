@@ -99,7 +99,6 @@ Speculator::SeqState& Speculator::state(kv::SeqId seq) {
 }
 
 void Speculator::propose(Scheduler& sched, DraftGate& gate) {
-  proposed_now_.clear();
   std::vector<kv::SeqId> ids = sched.decoding();
   const int batch = static_cast<int>(ids.size());
   if (config_.disable_batch > 0 && batch >= config_.disable_batch) return;
@@ -142,7 +141,6 @@ void Speculator::propose(Scheduler& sched, DraftGate& gate) {
     if (q.draft.empty()) continue;
     ++stats_.proposals;
     stats_.proposed += static_cast<int64_t>(q.draft.size());
-    proposed_now_.push_back(q.seq);
     sched.propose(q.seq, std::move(q.draft));
   }
 }
@@ -195,9 +193,8 @@ void Speculator::after_commit(const BatchPlan& plan, std::span<const std::vector
                               std::span<const int> appended) {
   for (size_t i = 0; i < plan.requests.size(); ++i) {  // a run keeps its accepted drafts and one sampled token
     const ScheduledRequest& s = plan.requests[i];
-    // (only drafts of ours: a grammar's forced tokens (jump-forward) teach the adaptive K nothing)
-    if (s.num_draft > 0 && !s.padding && !committed[i].empty() &&
-        std::find(proposed_now_.begin(), proposed_now_.end(), s.id) != proposed_now_.end())
+    // (a grammar's forced continuation, appended after the run, is no draft's: not counted)
+    if (s.num_draft > 0 && !s.padding && !committed[i].empty())
       record(s.id, s.num_draft, static_cast<int>(committed[i].size()) - 1 - appended[i]);
   }
 }

@@ -92,7 +92,6 @@ class Speculator final : public StepExtension {
   std::unordered_map<kv::SeqId, SeqState> seqs_;
   SpecStats stats_;
   std::vector<DraftQuery> queries_;
-  std::vector<kv::SeqId> proposed_now_;  // sequences this step's drafts are ours for
 };
 
 // Verifies one request's drafts against its logit rows (rows[j * n_vocab ...] scores the position after the
