@@ -13,7 +13,8 @@
 namespace tinfer {
 
 struct SamplingParams {
-  float temperature = 1.0f;        // 0 = greedy (argmax after penalties); filters are then ignored
+  // Below kGreedyTemperature (0 included) = greedy (argmax after penalties); filters are then ignored.
+  float temperature = 1.0f;
   int top_k = 0;                   // keep the k most likely tokens; 0 = off
   float top_p = 1.0f;              // nucleus: smallest set with cumulative probability >= top_p; (0, 1]
   float min_p = 0.0f;              // keep tokens with p >= min_p * p_max; [0, 1]
@@ -31,6 +32,10 @@ struct SamplingParams {
   int top_logprobs = 0;            // also report the N most likely tokens; [0, kMaxTopLogprobs]
 
   static constexpr int kMaxTopLogprobs = 20;  // OpenAI's limit
+  // vLLM's _SAMPLING_EPS: a temperature this small is indistinguishable from argmax in float, and 1/T
+  // stays finite (<= 1e5) above it.
+  static constexpr float kGreedyTemperature = 1e-5f;
+  bool greedy() const { return temperature < kGreedyTemperature; }
   static constexpr float kMaxLogitBias = 100.0f;  // OpenAI's range is [-100, 100]
 
   // Every problem with these parameters, one message each; empty when valid.
@@ -52,7 +57,7 @@ struct SampleResult {
 // One candidate that survived the filters: its id and its probability renormalised over the survivors.
 struct Candidate {
   int32_t token;
-  float logit;  // penalised logit / temperature
+  float logit;  // (penalised logit - the best one) / temperature: log of the unnormalised weight, <= 0; greedy: 0
   float prob;
 };
 
@@ -93,6 +98,7 @@ class Sampler {
   // logits -> work_ (masked, biased, penalised, unscaled)
   void apply_penalties(const float* logits, const uint32_t* allowed = nullptr);
   void filter();                              // work_ -> cand_ (survivors with probabilities)
+  int32_t argmax() const;                     // of work_, NaN never chosen
   void fill_logprobs(const float* logits, int32_t token);
 
   SamplingParams params_;

@@ -39,7 +39,7 @@ ResolvedRequest resolve_request(GenerationRequest req, const RequestLimits& lim)
   if (req.use_beam_search && req.report_entropy)
     reject("beam search does not report entropies (routing measures sampled requests only)", "use_beam_search");
   if (req.use_beam_search) {
-    if (req.sampling.temperature != 0.0f)
+    if (!req.sampling.greedy())
       reject("beam search is deterministic: temperature must be 0, got " + std::to_string(req.sampling.temperature),
              "temperature");
     if (!std::isfinite(req.length_penalty))

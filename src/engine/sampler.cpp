@@ -16,6 +16,8 @@ namespace tinfer {
 namespace {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+constexpr float kPosInf = std::numeric_limits<float>::infinity();
+constexpr float kMaxFinite = std::numeric_limits<float>::max();
 
 uint64_t splitmix64(uint64_t x) {
   x += 0x9E3779B97F4A7C15ull;
@@ -165,7 +167,10 @@ void Sampler::apply_penalties(const float* logits, const uint32_t* allowed) {
   if (rep != 1.0f) {
     for (int32_t id : seen_ids_) {
       const float l = work_[id];
-      work_[id] = l > 0.0f ? l / rep : l * rep;  // HF: always makes a repeat less likely for rep > 1
+      // HF: always makes a repeat less likely for rep > 1. Kept finite (a tiny or huge rep overflows), so later
+      // stages never meet inf - inf; a masked -inf stays masked.
+      if (l > 0.0f) work_[id] = std::min(l / rep, kMaxFinite);
+      else if (l > kNegInf) work_[id] = std::max(l * rep, -kMaxFinite);
     }
   }
   const float pres = params_.presence_penalty, freq = params_.frequency_penalty;
@@ -174,28 +179,35 @@ void Sampler::apply_penalties(const float* logits, const uint32_t* allowed) {
   }
 }
 
+// The best of work_: the first id with the highest value, NaN never chosen; token 0 when every value is NaN
+// (a broken model row: nothing to prefer).
+int32_t Sampler::argmax() const {
+  int32_t best = -1;
+  for (int32_t i = 0; i < n_vocab_; ++i)
+    if (!std::isnan(work_[i]) && (best < 0 || work_[i] > work_[best])) best = i;  // strict: lowest id wins ties
+  return best < 0 ? 0 : best;
+}
+
 void Sampler::filter() {
   const int64_t V = n_vocab_;
-  if (params_.temperature == 0.0f) {
-    int32_t best = 0;
-    for (int32_t i = 1; i < V; ++i)
-      if (work_[i] > work_[best]) best = i;  // strict: lowest id wins ties
-    cand_[0] = {best, work_[best], 1.0f};
+  if (params_.greedy()) {
+    cand_[0] = {argmax(), 0.0f, 1.0f};
     n_cand_ = 1;
     return;
   }
-  // Temperature first (as HF and vLLM do), so top-p and min-p see the tempered distribution.
-  const float inv_t = 1.0f / params_.temperature;
+  // Weights in the form that cannot overflow: t = (w - m) / T <= 0, so exp(t) is in [0, 1] whatever T
+  // and the logits are (T >= kGreedyTemperature, so 1/T <= 1e5 is finite). Scaling first and shifting
+  // after (w/T - m/T) turns logits above ~3.4 into inf at T = 1e-38, and inf - inf into NaN weights.
   float m = kNegInf;
-  for (int64_t i = 0; i < V; ++i) {
-    work_[i] *= inv_t;
-    m = std::max(m, work_[i]);  // NaN logits never win and never survive (comparisons are false)
-  }
-  if (m == kNegInf) {  // everything masked: nothing sensible to draw, fall back to token 0
-    cand_[0] = {0, work_[0], 1.0f};
+  for (int64_t i = 0; i < V; ++i) m = std::max(m, work_[i]);  // NaN never wins (comparisons are false)
+  if (m == kNegInf || m == kPosInf) {  // everything masked, or an infinite logit: the best token, drawn surely
+    cand_[0] = {argmax(), 0.0f, 1.0f};
     n_cand_ = 1;
     return;
   }
+  const float inv_t = 1.0f / params_.temperature;
+  for (int64_t i = 0; i < V; ++i) work_[i] = (work_[i] - m) * inv_t;  // NaN stays NaN and is never pushed
+  m = 0.0f;
   const int64_t k = (params_.top_k > 0 && params_.top_k < V) ? params_.top_k : 0;
   const bool top_p_on = params_.top_p < 1.0f;
   // min-p keeps {p >= min_p * p_max}; p_max is the same before and after top-k/top-p renormalisation,

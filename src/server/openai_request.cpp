@@ -199,7 +199,7 @@ void parse_beam_search(const json& body, CompletionRequest& r) {
   if (auto v = field(body, "early_stopping")) r.early_stopping = get_bool(*v, "early_stopping");
   if (!r.use_beam_search) return;
   if (!field(body, "temperature")) r.sampling.temperature = 0;
-  if (r.sampling.temperature != 0) bad("temperature", "must be 0 with use_beam_search (beam search is deterministic)");
+  if (!r.sampling.greedy()) bad("temperature", "must be 0 with use_beam_search (beam search is deterministic)");
   if (r.stream) bad("stream", "cannot be combined with use_beam_search (the results exist only when the search ends)");
 }
 

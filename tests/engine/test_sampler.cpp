@@ -6,6 +6,7 @@
 #include <cmath>
 #include <numeric>
 #include <random>
+#include <limits>
 #include <set>
 
 #include "tinfer/error.h"
@@ -92,7 +93,9 @@ TEST(Sampler, TopK) {
   Sampler s(p, 5);
   auto c = s.candidates(l.data());
   EXPECT_EQ(ids(c), (std::set<int32_t>{1, 3}));
-  for (auto& x : c) EXPECT_NEAR(x.prob, std::exp(x.logit) / (std::exp(5.f) + std::exp(4.f)), 1e-6);
+  // logit is relative to the best (5): the weights are exp(0) and exp(-1).
+  for (auto& x : c) EXPECT_NEAR(x.prob, std::exp(x.logit) / (1.0 + std::exp(-1.0)), 1e-6);
+  for (auto& x : c) EXPECT_FLOAT_EQ(x.logit, l[x.token] - 5.0f);
 }
 
 TEST(Sampler, TopP) {
@@ -183,7 +186,8 @@ TEST(Sampler, PenaltiesArithmetic) {
   };
   auto c = s.candidates(l.data());
   ASSERT_EQ(c.size(), 5u);
-  for (auto& x : c) EXPECT_FLOAT_EQ(x.logit, want[x.token]) << "token " << x.token;
+  const float best = *std::max_element(want.begin(), want.end());  // logits come relative to the best
+  for (auto& x : c) EXPECT_FLOAT_EQ(x.logit, want[x.token] - best) << "token " << x.token;
 
   // Greedy sees the penalised logits: token 4 drops from 3.0 to 0.75, below token 0's 1.0.
   p.temperature = 0;
@@ -403,6 +407,84 @@ TEST(Sampler, MaskAllowsOnlyItsTokens) {
     EXPECT_EQ(plain.sample(logits.data()).token,
               int32_t(std::max_element(logits.begin(), logits.end()) - logits.begin()));  // no mask: argmax
   }
+}
+
+// Temperatures that would overflow 1/T or w/T (report: T = 1e-38 gave the last vocabulary id, as NaN weights
+// made the draw fall through) are greedy below kGreedyTemperature and finite above it; NaN logits and
+// overflowing penalties never pick a token.
+TEST(Sampler, TinyTemperatureIsGreedy) {
+  std::vector<float> l = {1.0f, 7.5f, 30.0f, -4.0f, 29.0f, 0.0f};
+  for (float t : {1.4e-45f, 1e-38f, 1e-37f, 1e-20f, 1e-6f, 9.9e-6f}) {
+    SamplingParams p = params_t1();
+    p.temperature = t;
+    EXPECT_TRUE(p.greedy()) << t;
+    Sampler s(p, 6);
+    EXPECT_EQ(s.sample(l.data()).token, 2) << "T " << t;
+    p.top_k = 1;
+    Sampler k(p, 6);
+    EXPECT_EQ(k.sample(l.data()).token, 2) << "T " << t << " top_k 1";
+  }
+  // Just above the greedy bound: still sampled, weights finite, the best token all but certain.
+  SamplingParams p = params_t1();
+  p.temperature = 2e-5f;
+  EXPECT_FALSE(p.greedy());
+  Sampler s(p, 6);
+  auto c = s.candidates(l.data());
+  double sum = 0;
+  for (auto& x : c) {
+    EXPECT_TRUE(std::isfinite(x.prob) && std::isfinite(x.logit)) << x.token;
+    sum += x.prob;
+  }
+  EXPECT_NEAR(sum, 1.0, 1e-6);
+  for (uint64_t seed = 0; seed < 50; ++seed) {
+    p.seed = seed;
+    Sampler d(p, 6);
+    EXPECT_EQ(d.sample(l.data()).token, 2) << "seed " << seed;
+  }
+}
+
+TEST(Sampler, HugeLogitsAndPenaltiesStayFinite) {
+  // Logits near float's max: the old w/T - m/T overflowed at T = 0.5.
+  std::vector<float> big = {3e38f, -3e38f, 2.9e38f, 1.0f};
+  SamplingParams p = params_t1();
+  p.temperature = 0.5f;
+  Sampler s(p, 4);
+  auto c = s.candidates(big.data());
+  for (auto& x : c) EXPECT_TRUE(std::isfinite(x.prob)) << x.token;
+  EXPECT_EQ(s.sample(big.data()).token, 0);
+  // repetition_penalty 1e-38 divides a positive logit into inf: kept finite, so the draw is well defined.
+  std::vector<float> l = {5.0f, 2.0f, 3.0f, -1.0f};
+  std::vector<int32_t> prompt = {0, 3};
+  for (float temp : {0.0f, 1.0f}) {
+    SamplingParams r = params_t1();
+    r.temperature = temp, r.repetition_penalty = 1e-38f;
+    Sampler rs(r, 4, prompt);
+    const int32_t tok = rs.sample(l.data()).token;
+    EXPECT_EQ(tok, 0) << "T " << temp;  // token 0's 5 / 1e-38 overflows: clamped to float's max, still the best
+  }
+}
+
+TEST(Sampler, NanLogitsNeverChosen) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  std::vector<float> l = {nan, 0.5f, nan, 2.0f, nan};
+  for (float temp : {0.0f, 1e-30f, 0.7f}) {
+    SamplingParams p = params_t1();
+    p.temperature = temp;
+    for (uint64_t seed = 0; seed < 20; ++seed) {
+      p.seed = seed;
+      Sampler s(p, 5);
+      const int32_t tok = s.sample(l.data()).token;
+      EXPECT_TRUE(tok == 1 || tok == 3) << "T " << temp << " got " << tok;
+      if (temp < SamplingParams::kGreedyTemperature) {
+        EXPECT_EQ(tok, 3);
+      }
+    }
+  }
+  // An infinite logit is the best token, drawn surely (its weight would be inf / inf).
+  std::vector<float> inf = {1.0f, std::numeric_limits<float>::infinity(), 2.0f};
+  SamplingParams p = params_t1();
+  Sampler s(p, 3);
+  EXPECT_EQ(s.sample(inf.data()).token, 1);
 }
 
 }  // namespace

@@ -142,6 +142,21 @@ def test_response_budget_and_memory():
         srv.stop()
 
 
+def test_tiny_temperature(srv):
+    """Issue 26 §2.3: T from 1.4e-45 to 1e-37 made NaN weights and the last vocabulary id; below 1e-5 is greedy."""
+    def text(**kw):
+        st, r = post(srv, C, dict({"prompt": "Once upon a time", "max_tokens": 8, "seed": 3}, **kw))
+        check(st == 200, "%s: %s" % (kw, r))
+        return r["choices"][0]["text"]
+    greedy = text(temperature=0)
+    for t in (1.4e-45, 1e-38, 1e-37, 1e-20, 9e-6):
+        check(text(temperature=t) == greedy, "temperature %g != greedy %r" % (t, greedy))
+        check(text(temperature=t, top_k=1) == greedy, "temperature %g top_k 1 != greedy" % t)
+    st, r = post(srv, C, {"prompt": "Once upon a time", "max_tokens": 8, "temperature": 1e-38, "n": 2,
+                          "use_beam_search": True})
+    check(st == 200, "beam search with a greedy temperature refused: %s" % r)
+
+
 def count_specials(tokenize_output, piece):
     return sum(1 for line in tokenize_output.splitlines() if line.strip().endswith("'%s'" % piece))
 
@@ -251,6 +266,7 @@ def main():
                  ("logit_bias", lambda: test_logit_bias(srv, client)),
                  ("prompt_lists_and_echo", lambda: test_prompt_lists_and_echo(srv, client)),
                  ("seeds", lambda: test_seeds(srv, client)),
+                 ("tiny_temperature", lambda: test_tiny_temperature(srv)),
                  ("response_budget_and_memory", test_response_budget_and_memory),
                  ("chat_injection_smollm2", test_chat_injection_smollm2),
                  ("speculative_server", lambda: test_speculative_server(srv)),
