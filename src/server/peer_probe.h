@@ -11,6 +11,7 @@ namespace tinfer::server {
 //   readable, peek reads 0 bytes (FIN: closed, or half-closed)     -> gone
 //   readable, peek reads >= 1 byte (a pipelined request waiting)   -> not gone (the bytes stay for the next request)
 //   nothing to report, or the poll itself failed                   -> not gone (a write will decide)
+// A client that pipelined bytes and then closed is seen only by a write (its close waits behind the bytes).
 // A half-closed client (shutdown(SHUT_WR), still reading) counts as gone, as uvicorn and nginx treat it.
 // A peer that vanished without FIN or RST (cable cut) is not seen here; a write's send deadline still is.
 bool peer_gone(int fd);
