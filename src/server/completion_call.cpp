@@ -14,6 +14,7 @@
 #include "server/openai_request.h"
 #include "server/openai_response.h"
 #include "server/routed_request.h"
+#include "server/sse_keepalive.h"
 #include "text/tool_calls/reasoning.h"
 
 namespace tinfer::server {
@@ -121,7 +122,7 @@ struct CompletionCall::State {
   bool all_done() const;
   PromptCall& prompt_of(size_t choice) { return prompts[choice / static_cast<size_t>(req.n)]; }
   std::string opening_chunks();
-  bool relay_events(const WriteFn& write, Clock::time_point last_write);
+  bool relay_events(const WriteFn& write, const PeerGoneFn& peer_gone, SseKeepalive& keepalive);
   void on_event(const QueuedEvent& qe, std::string& out);
   std::string chunk_of(int index, const std::string& text, std::vector<TokenRecord>* recs, const std::string& reason,
                        const std::string& model);
@@ -360,24 +361,31 @@ std::string CompletionCall::State::opening_chunks() {
   return out;
 }
 
-// Events -> chunks until every sample is done; false when a write failed (the client is gone).
-bool CompletionCall::State::relay_events(const WriteFn& write, Clock::time_point last_write) {
-  const auto heartbeat = std::chrono::milliseconds(ctx.config.heartbeat_ms);
+// Events -> chunks until every sample is done; false when the client is gone. Nothing but events goes out:
+// every probe period the socket is asked, writing nothing, whether the client left (a stream still waiting for
+// its first token and a whole response being generated are cancelled as promptly as a stream whose write fails).
+// The one other thing a stream may carry is the --sse-keepalive comment, and only after its first data event.
+bool CompletionCall::State::relay_events(const WriteFn& write, const PeerGoneFn& peer_gone, SseKeepalive& keepalive) {
+  const auto probe = std::chrono::milliseconds(ctx.config.peer_probe_ms);
+  Clock::time_point last_probe = Clock::now();
   std::string out;
   while (!all_done()) {
-    std::vector<QueuedEvent> evs = queue->wait(heartbeat);
+    std::vector<QueuedEvent> evs = queue->wait(probe);
     out.clear();
     std::optional<NsTimer> respond_timer(std::in_place, ctx.metrics.http_respond_ns);  // event handling, chunks
     for (const QueuedEvent& qe : evs) on_event(qe, out);
     abort_if_past_deadline(out);
-    // A failed write is how the HTTP layer notices a vanished client: after a quiet
-    // heartbeat period, send an SSE comment (streams) or a leading JSON space (whole responses).
-    if (out.empty() && !all_done() && Clock::now() - last_write >= heartbeat)
-      out = req.stream ? ": keep-alive\n\n" : " ";
     respond_timer.reset();  // (writes are timed as http_write)
+    const Clock::time_point now = Clock::now();
+    if (now - last_probe >= probe) {
+      if (peer_gone && peer_gone()) return false;
+      last_probe = now;
+    }
+    const bool data = !out.empty();
+    if (!data && req.stream && !all_done() && keepalive.due(now)) out = ": keep-alive\n\n";
     if (!out.empty()) {
       if (!write(out)) return false;
-      last_write = Clock::now();
+      keepalive.wrote(Clock::now(), data);
     }
   }
   return true;
@@ -484,14 +492,17 @@ void CompletionCall::State::observe_end(bool ok) {
     ctx.metrics.client_disconnects++;
 }
 
-void CompletionCall::run(const WriteFn& write) {
+void CompletionCall::run(const WriteFn& write, const PeerGoneFn& peer_gone) {
   State& s = *s_;
   // A client gone mid-response: ~State cancels every submitted engine request (the engine frees the KV blocks
   // at its next step).
   auto gone = [&] { s.ctx.metrics.client_disconnects++; };
-  const Clock::time_point start = Clock::now();
-  if (s.req.stream && (s.meta.chat || s.req.echo) && !write(s.opening_chunks())) return gone();
-  if (!s.relay_events(write, start)) return gone();
+  SseKeepalive keepalive(s.req.stream ? s.ctx.config.sse_keepalive_s : 0);
+  if (s.req.stream && (s.meta.chat || s.req.echo)) {  // data events (the role, the echo): a stream may begin so
+    if (!write(s.opening_chunks())) return gone();
+    keepalive.wrote(Clock::now(), true);
+  }
+  if (!s.relay_events(write, peer_gone, keepalive)) return gone();
   const Usage u = s.finish_engine_requests();
   s.attach_routes();
   s.observe_end(s.write_tail(write, u));

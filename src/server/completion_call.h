@@ -1,6 +1,6 @@
 // One /v1/completions or /v1/chat/completions request from body to response: validation and
 // submission happen in start() (so errors are known before any byte is written); run() then streams
-// SSE chunks or the final JSON through `write`, and aborts the engine request when a write fails.
+// SSE chunks or the final JSON through `write`, and aborts the engine request when the client is gone.
 #pragma once
 #include <chrono>
 #include <functional>
@@ -15,6 +15,7 @@
 namespace tinfer::server {
 
 using WriteFn = std::function<bool(std::string_view)>;  // false: the client is gone
+using PeerGoneFn = std::function<bool()>;                // true: the client is gone (asked without writing)
 
 class CompletionCall {
  public:
@@ -26,9 +27,10 @@ class CompletionCall {
 
   bool streaming() const;
   const std::vector<std::string>& warnings() const;
-  // Produces the whole response body through `write` (heartbeats while idle). Returns when done or
-  // when the client is gone (the request is then aborted in the engine).
-  void run(const WriteFn& write);
+  // Produces the whole response body through `write`, asking `peer_gone` every probe period while it waits
+  // (nothing but the response's own bytes goes out; streams begin with "data: {"). Returns when done or when
+  // the client is gone (the request is then aborted in the engine).
+  void run(const WriteFn& write, const PeerGoneFn& peer_gone);
 
   struct State;
 

@@ -26,7 +26,17 @@ struct HttpRequest {
   }
 };
 
-using BodyWriter = std::function<bool(std::string_view)>;  // false: the client is gone or stalled
+// What a streaming handler writes through. Calling it sends one chunk (false: the client is gone or stalled);
+// peer_gone() asks whether the client has closed or reset the connection while writing nothing, so a handler
+// with nothing to say yet (a request waiting for its first token, a whole response being generated) can still
+// notice a vanished client without putting bytes on the wire that some clients mis-parse.
+struct BodyWriter {
+  std::function<bool(std::string_view)> write;
+  std::function<bool()> gone;  // empty: no probe (never gone)
+
+  bool operator()(std::string_view d) const { return write(d); }
+  bool peer_gone() const { return gone && gone(); }
+};
 
 struct HttpResponse {
   int status = 200;

@@ -177,10 +177,12 @@ struct HttpServer::Impl {
       }
       res.content_type = call->streaming() ? "text/event-stream" : "application/json";
       res.stream = [call, this](const BodyWriter& write) {
-        call->run([&](std::string_view d) {
-          NsTimer t(metrics.http_write_ns);
-          return d.empty() || write(d);
-        });
+        call->run(
+            [&](std::string_view d) {
+              NsTimer t(metrics.http_write_ns);
+              return d.empty() || write(d);
+            },
+            [&] { return write.peer_gone(); });
       };
     });
   }

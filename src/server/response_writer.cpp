@@ -8,6 +8,8 @@
 #include <cerrno>
 #include <cstdio>
 
+#include "server/peer_probe.h"
+
 namespace tinfer::server {
 
 const char* reason_phrase(int s) {
@@ -100,8 +102,10 @@ bool write_response(int fd, const HttpRequest& req, HttpResponse& res, bool keep
     chunk.append(size, static_cast<size_t>(k)).append(d).append("\r\n");
     return ok = send_all(fd, chunk, stall);
   };
+  // The handler may ask whether the client is still there without writing (see peer_probe.h).
+  const BodyWriter writer{write, [&] { return !ok || peer_gone(fd); }};
   try {
-    res.stream(write);
+    res.stream(writer);
   } catch (...) {
     ok = false;  // the head is out: the only way left to say "failed" is an incomplete body
   }

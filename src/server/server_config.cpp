@@ -3,6 +3,8 @@
 
 #include <utility>
 
+#include "server/sse_keepalive.h"
+
 namespace tinfer::server {
 
 std::vector<std::string> ServerConfig::validate() const {
@@ -14,7 +16,9 @@ std::vector<std::string> ServerConfig::validate() const {
       {max_body_bytes < 1024, "--max-body-bytes must be >= 1024"},
       {http_threads < 8, "--http-threads must be >= 8"},
       {shutdown_grace_s < 0, "--shutdown-grace must be >= 0"},
-      {heartbeat_ms < 10, "heartbeat_ms must be >= 10"},
+      {peer_probe_ms < 10, "peer_probe_ms must be >= 10"},
+      {!(sse_keepalive_s == 0 || sse_keepalive_s >= kMinSseKeepaliveS),
+       "--sse-keepalive must be 0 (off) or >= 15 seconds"},
       {max_response_entries < 1, "--max-response-entries must be >= 1"},
       {grammar_cache_bytes < 0, "--grammar-cache-mb must be >= 0"},
       {keep_alive_s < 1, "keep_alive_s must be >= 1"},

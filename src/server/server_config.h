@@ -16,7 +16,8 @@ struct ServerConfig {
   int64_t max_body_bytes = 1 << 20;  // larger bodies: 413
   int http_threads = 512;            // one per concurrent connection (streams hold their thread)
   double shutdown_grace_s = 5.0;     // on SIGTERM: in-flight requests get this long, then abort
-  int heartbeat_ms = 500;            // idle write period that detects vanished clients
+  int peer_probe_ms = 500;           // how often a response being produced checks, writing nothing, for a vanished client
+  double sse_keepalive_s = 0;        // streams: an SSE comment after this long without a write (0 = off; else >= 15)
   int keep_alive_s = 2;              // idle keep-alive connections are closed after this
   // A non-streamed response may hold at most this many token entries: choices x max_tokens x
   // (1 + top_logprobs). ~60 bytes of JSON each, so the default bounds a response near 16 MB.

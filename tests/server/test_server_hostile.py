@@ -309,7 +309,7 @@ def wait_running(srv, limit_s=5):
 
 
 def test_brotli_disconnect_aborts(srv):
-    # A non-streaming request asking for br whose client vanishes is aborted (heartbeat writes fail).
+    # A non-streaming request asking for br whose client vanishes is aborted (the disconnect probe sees it).
     before = wait_idle(srv)
     body = json.dumps({"prompt": "Once", "max_tokens": 4096, "ignore_eos": True}).encode()
     s = connect(srv.port)
@@ -456,7 +456,7 @@ def test_sigterm_with_slow_clients(srv):
 
 
 def with_slow_server(test):
-    # Abort tests need generation to outlast the detection (heartbeat, --send-timeout): stories260K writes
+    # Abort tests need generation to outlast the detection (disconnect probe, --send-timeout): stories260K writes
     # its whole context in under a second, which on a quiet machine beat the abort. SmolLM2 (the default
     # model, installed by scripts/setup.sh) takes many seconds for the same request.
     model = SLOW_MODEL if os.path.exists(SLOW_MODEL) else MODEL

@@ -238,7 +238,7 @@ bool HttpResponse::next_sse_data(std::string& payload, double deadline) {
       std::string line = sse_.substr(0, nl);
       sse_.erase(0, nl + 1);
       if (!line.empty() && line.back() == '\r') line.pop_back();
-      if (line.rfind("data:", 0) != 0) continue;  // blank separators, comments (heartbeats), other fields
+      if (line.rfind("data:", 0) != 0) continue;  // blank separators, comments (--sse-keepalive), other fields
       payload = line.substr(line.size() > 5 && line[5] == ' ' ? 6 : 5);
       return true;
     }

@@ -43,6 +43,10 @@ std::vector<OptionSpec> serve_options() {
                  {"--header-timeout", "seconds a request's whole head may take to arrive; beyond: 408", true, "10"},
                  {"--body-timeout", "seconds a request's whole body may take after its head; beyond: 408", true, "30"},
                  {"--send-timeout", "seconds a client may accept no response byte before it is dropped", true, "2"},
+                 {"--sse-keepalive",
+                  "streams: an SSE comment after this many seconds without a write, never before the first data "
+                  "event (0 = off; else >= 15)",
+                  true, "0"},
                  {"--max-response-entries",
                   "non-streamed responses: most choices x max_tokens x (1 + top_logprobs); beyond: 400", true, "262144"},
                  {"--grammar-cache-mb", "structured output: compiled grammars kept for reuse (MiB)", true, "512"},
@@ -88,6 +92,7 @@ server::ServerConfig server_config(const Args& args) {
   sc.header_timeout_s = args.number("--header-timeout");
   sc.body_timeout_s = args.number("--body-timeout");
   sc.send_stall_s = args.number("--send-timeout");
+  sc.sse_keepalive_s = args.number("--sse-keepalive");
   sc.grammar_cache_bytes = args.integer("--grammar-cache-mb") << 20;
   sc.tool_call_parser = args.str("--tool-call-parser");
   check(sc.tool_call_parser.empty() || toolcall::find_tool_call_format(sc.tool_call_parser),
