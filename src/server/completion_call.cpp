@@ -76,15 +76,6 @@ struct EventQueue {
   }
 };
 
-std::string random_id(const char* prefix) {
-  static std::atomic<uint64_t> counter{0};
-  uint64_t x =
-      static_cast<uint64_t>(Clock::now().time_since_epoch().count()) ^ (counter.fetch_add(1) * 0x9E3779B97F4A7C15ull);
-  char b[32];
-  std::snprintf(b, sizeof b, "%016llx", static_cast<unsigned long long>(x));
-  return std::string(prefix) + b;
-}
-
 }  // namespace
 
 // One prompt of the request: its own engine request (resolved by the engine, routed when the server routes
@@ -278,7 +269,7 @@ void CompletionCall::State::check_response_size() const {
 }
 
 void CompletionCall::State::make_meta() {
-  meta = {random_id(req.chat ? "chatcmpl-" : "cmpl-"),
+  meta = {ctx.response_ids.next(req.chat ? "chatcmpl-" : "cmpl-"),
           static_cast<int64_t>(
               std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
                   .count()),

@@ -24,6 +24,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/timer.h"
 #include "tinfer/error.h"
 #include "server/response_writer.h"
 
@@ -345,8 +346,8 @@ struct HttpListener::Impl {
         if (partial && !(stop_seen && now >= stop_at)) {
           refuse(c, 408,
                  c.parser.head_done()
-                     ? "request body not received within " + std::to_string(cfg.body_timeout_s) + " s"
-                     : "request head not received within " + std::to_string(cfg.header_timeout_s) + " s");
+                     ? "request body not received within " + seconds_text(cfg.body_timeout_s)
+                     : "request head not received within " + seconds_text(cfg.header_timeout_s));
         } else {
           drop(fd);
         }

@@ -7,6 +7,7 @@
 #include <sys/resource.h>
 
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <future>
@@ -39,7 +40,52 @@ bool constant_time_equal(const std::string& a, const std::string& b) {
   return diff == 0;
 }
 
+// RFC 9110 §11: the scheme is case-insensitive, then one or more spaces, then the credentials. Exactly one
+// Authorization header: with two, a proxy in front and this server could each read a different one.
+const char* api_key_refusal(const HttpRequest& req, const std::string& key) {
+  static constexpr std::string_view kScheme = "bearer";
+  const std::string* value = nullptr;
+  for (const auto& [name, v] : req.headers) {
+    if (name != "authorization") continue;
+    if (value) return "more than one Authorization header";
+    value = &v;
+  }
+  if (!value) return "missing API key (expected 'Authorization: Bearer <key>')";
+  const std::string& v = *value;
+  bool bearer = v.size() > kScheme.size() && v[kScheme.size()] == ' ';
+  for (size_t i = 0; bearer && i < kScheme.size(); ++i)
+    bearer = std::tolower(static_cast<unsigned char>(v[i])) == kScheme[i];
+  if (!bearer) return "invalid API key (expected 'Authorization: Bearer <key>')";
+  const size_t start = v.find_first_not_of(' ', kScheme.size());
+  if (!constant_time_equal(start == std::string::npos ? std::string() : v.substr(start), key))
+    return "invalid API key (expected 'Authorization: Bearer <key>')";
+  return nullptr;
+}
+
+std::string percent_decode(std::string_view s) {
+  auto nibble = [](char c) {
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+  };
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const int hi = s[i] == '%' && i + 2 < s.size() ? nibble(s[i + 1]) : -1;
+    const int lo = hi >= 0 ? nibble(s[i + 2]) : -1;
+    if (lo < 0) {
+      out += s[i];  // not an escape: kept as sent
+      continue;
+    }
+    out += static_cast<char>(hi * 16 + lo);
+    i += 2;
+  }
+  return out;
+}
+
 namespace {
+
+// GET /v1/models/{id}: the one route with a parameter, registered under this key; the id is the rest of the path,
+// percent-decoded (clients quote it, and a served name may hold '/').
+constexpr std::string_view kModelPrefix = "/v1/models/";
+constexpr const char* kModelRoute = "/v1/models/{id}";
 
 int64_t unix_now() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -112,9 +158,16 @@ struct HttpServer::Impl {
 
   // Throws 401 unless the request carries the API key (when one is set).
   void require_key(const HttpRequest& req) const {
-    if (!config.api_key.empty() && !constant_time_equal(req.header("authorization"), "Bearer " + config.api_key))
-      throw ApiError(401, "missing or invalid API key (expected 'Authorization: Bearer <key>')", "", "invalid_api_key",
-                     "authentication_error");
+    if (config.api_key.empty()) return;
+    if (const char* why = api_key_refusal(req, config.api_key))
+      throw ApiError(401, why, "", "invalid_api_key", "authentication_error");
+  }
+
+  // The route of a path (a /v1/models/{id} path finds that route), or null.
+  const std::pair<std::string, Route>* find_route(const std::string& path) const {
+    const bool model = path.size() > kModelPrefix.size() && path.starts_with(kModelPrefix);
+    auto r = routes.find(model ? std::string(kModelRoute) : path);
+    return r == routes.end() ? nullptr : &r->second;
   }
 
   // Auth and readiness for API routes, then the route body; every failure becomes an OpenAI error.
@@ -135,11 +188,13 @@ struct HttpServer::Impl {
 
   // Reactor thread, head received, body not yet read: refuse what is already known to fail, so an
   // unauthenticated client or a full queue never makes the server buffer (or parse) a body.
+  // With a key set, every API path -- a route, or any /v1/ path, whatever the method -- is 401 before 404/405, so
+  // an unauthenticated client learns nothing about the routes.
   bool check_head(const HttpRequest& head, HttpResponse& res) {
-    auto r = routes.find(head.path);
-    if (r == routes.end() || r->second.first != head.method || head.path == "/health" || head.path == "/metrics")
-      return false;
-    bool completion = head.path == "/v1/completions" || head.path == "/v1/chat/completions";
+    const auto* r = find_route(head.path);
+    if (head.path == "/health" || head.path == "/metrics" || (!r && !head.path.starts_with("/v1/"))) return false;
+    const bool completion =
+        r && r->first == head.method && (head.path == "/v1/completions" || head.path == "/v1/chat/completions");
     try {
       require_key(head);
       if (completion && ready.load(std::memory_order_acquire)) QueueSlot::refuse_if_full(*ctx);
@@ -196,6 +251,12 @@ struct HttpServer::Impl {
       guarded(q, r, true,
               [&](ServerContext& c) { r.set_content(dump(models_response(c, created)), "application/json"); });
     });
+    add("GET", kModelRoute, [this](const HttpRequest& q, HttpResponse& r) {
+      guarded(q, r, true, [&](ServerContext& c) {
+        const std::string id = percent_decode(std::string_view(q.path).substr(kModelPrefix.size()));
+        r.set_content(dump(model_response(c, created, id)), "application/json");
+      });
+    });
     add("POST", "/tokenize", [this](const HttpRequest& q, HttpResponse& r) {
       guarded(q, r, true, [&](ServerContext& c) {
         r.set_content(dump(tokenize_response(c, parse_json_body(q.body))), "application/json");
@@ -229,16 +290,15 @@ struct HttpServer::Impl {
 
   // Worker thread: route by path, then method (405 with Allow when only the method is wrong).
   void dispatch(const HttpRequest& q, HttpResponse& r) {
-    auto route = routes.find(q.path);
-    if (route == routes.end()) {
+    const auto* route = find_route(q.path);
+    if (!route) {
       send_error(r, ApiError(404, "no route " + q.method + " " + q.path, "", "not_found"));
-    } else if (route->second.first != q.method) {
-      r.set_header("Allow", route->second.first);
-      send_error(
-          r, ApiError(405, "method " + q.method + " is not allowed on " + q.path + " (use " + route->second.first + ")",
-                      "", "method_not_allowed"));
+    } else if (route->first != q.method) {
+      r.set_header("Allow", route->first);
+      send_error(r, ApiError(405, "method " + q.method + " is not allowed on " + q.path + " (use " + route->first + ")",
+                             "", "method_not_allowed"));
     } else {
-      route->second.second(q, r);
+      route->second(q, r);
     }
     count_error(r.status);
   }

@@ -3,8 +3,10 @@
 #pragma once
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "text/chat/chat_template.h"
+#include "server/http_message.h"
 #include "server/route_policy.h"
 #include "server/server_config.h"
 #include "tinfer/engine.h"
@@ -37,5 +39,10 @@ class HttpServer {
 
 // True when a and b are equal; the time taken does not depend on where they differ.
 bool constant_time_equal(const std::string& a, const std::string& b);
+// Why `req` does not carry `key` as 'Authorization: Bearer <key>' (scheme in any case, one Authorization header
+// only), or null when it does. The key is compared in constant time.
+const char* api_key_refusal(const HttpRequest& req, const std::string& key);
+// "%2F" -> "/"; anything that is not a %XX escape is kept as it is.
+std::string percent_decode(std::string_view s);
 
 }  // namespace tinfer::server

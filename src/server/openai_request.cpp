@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "server/api_error.h"
+#include "server/json_integer.h"
 #include "server/refused_fields.h"
 #include "server/tool_request.h"
 
@@ -27,15 +28,7 @@ const json* field(const json& body, const char* name) {
 }
 
 int64_t get_int(const json& v, const std::string& name, int64_t lo, int64_t hi) {
-  if (!v.is_number_integer() && !v.is_number_unsigned()) {
-    // Integral floats (e.g. 16.0) are accepted as integers; anything else is a type error.
-    if (!v.is_number_float() || std::floor(v.get<double>()) != v.get<double>()) bad(name, "must be an integer");
-  }
-  double d = v.get<double>();
-  if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(hi)) d = static_cast<double>(hi) + 1;
-  if (d < static_cast<double>(lo) || d > static_cast<double>(hi))
-    bad(name, "must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got " + v.dump());
-  return v.is_number_float() ? static_cast<int64_t>(d) : v.get<int64_t>();
+  return json_integer(v, name, lo, hi);  // whole-number floats (16.0) are integers, as in every endpoint
 }
 
 double get_num(const json& v, const std::string& name, double lo, double hi) {
@@ -277,6 +270,8 @@ const FieldReader kOutputFields[] = {
     {"stream_options", kBoth,
      [](const json& v, CompletionRequest& r) {
        if (!v.is_object()) bad("stream_options", "must be an object");
+       // As OpenAI and vLLM: options of a stream on a whole response are a client's mistake ({} asks for nothing).
+       if (!r.stream && !v.empty()) bad("stream_options", "can only be given when 'stream' is true");
        if (auto u = field(v, "include_usage")) r.include_usage = get_bool(*u, "stream_options.include_usage");
        // vLLM's usage in every chunk: not done, so not silently ignored either.
        if (auto u = field(v, "continuous_usage_stats"); u && !(u->is_boolean() && !u->get<bool>()))

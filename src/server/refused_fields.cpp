@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "server/api_error.h"
+#include "server/json_integer.h"
 
 namespace tinfer::server {
 namespace {
@@ -24,7 +25,8 @@ bool never(const json&, int) { return false; }
 bool is_false(const json& v, int) { return v.is_boolean() && !v.get<bool>(); }
 bool is_zero(const json& v, int) { return v.is_number() && v.get<double>() == 0; }
 bool empty_string(const json& v, int) { return v.is_string() && v.get<std::string>().empty(); }
-bool best_of_is_n(const json& v, int n) { return v.is_number_integer() && v.get<int64_t>() == n; }
+// best_of is an integer field like n: 2.0 is 2 (the shared reader), 1.5 is a 400 naming it.
+bool best_of_is_n(const json& v, int n) { return json_integer(v, "best_of", 1, INT32_MAX) == n; }
 bool is_true(const json& v, int) { return v.is_boolean() && v.get<bool>(); }
 bool text_only(const json& v, int) { return v.is_array() && v.size() == 1 && v[0] == "text"; }
 

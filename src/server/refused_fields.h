@@ -1,5 +1,5 @@
-// Request fields naming features this server does not implement (tools, JSON mode, suffix, best_of,
-// guided decoding ...). Ignoring them would let a client believe it got what it asked for, so each
+// Request fields naming features this server does not implement (suffix, best_of != n, audio, prompt
+// logprobs ...; tools and structured output are served, not refused here). Ignoring them would let a client believe it got what it asked for, so each
 // one is refused with a 400 naming the field -- unless its value asks for nothing (null, [], "none",
 // {"type": "text"}, the default).
 #pragma once

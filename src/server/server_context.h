@@ -12,6 +12,7 @@
 #include "server/engine_driver.h"
 #include "text/tool_calls/tool_call_format.h"
 #include "server/metrics.h"
+#include "server/response_id.h"
 #include "server/route_policy.h"
 #include "server/server_config.h"
 
@@ -41,6 +42,8 @@ struct ServerContext {
   // prompt already opens one.
   const toolcall::ToolCallFormat* tool_format = nullptr;
   bool reasoning = false, opens_reasoning = false;
+  // Ids of responses (chatcmpl-..., cmpl-...), drawn from a random source.
+  ResponseIds response_ids;
 
   bool past_abort_deadline() const {
     return std::chrono::steady_clock::now().time_since_epoch().count() >= abort_deadline_ns.load();

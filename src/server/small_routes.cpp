@@ -1,10 +1,11 @@
-// /v1/models, /tokenize and /detokenize. Tokenize uses the same prompt rules as the completion
-// endpoints (BOS when the tokenizer adds one; chat template with special tokens parsed in the
+// /v1/models (and /v1/models/{id}), /tokenize and /detokenize. Tokenize uses the same prompt rules as the
+// completion endpoints (BOS when the tokenizer adds one; chat template with special tokens parsed in the
 // template's text only).
 #include "server/small_routes.h"
 
 #include "tinfer/error.h"
 #include "server/api_error.h"
+#include "server/json_integer.h"
 #include "server/openai_request.h"
 
 namespace tinfer::server {
@@ -31,6 +32,17 @@ json models_response(const ServerContext& ctx, int64_t created) {
     }
   }
   return {{"object", "list"}, {"data", data}};
+}
+
+json model_response(const ServerContext& ctx, int64_t created, const std::string& id) {
+  std::string served;
+  const json list = models_response(ctx, created);  // held: a range-for over a temporary's member dangles
+  for (const json& m : list["data"]) {
+    if (m["id"] == id) return m;
+    served += (served.empty() ? "'" : ", '") + m["id"].get<std::string>() + "'";
+  }
+  throw ApiError(404, "The model '" + id + "' does not exist; this server serves " + served, "model",
+                 "model_not_found");
 }
 
 json tokenize_response(const ServerContext& ctx, const json& body) {
@@ -71,13 +83,14 @@ json detokenize_response(const ServerContext& ctx, const json& body) {
   if (it == body.end() || !it->is_array()) throw ApiError(400, "'tokens' must be a list of token ids", "tokens");
   std::vector<int32_t> ids;
   for (size_t i = 0; i < it->size(); ++i) {
-    const json& v = (*it)[i];
-    if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() >= ctx.tokenizer.n_vocab())
+    // Whole-number floats are ids as in every integer field (json_integer.h); 1.5 is "must be an integer".
+    const std::string name = "tokens[" + std::to_string(i) + "]";
+    const int64_t id = json_integer((*it)[i], name, INT32_MIN, INT32_MAX);
+    if (id < 0 || id >= ctx.tokenizer.n_vocab())
       throw ApiError(400,
-                     "'tokens[" + std::to_string(i) + "]' is not a token id (vocabulary size " +
-                         std::to_string(ctx.tokenizer.n_vocab()) + ")",
+                     "'" + name + "' is not a token id (vocabulary size " + std::to_string(ctx.tokenizer.n_vocab()) + ")",
                      "tokens", "invalid_value");
-    ids.push_back(static_cast<int32_t>(v.get<int64_t>()));
+    ids.push_back(static_cast<int32_t>(id));
   }
   return {{"prompt", ctx.tokenizer.decode(ids)}};
 }

@@ -92,6 +92,24 @@ TEST(Request, RefusesUnsupportedFeaturesByName) {
   EXPECT_EQ(error_of(R"({"prompt": "x", "suffix": "tail"})").param, "suffix");
   EXPECT_EQ(error_of(R"({"prompt": "x", "best_of": 3})").param, "best_of");
   EXPECT_EQ(error_of(R"({"prompt": "x", "best_of": 2, "n": 3})").param, "best_of");
+  // Issue 26: best_of reads as every integer field does (2.0 is 2; 1.5 is "must be an integer").
+  EXPECT_EQ(error_of(R"({"prompt": "x", "best_of": 2.0, "n": 2})").param, "<accepted>");
+  EXPECT_EQ(error_of(R"({"prompt": "x", "best_of": 2.0, "n": 2.0})").param, "<accepted>");
+  EXPECT_NE(std::string(error_of(R"({"prompt": "x", "best_of": 1.5})").what()).find("must be an integer"),
+            std::string::npos);
+  EXPECT_EQ(error_of(R"({"prompt": "x", "best_of": 3.0, "n": 2})").code, "unsupported_parameter");
+  // Issue 26: stream_options without a stream is a 400 naming it (OpenAI, vLLM); {} and null ask for nothing.
+  for (const char* b : {R"({"prompt": "x", "stream_options": {"include_usage": true}})",
+                        R"({"prompt": "x", "stream": false, "stream_options": {"include_usage": false}})"}) {
+    EXPECT_EQ(error_of(b).param, "stream_options") << b;
+    EXPECT_EQ(error_of(b, true).param, "messages") << b;  // chat checks its messages first
+  }
+  EXPECT_EQ(error_of(R"({"messages": [{"role": "user", "content": "x"}], "stream_options": {"include_usage": true}})",
+                     true).param, "stream_options");
+  EXPECT_EQ(error_of(R"({"prompt": "x", "stream_options": {}})").param, "<accepted>");
+  EXPECT_EQ(error_of(R"({"prompt": "x", "stream_options": null})").param, "<accepted>");
+  EXPECT_EQ(error_of(R"({"prompt": "x", "stream": true, "stream_options": {"include_usage": true}})").param,
+            "<accepted>");
   EXPECT_EQ(error_of(R"({"prompt": "x", "response_format": {"type": "json_schema"}})").param,
             "response_format.json_schema");
   EXPECT_EQ(error_of(R"({"prompt": "x", "prompt_logprobs": 1})").param, "prompt_logprobs");

@@ -169,6 +169,31 @@ TEST(Auth, ConstantTimeEqual) {
   EXPECT_FALSE(constant_time_equal("", "x"));
 }
 
+// Issue 26: the scheme in any case and 1*SP before the key (RFC 9110 §11); exactly one Authorization header.
+TEST(Auth, SchemeCaseSpacesAndDuplicates) {
+  auto with = [](std::vector<std::string> values) {
+    HttpRequest r;
+    for (auto& v : values) r.headers.emplace_back("authorization", std::move(v));
+    return r;
+  };
+  for (const char* ok : {"Bearer k1", "bearer k1", "BEARER k1", "bEaReR k1", "Bearer   k1"})
+    EXPECT_EQ(api_key_refusal(with({ok}), "k1"), nullptr) << ok;
+  for (const char* bad : {"Bearer k2", "Bearer k1x", "Bearer", "Bearer ", "Bearerk1", "Basic k1", "k1", ""})
+    EXPECT_NE(api_key_refusal(with({bad}), "k1"), nullptr) << bad;
+  EXPECT_NE(api_key_refusal(with({}), "k1"), nullptr);
+  for (auto pair : {std::vector<std::string>{"Bearer k1", "Bearer k1"}, {"Bearer k1", "Bearer no"},
+                    {"Bearer no", "Bearer k1"}})
+    EXPECT_STREQ(api_key_refusal(with(pair), "k1"), "more than one Authorization header");
+}
+
+TEST(Routes, PercentDecode) {
+  EXPECT_EQ(percent_decode("org%2Fmodel"), "org/model");
+  EXPECT_EQ(percent_decode("a%2fb%20c"), "a/b c");
+  EXPECT_EQ(percent_decode("100%"), "100%");
+  EXPECT_EQ(percent_decode("%zz%4"), "%zz%4");
+  EXPECT_EQ(percent_decode("plain"), "plain");
+}
+
 // The driver steps the engine on its own thread: a submitted request runs to the end, and a cancelled
 // one ends with "abort". (Long jobs are the scheduler's background class: tests/engine/test_scheduler.cpp.)
 TEST(EngineDriver, StepsSubmittedRequestsAndCancels) {

@@ -165,6 +165,19 @@ TEST(ChatTemplate, UndefinedBehavesAsJinja2) {
   EXPECT_NE(what_of([&] { render("{{ nope + 1 }}"); }), "");
 }
 
+// Integers in tools beyond int64 (a schema's "maximum": 2^64 - 1) stay integers as Python prints them: through
+// tojson, str and `is integer` (issue 26: they printed as 1.8446744073709552e+19). int64's own edges are unchanged.
+TEST(ChatTemplate, BigIntegersInToolsRenderAsIntegers) {
+  ChatOptions o;
+  o.tools_json = R"([{"max": 18446744073709551615, "big": 9223372036854775808, "min": -9223372036854775808,
+                     "top": 9223372036854775807, "f": 1.5}])";
+  const ChatTemplate t("{{ tools[0] | tojson }}|{{ tools[0].max }}|{{ tools[0].max is integer }}|"
+                       "{{ tools[0].max is float }}|{{ tools[0].max | int }}|{{ tools[0].f is float }}");
+  EXPECT_EQ(t.render({{"user", "u"}}, o).text,
+            R"({"max": 18446744073709551615, "big": 9223372036854775808, "min": -9223372036854775808, )"
+            R"("top": 9223372036854775807, "f": 1.5}|18446744073709551615|True|False|18446744073709551615|True)");
+}
+
 // Message contents are literal through the whole encode path: a user typing the template's special
 // tokens gets their characters, never a forged turn; the template's own specials still count.
 TEST(ChatTemplate, LiteralContentStaysTextWhenEncoded) {

@@ -216,7 +216,7 @@ Value f_escape(Interp&, const std::string&, const Value& v, Args&) {
 Value f_int(Interp&, const std::string&, const Value& v, Args& a) {
   const Value* def = call_arg(a, 0, "default");
   const Value d = def ? *def : Value::integer(0);
-  if (v.kind == Value::Kind::integer) return v;
+  if (v.kind == Value::Kind::integer || v.is_big_integer()) return v;
   if (v.kind == Value::Kind::boolean) return Value::integer(v.b);
   if (v.kind == Value::Kind::floating) {
     if (!std::isfinite(v.f) || std::fabs(v.f) >= 9.2e18) return d;
@@ -426,8 +426,8 @@ TINFER_JINJA_TEST(t_string, v.is_string())
 TINFER_JINJA_TEST(t_mapping, v.kind == Value::Kind::dict)
 TINFER_JINJA_TEST(t_iterable, v.is_string() || v.is_list() || v.kind == Value::Kind::dict || v.is_undefined())
 TINFER_JINJA_TEST(t_number, v.is_number())
-TINFER_JINJA_TEST(t_integer, v.kind == Value::Kind::integer)
-TINFER_JINJA_TEST(t_float, v.kind == Value::Kind::floating)
+TINFER_JINJA_TEST(t_integer, v.kind == Value::Kind::integer || v.is_big_integer())
+TINFER_JINJA_TEST(t_float, v.kind == Value::Kind::floating && !v.is_big_integer())
 TINFER_JINJA_TEST(t_boolean, v.kind == Value::Kind::boolean)
 TINFER_JINJA_TEST(t_true, v.kind == Value::Kind::boolean && v.b)
 TINFER_JINJA_TEST(t_false, v.kind == Value::Kind::boolean && !v.b)

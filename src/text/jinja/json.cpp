@@ -65,7 +65,7 @@ struct JsonWriter {
       case Value::Kind::integer: out += "\"" + std::to_string(k.i) + "\""; return;
       case Value::Kind::boolean: out += k.b ? "\"true\"" : "\"false\""; return;
       case Value::Kind::none: out += "\"null\""; return;
-      case Value::Kind::floating: out += "\"" + py_float_repr(k.f) + "\""; return;
+      case Value::Kind::floating: out += "\"" + (k.is_big_integer() ? k.hint : py_float_repr(k.f)) + "\""; return;
       default: in.error(std::string("keys must be str, int, float, bool or None, not ") + type_name(k));
     }
   }
@@ -78,6 +78,10 @@ struct JsonWriter {
       case Value::Kind::boolean: out += v.b ? "true" : "false"; return;
       case Value::Kind::integer: out += std::to_string(v.i); return;
       case Value::Kind::floating:
+        if (v.is_big_integer()) {
+          out += v.hint;
+          return;
+        }
         out += std::isnan(v.f) ? "NaN" : std::isinf(v.f) ? (v.f < 0 ? "-Infinity" : "Infinity") : py_float_repr(v.f);
         return;
       case Value::Kind::string:
@@ -133,7 +137,7 @@ Value convert(const nlohmann::ordered_json& j, bool literal, int depth) {
     case nlohmann::ordered_json::value_t::boolean: return Value::boolean(j.get<bool>());
     case nlohmann::ordered_json::value_t::number_integer: return Value::integer(j.get<int64_t>());
     case nlohmann::ordered_json::value_t::number_unsigned:
-      if (j.get<uint64_t>() > uint64_t(INT64_MAX)) return Value::floating(j.get<double>());
+      if (j.get<uint64_t>() > uint64_t(INT64_MAX)) return Value::big_integer(j.get<uint64_t>());
       return Value::integer(int64_t(j.get<uint64_t>()));
     case nlohmann::ordered_json::value_t::number_float: return Value::floating(j.get<double>());
     case nlohmann::ordered_json::value_t::string: return str(j.get<std::string>());

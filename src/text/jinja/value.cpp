@@ -146,7 +146,7 @@ const char* type_name(const Value& v) {
     case Value::Kind::none: return "NoneType";
     case Value::Kind::boolean: return "bool";
     case Value::Kind::integer: return "int";
-    case Value::Kind::floating: return "float";
+    case Value::Kind::floating: return v.is_big_integer() ? "int" : "float";
     case Value::Kind::string: return "str";
     case Value::Kind::list: return "list";
     case Value::Kind::dict: return "dict";
@@ -261,7 +261,7 @@ Str to_str(const Value& v) {
     case Value::Kind::none: return Str("None");
     case Value::Kind::boolean: return Str(v.b ? "True" : "False");
     case Value::Kind::integer: return Str(std::to_string(v.i));
-    case Value::Kind::floating: return Str(py_float_repr(v.f));
+    case Value::Kind::floating: return Str(v.is_big_integer() ? v.hint : py_float_repr(v.f));
     case Value::Kind::string: return *v.str;
     case Value::Kind::function: return Str("<function>");
     default: return repr(v);

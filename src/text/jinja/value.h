@@ -55,7 +55,9 @@ struct Value {
   std::shared_ptr<const List> list;
   std::shared_ptr<Dict> dict;  // dicts and namespaces (the only mutable objects: `set ns.x = ...`)
   std::shared_ptr<const Function> fn;
-  std::string hint;    // undefined: what was missing, for error messages
+  // undefined: what was missing, for error messages. floating: the digits of a JSON integer beyond int64
+  // (big_integer), printed instead of the float.
+  std::string hint;
   bool tuple = false;  // a list that Python would print as a tuple: (a, b)
   uint16_t depth = 0;  // nesting of lists/dicts; bounded (kMaxValueDepth) so recursion over values is too
 
@@ -78,6 +80,13 @@ struct Value {
   static Value floating(double x) {
     Value v = make(Kind::floating);
     v.f = x;
+    return v;
+  }
+  // A JSON integer in (2^63, 2^64) -- a tool schema's "maximum": 18446744073709551615 -- which Python keeps an int:
+  // str, repr, tojson and `is integer` see the integer as written; arithmetic sees the nearest float.
+  static Value big_integer(uint64_t x) {
+    Value v = floating(static_cast<double>(x));
+    v.hint = std::to_string(x);
     return v;
   }
   static Value string(Str s) {
@@ -105,6 +114,7 @@ struct Value {
   bool is_string() const { return kind == Kind::string; }
   bool is_list() const { return kind == Kind::list; }
   bool is_dict() const { return kind == Kind::dict || kind == Kind::ns; }
+  bool is_big_integer() const { return kind == Kind::floating && !hint.empty(); }
   bool is_number() const { return kind == Kind::integer || kind == Kind::floating || kind == Kind::boolean; }
   const std::string& s() const { return str->s; }
   double as_double() const { return kind == Kind::floating ? f : kind == Kind::boolean ? (b ? 1 : 0) : double(i); }

@@ -23,8 +23,16 @@ namespace tinfer::cli {
 
 namespace {
 
+// -c as serve reads it: without it the engine takes the model's whole context (tinfer run caps it at 4096).
+std::vector<OptionSpec> serve_model_options() {
+  std::vector<OptionSpec> o = model_options();
+  for (OptionSpec& s : o)
+    if (s.names == "-c,--ctx") s.help = "context length, max_model_len (default: the model's trained context)";
+  return o;
+}
+
 std::vector<OptionSpec> serve_options() {
-  return concat(concat(concat(model_options(), engine_options()), route_options()),
+  return concat(concat(concat(serve_model_options(), engine_options()), route_options()),
                 {{"--host", "address to bind (default: loopback only)", true, "127.0.0.1"},
                  {"--port", "TCP port (0 = any free port; the chosen one is printed)", true, "8080"},
                  {"--api-key",
@@ -32,7 +40,8 @@ std::vector<OptionSpec> serve_options() {
                   true, ""},
                  {"--served-model-name", "model id clients use (default: the model file's name)", true, ""},
                  {"--max-queued-requests", "requests waiting for their first token; beyond: 429", true, "256"},
-                 {"--max-body-bytes", "largest request body; beyond: 413", true, "1048576"},
+                 {"--max-body-bytes", "largest request body in bytes (K/M suffixes: 512K, 16M); beyond: 413", true,
+                  "1048576"},
                  {"--long-request-tokens", "max_tokens above this: the background class (0 = none)", true, "1024"},
                  {"--max-long-in-flight", "background-class requests running at once", true, "2"},
                  {"--http-threads", "HTTP worker threads: requests handled at once (a stream holds one until it ends)",
@@ -84,7 +93,7 @@ server::ServerConfig server_config(const Args& args) {
     sc.api_key = k;
   sc.served_model_name = args.str("--served-model-name");
   sc.max_queued_requests = static_cast<int>(args.integer("--max-queued-requests"));
-  sc.max_body_bytes = args.integer("--max-body-bytes");
+  sc.max_body_bytes = parse_bytes(args.str("--max-body-bytes"), "--max-body-bytes");
   sc.http_threads = static_cast<int>(args.integer("--http-threads"));
   sc.shutdown_grace_s = args.number("--shutdown-grace");
   sc.max_response_entries = args.integer("--max-response-entries");
