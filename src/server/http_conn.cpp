@@ -36,6 +36,11 @@ namespace {
 constexpr size_t kReadStep = 64 << 10;
 constexpr int kReadStepsPerWake = 16;              // one busy client cannot monopolise the reactor
 constexpr auto kLinger = std::chrono::seconds(1);  // after a refusal: drain what the client still sends
+// A receiver reopens a full window only once it has a segment's worth free (RFC 1122 4.2.3.3, silly-window
+// avoidance), and loopback's segments are 64 KiB: a client reading 25 KB/s would then show the server no
+// progress for 2.6 s, past the send-stall deadline. Real links' segments are ~1.4 KiB; this bounds loopback's
+// (and jumbo links') so that progress shows for readers down to kMaxSegment / send_stall_s (8 KB/s at 2 s).
+constexpr int kMaxSegment = 16 << 10;
 
 Clock::duration secs(double s) { return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s)); }
 
@@ -461,6 +466,9 @@ int HttpListener::bind() {
     // cannot bind the same port and silently share its connections.
     int yes = 1;
     ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    // Accepted connections send at most kMaxSegment per TCP segment (the SYN-ACK advertises it), so a
+    // slow reader's receive window reopens, and send_all sees progress, every kMaxSegment it reads.
+    ::setsockopt(fd, IPPROTO_TCP, TCP_MAXSEG, &kMaxSegment, sizeof kMaxSegment);
     if (::bind(fd, a->ai_addr, a->ai_addrlen) == 0 && ::listen(fd, 1024) == 0) break;
     ::close(fd);
     fd = -1;
