@@ -225,13 +225,14 @@ struct HttpServer::Impl {
     });
   }
 
-  // Worker thread: route by path, then method (405 with Allow when only the method is wrong).
+  // Worker thread: route by path, then method (405 with Allow when only the method is wrong). HEAD runs
+  // the GET route; the layer sends its head only (RFC 9110 9.3.2).
   void dispatch(const HttpRequest& q, HttpResponse& r) {
     auto route = routes.find(q.path);
     if (route == routes.end()) {
       send_error(r, ApiError(404, "no route " + q.method + " " + q.path, "", "not_found"));
-    } else if (route->second.first != q.method) {
-      r.set_header("Allow", route->second.first);
+    } else if (route->second.first != q.method && !(q.method == "HEAD" && route->second.first == "GET")) {
+      r.set_header("Allow", route->second.first == "GET" ? "GET, HEAD" : route->second.first);
       send_error(
           r, ApiError(405, "method " + q.method + " is not allowed on " + q.path + " (use " + route->second.first + ")",
                       "", "method_not_allowed"));

@@ -90,8 +90,8 @@ TEST(HttpConn, PipelinedRequestsAreAllAnsweredInOrder) {
   Fixture f(quick(), echo);
   int fd = dial(f.port);
   put(fd,
-      "GET /a HTTP/1.1\r\n\r\nPOST /b HTTP/1.1\r\nContent-Length: 3\r\n\r\nxyz"
-      "GET /c HTTP/1.1\r\nConnection: close\r\n\r\n");
+      "GET /a HTTP/1.1\r\nHost: x\r\n\r\nPOST /b HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nxyz"
+      "GET /c HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
   std::string out = drain(fd);
   close(fd);
   size_t a = out.find("GET /a "), b = out.find("POST /b xyz"), c = out.find("GET /c ");
@@ -102,7 +102,7 @@ TEST(HttpConn, PipelinedRequestsAreAllAnsweredInOrder) {
 
 TEST(HttpConn, HeadAndBodyDeadlinesAnswer408) {
   Fixture f(quick(), echo);
-  for (std::string partial : {"GET /slow HTTP/1.1\r\nX: ", "POST / HTTP/1.1\r\nContent-Length: 10\r\n\r\nab"}) {
+  for (std::string partial : {"GET /slow HTTP/1.1\r\nX: ", "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nab"}) {
     int fd = dial(f.port);
     auto t0 = Clock::now();
     put(fd, partial);
@@ -120,7 +120,7 @@ TEST(HttpConn, HeadCheckRefusesBeforeTheBody) {
     return true;
   });
   int fd = dial(f.port);
-  put(fd, "POST /locked HTTP/1.1\r\nContent-Length: 4000\r\n\r\n");  // the body never comes
+  put(fd, "POST /locked HTTP/1.1\r\nHost: x\r\nContent-Length: 4000\r\n\r\n");  // the body never comes
   auto t0 = Clock::now();
   std::string out = drain(fd);
   close(fd);
@@ -143,7 +143,7 @@ TEST(HttpConn, StalledReaderFailsTheWriteAfterTheSendDeadline) {
     };
   });
   int fd = dial(f.port, 4096);
-  put(fd, "GET /stream HTTP/1.1\r\n\r\n");  // and never read
+  put(fd, "GET /stream HTTP/1.1\r\nHost: x\r\n\r\n");  // and never read
   for (int i = 0; i < 100 && failed_after < 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   close(fd);
   EXPECT_GE(failed_after.load(), 0.0) << "the write never failed";
@@ -194,7 +194,7 @@ TEST(HttpConn, StopClosesIdleAndSlowConnectionsByTheDeadline) {
   auto f = std::make_unique<Fixture>(cfg, echo);
   int idle = dial(f->port), slow = dial(f->port), body = dial(f->port);
   put(slow, "GET / HTTP/1.1\r\n");
-  put(body, "POST / HTTP/1.1\r\nContent-Length: 100\r\n\r\n{");
+  put(body, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{");
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   auto t0 = Clock::now();
   f->listener.stop(Clock::now() + std::chrono::milliseconds(300));
@@ -215,7 +215,7 @@ TEST(HttpConn, BytesHeldAcrossConnectionsAreBounded) {
   std::string refused;
   for (int i = 0; i < 6; ++i) {  // each holds ~16 KiB of a body that never completes
     int fd = dial(f.port);
-    put(fd, "POST / HTTP/1.1\r\nContent-Length: 16384\r\n\r\n" + std::string(12000, 'a'));
+    put(fd, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 16384\r\n\r\n" + std::string(12000, 'a'));
     fds.push_back(fd);
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
@@ -233,7 +233,7 @@ TEST(HttpConn, BytesHeldAcrossConnectionsAreBounded) {
   // Once they are gone the budget is free again.
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   int fd = dial(f.port);
-  put(fd, "POST /ok HTTP/1.1\r\nConnection: close\r\nContent-Length: 10000\r\n\r\n" + std::string(10000, 'b'));
+  put(fd, "POST /ok HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: 10000\r\n\r\n" + std::string(10000, 'b'));
   EXPECT_EQ(drain(fd).rfind("HTTP/1.1 200", 0), 0u);
   close(fd);
 }
