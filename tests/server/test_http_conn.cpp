@@ -55,14 +55,14 @@ size_t count(const std::string& s, const std::string& what) {
 }
 
 struct Fixture {
-  explicit Fixture(HttpConnConfig cfg, HttpHandler h, HttpHeadCheck check = {})
+  explicit Fixture(HttpConnConfig cfg, HttpHandler h, HttpHeadCheck check = {}, HttpFastRoute fast = {})
       : listener(
             cfg, std::move(h),
             [](int status, const std::string& m, HttpResponse& r) {
               r.status = status;
               r.set_content(m, "text/plain");
             },
-            std::move(check)) {
+            std::move(check), std::move(fast)) {
     port = listener.bind();
     listener.start();
   }
@@ -236,4 +236,79 @@ TEST(HttpConn, BytesHeldAcrossConnectionsAreBounded) {
   put(fd, "POST /ok HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: 10000\r\n\r\n" + std::string(10000, 'b'));
   EXPECT_EQ(drain(fd).rfind("HTTP/1.1 200", 0), 0u);
   close(fd);
+}
+
+// Issue 26 §2.2: a fast route is answered by the reactor, so it needs no worker: with the only worker held
+// by a stream, pipelined GET and HEAD requests to it are answered at once, in order.
+TEST(HttpConn, FastRouteAnswersWhileEveryWorkerIsBusy) {
+  HttpConnConfig cfg = quick();
+  cfg.worker_threads = 1;
+  std::atomic<bool> release{false};
+  Fixture f(
+      cfg,
+      [&](const HttpRequest&, HttpResponse& r) {
+        r.stream = [&](const BodyWriter& w) {
+          while (!release) {
+            if (!w("x")) return;
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+          }
+        };
+      },
+      {},
+      [](const HttpRequest& q, HttpResponse& r) {
+        if (q.path != "/fast") return false;
+        r.set_content("fast " + q.method, "text/plain");
+        return true;
+      });
+  int hold = dial(f.port);
+  put(hold, "GET /stream HTTP/1.1\r\nHost: x\r\n\r\n");
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the worker is in the stream now
+  int fd = dial(f.port);
+  auto t0 = Clock::now();
+  put(fd, "GET /fast HTTP/1.1\r\nHost: x\r\n\r\nHEAD /fast HTTP/1.1\r\nHost: x\r\n\r\n"
+          "GET /fast HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  std::string out = drain(fd, 2);
+  double took = since(t0);
+  close(fd);
+  release = true;
+  close(hold);
+  EXPECT_EQ(count(out, "HTTP/1.1 200 OK"), 3u) << out;
+  EXPECT_EQ(count(out, "fast GET"), 2u) << out;  // HEAD: the head only, with its would-be Content-Length
+  EXPECT_EQ(count(out, "Content-Length: 8\r\n"), 2u) << out;
+  EXPECT_EQ(count(out, "fast HEAD"), 0u) << out;
+  EXPECT_EQ(count(out, "Content-Length: 9\r\n"), 1u) << out;
+  EXPECT_LT(took, 1.0);
+}
+
+// A fast answer to a client that never reads is flushed on EPOLLOUT, never by blocking the reactor: others
+// are still served, and the non-reader is dropped after the send-stall deadline.
+TEST(HttpConn, FastAnswerToANonReaderDoesNotBlockTheReactor) {
+  Fixture f(quick(), echo, {}, [](const HttpRequest& q, HttpResponse& r) {
+    if (q.path != "/big" && q.path != "/small") return false;
+    r.set_content(q.path == "/big" ? std::string(8 << 20, 'b') : "small", "text/plain");
+    return true;
+  });
+  int stuck = dial(f.port, 4096);
+  put(stuck, "GET /big HTTP/1.1\r\nHost: x\r\n\r\n");  // and never read
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  int fd = dial(f.port);
+  auto t0 = Clock::now();
+  put(fd, "GET /small HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  std::string out = drain(fd, 2);
+  EXPECT_LT(since(t0), 0.5);
+  close(fd);
+  EXPECT_NE(out.find("small"), std::string::npos) << out;
+  // The non-reader's connection is closed once the deadline (0.3 s) passes: reading now ends in EOF/reset.
+  std::this_thread::sleep_for(std::chrono::milliseconds(800));
+  size_t got = 0;
+  char buf[65536];
+  for (;;) {
+    pollfd p{stuck, POLLIN, 0};
+    if (poll(&p, 1, 1000) <= 0) break;
+    ssize_t n = recv(stuck, buf, sizeof buf, 0);
+    if (n <= 0) break;
+    got += static_cast<size_t>(n);
+  }
+  close(stuck);
+  EXPECT_LT(got, size_t{8} << 20);  // cut off: not the whole 8 MiB
 }
