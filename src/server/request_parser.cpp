@@ -129,7 +129,7 @@ std::optional<RequestParser::Status> RequestParser::consume_head(const std::stri
   }
   size_t pending = buf.size() - pos;
   if (pending > 0) started_ = true;
-  if (head_scan_ == 0 && !method_checked(buf, pos))
+  if (!method_checked(buf, pos))
     return fail(400, "not an HTTP request (a TLS handshake on the plain-HTTP port?)");
   if (pending > limits_.max_header_bytes || head_scan_ > limits_.max_header_bytes)
     return fail(431, "request head larger than " + std::to_string(limits_.max_header_bytes) + " bytes");
@@ -137,17 +137,15 @@ std::optional<RequestParser::Status> RequestParser::consume_head(const std::stri
 }
 
 // The request line's method as far as it has arrived: a byte no method may hold (a TLS ClientHello's
-// 0x16) is refused at once, not after the head deadline. method_scan_ remembers how far
-// the check got, so a head trickling in byte by byte costs linear time.
+// 0x16), or a line ending before the method's space, is refused at once, not after the head deadline.
+// pos is past any empty lines; method_scan_ remembers how far the check got, so a head trickling in byte
+// by byte costs linear time.
 bool RequestParser::method_checked(const std::string& buf, size_t pos) {
   if (method_whole_) return true;
   for (; pos + method_scan_ < buf.size(); ++method_scan_) {
     char c = buf[pos + method_scan_];
-    if (c == ' ') {
-      method_whole_ = true;  // parse_request_line checks the rest
-      return true;
-    }
-    if (!is_tchar(c) && c != '\r' && c != '\n') return false;
+    if (c == ' ') return method_whole_ = method_scan_ > 0;  // parse_request_line checks the rest
+    if (!is_tchar(c)) return c == '\r' && method_scan_ == 0 && pos + 1 == buf.size();  // an empty line's CR
   }
   return true;
 }

@@ -227,8 +227,18 @@ TEST(RequestParser, TlsClientHelloIsRefusedAtItsFirstByte) {
   std::string buf("\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03", 11);  // no line end: a head would wait
   EXPECT_EQ(p.parse(buf), Status::kError);
   EXPECT_EQ(p.error_status(), 400);
+  // Also when its bytes happen to hold a line end (the head would then wait for a blank line).
+  for (std::string hello : {std::string("\x16\x03\x01\n\x00\x01", 6), std::string("\x16\x03\r\n\r\n", 6),
+                            std::string("GET\r\nHost: x\r\n"), std::string(" GET / HTTP/1.1\r\n")}) {
+    RequestParser r(small_limits());
+    EXPECT_EQ(r.parse(hello), Status::kError) << hello;
+    EXPECT_EQ(r.error_status(), 400);
+  }
   // A method arriving byte by byte is not refused early, and leading empty lines are still skipped.
   RequestParser q(small_limits());
-  std::string wire = "\r\nGET /x HTTP/1.1\r\nHost: h\r\n\r\n", b;
+  std::string wire = "\r\n\r\nGET /x HTTP/1.1\r\nHost: h\r\n\r\n", b;
   EXPECT_EQ(feed(q, b, wire, 1), Status::kDone);
+  RequestParser lf(small_limits());
+  std::string wire_lf = "\nGET /x HTTP/1.1\nHost: h\n\n", b2;
+  EXPECT_EQ(feed(lf, b2, wire_lf, 1), Status::kDone);
 }
