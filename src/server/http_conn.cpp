@@ -1,6 +1,7 @@
 // Reactor (epoll, level-triggered) + worker pool. A connection is owned by exactly one side at a
-// time: the reactor while a request is being received (or a refused one lingers), a worker while
-// its request is handled and answered; ownership moves with the unique_ptr.
+// time: the reactor while a request is being received (or a refused one lingers, or a fast route's
+// answer is flushed), a worker while its request is handled and answered; ownership moves with the
+// unique_ptr.
 #include "server/http_conn.h"
 
 #include <arpa/inet.h>
@@ -37,6 +38,13 @@ namespace {
 constexpr size_t kReadStep = 64 << 10;
 constexpr int kReadStepsPerWake = 16;              // one busy client cannot monopolise the reactor
 constexpr auto kLinger = std::chrono::seconds(1);  // after a refusal: drain what the client still sends
+// A slow reader's kernel reopens its full receive window in steps (silly-window avoidance wants a segment's
+// worth free, RFC 1122 4.2.3.3, and its memory is freed a whole buffered packet at a time), and send_all
+// sees progress only when it does. Loopback's segments are 64 KiB; capping ours makes the steps smaller
+// (measured: a client reading 200 KB/s under a 0.5 s send deadline is cut with 64 KiB segments, not with
+// 16 KiB; readers much slower than the client's receive buffer per deadline can still be cut on loopback).
+// Real links' segments are ~1.4 KiB, below the cap.
+constexpr int kMaxSegment = 16 << 10;
 
 Clock::duration secs(double s) { return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s)); }
 
@@ -55,6 +63,13 @@ struct Conn {
   size_t accounted = 0;    // this connection's share of Impl::buffered
   bool lingering = false;  // refused: write side shut, discarding input until EOF or linger_deadline
   Clock::time_point linger_deadline;
+  // A response the reactor answered itself (HttpFastRoute), being flushed without blocking: input is not
+  // read meanwhile (so a client that pipelines and never reads holds one response, never more).
+  std::string out;
+  size_t out_sent = 0;
+  bool keep_after_out = false;  // serve the next request once `out` is flushed, else linger
+  Clock::time_point out_deadline;  // the client took no byte of `out` since send_stall_s ago
+  bool writing() const { return out_sent < out.size(); }
 };
 
 }  // namespace
@@ -64,6 +79,7 @@ struct HttpListener::Impl {
   HttpHandler handler;
   HttpErrorPage error_page;
   HttpHeadCheck head_check;
+  HttpFastRoute fast_route;
   int listen_fd = -1, epoll_fd = -1, wake_fd = -1;
   std::thread reactor;
   std::vector<std::thread> workers;
@@ -99,6 +115,7 @@ struct HttpListener::Impl {
   // ---- reactor side ----
 
   std::unordered_map<int, std::unique_ptr<Conn>> conns;  // reactor-owned, by fd
+  bool stop_seen = false;                                // the reactor has begun stopping
   Clock::time_point accept_paused_until{};               // set while accept() lacks descriptors
   Clock::time_point stop_at = Clock::time_point::max();  // the reactor's copy of stop_deadline
 
@@ -150,7 +167,9 @@ struct HttpListener::Impl {
 
   Clock::time_point deadline_of(const Conn& c) const {
     Clock::time_point d;
-    if (c.lingering)
+    if (c.writing())
+      d = c.out_deadline;
+    else if (c.lingering)
       d = c.linger_deadline;
     else if (!c.parser.started())
       d = c.idle_deadline;
@@ -161,47 +180,150 @@ struct HttpListener::Impl {
     return std::min(d, stop_at);
   }
 
-  // Parses what is buffered; hands a complete request to the workers. False: the conn left the reactor.
+  // Parses what is buffered; a complete request is answered here (fast route) or handed to the workers.
+  // False: the conn left the reactor (to a worker, or dropped).
   bool advance(int fd) {
-    Conn& c = *conns.at(fd);
-    RequestParser::Status st = c.parser.parse(c.in);
-    account(c);
-    Clock::time_point now = Clock::now();
-    if (c.parser.started() && !c.head_timed) {
-      c.head_timed = true;
-      c.head_deadline = (c.fresh ? c.opened : now) + secs(cfg.header_timeout_s);
-    }
-    if (st == RequestParser::Status::kError) {
-      refuse(c, c.parser.error_status(), c.parser.error_message());
-      return true;
-    }
-    if (c.parser.head_done() && !c.body_timed) {
-      c.body_timed = true;
-      c.body_deadline = now + secs(cfg.body_timeout_s);
-      HttpResponse r;
-      if (head_check && head_check(c.parser.head(), r)) {
-        refuse(c, r);
+    for (;;) {
+      Conn& c = *conns.at(fd);
+      if (c.writing()) return true;  // the fast answer goes out first; the rest waits in c.in
+      RequestParser::Status st = c.parser.parse(c.in);
+      account(c);
+      Clock::time_point now = Clock::now();
+      if (c.parser.started() && !c.head_timed) {
+        c.head_timed = true;
+        c.head_deadline = (c.fresh ? c.opened : now) + secs(cfg.header_timeout_s);
+      }
+      if (st == RequestParser::Status::kError) {
+        refuse(c, c.parser.error_status(), c.parser.error_message());
         return true;
       }
-    }
-    if (st == RequestParser::Status::kDone) {
-      ::epoll_ctl(epoll_fd, EPOLL_CTL_DEL, fd, nullptr);
-      std::unique_ptr<Conn> owned = std::move(conns.at(fd));
-      conns.erase(fd);
-      {
-        std::lock_guard<std::mutex> lk(mu);
-        ready.push_back(std::move(owned));
+      if (c.parser.head_done() && !c.body_timed) {
+        c.body_timed = true;
+        c.body_deadline = now + secs(cfg.body_timeout_s);
+        HttpResponse r;
+        if (head_check && head_check(c.parser.head(), r)) {
+          refuse(c, r);
+          return true;
+        }
       }
-      work_cv.notify_one();
-      return false;
+      if (st == RequestParser::Status::kDone) {
+        switch (answer_fast(fd)) {
+          case Fast::kNo:
+            hand_over(fd);
+            return false;
+          case Fast::kGone:
+            return false;
+          case Fast::kAnswered:
+            continue;  // a pipelined request may be buffered already
+          case Fast::kPending:
+            return true;
+        }
+      }
+      if (c.parser.head_done() && c.parser.expects_continue() && !c.sent_continue) {
+        // The head passed every limit (an oversized Content-Length was refused above): invite the body.
+        c.sent_continue = true;
+        static const char k100[] = "HTTP/1.1 100 Continue\r\n\r\n";
+        [[maybe_unused]] ssize_t n = ::send(fd, k100, sizeof k100 - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+      }
+      return true;
     }
-    if (c.parser.head_done() && c.parser.expects_continue() && !c.sent_continue) {
-      // The head passed every limit (an oversized Content-Length was refused above): invite the body.
-      c.sent_continue = true;
-      static const char k100[] = "HTTP/1.1 100 Continue\r\n\r\n";
-      [[maybe_unused]] ssize_t n = ::send(fd, k100, sizeof k100 - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+  }
+
+  void hand_over(int fd) {
+    ::epoll_ctl(epoll_fd, EPOLL_CTL_DEL, fd, nullptr);
+    std::unique_ptr<Conn> owned = std::move(conns.at(fd));
+    conns.erase(fd);
+    {
+      std::lock_guard<std::mutex> lk(mu);
+      ready.push_back(std::move(owned));
     }
+    work_cv.notify_one();
+  }
+
+  // What answer_fast did: not a fast route's request (a worker's), answered and flushed with the connection
+  // kept for the next request, answered with bytes still to flush (or lingering after it), or dropped.
+  enum class Fast { kNo, kAnswered, kPending, kGone };
+
+  // The fast route's answer, written from the reactor: never blocks, a slow reader's rest is flushed on
+  // EPOLLOUT (on_writable) under the send-stall deadline.
+  Fast answer_fast(int fd) {
+    Conn& c = *conns.at(fd);
+    if (!fast_route) return Fast::kNo;
+    HttpResponse res;
+    try {
+      if (!fast_route(c.parser.head(), res)) return Fast::kNo;
+    } catch (...) {
+      return Fast::kNo;  // the worker's handler answers it instead
+    }
+    HttpRequest req = c.parser.take();
+    account(c);
+    const bool keep = req.keep_alive && !stop_seen;
+    c.out = head_text(res, Framing::kLength, keep);
+    if (req.method != "HEAD") c.out += res.body;
+    c.out_sent = 0;
+    c.keep_after_out = keep;
+    c.out_deadline = Clock::now() + secs(cfg.send_stall_s);
+    next_request(c);
+    if (!flush(c)) {
+      drop(fd);
+      return Fast::kGone;
+    }
+    if (c.writing()) {
+      interest(fd, EPOLLOUT);
+      return Fast::kPending;
+    }
+    if (!keep) {
+      linger(c);
+      return Fast::kPending;
+    }
+    return Fast::kAnswered;
+  }
+
+  // Sends what the socket takes of c.out now; false when the peer is gone.
+  bool flush(Conn& c) {
+    while (c.writing()) {
+      ssize_t n = ::send(c.fd, c.out.data() + c.out_sent, c.out.size() - c.out_sent, MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n > 0) {
+        c.out_sent += static_cast<size_t>(n);
+        c.out_deadline = Clock::now() + secs(cfg.send_stall_s);
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+    }
+    std::string().swap(c.out);
+    c.out_sent = 0;
     return true;
+  }
+
+  // EPOLLOUT while a fast answer is being flushed.
+  void on_writable(int fd) {
+    Conn& c = *conns.at(fd);
+    if (!flush(c)) {
+      drop(fd);
+      return;
+    }
+    if (c.writing()) return;
+    interest(fd, EPOLLIN | EPOLLRDHUP);
+    if (!c.keep_after_out || stop_seen) {
+      linger(c);
+      return;
+    }
+    advance(fd);
+  }
+
+  void interest(int fd, uint32_t events) {
+    epoll_event ev{};
+    ev.events = events;
+    ev.data.fd = fd;
+    ::epoll_ctl(epoll_fd, EPOLL_CTL_MOD, fd, &ev);
+  }
+
+  // After a response: the connection waits for its next request under the keep-alive deadline.
+  void next_request(Conn& c) {
+    c.fresh = false;
+    c.head_timed = c.body_timed = c.sent_continue = false;
+    c.idle_deadline = Clock::now() + secs(cfg.keep_alive_s);
   }
 
   void on_readable(int fd) {
@@ -217,7 +339,7 @@ struct HttpListener::Impl {
       }
       if (c.lingering) continue;  // discarded
       c.in.append(buf, static_cast<size_t>(n));
-      if (!advance(fd) || c.lingering) return;
+      if (!advance(fd) || c.lingering || c.writing()) return;
       if (buffered.load() > static_cast<int64_t>(cfg.max_buffered_bytes)) {
         refuse(c, 503, "the server holds too many request bytes being received; retry later");
         return;
@@ -264,7 +386,7 @@ struct HttpListener::Impl {
     int victim = -1, rank = 3;
     Clock::time_point oldest = Clock::time_point::max();
     for (auto& [fd, c] : conns) {
-      int r = c->lingering ? 0 : !c->parser.started() ? 1 : !c->parser.head_done() ? 2 : 3;
+      int r = c->writing() ? 3 : c->lingering ? 0 : !c->parser.started() ? 1 : !c->parser.head_done() ? 2 : 3;
       Clock::time_point t = r == 2 ? c->head_deadline : c->opened;
       if (r < rank || (r == rank && r < 3 && t < oldest)) {
         victim = fd;
@@ -303,12 +425,11 @@ struct HttpListener::Impl {
     }
     std::vector<int> idle;
     for (auto& [fd, c] : conns)
-      if (!c->lingering && !c->parser.started()) idle.push_back(fd);
+      if (!c->lingering && !c->parser.started() && !c->writing()) idle.push_back(fd);
     for (int fd : idle) drop(fd);
   }
 
   void reactor_loop() {
-    bool stop_seen = false;
     epoll_event evs[64];
     for (;;) {
       bool stop_now;
@@ -342,7 +463,7 @@ struct HttpListener::Impl {
       }
       for (int fd : expired) {
         Conn& c = *conns.at(fd);
-        bool partial = !c.lingering && c.parser.started();
+        bool partial = !c.lingering && !c.writing() && c.parser.started();
         if (partial && !(stop_seen && now >= stop_at)) {
           refuse(c, 408,
                  c.parser.head_done()
@@ -366,7 +487,10 @@ struct HttpListener::Impl {
           uint64_t v;
           [[maybe_unused]] ssize_t r = ::read(wake_fd, &v, sizeof v);
         } else if (conns.count(fd)) {
-          on_readable(fd);
+          if (conns.at(fd)->writing())
+            on_writable(fd);
+          else
+            on_readable(fd);
         }
       }
       take_returned();
@@ -388,9 +512,7 @@ struct HttpListener::Impl {
       }
       bool keep = serve(*c);                     // releases the request's bytes once the handler has them
       if (c->in.empty()) c->in.shrink_to_fit();  // an idle keep-alive connection keeps no large buffer
-      c->fresh = false;
-      c->head_timed = c->body_timed = c->sent_continue = false;
-      c->idle_deadline = Clock::now() + secs(cfg.keep_alive_s);
+      next_request(*c);
       if (!keep) {
         ::shutdown(c->fd, SHUT_WR);
         c->lingering = true;
@@ -434,9 +556,10 @@ struct HttpListener::Impl {
 };
 
 HttpListener::HttpListener(HttpConnConfig config, HttpHandler handler, HttpErrorPage error_page,
-                           HttpHeadCheck head_check)
+                           HttpHeadCheck head_check, HttpFastRoute fast_route)
     : impl_(std::make_unique<Impl>()) {
   impl_->head_check = std::move(head_check);
+  impl_->fast_route = std::move(fast_route);
   impl_->cfg = std::move(config);
   impl_->handler = std::move(handler);
   impl_->error_page = std::move(error_page);
@@ -462,6 +585,9 @@ int HttpListener::bind() {
     // cannot bind the same port and silently share its connections.
     int yes = 1;
     ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    // Accepted connections send at most kMaxSegment per TCP segment (the SYN-ACK advertises it), so a
+    // slow reader's receive window reopens, and send_all sees progress, every kMaxSegment it reads.
+    ::setsockopt(fd, IPPROTO_TCP, TCP_MAXSEG, &kMaxSegment, sizeof kMaxSegment);
     if (::bind(fd, a->ai_addr, a->ai_addrlen) == 0 && ::listen(fd, 1024) == 0) break;
     ::close(fd);
     fd = -1;

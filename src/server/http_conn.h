@@ -3,7 +3,8 @@
 // socket from handlers). One reactor thread owns every connection that is between requests: it
 // accepts, reads and parses with deadlines (RequestParser bounds every byte held), answers 4xx
 // itself, and hands each complete request to a fixed pool of worker threads. A slow client thus
-// costs a buffer, never a worker. Workers run the handler and write the response with a send-stall
+// costs a buffer, never a worker. Cheap requests (/health, /metrics) can be answered by the reactor
+// itself (HttpFastRoute), so they never wait for a worker. Workers run the handler and write the response with a send-stall
 // deadline, then give the connection back (keep-alive, pipelined bytes stay in its buffer).
 #pragma once
 #include <chrono>
@@ -44,9 +45,15 @@ using HttpErrorPage = std::function<void(int status, const std::string& message,
 // closed. Must be cheap and never block.
 using HttpHeadCheck = std::function<bool(const HttpRequest& head, HttpResponse& res)>;
 
+// Runs on the reactor thread once a whole request is in; returns true after filling `res` (a whole body,
+// no stream), which the reactor writes without blocking, so the answer needs no worker: /health and
+// /metrics stay answered while streams hold every worker. Must be cheap, never block and never throw.
+using HttpFastRoute = std::function<bool(const HttpRequest& req, HttpResponse& res)>;
+
 class HttpListener {
  public:
-  HttpListener(HttpConnConfig config, HttpHandler handler, HttpErrorPage error_page, HttpHeadCheck head_check = {});
+  HttpListener(HttpConnConfig config, HttpHandler handler, HttpErrorPage error_page, HttpHeadCheck head_check = {},
+               HttpFastRoute fast_route = {});
   ~HttpListener();  // stop(now) if running
 
   // Binds and listens; returns the port. Throws Error when the address cannot be bound.

@@ -288,13 +288,23 @@ struct HttpServer::Impl {
     });
   }
 
-  // Worker thread: route by path, then method (405 with Allow when only the method is wrong).
+  // Reactor thread (HttpFastRoute): /health and /metrics, whose answers take a few brief locks (the engines'
+  // stats snapshots, histograms) and never wait for the engine, so a probe is answered while streams hold
+  // every worker (issue 26 §2.2).
+  bool answer_fast(const HttpRequest& q, HttpResponse& r) {
+    if ((q.path != "/health" && q.path != "/metrics") || (q.method != "GET" && q.method != "HEAD")) return false;
+    dispatch(q, r);
+    return true;
+  }
+
+  // Worker thread: route by path, then method (405 with Allow when only the method is wrong). HEAD runs
+  // the GET route; the layer sends its head only (RFC 9110 9.3.2).
   void dispatch(const HttpRequest& q, HttpResponse& r) {
     const auto* route = find_route(q.path);
     if (!route) {
       send_error(r, ApiError(404, "no route " + q.method + " " + q.path, "", "not_found"));
-    } else if (route->first != q.method) {
-      r.set_header("Allow", route->first);
+    } else if (route->first != q.method && !(q.method == "HEAD" && route->first == "GET")) {
+      r.set_header("Allow", route->first == "GET" ? "GET, HEAD" : route->first);
       send_error(r, ApiError(405, "method " + q.method + " is not allowed on " + q.path + " (use " + route->first + ")",
                              "", "method_not_allowed"));
     } else {
@@ -339,7 +349,8 @@ int HttpServer::start() {
         send_error(r, layer_error(status, message));
         s.count_error(status);
       },
-      [&s](const HttpRequest& head, HttpResponse& r) { return s.check_head(head, r); });
+      [&s](const HttpRequest& head, HttpResponse& r) { return s.check_head(head, r); },
+      [&s](const HttpRequest& q, HttpResponse& r) { return s.answer_fast(q, r); });
   int port = s.listener->bind();
   s.listener->start();
   return port;

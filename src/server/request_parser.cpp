@@ -1,6 +1,7 @@
 // Request line and headers per RFC 9112 (strict where leniency enables request smuggling: no
-// obs-fold, no whitespace before ':', Content-Length and Transfer-Encoding never both), then the
-// body by Content-Length or chunked framing, then Content-Encoding.
+// obs-fold, no whitespace before ':', Content-Length and Transfer-Encoding never both; exactly one valid
+// Host in HTTP/1.1, at most one in 1.0), then the body by Content-Length or chunked framing, then
+// Content-Encoding.
 #include "server/request_parser.h"
 
 #include <cctype>
@@ -42,6 +43,27 @@ std::vector<std::string> tokens(std::string_view v) {
     i = j + 1;
   }
   return out;
+}
+
+// The path of a request target: origin-form "/p?q" -> "/p"; absolute-form "http://host/p?q" -> "/p" (RFC 9112
+// 3.2.2: a server must accept it, as proxies send it), "http://host" -> "/".
+std::string_view path_of(std::string_view target) {
+  std::string_view t = target.substr(0, target.find('?'));
+  size_t scheme = t.find("://");
+  if (t.empty() || t.front() == '/' || scheme == std::string_view::npos) return t;
+  std::string s = lower(t.substr(0, scheme));
+  if (s != "http" && s != "https") return t;
+  size_t slash = t.find('/', scheme + 3);
+  return slash == std::string_view::npos ? std::string_view("/") : t.substr(slash);
+}
+
+// A Host value: uri-host [ ":" port ] (RFC 9112 3.2, RFC 3986 3.2.2): reg-name, IPv4 or [IP-literal]
+// characters only; empty is allowed (a target without authority).
+bool valid_host(std::string_view v) {
+  for (char c : v)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && std::string_view("-._~!$&'()*+,;=%:[]").find(c) == std::string_view::npos)
+      return false;
+  return true;
 }
 
 }  // namespace
@@ -95,6 +117,7 @@ std::optional<RequestParser::Status> RequestParser::consume_head(const std::stri
     }
     if (head_scan_ == 0) {  // empty lines before a request line are ignored (RFC 9112 2.2)
       pos = nl + 1;
+      method_scan_ = 0;
       continue;
     }
     std::string head = buf.substr(pos, head_scan_);
@@ -106,9 +129,25 @@ std::optional<RequestParser::Status> RequestParser::consume_head(const std::stri
   }
   size_t pending = buf.size() - pos;
   if (pending > 0) started_ = true;
+  if (!method_checked(buf, pos))
+    return fail(400, "not an HTTP request (a TLS handshake on the plain-HTTP port?)");
   if (pending > limits_.max_header_bytes || head_scan_ > limits_.max_header_bytes)
     return fail(431, "request head larger than " + std::to_string(limits_.max_header_bytes) + " bytes");
   return Status::kNeedMore;
+}
+
+// The request line's method as far as it has arrived: a byte no method may hold (a TLS ClientHello's
+// 0x16), or a line ending before the method's space, is refused at once, not after the head deadline.
+// pos is past any empty lines; method_scan_ remembers how far the check got, so a head trickling in byte
+// by byte costs linear time.
+bool RequestParser::method_checked(const std::string& buf, size_t pos) {
+  if (method_whole_) return true;
+  for (; pos + method_scan_ < buf.size(); ++method_scan_) {
+    char c = buf[pos + method_scan_];
+    if (c == ' ') return method_whole_ = method_scan_ > 0;  // parse_request_line checks the rest
+    if (!is_tchar(c)) return c == '\r' && method_scan_ == 0 && pos + 1 == buf.size();  // an empty line's CR
+  }
+  return true;
 }
 
 // Content-Length bytes, or the current chunk's.
@@ -179,6 +218,7 @@ std::optional<RequestParser::Status> RequestParser::consume_trailers(const std::
 struct RequestParser::Framing {
   std::string content_length, transfer_encoding, content_encoding;
   bool has_cl = false, has_te = false;
+  int hosts = 0;  // Host lines
 };
 
 RequestParser::Status RequestParser::parse_head(const std::string& head) {
@@ -198,6 +238,7 @@ RequestParser::Status RequestParser::parse_head(const std::string& head) {
   bool keep_alive = req_.minor_version == 1;
   for (size_t i = 1; i < lines.size(); ++i)
     if (auto st = parse_header_line(lines[i], f, keep_alive)) return *st;
+  if (f.hosts == 0 && req_.minor_version == 1) return fail(400, "HTTP/1.1 request without a Host header");
   req_.keep_alive = keep_alive;
   return start_body(f);
 }
@@ -224,7 +265,7 @@ std::optional<RequestParser::Status> RequestParser::parse_request_line(std::stri
     return fail(400, "malformed HTTP version");
   req_.method = method;
   req_.target = target;
-  req_.path = target.substr(0, target.find('?'));
+  req_.path = path_of(target);
   return std::nullopt;
 }
 
@@ -256,6 +297,9 @@ std::optional<RequestParser::Status> RequestParser::parse_header_line(std::strin
       if (t == "close") keep_alive = false;
       if (t == "keep-alive") keep_alive = true;
     }
+  } else if (name == "host") {
+    if (f.hosts++ > 0) return fail(400, "more than one Host header");
+    if (!valid_host(value)) return fail(400, "invalid Host header");
   } else if (name == "expect") {
     expect_continue_ = req_.minor_version == 1 && lower(value) == "100-continue";
   }
@@ -317,8 +361,8 @@ HttpRequest RequestParser::take() {
   req_ = HttpRequest{};
   state_ = State::kHead;
   started_ = false;
-  head_scan_ = remaining_ = trailer_bytes_ = 0;
-  expect_continue_ = false;
+  head_scan_ = remaining_ = trailer_bytes_ = method_scan_ = 0;
+  expect_continue_ = method_whole_ = false;
   coding_ = BodyCoding::kIdentity;
   return r;
 }

@@ -56,6 +56,7 @@ class RequestParser {
   std::optional<Status> consume_chunk_end(const std::string& buf, size_t& pos);
   std::optional<Status> consume_chunk_size(const std::string& buf, size_t& pos);
   std::optional<Status> consume_trailers(const std::string& buf, size_t& pos);
+  bool method_checked(const std::string& buf, size_t pos);  // false: the first line cannot be a request line
   Status fail(int status, std::string message);
   Status parse_head(const std::string& head);
   // parse_head()'s steps: nullopt when the line is good, else fail()'s status.
@@ -68,6 +69,8 @@ class RequestParser {
   State state_ = State::kHead;
   bool started_ = false;
   size_t head_scan_ = 0;  // bytes of complete head lines seen so far (from the unconsumed start)
+  size_t method_scan_ = 0;  // bytes of the request line's method checked so far (from the same start)
+  bool method_whole_ = false;  // the method's ending space has arrived
   size_t remaining_ = 0;  // body bytes left (fixed length) or in the current chunk
   size_t trailer_bytes_ = 0;
   bool expect_continue_ = false;

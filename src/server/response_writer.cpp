@@ -1,10 +1,13 @@
-// See response_writer.h. Non-blocking sends wait with poll() for at most the stall deadline each time
-// the socket's buffer is full.
+// See response_writer.h. Non-blocking sends; when the socket's buffer is full, wait_writable() waits
+// for room as long as the peer keeps acknowledging bytes.
 #include "server/response_writer.h"
 
+#include <linux/sockios.h>
 #include <poll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 
@@ -59,9 +62,45 @@ std::string head_text(const HttpResponse& r, Framing framing, bool keep_alive) {
   return h;
 }
 
-// Sends all of `data`; false when the peer is gone or no byte could be sent for `stall`.
+namespace {
+
+// Bytes the kernel still holds for the peer (unsent + sent but not acknowledged); -1 when unknown.
+long queued_for_peer(int fd) {
+  int n = 0;
+  return ::ioctl(fd, SIOCOUTQ, &n) == 0 ? n : -1;
+}
+
+// Waits until the socket can take more bytes. The deadline is one of no progress: POLLOUT only comes once
+// about a third of the send buffer is free, and a steady reader slower than the producer frees it in
+// the steps its receive window reopens by (a segment or more; see kMaxSegment in http_conn.cpp), so
+// waiting for POLLOUT alone cut a reader still taking 100 KB/s (issue 26). Every `slice` the kernel's queue is looked at instead, and a queue
+// that shrank (the peer acknowledged bytes) restarts the stall clock. False: the peer took nothing for
+// `stall`, or the socket failed.
+bool wait_writable(int fd, std::chrono::steady_clock::duration stall) {
+  using Clock = std::chrono::steady_clock;
+  const auto slice = std::clamp(stall / 4, Clock::duration(std::chrono::milliseconds(10)),
+                                Clock::duration(std::chrono::milliseconds(250)));
+  const int slice_ms = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(slice).count());
+  Clock::time_point progress = Clock::now();
+  long queued = queued_for_peer(fd);
+  for (;;) {
+    pollfd p{fd, POLLOUT, 0};
+    int r = ::poll(&p, 1, slice_ms);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0 || (r > 0 && (p.revents & (POLLERR | POLLHUP | POLLNVAL)))) return false;
+    if (r > 0) return true;
+    Clock::time_point now = Clock::now();
+    long q = queued_for_peer(fd);
+    if (q >= 0 && queued >= 0 && q < queued) progress = now;
+    queued = q;
+    if (now - progress >= stall) return false;
+  }
+}
+
+}  // namespace
+
+// Sends all of `data`; false when the peer is gone or took no byte for `stall`.
 bool send_all(int fd, std::string_view data, std::chrono::steady_clock::duration stall) {
-  const int stall_ms = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(stall).count());
   size_t off = 0;
   while (off < data.size()) {
     ssize_t n = ::send(fd, data.data() + off, data.size() - off, MSG_NOSIGNAL);
@@ -71,11 +110,7 @@ bool send_all(int fd, std::string_view data, std::chrono::steady_clock::duration
     }
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      pollfd p{fd, POLLOUT, 0};
-      int r;
-      do r = ::poll(&p, 1, stall_ms);
-      while (r < 0 && errno == EINTR);
-      if (r <= 0 || (p.revents & (POLLERR | POLLHUP | POLLNVAL))) return false;
+      if (!wait_writable(fd, stall)) return false;
       continue;
     }
     return false;

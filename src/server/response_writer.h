@@ -1,6 +1,8 @@
 // Writing one HTTP/1.1 response to a socket: the head, then the whole body (Content-Length) or the
 // handler's stream (chunked; close-delimited for HTTP/1.0), every send bounded by a stall deadline
-// so a client that stops reading fails the write instead of holding the worker.
+// so a client that stops reading fails the write instead of holding the worker. A client that keeps
+// reading, slower than the producer, is not cut: the producer blocks in the write (back-pressure), and what waits for the
+// client is bounded by the socket's send buffer (HttpConnConfig::send_buffer_bytes).
 #pragma once
 #include <chrono>
 #include <string>
@@ -18,8 +20,8 @@ enum class Framing { kLength, kChunked, kUntilClose };
 // Status line and headers, ending with the blank line.
 std::string head_text(const HttpResponse& r, Framing framing, bool keep_alive);
 
-// Sends all of `data` on a non-blocking socket; false when the peer is gone or no byte could be sent
-// for `stall`.
+// Sends all of `data` on a non-blocking socket; false when the peer is gone or acknowledged no byte
+// for `stall` (the kernel's queue for it did not shrink).
 bool send_all(int fd, std::string_view data, std::chrono::steady_clock::duration stall);
 
 // Writes `res` as the answer to `req` (HEAD: the head only; a stream: runs res.stream). Returns true

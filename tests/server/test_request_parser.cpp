@@ -52,7 +52,7 @@ Status feed(RequestParser& p, std::string& buf, const std::string& wire, size_t 
 TEST(RequestParser, PipelinedRequestsComeOutInOrderWhateverTheSplit) {
   const std::string wire =
       "GET /health HTTP/1.1\r\nHost: x\r\n\r\n"
-      "POST /v1/completions?x=1 HTTP/1.1\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello"
+      "POST /v1/completions?x=1 HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello"
       "GET /v1/models HTTP/1.0\r\n\r\n";
   for (size_t step : {size_t{1}, size_t{7}, wire.size()}) {
     RequestParser p(small_limits());
@@ -79,7 +79,7 @@ TEST(RequestParser, ChunkedBodyWithExtensionsAndTrailers) {
   RequestParser p(small_limits());
   std::string buf;
   std::string wire =
-      "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5;ext=1\r\nhello\r\n6\r\n world\r\n0\r\nX-T: 1\r\n\r\n";
+      "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5;ext=1\r\nhello\r\n6\r\n world\r\n0\r\nX-T: 1\r\n\r\n";
   ASSERT_EQ(feed(p, buf, wire, 3), Status::kDone);
   EXPECT_EQ(p.take().body, "hello world");
 }
@@ -89,7 +89,7 @@ TEST(RequestParser, EveryLimitHasItsStatus) {
     std::string wire;
     int status;
   };
-  const std::string post = "POST / HTTP/1.1\r\n";
+  const std::string post = "POST / HTTP/1.1\r\nHost: x\r\n";
   std::string many;
   for (int i = 0; i < 9; ++i) many += "X-" + std::to_string(i) + ": v\r\n";
   const std::vector<Case> cases = {
@@ -121,7 +121,7 @@ TEST(RequestParser, EveryLimitHasItsStatus) {
 
 TEST(RequestParser, ExpectContinueIsKnownOnceTheHeadIsIn) {
   RequestParser p(small_limits());
-  std::string buf = "POST / HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 3\r\n\r\n";
+  std::string buf = "POST / HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 3\r\n\r\n";
   EXPECT_EQ(p.parse(buf), Status::kNeedMore);
   EXPECT_TRUE(p.head_done());
   EXPECT_TRUE(p.expects_continue());
@@ -134,7 +134,7 @@ TEST(RequestParser, GzipBodyIsDecodedAndTheDecodedSizeIsLimited) {
   std::string ok = gzip("{\"prompt\": \"x\"}");
   RequestParser p(small_limits());
   std::string buf =
-      "POST / HTTP/1.1\r\nContent-Encoding: gzip\r\nContent-Length: " + std::to_string(ok.size()) + "\r\n\r\n" + ok;
+      "POST / HTTP/1.1\r\nHost: x\r\nContent-Encoding: gzip\r\nContent-Length: " + std::to_string(ok.size()) + "\r\n\r\n" + ok;
   ASSERT_EQ(p.parse(buf), Status::kDone);
   EXPECT_EQ(p.take().body, "{\"prompt\": \"x\"}");
 
@@ -142,7 +142,7 @@ TEST(RequestParser, GzipBodyIsDecodedAndTheDecodedSizeIsLimited) {
   ASSERT_LT(bomb.size(), 4096u);
   RequestParser q(small_limits());
   buf =
-      "POST / HTTP/1.1\r\nContent-Encoding: gzip\r\nContent-Length: " + std::to_string(bomb.size()) + "\r\n\r\n" + bomb;
+      "POST / HTTP/1.1\r\nHost: x\r\nContent-Encoding: gzip\r\nContent-Length: " + std::to_string(bomb.size()) + "\r\n\r\n" + bomb;
   EXPECT_EQ(q.parse(buf), Status::kError);
   EXPECT_EQ(q.error_status(), 413);
 }
@@ -171,7 +171,7 @@ TEST(RequestParser, ManyTinyChunksCostLinearTime) {
   ParseLimits l;
   l.max_body_bytes = 1 << 20;
   RequestParser p(l);
-  std::string buf = "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n";
+  std::string buf = "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n";
   for (int i = 0; i < 300000; ++i) buf += "1\r\nx\r\n";
   buf += "0\r\n\r\n";
   auto t0 = std::chrono::steady_clock::now();
@@ -179,4 +179,66 @@ TEST(RequestParser, ManyTinyChunksCostLinearTime) {
   double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   EXPECT_EQ(p.take().body, std::string(300000, 'x'));
   EXPECT_LT(s, 1.0);
+}
+
+// Issue 26 §2.5: Host per RFC 9112 3.2 (exactly one valid Host in HTTP/1.1), absolute-form targets (3.2.2),
+// and a TLS handshake refused from its first byte.
+TEST(RequestParser, HostRulesOfHttp11) {
+  const std::vector<std::pair<std::string, int>> cases = {
+      {"GET /health HTTP/1.1\r\n\r\n", 400},
+      {"GET /health HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400},
+      {"GET /health HTTP/1.1\r\nHost: a\r\nHost: a\r\n\r\n", 400},
+      {"GET /health HTTP/1.1\r\nHost: a b\r\n\r\n", 400},
+      {"GET /health HTTP/1.1\r\nHost: a/b\r\n\r\n", 400},
+      {"GET /health HTTP/1.0\r\nHost: a\r\nHost: b\r\n\r\n", 400},
+  };
+  for (const auto& [wire, status] : cases) {
+    RequestParser p(small_limits());
+    std::string buf = wire;
+    EXPECT_EQ(p.parse(buf), Status::kError) << wire;
+    EXPECT_EQ(p.error_status(), status) << wire;
+  }
+  for (std::string ok : {"GET /health HTTP/1.1\r\nHost: example.com:8080\r\n\r\n", "GET /health HTTP/1.1\r\nHost:\r\n\r\n",
+                         "GET /health HTTP/1.1\r\nHost: [::1]:80\r\n\r\n", "GET /health HTTP/1.0\r\n\r\n"}) {
+    RequestParser p(small_limits());
+    EXPECT_EQ(p.parse(ok), Status::kDone) << ok;
+  }
+}
+
+TEST(RequestParser, AbsoluteFormTargetGivesItsPath) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"http://host/v1/completions", "/v1/completions"},
+      {"HTTP://host:8000/v1/models?x=1", "/v1/models"},
+      {"https://host", "/"},
+      {"/plain?q=http://x/y", "/plain"},
+  };
+  for (const auto& [target, path] : cases) {
+    RequestParser p(small_limits());
+    std::string buf = "GET " + target + " HTTP/1.1\r\nHost: host\r\n\r\n";
+    ASSERT_EQ(p.parse(buf), Status::kDone) << target;
+    HttpRequest r = p.take();
+    EXPECT_EQ(r.path, path) << target;
+    EXPECT_EQ(r.target, target);
+  }
+}
+
+TEST(RequestParser, TlsClientHelloIsRefusedAtItsFirstByte) {
+  RequestParser p(small_limits());
+  std::string buf("\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03", 11);  // no line end: a head would wait
+  EXPECT_EQ(p.parse(buf), Status::kError);
+  EXPECT_EQ(p.error_status(), 400);
+  // Also when its bytes happen to hold a line end (the head would then wait for a blank line).
+  for (std::string hello : {std::string("\x16\x03\x01\n\x00\x01", 6), std::string("\x16\x03\r\n\r\n", 6),
+                            std::string("GET\r\nHost: x\r\n"), std::string(" GET / HTTP/1.1\r\n")}) {
+    RequestParser r(small_limits());
+    EXPECT_EQ(r.parse(hello), Status::kError) << hello;
+    EXPECT_EQ(r.error_status(), 400);
+  }
+  // A method arriving byte by byte is not refused early, and leading empty lines are still skipped.
+  RequestParser q(small_limits());
+  std::string wire = "\r\n\r\nGET /x HTTP/1.1\r\nHost: h\r\n\r\n", b;
+  EXPECT_EQ(feed(q, b, wire, 1), Status::kDone);
+  RequestParser lf(small_limits());
+  std::string wire_lf = "\nGET /x HTTP/1.1\nHost: h\n\n", b2;
+  EXPECT_EQ(feed(lf, b2, wire_lf, 1), Status::kDone);
 }
