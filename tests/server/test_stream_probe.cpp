@@ -121,7 +121,7 @@ TEST(PeerProbe, StreamingHandlerSeesItsClientLeaveWithoutWriting) {
   a.sin_port = htons(static_cast<uint16_t>(port));
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-  const std::string req = "GET /wait HTTP/1.1\r\n\r\n";
+  const std::string req = "GET /wait HTTP/1.1\r\nHost: x\r\n\r\n";
   ASSERT_EQ(send(fd, req.data(), req.size(), 0), ssize_t(req.size()));
   std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the handler runs, probing
   t_close = Clock::now();
