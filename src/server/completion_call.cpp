@@ -54,26 +54,25 @@ void prepare_preprocessing(ServerContext& ctx) {
   for (int e = 0; e < ctx.driver.num_engines(); ++e)
     ctx.floor_max_len = std::max(ctx.floor_max_len, ctx.driver.engine(e).max_model_len());
   Metrics& m = ctx.metrics;
-  ctx.trimmer = std::make_unique<MemoryTrimmer>(size_t{4} << 20, std::chrono::milliseconds(250),
+  ctx.trimmer = std::make_unique<MemoryTrimmer>(size_t{1} << 20, std::chrono::milliseconds(250),
                                                 std::chrono::milliseconds(2000), &m.memory_trims);
   const auto wait = std::chrono::milliseconds(static_cast<int64_t>(ctx.config.preprocess_wait_s * 1000));
-  ctx.preprocess = std::make_unique<PreprocessGate>(ctx.config.max_preprocessing, wait,
-                                                    PreprocessGate::Gauges{&m.preprocess_active, &m.preprocess_waiting},
+  ctx.preprocess = std::make_unique<PreprocessPool>(ctx.config.max_preprocessing, wait,
+                                                    PoolGauges{&m.preprocess_active, &m.preprocess_waiting},
                                                     [t = ctx.trimmer.get()](size_t bytes) { t->note(bytes); });
-  std::fprintf(stderr, "tinfer serve: preprocessing %d requests at once; %s\n", ctx.preprocess->slots(),
+  std::fprintf(stderr, "tinfer serve: preprocessing on %d threads; %s\n", ctx.preprocess->threads(),
                ctx.floor.describe().c_str());
 }
 
-PreprocessGate::Ticket preprocess_ticket(ServerContext& ctx, size_t body_bytes) {
-  if (!ctx.preprocess) return {};
-  PreprocessGate::Ticket t = ctx.preprocess->enter(body_bytes);
-  if (t.held()) return t;
+void preprocess(ServerContext& ctx, size_t body_bytes, const std::function<void()>& fn) {
+  if (!ctx.preprocess) return fn();
+  if (ctx.preprocess->run(body_bytes, fn)) return;
   ctx.metrics.rejected_preprocess++;
   char waited[32];
   std::snprintf(waited, sizeof waited, "%.3g", ctx.config.preprocess_wait_s);
   throw ApiError(429,
-                 "the server is busy preprocessing requests (" + std::to_string(ctx.preprocess->slots()) +
-                     " at once; none freed in " + waited + " s); retry later",
+                 "the server is busy preprocessing requests (" + std::to_string(ctx.preprocess->threads()) +
+                     " at once; none free within " + waited + " s); retry later",
                  "", "queue_full", "rate_limit_error");
 }
 

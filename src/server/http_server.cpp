@@ -162,12 +162,11 @@ struct HttpServer::Impl {
     guarded(req, res, true, [&](ServerContext& c) {
       QueueSlot::refuse_if_full(c);  // 429 before the body is parsed
       std::shared_ptr<CompletionCall> call;
-      {
-        PreprocessGate::Ticket slot = preprocess_ticket(c, req.body.size());  // 429 when every slot stays busy
+      preprocess(c, req.body.size(), [&] {  // on the preprocessing threads; 429 when none is free in time
         NsTimer t(metrics.http_request_ns);
         json body = parse_json_body(req.body);
         call = CompletionCall::start(c, body, chat, req.body);
-      }
+      });
       if (!call->warnings().empty()) {
         std::string w;
         for (const auto& s : call->warnings()) w += (w.empty() ? "" : "; ") + s;
@@ -198,14 +197,16 @@ struct HttpServer::Impl {
     });
     add("POST", "/tokenize", [this](const HttpRequest& q, HttpResponse& r) {
       guarded(q, r, true, [&](ServerContext& c) {
-        PreprocessGate::Ticket slot = preprocess_ticket(c, q.body.size());
-        r.set_content(dump(tokenize_response(c, parse_json_body(q.body))), "application/json");
+        preprocess(c, q.body.size(), [&] {
+          r.set_content(dump(tokenize_response(c, parse_json_body(q.body))), "application/json");
+        });
       });
     });
     add("POST", "/detokenize", [this](const HttpRequest& q, HttpResponse& r) {
       guarded(q, r, true, [&](ServerContext& c) {
-        PreprocessGate::Ticket slot = preprocess_ticket(c, q.body.size());
-        r.set_content(dump(detokenize_response(c, parse_json_body(q.body))), "application/json");
+        preprocess(c, q.body.size(), [&] {
+          r.set_content(dump(detokenize_response(c, parse_json_body(q.body))), "application/json");
+        });
       });
     });
     add("GET", "/health", [this](const HttpRequest&, HttpResponse& r) {
@@ -261,8 +262,8 @@ HttpServer::~HttpServer() { shutdown(); }
 int HttpServer::start() {
   Impl& s = *impl_;
   const ServerConfig& c = s.config;
-  // Before any worker thread allocates: an arena per preprocessing slot, and two for the engine and the reactor.
-  limit_heap_arenas(preprocess_slots(c.max_preprocessing) + 2);
+  // Before any worker thread allocates: an arena per preprocessing thread, and two for the rest (memory_trim.h).
+  limit_heap_arenas(preprocess_threads(c.max_preprocessing) + 2);
   HttpConnConfig hc;
   hc.host = c.host;
   hc.port = c.port;

@@ -2,6 +2,8 @@
 #include "server/memory_trim.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 
 #if defined(__GLIBC__)
 #include <malloc.h>
@@ -20,6 +22,8 @@ bool trim_heap() {
 
 void limit_heap_arenas(int n) {
 #if defined(__GLIBC__)
+  const char* tunables = std::getenv("GLIBC_TUNABLES");
+  if (std::getenv("MALLOC_ARENA_MAX") || (tunables && std::strstr(tunables, "arena_max"))) return;
   mallopt(M_ARENA_MAX, n);
 #else
   (void)n;

@@ -20,7 +20,7 @@ class MemoryTrimmer {
  public:
   using ms = std::chrono::milliseconds;
   // trims: where to count the trims done (a Metrics counter); null: nowhere.
-  explicit MemoryTrimmer(size_t threshold = size_t{4} << 20, ms quiet = ms(250), ms max_delay = ms(2000),
+  explicit MemoryTrimmer(size_t threshold = size_t{1} << 20, ms quiet = ms(250), ms max_delay = ms(2000),
                          std::atomic<int64_t>* trims = nullptr);
   ~MemoryTrimmer();  // stops the thread (no trim then)
   MemoryTrimmer(const MemoryTrimmer&) = delete;
@@ -46,10 +46,10 @@ class MemoryTrimmer {
 
 // malloc_trim(0) where glibc has it; false when there is none.
 bool trim_heap();
-// Caps glibc's malloc arenas at n (M_ARENA_MAX; by default 8 per core). Memory a thread frees stays in its arena for
-// that arena's threads: with one arena per worker thread a burst leaves each arena holding a request's worth, so the
-// peak grows with the threads that ever preprocessed, not with the requests preprocessed at once. Only threads that
-// allocate for the first time after the call are held to it: call it before the server's threads start.
+// Caps glibc's malloc arenas at n (M_ARENA_MAX; by default 8 per core) unless the environment sets it. Each arena a
+// burst touched keeps a few pages malloc_trim cannot return: measured on 2 cores after 64 chats of 36,150 messages,
+// +17 MB with the default 16 arenas, +17 MB with 8, +4 MB with 4, none with 2. Only threads that allocate for the
+// first time after the call are held to it: call it before the server's threads start.
 void limit_heap_arenas(int n);
 
 }  // namespace tinfer::server

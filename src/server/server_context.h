@@ -11,7 +11,7 @@
 #include "grammar/grammar_compiler.h"
 #include "server/engine_driver.h"
 #include "server/memory_trim.h"
-#include "server/preprocess_gate.h"
+#include "server/preprocess_pool.h"
 #include "server/prompt_floor.h"
 #include "text/tool_calls/tool_call_format.h"
 #include "server/metrics.h"
@@ -45,22 +45,23 @@ struct ServerContext {
   const toolcall::ToolCallFormat* tool_format = nullptr;
   bool reasoning = false, opens_reasoning = false;
   // Preprocessing bounds (prepare_preprocessing): the prompt floor and the longest context of any engine it is held
-  // to, the gate around parse/template/tokenize, and the trimmer its tickets report their body bytes to.
+  // to, the threads that parse/template/tokenize, and the trimmer each of their jobs reports its body bytes to.
   PromptFloor floor;
   int floor_max_len = 0;
   std::unique_ptr<MemoryTrimmer> trimmer;
-  std::unique_ptr<PreprocessGate> preprocess;
+  std::unique_ptr<PreprocessPool> preprocess;
 
   bool past_abort_deadline() const {
     return std::chrono::steady_clock::now().time_since_epoch().count() >= abort_deadline_ns.load();
   }
 };
 
-// Measures the prompt floor and builds the trimmer and the gate, from ctx's config, engines and template.
+// Measures the prompt floor and builds the trimmer and the pool, from ctx's config, engines and template.
 void prepare_preprocessing(ServerContext& ctx);
-// A preprocessing slot for a request of `body_bytes`; throws ApiError 429 (queue_full, Retry-After) when every slot
-// stayed busy for the wait. An empty ticket when ctx has no gate (tests that build a context by hand).
-PreprocessGate::Ticket preprocess_ticket(ServerContext& ctx, size_t body_bytes);
+// Runs a request's preprocessing (fn: parse, render, tokenize) on ctx's pool, rethrowing what fn threw; throws
+// ApiError 429 (queue_full, Retry-After) when no pool thread took it within the wait. Inline when ctx has no pool
+// (tests that build a context by hand).
+void preprocess(ServerContext& ctx, size_t body_bytes, const std::function<void()>& fn);
 
 // Holds one unit of ctx.queued from acceptance until the first token (or the end of the request).
 class QueueSlot {

@@ -33,7 +33,7 @@ std::vector<OptionSpec> serve_options() {
                  {"--served-model-name", "model id clients use (default: the model file's name)", true, ""},
                  {"--max-queued-requests", "requests waiting for their first token; beyond: 429", true, "256"},
                  {"--max-preprocessing",
-                  "requests parsed, templated and tokenized at once (0 = one per core); the rest wait", true, "0"},
+                  "threads that parse, template and tokenize requests (0 = one per core); the rest wait", true, "0"},
                  {"--preprocess-wait", "seconds a request may wait for preprocessing; beyond: 429", true, "10"},
                  {"--max-body-bytes", "largest request body; beyond: 413", true, "1048576"},
                  {"--long-request-tokens", "max_tokens above this: the background class (0 = none)", true, "1024"},
