@@ -24,6 +24,8 @@ MODEL = os.environ.get("TINFER_DEFAULT_MODEL") or os.path.join(REPO, "models", "
 MAX_LEN = 8192  # SmolLM2's context, the serve default
 PEAK_LIMIT_MB = 200  # a 64-request burst above the idle RSS (old code: ~3,000)
 SETTLE_MB = 20  # RSS after a burst above the RSS before it (old code: ~3,000)
+# After 80 one at a time (measured +1 to +8 MB, +24 once on a loaded 2-core machine; old code: ~+1,000).
+SEQUENTIAL_MB = 40
 # Chat: 36,150 empty user messages, 1,048,379 bytes (the report's body); completions: one word of 1 MiB - 40 bytes.
 CHAT = json.dumps({"messages": [{"role": "user", "content": ""}] * 36150, "max_tokens": 1}, separators=(",", ":"))
 WORD = json.dumps({"prompt": "a" * ((1 << 20) - 40), "max_tokens": 1})
@@ -166,7 +168,7 @@ def test_sequential_no_climb(srv):
     after = settle(pid, before)
     print("     80 sequential in %.1f s: RSS before %d MB, after %d MB (%+d)" % (time.time() - t, before, after,
                                                                              after - before))
-    check(after - before <= SETTLE_MB, "RSS climbed from %d to %d MB" % (before, after))
+    check(after - before <= SEQUENTIAL_MB, "RSS climbed from %d to %d MB (limit +%d)" % (before, after, SEQUENTIAL_MB))
 
 
 def test_huge_tool_description(srv):
