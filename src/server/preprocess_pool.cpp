@@ -14,6 +14,7 @@ int preprocess_threads(int asked) {
 PreprocessPool::PreprocessPool(int threads, std::chrono::milliseconds max_wait, PoolGauges gauges, DoneFn on_done)
     : max_wait_(max_wait), gauges_(gauges), on_done_(std::move(on_done)) {
   const int n = preprocess_threads(threads);
+  idle_ = n;  // each is available from the start, before it first reaches the queue
   for (int i = 0; i < n; ++i) threads_.emplace_back([this] { loop(); });
 }
 
@@ -46,13 +47,17 @@ bool PreprocessPool::run(size_t bytes, const std::function<void()>& fn) {
   return true;
 }
 
+// idle_ counts a thread from the moment its job is done (on_done is short): a caller that comes right after the
+// answer of the one before is not refused for the time the thread takes to get back to the queue.
 void PreprocessPool::loop() {
   std::unique_lock<std::mutex> lk(mu_);
   for (;;) {
-    ++idle_;
     work_cv_.wait(lk, [&] { return stop_ || !queue_.empty(); });
+    if (queue_.empty()) {  // stopping, nothing left
+      --idle_;
+      return;
+    }
     --idle_;
-    if (queue_.empty()) return;  // stopping, nothing left
     Job* job = queue_.front();
     queue_.pop_front();
     job->started = true;
@@ -70,6 +75,7 @@ void PreprocessPool::loop() {
     lk.lock();
     job->error = error;
     job->done = true;  // (the caller may return, and its job go, once the lock is released)
+    ++idle_;
     add(gauges_.active, -1);
     lk.unlock();
     job_cv_.notify_all();
