@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <cstdio>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <utility>
@@ -46,6 +47,34 @@ void QueueSlot::refuse_if_full(ServerContext& ctx) {
 void QueueSlot::release() {
   if (held_) ctx_.queued.fetch_sub(1);
   held_ = false;
+}
+
+void prepare_preprocessing(ServerContext& ctx) {
+  ctx.floor = PromptFloor::measure(ctx.tokenizer, ctx.chat_template);
+  ctx.floor_max_len = 0;
+  for (int e = 0; e < ctx.driver.num_engines(); ++e)
+    ctx.floor_max_len = std::max(ctx.floor_max_len, ctx.driver.engine(e).max_model_len());
+  Metrics& m = ctx.metrics;
+  ctx.trimmer = std::make_unique<MemoryTrimmer>(size_t{1} << 20, std::chrono::milliseconds(250),
+                                                std::chrono::milliseconds(2000), &m.memory_trims);
+  const auto wait = std::chrono::milliseconds(static_cast<int64_t>(ctx.config.preprocess_wait_s * 1000));
+  ctx.preprocess = std::make_unique<PreprocessPool>(ctx.config.max_preprocessing, wait,
+                                                    PoolGauges{&m.preprocess_active, &m.preprocess_waiting},
+                                                    [t = ctx.trimmer.get()](size_t bytes) { t->note(bytes); });
+  std::fprintf(stderr, "tinfer serve: preprocessing on %d threads; %s\n", ctx.preprocess->threads(),
+               ctx.floor.describe().c_str());
+}
+
+void preprocess(ServerContext& ctx, size_t body_bytes, const std::function<void()>& fn) {
+  if (!ctx.preprocess) return fn();
+  if (ctx.preprocess->run(body_bytes, fn)) return;
+  ctx.metrics.rejected_preprocess++;
+  char waited[32];
+  std::snprintf(waited, sizeof waited, "%.3g", ctx.config.preprocess_wait_s);
+  throw ApiError(429,
+                 "the server is busy preprocessing requests (" + std::to_string(ctx.preprocess->threads()) +
+                     " at once; none free within " + waited + " s); retry later",
+                 "", "queue_full", "rate_limit_error");
 }
 
 namespace {
@@ -321,6 +350,12 @@ std::unique_ptr<CompletionCall> CompletionCall::start(ServerContext& ctx, const 
                                                       std::string_view raw_body) {
   if (ctx.draining) throw ApiError(503, "the server is shutting down", "", "shutting_down", "service_unavailable");
   CompletionRequest req = parse_completion_request(body, chat, raw_body);
+  try {  // before the template is rendered or the text tokenized: what cannot fit costs nothing more
+    refuse_unfit_prompts(ctx.floor, ctx.floor_max_len, req, body);
+  } catch (const ApiError&) {
+    ctx.metrics.rejected_prompt_floor++;
+    throw;
+  }
   auto s = std::make_unique<State>(ctx);
   s->req = std::move(req);
   s->compile_grammar();

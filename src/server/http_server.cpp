@@ -20,6 +20,7 @@
 #include "server/completion_call.h"
 #include "server/engine_driver.h"
 #include "server/http_conn.h"
+#include "server/memory_trim.h"
 #include "core/json_depth.h"
 #include "server/openai_response.h"
 #include "server/small_routes.h"
@@ -216,11 +217,11 @@ struct HttpServer::Impl {
     guarded(req, res, true, [&](ServerContext& c) {
       QueueSlot::refuse_if_full(c);  // 429 before the body is parsed
       std::shared_ptr<CompletionCall> call;
-      {
+      preprocess(c, req.body.size(), [&] {  // on the preprocessing threads; 429 when none is free in time
         NsTimer t(metrics.http_request_ns);
         json body = parse_json_body(req.body);
         call = CompletionCall::start(c, body, chat, req.body);
-      }
+      });
       if (!call->warnings().empty()) {
         std::string w;
         for (const auto& s : call->warnings()) w += (w.empty() ? "" : "; ") + s;
@@ -259,12 +260,16 @@ struct HttpServer::Impl {
     });
     add("POST", "/tokenize", [this](const HttpRequest& q, HttpResponse& r) {
       guarded(q, r, true, [&](ServerContext& c) {
-        r.set_content(dump(tokenize_response(c, parse_json_body(q.body))), "application/json");
+        preprocess(c, q.body.size(), [&] {
+          r.set_content(dump(tokenize_response(c, parse_json_body(q.body))), "application/json");
+        });
       });
     });
     add("POST", "/detokenize", [this](const HttpRequest& q, HttpResponse& r) {
       guarded(q, r, true, [&](ServerContext& c) {
-        r.set_content(dump(detokenize_response(c, parse_json_body(q.body))), "application/json");
+        preprocess(c, q.body.size(), [&] {
+          r.set_content(dump(detokenize_response(c, parse_json_body(q.body))), "application/json");
+        });
       });
     });
     add("GET", "/health", [this](const HttpRequest&, HttpResponse& r) {
@@ -329,6 +334,8 @@ HttpServer::~HttpServer() { shutdown(); }
 int HttpServer::start() {
   Impl& s = *impl_;
   const ServerConfig& c = s.config;
+  // Before any worker thread allocates: an arena per preprocessing thread, and two for the rest (memory_trim.h).
+  limit_heap_arenas(preprocess_threads(c.max_preprocessing) + 2);
   HttpConnConfig hc;
   hc.host = c.host;
   hc.port = c.port;
@@ -403,6 +410,7 @@ void HttpServer::attach(Engine& engine, const Tokenizer& tokenizer, ChatTemplate
       s.config.served_model_name.empty() ? model_id : s.config.served_model_name, engine.max_model_len(), s.metrics});
   s.ctx->grammars = make_grammar_compiler(s.config, tokenizer, engine);
   choose_tool_format(*s.ctx);
+  prepare_preprocessing(*s.ctx);
   warm_up(*s.driver, 0, tokenizer);
   s.ready.store(true, std::memory_order_release);
 }
@@ -417,6 +425,7 @@ void HttpServer::attach_routed(Engine& large, Engine& small, const RoutePolicy& 
   s.ctx->route = &policy;
   s.ctx->grammars = make_grammar_compiler(s.config, large.tokenizer(), large);
   choose_tool_format(*s.ctx);
+  prepare_preprocessing(*s.ctx);
   warm_up(*s.driver, kLargeModel, large.tokenizer());
   warm_up(*s.driver, kSmallModel, large.tokenizer());
   s.ready.store(true, std::memory_order_release);

@@ -28,6 +28,13 @@ const EdgeCounter kEdgeCounters[] = {
     {"tinfer:request_error_total", "Requests answered 4xx/5xx (rejections included).", &Metrics::requests_error},
     {"tinfer:request_rejected_queue_full_total", "Requests answered 429 (queue full).", &Metrics::rejected_queue},
     {"tinfer:request_rejected_body_too_large_total", "Requests answered 413.", &Metrics::rejected_body},
+    {"tinfer:request_rejected_preprocess_busy_total",
+     "Requests answered 429 because every preprocessing slot stayed busy for the wait.", &Metrics::rejected_preprocess},
+    {"tinfer:request_rejected_prompt_floor_total",
+     "Requests answered 400 for context length from their byte length or message count, before tokenizing.",
+     &Metrics::rejected_prompt_floor},
+    {"tinfer:memory_trims_total", "Times freed heap memory was handed back to the OS after large requests.",
+     &Metrics::memory_trims},
     {"tinfer:client_disconnects_total", "Requests aborted because their client went away.",
      &Metrics::client_disconnects},
     {"tinfer:shutdown_aborts_total", "Requests aborted by a shutdown.", &Metrics::server_aborts},
@@ -73,6 +80,11 @@ std::string Metrics::render(const EngineStats& s, int queued, bool ready, const 
         queued);
   gauge(o, "tinfer:num_requests_long_lane", "gauge", "Background-class (long) requests waiting for admission.",
         static_cast<double>(long_lane_waiting.load()));
+  gauge(o, "tinfer:num_requests_preprocessing", "gauge",
+        "Requests being parsed, templated and tokenized (bounded by --max-preprocessing).",
+        static_cast<double>(preprocess_active.load()));
+  gauge(o, "tinfer:num_requests_preprocess_waiting", "gauge", "Requests waiting for a preprocessing slot.",
+        static_cast<double>(preprocess_waiting.load()));
   gauge(o, "tinfer:kv_blocks_used", "gauge", "KV-cache blocks in use.", s.kv_blocks_used);
   gauge(o, "tinfer:kv_blocks_total", "gauge", "KV-cache blocks in the pool.", s.kv_blocks_total);
   if (s.kv_window_blocks_total > 0) {  // the sliding-window layers' own pool (kvcache/kv_cache_groups.h)

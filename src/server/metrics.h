@@ -54,6 +54,10 @@ class Metrics {
   std::atomic<int64_t> requests_ok{0}, requests_error{0}, rejected_queue{0}, rejected_body{0};
   std::atomic<int64_t> client_disconnects{0}, server_aborts{0}, stop_string_hits{0};
   std::atomic<int64_t> long_lane_waiting{0};
+  // Preprocessing (server/preprocess_pool.h): requests in it and waiting for it (gauges), refused after the wait,
+  // refused by their prompt floor (server/prompt_floor.h), and heap trims after bursts (server/memory_trim.h).
+  std::atomic<int64_t> preprocess_active{0}, preprocess_waiting{0}, rejected_preprocess{0};
+  std::atomic<int64_t> rejected_prompt_floor{0}, memory_trims{0};
   // Routing between models: prompts answered per model (index kLargeModel / kSmallModel, after any move), of which
   // routed automatically, and escalated from the small model to the large one during generation.
   std::array<std::atomic<int64_t>, 2> route_answered{};

@@ -13,6 +13,8 @@ std::vector<std::string> ServerConfig::validate() const {
       {host.empty(), "--host must not be empty"},
       {port < 0 || port > 65535, "--port must be in [0, 65535]"},
       {max_queued_requests < 1, "--max-queued-requests must be >= 1"},
+      {max_preprocessing < 0, "--max-preprocessing must be >= 0"},
+      {!(preprocess_wait_s >= 0), "--preprocess-wait must be >= 0"},
       {max_body_bytes < 1024, "--max-body-bytes must be >= 1024"},
       {http_threads < 8, "--http-threads must be >= 8"},
       {shutdown_grace_s < 0, "--shutdown-grace must be >= 0"},

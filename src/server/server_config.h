@@ -13,6 +13,10 @@ struct ServerConfig {
   std::string api_key;               // non-empty: every /v1/* route needs "Authorization: Bearer KEY"
   std::string served_model_name;     // the model id clients see; "" = the model file's name
   int max_queued_requests = 256;     // accepted but not yet producing tokens; beyond: 429
+  // Threads that parse, template and tokenize requests (0: one per core); a request that finds them all busy waits
+  // up to preprocess_wait_s, then 429 (server/preprocess_pool.h).
+  int max_preprocessing = 0;
+  double preprocess_wait_s = 10;
   int64_t max_body_bytes = 1 << 20;  // larger bodies: 413
   int http_threads = 512;            // one per concurrent connection (streams hold their thread)
   double shutdown_grace_s = 5.0;     // on SIGTERM: in-flight requests get this long, then abort

@@ -10,6 +10,9 @@
 #include "text/chat/chat_template.h"
 #include "grammar/grammar_compiler.h"
 #include "server/engine_driver.h"
+#include "server/memory_trim.h"
+#include "server/preprocess_pool.h"
+#include "server/prompt_floor.h"
 #include "text/tool_calls/tool_call_format.h"
 #include "server/metrics.h"
 #include "server/response_id.h"
@@ -44,11 +47,24 @@ struct ServerContext {
   bool reasoning = false, opens_reasoning = false;
   // Ids of responses (chatcmpl-..., cmpl-...), drawn from a random source.
   ResponseIds response_ids;
+  // Preprocessing bounds (prepare_preprocessing): the prompt floor and the longest context of any engine it is held
+  // to, the threads that parse/template/tokenize, and the trimmer each of their jobs reports its body bytes to.
+  PromptFloor floor;
+  int floor_max_len = 0;
+  std::unique_ptr<MemoryTrimmer> trimmer;
+  std::unique_ptr<PreprocessPool> preprocess;
 
   bool past_abort_deadline() const {
     return std::chrono::steady_clock::now().time_since_epoch().count() >= abort_deadline_ns.load();
   }
 };
+
+// Measures the prompt floor and builds the trimmer and the pool, from ctx's config, engines and template.
+void prepare_preprocessing(ServerContext& ctx);
+// Runs a request's preprocessing (fn: parse, render, tokenize) on ctx's pool, rethrowing what fn threw; throws
+// ApiError 429 (queue_full, Retry-After) when no pool thread took it within the wait. Inline when ctx has no pool
+// (tests that build a context by hand).
+void preprocess(ServerContext& ctx, size_t body_bytes, const std::function<void()>& fn);
 
 // Holds one unit of ctx.queued from acceptance until the first token (or the end of the request).
 class QueueSlot {

@@ -112,6 +112,29 @@ TEST(Tokenizer, LiteralRangesAreNeverSpecial) {
             }());
 }
 
+// The byte bound is a floor of the token count: B bytes are never fewer than B / bound tokens, for any text or for
+// the text it was asked about; a text of one repeated byte is bounded by that byte's own longest token.
+TEST(Tokenizer, MaxBytesPerTokenBoundsTheTokenCount) {
+  std::vector<std::unique_ptr<Tokenizer>> toks;
+  toks.push_back(make_bpe_tokenizer(test::tiny_bpe_vocab({"a a", "aa aa", "aaaa aaaa", "h e", "l l", "he ll", "hell o"})));
+  toks.push_back(make_spm_tokenizer(test::tiny_spm_vocab({"aaaaaaaa", "aaaa", "aa", "hello", "\xE2\x96\x81hello"})));
+  const std::string texts[] = {"aaaaaaaaaaaaaaaaaaaaaaaaa", "hello hello hellohello", "a", "<|endoftext|>x",
+                               "\xE2\x96\x81\xE2\x96\x81 z \xC3\xA9"};
+  for (const auto& tok : toks) {
+    ASSERT_GT(tok->max_bytes_per_token(), 0u);
+    for (const std::string& t : texts) {
+      const size_t n = tok->encode(t, false, false).size(), b = tok->max_bytes_per_token_in(t);
+      EXPECT_GT(b, 0u) << t;
+      EXPECT_LE(b, tok->max_bytes_per_token()) << t;
+      EXPECT_GE(n * b, t.size()) << t << ": " << n << " tokens, bound " << b;
+    }
+  }
+  EXPECT_EQ(toks[0]->max_bytes_per_token(), 13u);  // "<|endoftext|>"
+  EXPECT_EQ(toks[0]->max_bytes_per_token_in(std::string(1000, 'a')), 8u);  // "aaaaaaaa"
+  EXPECT_EQ(toks[0]->max_bytes_per_token_in("hello"), 5u);
+  EXPECT_EQ(toks[0]->max_bytes_per_token_in("zzzz"), TokenLengths::kMinBytes);
+}
+
 void expect_error(const std::function<void()>& f, const std::string& needle) {
   try {
     f();

@@ -71,6 +71,13 @@ class BpeTokenizer final : public VocabTokenizer {
     return s;
   }
 
+ protected:
+  // Every byte is a token, or <unk>; without either a byte is dropped.
+  bool drops_or_fuses() const override {
+    for (int32_t id : byte_ids_)
+      if (id < 0 && vocab_.data().unk < 0) return true;
+    return false;
+  }
 
  private:
   struct Merge {

@@ -59,6 +59,15 @@ class SpmTokenizer final : public SentencePieceTokenizer {
     return out;
   }
 
+ protected:
+  // A piece that does not merge becomes byte pieces or one <unk> (one character); without either it is dropped.
+  bool drops_or_fuses() const override {
+    if (vocab_.data().unk >= 0) return false;
+    for (int32_t id : byte_ids_)
+      if (id < 0) return true;
+    return false;
+  }
+
  private:
   // Pieces that take part in merging: normal and user-defined (SentencePiece never forms control,
   // byte, unknown or unused pieces by merging).

@@ -44,6 +44,15 @@ class Tokenizer {
   // True when encode() puts a SentencePiece dummy-prefix space before the text; decode() then drops
   // one leading space so that decode(encode(s)) == s.
   virtual bool adds_space_prefix() const { return false; }
+  // The most bytes of input one token can stand for, in any text or in `text` (only tokens made of bytes the text has
+  // can occur in it); 0: no bound (a normaliser that deletes or collapses text, or input dropped or fused into one
+  // <unk>). A text of B bytes encodes to at least B / this tokens: what lets a server refuse a prompt that cannot fit
+  // its context before paying for its tokenization.
+  virtual size_t max_bytes_per_token() const { return 0; }
+  virtual size_t max_bytes_per_token_in(std::string_view text) const {
+    (void)text;
+    return max_bytes_per_token();
+  }
 };
 
 // Builds the tokenizer named by tokenizer.ggml.model ("llama", "gpt2" or "t5"); Error otherwise.

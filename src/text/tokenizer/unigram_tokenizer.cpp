@@ -152,6 +152,16 @@ class UnigramTokenizer final : public SentencePieceTokenizer {
     return out;
   }
 
+ protected:
+  // The normaliser collapses spaces or maps characters (a charsmap may delete them), or a run of unknown characters
+  // fuses into one <unk> (a vocabulary without a byte piece for every byte).
+  bool drops_or_fuses() const override {
+    if (charsmap_ || vocab_.data().remove_extra_whitespaces) return true;
+    for (int32_t id : byte_ids_)
+      if (id < 0) return true;
+    return false;
+  }
+
  private:
   // Where the dummy-prefix space goes (VocabData::pre): SentencePiece ("default") before every text fragment (the
   // text's start and after each special token); Hugging Face's Metaspace pre-tokenizer only where the fragment does

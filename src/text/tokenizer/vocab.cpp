@@ -167,4 +167,27 @@ std::string sentencepiece_token_bytes(const Vocab& vocab, int32_t id, bool rende
   }
 }
 
+const TokenLengths& VocabTokenizer::lengths() const {
+  std::call_once(lengths_once_, [&] {
+    std::vector<std::string> texts(size_t(vocab_.size()));
+    for (int32_t id = 0; id < vocab_.size(); ++id) texts[size_t(id)] = matched_text(id);
+    lengths_ = std::make_unique<TokenLengths>(texts);
+  });
+  return *lengths_;
+}
+
+// Normal forms shrink text at most 4:1: NFKC/NFKD map a 4-byte character to one byte (U+1D400 -> "A"), NFC composes
+// at most 3:1 (Hangul L+V+T jamo, 9 bytes -> 3), none deletes a character. Normalised text may hold bytes the input
+// lacks, so a text's own bytes bound nothing then.
+size_t VocabTokenizer::max_bytes_per_token() const {
+  if (drops_or_fuses()) return 0;
+  return lengths().longest() * (vocab_.data().normalizer.empty() ? 1 : 4);
+}
+
+size_t VocabTokenizer::max_bytes_per_token_in(std::string_view text) const {
+  if (drops_or_fuses()) return 0;
+  if (!vocab_.data().normalizer.empty()) return max_bytes_per_token();
+  return lengths().longest_within(TokenLengths::bytes_of(text) | TokenLengths::bytes_of(added_text()));
+}
+
 }  // namespace tinfer

@@ -3,12 +3,14 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "text/tokenizer/token_lengths.h"
 #include "text/tokenizer/tokenizer.h"
 
 namespace tinfer {
@@ -104,9 +106,24 @@ class VocabTokenizer : public Tokenizer {
   int32_t token_id(std::string_view piece) const override { return vocab_.find(piece); }
   const std::string& piece(int32_t id) const override { return vocab_.data().tokens.at(id); }
   bool add_bos_by_default() const override { return vocab_.data().add_bos; }
+  // The longest text a token matches (TokenLengths), times how far the vocabulary's Unicode normal form can shrink
+  // text; 0 when the kind drops or fuses input.
+  size_t max_bytes_per_token() const override;
+  size_t max_bytes_per_token_in(std::string_view text) const override;
 
  protected:
+  // Whether the kind may drop input, or fuse any length of it into one token (no byte bound then).
+  virtual bool drops_or_fuses() const { return true; }
+  // The text token id matches in the kind's input (as bytes: byte-level BPE), and what the kind adds to every input
+  // before matching (SentencePiece's U+2581).
+  virtual std::string matched_text(int32_t id) const { return token_bytes(id, true); }
+  virtual std::string_view added_text() const { return {}; }
   Vocab vocab_;
+
+ private:
+  const TokenLengths& lengths() const;  // built on first use
+  mutable std::once_flag lengths_once_;
+  mutable std::unique_ptr<TokenLengths> lengths_;
 };
 
 // The part both SentencePiece kinds (BPE and unigram) share: pieces read back as text (sentencepiece_token_bytes) and
@@ -118,6 +135,14 @@ class SentencePieceTokenizer : public VocabTokenizer {
     return sentencepiece_token_bytes(vocab_, id, render_special);
   }
   bool adds_space_prefix() const override { return vocab_.data().add_space_prefix; }
+
+ protected:
+  // Pieces match as stored, U+2581 for a space (3 bytes of a literal U+2581 in the input); a byte piece stands for
+  // one byte (kMinBytes covers it).
+  std::string matched_text(int32_t id) const override {
+    return vocab_.attr(id) == TokenAttr::byte ? std::string() : vocab_.data().tokens[size_t(id)];
+  }
+  std::string_view added_text() const override { return "\xE2\x96\x81"; }
 };
 
 }  // namespace tinfer

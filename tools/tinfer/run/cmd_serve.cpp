@@ -40,6 +40,9 @@ std::vector<OptionSpec> serve_options() {
                   true, ""},
                  {"--served-model-name", "model id clients use (default: the model file's name)", true, ""},
                  {"--max-queued-requests", "requests waiting for their first token; beyond: 429", true, "256"},
+                 {"--max-preprocessing",
+                  "threads that parse, template and tokenize requests (0 = one per core); the rest wait", true, "0"},
+                 {"--preprocess-wait", "seconds a request may wait for preprocessing; beyond: 429", true, "10"},
                  {"--max-body-bytes", "largest request body in bytes (K/M suffixes: 512K, 16M); beyond: 413", true,
                   "1048576"},
                  {"--long-request-tokens", "max_tokens above this: the background class (0 = none)", true, "1024"},
@@ -93,6 +96,8 @@ server::ServerConfig server_config(const Args& args) {
     sc.api_key = k;
   sc.served_model_name = args.str("--served-model-name");
   sc.max_queued_requests = static_cast<int>(args.integer("--max-queued-requests"));
+  sc.max_preprocessing = static_cast<int>(args.integer("--max-preprocessing"));
+  sc.preprocess_wait_s = args.number("--preprocess-wait");
   sc.max_body_bytes = parse_bytes(args.str("--max-body-bytes"), "--max-body-bytes");
   sc.http_threads = static_cast<int>(args.integer("--http-threads"));
   sc.shutdown_grace_s = args.number("--shutdown-grace");
