@@ -7,7 +7,10 @@
 #include <condition_variable>
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <limits>
 #include <optional>
+#include <stdexcept>
+#include <string_view>
 #include <utility>
 
 #include "tinfer/error.h"
@@ -90,19 +93,75 @@ struct EventQueue {
   std::mutex mu;
   std::condition_variable cv;
   std::vector<QueuedEvent> events;
+  // While the relay is blocked writing to a slow client the engine keeps producing: the queue holds at most
+  // `cap` bytes (an event weighs about what it renders to), then drops events and reports the overflow, which
+  // cuts the stream (StreamBacklog). Streams only; a whole response is drained as it is produced.
+  int64_t cap = std::numeric_limits<int64_t>::max();
+  int64_t weight = 0;
+  bool overflowed = false;
 
+  static int64_t weight_of(const TokenEvent& e) { return 64 * (1 + static_cast<int64_t>(e.top_logprobs.size())); }
   void push(const TokenEvent& e, int attempt) {
     {
       std::lock_guard<std::mutex> lk(mu);
-      events.push_back({e, attempt});
+      weight += weight_of(e);
+      if (weight > cap)
+        overflowed = true;
+      else
+        events.push_back({e, attempt});
     }
     cv.notify_one();
   }
-  std::vector<QueuedEvent> wait(std::chrono::milliseconds timeout) {
+  // The events so far; `overflow` says whether some were dropped.
+  std::vector<QueuedEvent> wait(std::chrono::milliseconds timeout, bool& overflow) {
     std::unique_lock<std::mutex> lk(mu);
-    cv.wait_for(lk, timeout, [&] { return !events.empty(); });
+    cv.wait_for(lk, timeout, [&] { return !events.empty() || overflowed; });
+    overflow = overflowed;
+    weight = 0;
     return std::exchange(events, {});
   }
+};
+
+// Thrown when a stream's client reads slower than the engine writes past the backlog bounds.
+struct SlowReader : std::runtime_error {
+  SlowReader() : std::runtime_error("the client reads slower than the stream is produced") {}
+};
+
+// A stream's bytes made but not yet taken by the client, sent a slice at a time so that the producer side
+// (events -> chunks) runs between slices and the backlog is measured, and bounded, while a slow client reads:
+// at most max_stream_backlog_bytes for the stream, and max_streams_backlog_bytes for all streams together
+// (then a stream holding more than 1 MiB is cut). Shapes: pending_[off_, size) unsent; slices of kSlice.
+class StreamBacklog {
+ public:
+  static constexpr size_t kSlice = 16 << 10;  // a slice's write blocks at most one send-stall per slice of no progress
+  explicit StreamBacklog(ServerContext& ctx) : ctx_(ctx) {}
+  ~StreamBacklog() { ctx_.metrics.stream_backlog_bytes -= held(); }
+  bool empty() const { return off_ == pending_.size(); }
+  // Appends bytes to send; false when the bounds are passed.
+  bool add(const std::string& bytes) {
+    if (bytes.empty()) return true;
+    if (off_ > kSlice * 4) pending_.erase(0, off_), off_ = 0;  // keep the buffer from growing at the front
+    pending_ += bytes;
+    const int64_t total = ctx_.metrics.stream_backlog_bytes += static_cast<int64_t>(bytes.size());
+    return held() <= ctx_.config.max_stream_backlog_bytes &&
+           (total <= ctx_.config.max_streams_backlog_bytes || held() <= (int64_t{1} << 20));
+  }
+  std::string_view next_slice() const {
+    slice_ = std::min(kSlice, pending_.size() - off_);
+    return std::string_view(pending_).substr(off_, slice_);
+  }
+  void sent() {
+    off_ += slice_;
+    ctx_.metrics.stream_backlog_bytes -= static_cast<int64_t>(slice_);
+    if (empty()) pending_.clear(), off_ = 0;
+  }
+
+ private:
+  int64_t held() const { return static_cast<int64_t>(pending_.size() - off_); }
+  ServerContext& ctx_;
+  std::string pending_;
+  size_t off_ = 0;
+  mutable size_t slice_ = 0;
 };
 
 }  // namespace
@@ -358,6 +417,7 @@ std::unique_ptr<CompletionCall> CompletionCall::start(ServerContext& ctx, const 
   }
   auto s = std::make_unique<State>(ctx);
   s->req = std::move(req);
+  if (s->req.stream) s->queue->cap = ctx.config.max_stream_backlog_bytes;
   s->compile_grammar();
   const size_t n_prompts = chat ? 1 : s->req.prompts.size();
   for (size_t p = 0; p < n_prompts; ++p) {
@@ -394,9 +454,12 @@ std::string CompletionCall::State::opening_chunks() {
 bool CompletionCall::State::relay_events(const WriteFn& write, const PeerGoneFn& peer_gone, SseKeepalive& keepalive) {
   const auto probe = std::chrono::milliseconds(ctx.config.peer_probe_ms);
   Clock::time_point last_probe = Clock::now();
+  StreamBacklog backlog(ctx);
   std::string out;
-  while (!all_done()) {
-    std::vector<QueuedEvent> evs = queue->wait(probe);
+  while (!all_done() || !backlog.empty()) {
+    // With bytes still to send, take what the engine made meanwhile without waiting for more.
+    bool overflow = false;
+    std::vector<QueuedEvent> evs = queue->wait(backlog.empty() ? probe : std::chrono::milliseconds(0), overflow);
     out.clear();
     std::optional<NsTimer> respond_timer(std::in_place, ctx.metrics.http_respond_ns);  // event handling, chunks
     for (const QueuedEvent& qe : evs) on_event(qe, out);
@@ -408,10 +471,16 @@ bool CompletionCall::State::relay_events(const WriteFn& write, const PeerGoneFn&
       last_probe = now;
     }
     const bool data = !out.empty();
-    if (!data && req.stream && !all_done() && keepalive.due(now)) out = ": keep-alive\n\n";
-    if (!out.empty()) {
-      if (!write(out)) return false;
-      keepalive.wrote(Clock::now(), data);
+    if (!data && backlog.empty() && req.stream && !all_done() && keepalive.due(now)) out = ": keep-alive\n\n";
+    const bool comment_only = !data && !out.empty();
+    if (overflow || !backlog.add(out)) {
+      ctx.metrics.slow_reader_aborts++;
+      throw SlowReader();  // the HTTP layer ends the body incomplete and closes; ~State cancels the requests
+    }
+    if (!backlog.empty()) {
+      if (!write(backlog.next_slice())) return false;
+      backlog.sent();
+      keepalive.wrote(Clock::now(), !comment_only);
     }
   }
   return true;

@@ -37,6 +37,9 @@ namespace {
 
 constexpr size_t kReadStep = 64 << 10;
 constexpr int kReadStepsPerWake = 16;              // one busy client cannot monopolise the reactor
+// Fast answers (/health, /metrics) per connection per reactor turn: a client pipelining thousands of probes
+// gets a few, then waits its turn behind everyone else (the rest stay in its buffer; see `again`).
+constexpr int kFastAnswersPerWake = 4;
 constexpr auto kLinger = std::chrono::seconds(1);  // after a refusal: drain what the client still sends
 // A slow reader's kernel reopens its full receive window in steps (silly-window avoidance wants a segment's
 // worth free, RFC 1122 4.2.3.3, and its memory is freed a whole buffered packet at a time), and send_all
@@ -68,6 +71,7 @@ struct Conn {
   std::string out;
   size_t out_sent = 0;
   bool keep_after_out = false;  // serve the next request once `out` is flushed, else linger
+  bool deferred = false;        // pipelined requests wait in `in` for the next reactor turn (Impl::again)
   Clock::time_point out_deadline;  // the client took no byte of `out` since send_stall_s ago
   bool writing() const { return out_sent < out.size(); }
 };
@@ -115,6 +119,7 @@ struct HttpListener::Impl {
   // ---- reactor side ----
 
   std::unordered_map<int, std::unique_ptr<Conn>> conns;  // reactor-owned, by fd
+  std::vector<int> again;  // connections whose buffered pipelined requests wait for the next turn (advance)
   bool stop_seen = false;                                // the reactor has begun stopping
   Clock::time_point accept_paused_until{};               // set while accept() lacks descriptors
   Clock::time_point stop_at = Clock::time_point::max();  // the reactor's copy of stop_deadline
@@ -183,7 +188,7 @@ struct HttpListener::Impl {
   // Parses what is buffered; a complete request is answered here (fast route) or handed to the workers.
   // False: the conn left the reactor (to a worker, or dropped).
   bool advance(int fd) {
-    for (;;) {
+    for (int fast = 0;;) {
       Conn& c = *conns.at(fd);
       if (c.writing()) return true;  // the fast answer goes out first; the rest waits in c.in
       RequestParser::Status st = c.parser.parse(c.in);
@@ -214,7 +219,10 @@ struct HttpListener::Impl {
           case Fast::kGone:
             return false;
           case Fast::kAnswered:
-            continue;  // a pipelined request may be buffered already
+            if (++fast < kFastAnswersPerWake) continue;  // a pipelined request may be buffered already
+            c.deferred = true;  // the rest next turn, after the other connections' events; nothing read meanwhile
+            again.push_back(fd);
+            return true;
           case Fast::kPending:
             return true;
         }
@@ -329,7 +337,7 @@ struct HttpListener::Impl {
   void on_readable(int fd) {
     Conn& c = *conns.at(fd);
     char buf[kReadStep];
-    for (int step = 0; step < kReadStepsPerWake; ++step) {
+    for (int step = 0; step < kReadStepsPerWake && !c.deferred; ++step) {  // deferred: `in` is served first
       ssize_t n = ::recv(fd, buf, sizeof buf, 0);
       if (n < 0 && errno == EINTR) continue;
       if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
@@ -478,7 +486,9 @@ struct HttpListener::Impl {
         if (conns.empty() && busy == 0 && ready.empty() && returned.empty()) return;
       }
       int ms = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(next - now).count()) + 1;
-      int n = ::epoll_wait(epoll_fd, evs, 64, std::max(ms, 1));
+      int n = ::epoll_wait(epoll_fd, evs, 64, again.empty() ? std::max(ms, 1) : 0);
+      std::vector<int> revisit;
+      revisit.swap(again);
       for (int i = 0; i < n; ++i) {
         int fd = evs[i].data.fd;
         if (fd == listen_fd) {
@@ -492,6 +502,12 @@ struct HttpListener::Impl {
           else
             on_readable(fd);
         }
+      }
+      for (int fd : revisit) {  // connections with pipelined requests left over from the last turn
+        auto it = conns.find(fd);
+        if (it == conns.end() || !it->second->deferred) continue;
+        it->second->deferred = false;
+        if (!it->second->writing() && !it->second->lingering) advance(fd);
       }
       take_returned();
     }

@@ -71,8 +71,8 @@ std::string percent_decode(std::string_view s) {
   for (size_t i = 0; i < s.size(); ++i) {
     const int hi = s[i] == '%' && i + 2 < s.size() ? nibble(s[i + 1]) : -1;
     const int lo = hi >= 0 ? nibble(s[i + 2]) : -1;
-    if (lo < 0) {
-      out += s[i];  // not an escape: kept as sent
+    if (lo < 0 || hi * 16 + lo < 0x20 || hi * 16 + lo == 0x7f) {
+      out += s[i];  // not an escape, or a control byte (%00 would cut error messages): kept as sent
       continue;
     }
     out += static_cast<char>(hi * 16 + lo);

@@ -38,6 +38,9 @@ const EdgeCounter kEdgeCounters[] = {
     {"tinfer:client_disconnects_total", "Requests aborted because their client went away.",
      &Metrics::client_disconnects},
     {"tinfer:shutdown_aborts_total", "Requests aborted by a shutdown.", &Metrics::server_aborts},
+    {"tinfer:slow_reader_aborts_total",
+     "Streams cut because their client read slower than they were produced and the unsent bytes passed a bound.",
+     &Metrics::slow_reader_aborts},
     {"tinfer:stop_string_hits_total", "Samples ended by a stop string.", &Metrics::stop_string_hits},
 };
 }  // namespace

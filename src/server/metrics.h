@@ -53,6 +53,9 @@ class Metrics {
   std::atomic<int64_t> requests_constrained{0};
   std::atomic<int64_t> requests_ok{0}, requests_error{0}, rejected_queue{0}, rejected_body{0};
   std::atomic<int64_t> client_disconnects{0}, server_aborts{0}, stop_string_hits{0};
+  // Streams cut because their client read slower than they were produced, past the backlog bounds
+  // (ServerConfig::max_stream_backlog_bytes), and the bytes all streams hold unsent now (a gauge).
+  std::atomic<int64_t> slow_reader_aborts{0}, stream_backlog_bytes{0};
   std::atomic<int64_t> long_lane_waiting{0};
   // Preprocessing (server/preprocess_pool.h): requests in it and waiting for it (gauges), refused after the wait,
   // refused by their prompt floor (server/prompt_floor.h), and heap trims after bursts (server/memory_trim.h).

@@ -16,7 +16,9 @@ bool peer_gone(int fd) {
   do r = ::poll(&p, 1, 0);
   while (r < 0 && errno == EINTR);
   if (r <= 0) return false;
-  if (p.revents & (POLLERR | POLLHUP | POLLNVAL)) return true;
+  // POLLRDHUP: the peer shut its sending side, even with bytes still unread before the FIN (a pipelined byte or
+  // request sent just before leaving would otherwise hide the close from the peek below).
+  if (p.revents & (POLLERR | POLLHUP | POLLNVAL | POLLRDHUP)) return true;
   char byte;
   ssize_t n;
   do n = ::recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);

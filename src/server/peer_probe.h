@@ -7,11 +7,12 @@
 namespace tinfer::server {
 
 // Polls `fd` once without waiting (POLLIN | POLLRDHUP) and peeks one byte:
-//   hang-up or error (POLLHUP, POLLERR: reset, closed both ways)  -> gone
-//   readable, peek reads 0 bytes (FIN: closed, or half-closed)     -> gone
-//   readable, peek reads >= 1 byte (a pipelined request waiting)   -> not gone (the bytes stay for the next request)
+//   hang-up, error or FIN (POLLHUP, POLLERR, POLLRDHUP: reset, closed, half-closed) -> gone, even with unread
+//                                                                    bytes before the FIN
+//   readable, peek reads 0 bytes (FIN)                             -> gone
+//   readable, peek reads >= 1 byte, no FIN (a pipelined request)   -> not gone (the bytes stay for the next request)
 //   nothing to report, or the poll itself failed                   -> not gone (a write will decide)
-// A client that pipelined bytes and then closed is seen only by a write (its close waits behind the bytes).
+// A response found gone ends without its terminating chunk (response_writer.cpp), so it never reads as complete.
 // A half-closed client (shutdown(SHUT_WR), still reading) counts as gone, as uvicorn and nginx treat it.
 // A peer that vanished without FIN or RST (cable cut) is not seen here; a write's send deadline still is.
 bool peer_gone(int fd);

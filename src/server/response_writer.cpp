@@ -64,6 +64,8 @@ std::string head_text(const HttpResponse& r, Framing framing, bool keep_alive) {
 
 namespace {
 
+constexpr long kMinProgressBytes = 1024;
+
 // Bytes the kernel still holds for the peer (unsent + sent but not acknowledged); -1 when unknown.
 long queued_for_peer(int fd) {
   int n = 0;
@@ -82,7 +84,7 @@ bool wait_writable(int fd, std::chrono::steady_clock::duration stall) {
                                 Clock::duration(std::chrono::milliseconds(250)));
   const int slice_ms = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(slice).count());
   Clock::time_point progress = Clock::now();
-  long queued = queued_for_peer(fd);
+  long queued = queued_for_peer(fd), taken = 0;  // bytes the peer acknowledged since `progress`
   for (;;) {
     pollfd p{fd, POLLOUT, 0};
     int r = ::poll(&p, 1, slice_ms);
@@ -91,7 +93,10 @@ bool wait_writable(int fd, std::chrono::steady_clock::duration stall) {
     if (r > 0) return true;
     Clock::time_point now = Clock::now();
     long q = queued_for_peer(fd);
-    if (q >= 0 && queued >= 0 && q < queued) progress = now;
+    if (q >= 0 && queued >= 0 && q < queued) taken += queued - q;
+    // Progress is kMinProgressBytes acknowledged, not any byte: a reader trickling a byte a second would
+    // otherwise hold the worker for as long as it likes (the minimum rate is kMinProgressBytes per `stall`).
+    if (taken >= kMinProgressBytes) progress = now, taken = 0;
     queued = q;
     if (now - progress >= stall) return false;
   }
@@ -138,7 +143,9 @@ bool write_response(int fd, const HttpRequest& req, HttpResponse& res, bool keep
     return ok = send_all(fd, chunk, stall);
   };
   // The handler may ask whether the client is still there without writing (see peer_probe.h).
-  const BodyWriter writer{write, [&] { return !ok || peer_gone(fd); }};
+  // A client found gone ends the body without its terminating chunk, so nothing reading on (a half-closed
+  // client, a proxy) takes the cut response for a complete one.
+  const BodyWriter writer{write, [&] { return !ok || !(ok = !peer_gone(fd)); }};
   try {
     res.stream(writer);
   } catch (...) {

@@ -26,6 +26,12 @@ struct ServerConfig {
   // A non-streamed response may hold at most this many token entries: choices x max_tokens x
   // (1 + top_logprobs). ~60 bytes of JSON each, so the default bounds a response near 16 MB.
   int64_t max_response_entries = int64_t{1} << 18;
+  // A stream's bytes produced but not yet taken by its client: beyond this (one stream), or beyond
+  // max_streams_backlog_bytes (all streams together, for the stream that holds more than 1 MiB), the client reads
+  // slower than the engine writes and the stream is cut, so a slow reader holds neither memory nor a worker for
+  // long. 16 MiB is about the largest whole response (max_response_entries x ~60 bytes).
+  int64_t max_stream_backlog_bytes = int64_t{16} << 20;
+  int64_t max_streams_backlog_bytes = int64_t{256} << 20;
   // Hostile-client bounds. Memory held for requests being received is at most
   // max_connections * (max_header_bytes + max_body_bytes + 64 KiB).
   int max_connections = 1024;           // open connections; beyond: evict one mid-head, else 503

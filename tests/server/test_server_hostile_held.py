@@ -7,6 +7,7 @@ Run by CTest; exit 77 = skipped (fixture or venv absent). Every loop is bounded 
 import json
 import os
 import socket
+import subprocess
 import sys
 import threading
 import time
@@ -19,6 +20,7 @@ TINFER, MODEL = env_paths()
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # Qwen2.5-Coder's template renders every carrier (tools, tool calls, tool results); scripts/setup.sh fetches it.
 QWEN = os.environ.get("TINFER_TOOL_MODEL") or os.path.join(REPO, "models", "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf")
+SMOL_DEFAULT = os.environ.get("TINFER_DEFAULT_MODEL") or os.path.join(REPO, "models", "SmolLM2-135M-Instruct.Q4_1.gguf")
 ARGS = ["--kv-memory", "32M", "--max-seqs", "8", "--http-threads", "16", "--max-connections", "256",
         "--header-timeout", "2", "--body-timeout", "2"]
 RSS_GROWTH_LIMIT_KB = 200 * 1024
@@ -269,6 +271,142 @@ def test_leave_after_first_byte(srv):
     check(len(errors) < 10, "%d clients could not connect: %s" % (len(errors), errors[:3]))
 
 
+# ---- The review of the round's fixes (issue 26): what it found, each failing on the code before its fix ----
+
+def chunks_of_slow_stream(port, rcvbuf=2048):
+    body = json.dumps({"messages": [{"role": "user", "content": "Tell a story"}], "logprobs": True, "top_logprobs": 20,
+                       "max_tokens": 2000, "ignore_eos": True, "stream": True, "n": 8}).encode()
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+    s.connect(("127.0.0.1", port))
+    s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+              b"Content-Length: %d\r\n\r\n" % len(body) + body)
+    s.setblocking(False)
+    return s
+
+
+def test_trickle_reader_is_cut():
+    """A client reading ~3 KB/s of a stream made far faster held a worker for hours and ~88 MB of queued output:
+    the stream's unsent bytes are bounded (--max-stream-backlog, 1M here so that stories260K's ~5 MB streams pass
+    it), then it is cut, without its final chunk."""
+    srv = Server(TINFER, MODEL, "--kv-memory", "32M", "--max-seqs", "16", "--max-stream-backlog", "1M")
+    try:
+        trickle(srv)
+    finally:
+        srv.stop()
+
+
+def trickle(srv):
+    before = peak_rss_kb(srv.proc.pid)
+    m0 = srv.metrics()
+    socks = [chunks_of_slow_stream(srv.port) for _ in range(2)]
+    head, cut = [b"", b""], 0
+    t0 = time.time()
+    # The cut is seen server-side (the client still has the socket buffers' ~150 KB to read at 3 KB/s).
+    while time.time() - t0 < 45 and cut < 2:
+        for i, s in enumerate(socks):
+            try:
+                d = s.recv(3000)
+                head[i] = head[i] or d[:12]
+            except (BlockingIOError, OSError):
+                pass
+        cut = srv.metrics()["tinfer:slow_reader_aborts_total"] - m0.get("tinfer:slow_reader_aborts_total", 0)
+        time.sleep(1)
+    took = time.time() - t0
+    wait_idle(srv, limit_s=10)  # the cut streams' engine requests are cancelled
+    for s in socks:
+        s.close()
+    grown = (peak_rss_kb(srv.proc.pid) - before) >> 10
+    check(all(h.startswith(b"HTTP/1.1 200") for h in head), "trickle streams refused: %r" % head)
+    check(cut >= 2, "slow_reader_aborts_total rose by %d in %.0f s" % (cut, took))
+    check(grown < 100, "peak RSS grew %d MB" % grown)
+
+
+def test_pipelined_probe_flood(srv):
+    """One client pipelining thousands of GET /health per write made the reactor answer them all in one turn:
+    other clients' /health took up to 1.1 s. Now a few per connection per turn."""
+    stop = threading.Event()
+
+    def flood():
+        s = connect(srv.port, timeout=5)
+        threading.Thread(target=lambda: [s.recv(1 << 20) for _ in iter(lambda: not stop.is_set(), False)],
+                         daemon=True).start()
+        blob = b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n" * 4000
+        while not stop.is_set():
+            try:
+                s.sendall(blob)
+            except OSError:
+                break
+        s.close()
+
+    threading.Thread(target=flood, daemon=True).start()
+    time.sleep(1)
+    lat = []
+    for _ in range(10):
+        t = time.time()
+        st, _, _ = srv.request("GET", "/health", timeout=10)
+        lat.append(time.time() - t)
+        time.sleep(0.05)
+    stop.set()
+    check(max(lat) < 0.3, "other /health under a pipelined flood: max %.0f ms" % (max(lat) * 1000))
+
+
+def test_close_behind_a_byte_and_half_close():
+    """A client that sent one more byte and then closed hid its FIN behind the byte, so a whole response ran to
+    its end; a half-closed client got a complete-looking empty 200. Now both are cancelled at the next probe, and
+    the cut body has no final chunk."""
+    slow = SMOL_DEFAULT if os.path.exists(SMOL_DEFAULT) else MODEL
+    srv = Server(TINFER, slow, "--kv-memory", "128M", "--ctx", "2048", "--max-seqs", "1")
+    try:
+        def body(stream):
+            return json.dumps({"prompt": "Once upon a time", "max_tokens": 1500, "ignore_eos": True,
+                               "stream": stream}).encode()
+        for stream in (False, True):
+            for how in ("byte_then_close", "half_close"):
+                wait_idle(srv, limit_s=30)
+                m0 = srv.metrics()
+                s = connect(srv.port, timeout=10)
+                b = body(stream)
+                s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                          b"Content-Length: %d\r\n\r\n" % len(b) + b)
+                deadline = time.time() + 10
+                while srv.metrics()["tinfer:num_requests_running"] < 1 and time.time() < deadline:
+                    time.sleep(0.02)
+                got = b""
+                if how == "byte_then_close":
+                    s.sendall(b"G")
+                    s.close()
+                else:
+                    s.shutdown(socket.SHUT_WR)
+                    try:
+                        while True:
+                            d = s.recv(65536)
+                            if not d:
+                                break
+                            got += d
+                    except OSError:
+                        pass
+                    s.close()
+                t0 = time.time()
+                wait_idle(srv, limit_s=30)
+                took = time.time() - t0
+                gen = srv.metrics()["tinfer:generation_tokens_total"] - m0["tinfer:generation_tokens_total"]
+                name = "%s stream=%s" % (how, stream)
+                check(gen < 1500 and took < 3, "%s: %d tokens, idle after %.1f s" % (name, gen, took))
+                check(not got.endswith(b"0\r\n\r\n"), "%s: a cancelled body ended as complete: %r" % (name, got[-40:]))
+    finally:
+        srv.stop()
+
+
+def test_settings_and_ids(srv):
+    st, _, data = srv.request("GET", "/v1/models/%00")
+    check(st == 404 and b"%00" in data, "GET /v1/models/%%00: %d %r" % (st, data[:200]))
+    for flag, value in (("--send-timeout", "1e30"), ("--sse-keepalive", "inf"), ("--header-timeout", "1e300")):
+        p = subprocess.run([TINFER, "serve", "-m", MODEL, "--port", "0", flag, value], capture_output=True, text=True,
+                           timeout=30)
+        check(p.returncode != 0 and flag in p.stderr, "%s %s accepted: %s" % (flag, value, p.stderr[-200:]))
+
+
 def main():
     why = skip_reason(MODEL, need_openai=False)
     if why:
@@ -281,7 +419,11 @@ def main():
         failures += run_named([("smuggling_table", lambda: test_smuggling_table(srv)),
                                ("amplification", lambda: test_amplification(srv)),
                                ("leave_after_first_byte", lambda: test_leave_after_first_byte(srv)),
-                               ("injection_carriers", test_injection_carriers)])
+                               ("injection_carriers", test_injection_carriers),
+                               ("trickle_reader_is_cut", test_trickle_reader_is_cut),
+                               ("pipelined_probe_flood", lambda: test_pipelined_probe_flood(srv)),
+                               ("close_behind_a_byte", test_close_behind_a_byte_and_half_close),
+                               ("settings_and_ids", lambda: test_settings_and_ids(srv))])
         if srv.proc.poll() is not None:
             failures += 1
             print("FAIL server died (status %s):\n%s" % (srv.proc.returncode, "".join(srv.log[-10:])))

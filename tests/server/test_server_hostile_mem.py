@@ -183,7 +183,7 @@ def test_huge_tool_description(srv):
     st, _, body = post(srv.port, CHAT_PATH, json.dumps({"messages": [{"role": "user", "content": "hi"}],
                                                          "tools": tools, "max_tokens": 1}))
     dt, peak = time.time() - t, mb(pid, "VmHWM")
-    after = settle(pid, before)
+    after = settle(pid, before, limit_s=15)  # the trim waits for a quiet moment; a loaded CI machine has few
     print("     10 MB tool description: %d in %.2f s; RSS before %d MB, peak %d MB (+%d), after %d MB (%+d)" %
           (st, dt, before, peak, peak - before, after, after - before))
     check(st in (200, 400), "status %s %s" % (st, body[:300]))

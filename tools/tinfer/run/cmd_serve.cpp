@@ -61,6 +61,8 @@ std::vector<OptionSpec> serve_options() {
                   true, "0"},
                  {"--max-response-entries",
                   "non-streamed responses: most choices x max_tokens x (1 + top_logprobs); beyond: 400", true, "262144"},
+                 {"--max-stream-backlog",
+                  "a stream's bytes its client has not taken yet (K/M suffixes); beyond: the stream is cut", true, "16M"},
                  {"--grammar-cache-mb", "structured output: compiled grammars kept for reuse (MiB)", true, "512"},
                  {"--tool-call-parser",
                   "tool-call format: hermes, llama3_json, mistral, pythonic, qwen3_coder (default: from the template)",
@@ -102,6 +104,8 @@ server::ServerConfig server_config(const Args& args) {
   sc.http_threads = static_cast<int>(args.integer("--http-threads"));
   sc.shutdown_grace_s = args.number("--shutdown-grace");
   sc.max_response_entries = args.integer("--max-response-entries");
+  sc.max_stream_backlog_bytes = parse_bytes(args.str("--max-stream-backlog"), "--max-stream-backlog");
+  sc.max_streams_backlog_bytes = std::max(sc.max_streams_backlog_bytes, sc.max_stream_backlog_bytes);
   sc.max_connections = static_cast<int>(args.integer("--max-connections"));
   sc.header_timeout_s = args.number("--header-timeout");
   sc.body_timeout_s = args.number("--body-timeout");
