@@ -182,10 +182,13 @@ void Sampler::apply_penalties(const float* logits, const uint32_t* allowed) {
 // The best of work_: the first id with the highest value, NaN never chosen; token 0 when every value is NaN
 // (a broken model row: nothing to prefer).
 int32_t Sampler::argmax() const {
-  int32_t best = -1;
-  for (int32_t i = 0; i < n_vocab_; ++i)
-    if (!std::isnan(work_[i]) && (best < 0 || work_[i] > work_[best])) best = i;  // strict: lowest id wins ties
-  return best < 0 ? 0 : best;
+  int32_t best = 0;
+  while (best < n_vocab_ && std::isnan(work_[best])) ++best;  // start at a number: nothing compares above NaN
+  if (best == n_vocab_) return 0;
+  float m = work_[best];  // the running max in a register: indexing work_[best] each time chains a load per element
+  for (int32_t i = best + 1; i < n_vocab_; ++i)
+    if (work_[i] > m) m = work_[i], best = i;  // strict: lowest id wins ties; a NaN is never greater
+  return best;
 }
 
 void Sampler::filter() {
@@ -205,9 +208,8 @@ void Sampler::filter() {
     n_cand_ = 1;
     return;
   }
-  const float inv_t = 1.0f / params_.temperature;
-  for (int64_t i = 0; i < V; ++i) work_[i] = (work_[i] - m) * inv_t;  // NaN stays NaN and is never pushed
-  m = 0.0f;
+  const float inv_t = 1.0f / params_.temperature, best = m;
+  m = 0.0f;  // the best tempered logit: (best - best) / T
   const int64_t k = (params_.top_k > 0 && params_.top_k < V) ? params_.top_k : 0;
   const bool top_p_on = params_.top_p < 1.0f;
   // min-p keeps {p >= min_p * p_max}; p_max is the same before and after top-k/top-p renormalisation,
@@ -219,9 +221,10 @@ void Sampler::filter() {
   const bool z_full = top_p_on && k == 0;
   double z = 0.0;  // normaliser of the distribution top-p sees
   size_t n = 0;
-  // Each survivor's unnormalised weight e = exp(w - m) is computed once and kept in .prob.
+  // Each survivor's unnormalised weight e = exp(w - m) is computed once and kept in .prob; w is tempered here, in
+  // the same pass (a NaN stays NaN and is never pushed).
   for (int32_t i = 0; i < V; ++i) {
-    const float w = work_[i];
+    const float w = (work_[i] - best) * inv_t;
     if (w >= push_thr) {
       const float e = std::exp(w - m);
       cand_[n++] = {i, w, e};

@@ -16,24 +16,11 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from server_harness import run_named, report, skip_reason, Server, env_paths  # noqa: E402
+from test_server_hostile import check, connect  # noqa: E402
 
 TINFER, MODEL = env_paths()
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SLOW_MODEL = os.environ.get("TINFER_DEFAULT_MODEL") or os.path.join(REPO, "models", "SmolLM2-135M-Instruct.Q4_1.gguf")
-
-
-def check(cond, msg):
-    if not cond:
-        raise AssertionError(msg)
-
-
-def connect(port, timeout=5, rcvbuf=None):
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    if rcvbuf:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
-    s.settimeout(timeout)
-    s.connect(("127.0.0.1", port))
-    return s
 
 
 def exchange(port, data, timeout=3):
