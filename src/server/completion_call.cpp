@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <condition_variable>
-#include <cstdio>
 #include <nlohmann/json.hpp>
 #include <limits>
 #include <optional>
@@ -50,34 +49,6 @@ void QueueSlot::refuse_if_full(ServerContext& ctx) {
 void QueueSlot::release() {
   if (held_) ctx_.queued.fetch_sub(1);
   held_ = false;
-}
-
-void prepare_preprocessing(ServerContext& ctx) {
-  ctx.floor = PromptFloor::measure(ctx.tokenizer, ctx.chat_template);
-  ctx.floor_max_len = 0;
-  for (int e = 0; e < ctx.driver.num_engines(); ++e)
-    ctx.floor_max_len = std::max(ctx.floor_max_len, ctx.driver.engine(e).max_model_len());
-  Metrics& m = ctx.metrics;
-  ctx.trimmer = std::make_unique<MemoryTrimmer>(size_t{1} << 20, std::chrono::milliseconds(250),
-                                                std::chrono::milliseconds(2000), &m.memory_trims);
-  const auto wait = std::chrono::milliseconds(static_cast<int64_t>(ctx.config.preprocess_wait_s * 1000));
-  ctx.preprocess = std::make_unique<PreprocessPool>(ctx.config.max_preprocessing, wait,
-                                                    PoolGauges{&m.preprocess_active, &m.preprocess_waiting},
-                                                    [t = ctx.trimmer.get()](size_t bytes) { t->note(bytes); });
-  std::fprintf(stderr, "tinfer serve: preprocessing on %d threads; %s\n", ctx.preprocess->threads(),
-               ctx.floor.describe().c_str());
-}
-
-void preprocess(ServerContext& ctx, size_t body_bytes, const std::function<void()>& fn) {
-  if (!ctx.preprocess) return fn();
-  if (ctx.preprocess->run(body_bytes, fn)) return;
-  ctx.metrics.rejected_preprocess++;
-  char waited[32];
-  std::snprintf(waited, sizeof waited, "%.3g", ctx.config.preprocess_wait_s);
-  throw ApiError(429,
-                 "the server is busy preprocessing requests (" + std::to_string(ctx.preprocess->threads()) +
-                     " at once; none free within " + waited + " s); retry later",
-                 "", "queue_full", "rate_limit_error");
 }
 
 namespace {
@@ -146,13 +117,10 @@ class StreamBacklog {
     return held() <= ctx_.config.max_stream_backlog_bytes &&
            (total <= ctx_.config.max_streams_backlog_bytes || held() <= (int64_t{1} << 20));
   }
-  std::string_view next_slice() const {
-    slice_ = std::min(kSlice, pending_.size() - off_);
-    return std::string_view(pending_).substr(off_, slice_);
-  }
-  void sent() {
-    off_ += slice_;
-    ctx_.metrics.stream_backlog_bytes -= static_cast<int64_t>(slice_);
+  std::string_view next_slice() const { return std::string_view(pending_).substr(off_, kSlice); }
+  void sent(size_t n) {  // n: the size of the slice just written
+    off_ += n;
+    ctx_.metrics.stream_backlog_bytes -= static_cast<int64_t>(n);
     if (empty()) pending_.clear(), off_ = 0;
   }
 
@@ -161,7 +129,6 @@ class StreamBacklog {
   ServerContext& ctx_;
   std::string pending_;
   size_t off_ = 0;
-  mutable size_t slice_ = 0;
 };
 
 }  // namespace
@@ -478,8 +445,9 @@ bool CompletionCall::State::relay_events(const WriteFn& write, const PeerGoneFn&
       throw SlowReader();  // the HTTP layer ends the body incomplete and closes; ~State cancels the requests
     }
     if (!backlog.empty()) {
-      if (!write(backlog.next_slice())) return false;
-      backlog.sent();
+      const std::string_view slice = backlog.next_slice();
+      if (!write(slice)) return false;
+      backlog.sent(slice.size());
       keepalive.wrote(Clock::now(), !comment_only);
     }
   }

@@ -42,7 +42,7 @@ bool constant_time_equal(const std::string& a, const std::string& b);
 // Why `req` does not carry `key` as 'Authorization: Bearer <key>' (scheme in any case, one Authorization header
 // only), or null when it does. The key is compared in constant time.
 const char* api_key_refusal(const HttpRequest& req, const std::string& key);
-// "%2F" -> "/"; anything that is not a %XX escape is kept as it is.
+// "%2F" -> "/"; anything that is not a %XX escape, and escapes of control bytes (%00-%1F, %7F), are kept as sent.
 std::string percent_decode(std::string_view s);
 
 }  // namespace tinfer::server

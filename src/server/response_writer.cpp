@@ -75,9 +75,10 @@ long queued_for_peer(int fd) {
 // Waits until the socket can take more bytes. The deadline is one of no progress: POLLOUT only comes once
 // about a third of the send buffer is free, and a steady reader slower than the producer frees it in
 // the steps its receive window reopens by (a segment or more; see kMaxSegment in http_conn.cpp), so
-// waiting for POLLOUT alone cut a reader still taking 100 KB/s (issue 26). Every `slice` the kernel's queue is looked at instead, and a queue
-// that shrank (the peer acknowledged bytes) restarts the stall clock. False: the peer took nothing for
-// `stall`, or the socket failed.
+// waiting for POLLOUT alone cut a reader still taking 100 KB/s (issue 26). Every `slice` the kernel's queue
+// is looked at instead, and kMinProgressBytes acknowledged since the last restart restart the stall clock
+// (any byte would let a reader trickling one a second hold the worker as long as it liked). False: the peer
+// took less than that for `stall`, or the socket failed.
 bool wait_writable(int fd, std::chrono::steady_clock::duration stall) {
   using Clock = std::chrono::steady_clock;
   const auto slice = std::clamp(stall / 4, Clock::duration(std::chrono::milliseconds(10)),
