@@ -21,7 +21,7 @@ struct ServerConfig {
   int http_threads = 512;            // one per concurrent connection (streams hold their thread)
   double shutdown_grace_s = 5.0;     // on SIGTERM: in-flight requests get this long, then abort
   int peer_probe_ms = 500;           // how often a response being produced checks, writing nothing, for a vanished client
-  double sse_keepalive_s = 0;        // streams: an SSE comment after this long without a write (0 = off; else >= 15)
+  double sse_keepalive_s = 0;        // streams: an SSE comment after this long without a write (0 = off; else 15-86400)
   int keep_alive_s = 2;              // idle keep-alive connections are closed after this
   // A non-streamed response may hold at most this many token entries: choices x max_tokens x
   // (1 + top_logprobs). ~60 bytes of JSON each, so the default bounds a response near 16 MB.
@@ -39,7 +39,7 @@ struct ServerConfig {
   int max_headers = 100;                // header fields; beyond: 431
   double header_timeout_s = 10;         // whole request head must arrive within this; else 408
   double body_timeout_s = 30;           // whole body must arrive within this after the head; else 408
-  double send_stall_s = 2;              // a client that accepts no response byte this long is dropped
+  double send_stall_s = 2;              // a client that takes less than 1 KiB of the response this long is dropped
   // Structured output: compiled grammars kept for reuse (bytes), and the tool-call format ("" = from the template).
   int64_t grammar_cache_bytes = int64_t{512} << 20;
   std::string tool_call_parser;

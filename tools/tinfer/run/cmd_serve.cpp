@@ -54,10 +54,10 @@ std::vector<OptionSpec> serve_options() {
                   true, "1024"},
                  {"--header-timeout", "seconds a request's whole head may take to arrive; beyond: 408", true, "10"},
                  {"--body-timeout", "seconds a request's whole body may take after its head; beyond: 408", true, "30"},
-                 {"--send-timeout", "seconds a client may accept no response byte before it is dropped", true, "2"},
+                 {"--send-timeout", "seconds a client may take less than 1 KiB of the response before it is dropped", true, "2"},
                  {"--sse-keepalive",
                   "streams: an SSE comment after this many seconds without a write, never before the first data "
-                  "event (0 = off; else >= 15)",
+                  "event (0 = off; else 15-86400)",
                   true, "0"},
                  {"--max-response-entries",
                   "non-streamed responses: most choices x max_tokens x (1 + top_logprobs); beyond: 400", true, "262144"},
