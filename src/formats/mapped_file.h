@@ -1,5 +1,6 @@
 // A read-only memory mapping of a whole file (RAII). Weights are mapped, not read: the OS pages
-// them in on first touch and shares them between processes.
+// them in on first touch and shares them between processes. A backend that copies a tensor into a
+// layout of its own gives the tensor's pages back (drop_resident), so the process holds one copy.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -23,6 +24,12 @@ class MappedFile {
   const uint8_t* data() const { return data_; }
   size_t size() const { return size_; }
   const std::string& path() const { return path_; }
+
+  // Unmaps the pages wholly inside [p, p + n) from this process (madvise MADV_DONTNEED) when the range
+  // lies in a live MappedFile; the mapping stays valid, and a later read faults the bytes back in from
+  // the file (the page cache keeps them unless the system needs the memory). Returns the bytes given
+  // back; 0 (and no effect) for memory that is not a mapped file's, such as an in-memory GGUF image.
+  static size_t drop_resident(const void* p, size_t n);
 
  private:
   void release();

@@ -1,9 +1,14 @@
 // pack_matrix / unpack_row: GGUF row-major blocks <-> the packed tiles (packed_layout.h), through the
-// format rows of packed_format.h; the float types stay plain GGUF rows.
+// format rows of packed_format.h; the float types stay plain GGUF rows. Tiles are independent, so a pool
+// packs them in parallel.
+#include <algorithm>
 #include <cstring>
+#include <functional>
 
 #include "tinfer/error.h"
+#include "core/thread_pool.h"
 #include "kernels/kernels.h"
+#include "kernels/pack.h"
 #include "kernels/packed_format.h"
 #include "quant/type_table.h"
 
@@ -40,38 +45,82 @@ void get_block(const packed::Geometry& g, const uint8_t* tile, int r, int64_t b,
   for (int s = 0; s < g.subs(); ++s) packed::get_codes<bits>(q + s * g.sub_bytes(), r, f.code + packed::kSub * s);
 }
 
+// The source row r of a stack of parts (at most a few parts: a linear walk).
+class PartRows {
+ public:
+  PartRows(std::span<const PackPart> parts, size_t row_bytes) : parts_(parts), rb_(row_bytes) {}
+  const uint8_t* row(int64_t r) const {
+    for (const PackPart& p : parts_) {
+      if (r < p.rows) return static_cast<const uint8_t*>(p.data) + size_t(r) * rb_;
+      r -= p.rows;
+    }
+    return nullptr;
+  }
+
+ private:
+  std::span<const PackPart> parts_;
+  size_t rb_;
+};
+
+// Runs fn(begin, end) over [0, n) items on the pool (work-stealing runs: a late thread costs only what it
+// has not claimed), or inline without one.
+void share(ThreadPool* pool, int64_t n, int64_t item, const std::function<void(int64_t, int64_t)>& fn) {
+  if (pool && pool->size() > 1 && n > 1) pool->parallel_for_runs(n, item, fn);
+  else fn(0, n);
+}
+
 }  // namespace
 
 PackedMatrix pack_matrix(DType type, const void* src, int64_t rows, int64_t cols) {
+  const PackPart part{src, rows};
+  return pack_matrix(type, std::span<const PackPart>(&part, 1), cols, nullptr);
+}
+
+PackedMatrix pack_matrix(DType type, std::span<const PackPart> parts, int64_t cols, ThreadPool* pool) {
   const packed::PackedFormat* pf = packed::find_format(type);
   check(pf || row_layout(type), "pack_matrix: unsupported type id " + std::to_string(uint32_t(type)));
+  int64_t rows = 0;
+  for (const PackPart& p : parts) {
+    check(p.rows >= 0 && (p.rows == 0 || p.data), "pack_matrix: a part without data");
+    rows += p.rows;
+  }
   check(rows > 0 && cols > 0, "pack_matrix: empty matrix");
   check(cols % (pf ? pf->g.block : 1) == 0, "pack_matrix: " + std::to_string(cols) +
                                                " columns are not a multiple of the block size");
   const size_t rb = pf ? size_t(cols / pf->g.block * pf->gguf_bytes) : row_bytes(type, cols);
+  const PartRows src(parts, rb);
   PackedMatrix w;
   w.type = type;
   w.rows = rows;
   w.cols = cols;
-  const auto* s = static_cast<const uint8_t*>(src);
   if (!pf) {
     w.data = Buffer(rb * size_t(rows), true);
-    std::memcpy(w.data.data(), s, rb * size_t(rows));
+    const int64_t item = std::max<int64_t>(1, int64_t((size_t(1) << 20) / rb));  // ~1 MiB a piece
+    share(pool, rows, item, [&](int64_t b, int64_t e) {
+      for (int64_t r = b; r < e; ++r) std::memcpy(w.data.data() + size_t(r) * rb, src.row(r), rb);
+    });
     return w;
   }
   const packed::Geometry& g = pf->g;
-  const int64_t nb = cols / g.block, tb = g.tile_bytes(nb);
+  const int64_t nb = cols / g.block, tb = g.tile_bytes(nb), tiles = packed::n_tiles(rows);
   const size_t block_bytes = size_t(pf->gguf_bytes);
-  w.data = Buffer(size_t(packed::n_tiles(rows) * tb), true);  // zero-filled: the padded rows of the last tile
-  packed::with_bits(g.bits, [&](auto bits) {
-    packed::BlockFields f{};
-    for (int64_t r = 0; r < rows; ++r) {
-      uint8_t* tile = w.data.data() + (r / packed::kTileRows) * tb;
-      for (int64_t b = 0; b < nb; ++b) {
-        pf->decode(s + size_t(r) * rb + size_t(b) * block_bytes, f);
-        put_block<bits()>(g, f, int(r % packed::kTileRows), b, tile);
+  w.data = Buffer(size_t(tiles * tb), true);  // zero-filled: the padded rows of the last tile
+  // Each tile is written by one thread (its pages are first touched there, so faults are shared out too).
+  share(pool, tiles, std::max<int64_t>(1, (int64_t(1) << 20) / tb), [&](int64_t t0, int64_t t1) {
+    packed::with_bits(g.bits, [&](auto bits) {
+      packed::BlockFields f{};
+      for (int64_t t = t0; t < t1; ++t) {
+        uint8_t* tile = w.data.data() + t * tb;
+        const int64_t r_end = std::min(rows, (t + 1) * packed::kTileRows);
+        for (int64_t r = t * packed::kTileRows; r < r_end; ++r) {
+          const uint8_t* row = src.row(r);
+          for (int64_t b = 0; b < nb; ++b) {
+            pf->decode(row + size_t(b) * block_bytes, f);
+            put_block<bits()>(g, f, int(r % packed::kTileRows), b, tile);
+          }
+        }
       }
-    }
+    });
   });
   return w;
 }

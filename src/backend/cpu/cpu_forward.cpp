@@ -11,17 +11,12 @@
 #include "core/thread_pool.h"
 #include "kernels/attention.h"
 #include "backend/cpu/reference_forward.h"
+#include "backend/cpu/weight_packer.h"
 #include "quant/type_table.h"
 
 namespace tinfer {
 
-namespace {
-
-PackedMatrix pack_tensor(const GgufTensor& t) { return pack_matrix(t.type, t.data, t.shape[1], t.shape[0]); }
-
-}  // namespace
-
-CpuForward::Stacked CpuForward::pack_stacked(std::initializer_list<const GgufTensor*> parts) {
+CpuForward::Stacked CpuForward::pack_stacked(WeightPacker& packer, std::initializer_list<const GgufTensor*> parts) {
   const GgufTensor* first = *parts.begin();
   Stacked s;
   bool same = true;
@@ -30,13 +25,10 @@ CpuForward::Stacked CpuForward::pack_stacked(std::initializer_list<const GgufTen
     s.rows += t->shape[1];
   }
   if (!same) {
-    for (auto* t : parts) s.parts.push_back(pack_tensor(*t));
+    for (auto* t : parts) s.parts.push_back(packer.pack(*t));
     return s;
   }
-  std::vector<uint8_t> joined;  // GGUF rows are independent: stacking is concatenation
-  joined.reserve(row_bytes(first->type, first->shape[0]) * s.rows);
-  for (auto* t : parts) joined.insert(joined.end(), t->data, t->data + t->bytes);
-  s.parts.push_back(pack_matrix(first->type, joined.data(), s.rows, first->shape[0]));
+  s.parts.push_back(packer.pack(std::span<const GgufTensor* const>(parts.begin(), parts.size())));  // rows stacked
   return s;
 }
 
@@ -53,6 +45,15 @@ void CpuForward::Stacked::run(const float* x, int64_t n, float* y, std::vector<f
 }
 
 namespace {
+
+// The bytes CpuForward packs: every projection and the head (the progress line's whole).
+size_t source_bytes(const DecoderTensors& t) {
+  size_t total = t.output->bytes;
+  for (const LayerTensors& lt : t.layers)
+    for (const GgufTensor* w : {lt.wqkv, lt.wq, lt.wk, lt.wv, lt.wo, lt.w_gateup, lt.w_gate, lt.w_up, lt.w_down})
+      if (w) total += w->bytes;
+  return total;
+}
 
 int64_t checked_positions(const ModelConfig& c, int64_t max_positions) {
   if (max_positions <= 0) return c.ctx_len;
@@ -84,14 +85,15 @@ CpuForward::CpuForward(const Model& model, std::unique_ptr<ThreadPool> owned, Th
   const ModelConfig& c = model.config();
   check(c.n_heads / c.n_kv_heads <= 64, "grouped-query attention with more than 64 heads per KV head is unsupported");
   const DecoderTensors& t = model.tensors();
+  WeightPacker packer(pool_, source_bytes(t));  // packs on every thread, gives the file's pages back
   for (const LayerTensors& lt : t.layers) {
     Layer L;
     L.attn_norm = dequantize_tensor(*lt.attn_norm);
     L.ffn_norm = dequantize_tensor(*lt.ffn_norm);
-    L.wqkv = lt.wqkv ? pack_stacked({lt.wqkv}) : pack_stacked({lt.wq, lt.wk, lt.wv});  // rows q | k | v either way
-    L.wo = pack_tensor(*lt.wo);
-    L.w_gateup = lt.w_gateup ? pack_stacked({lt.w_gateup}) : pack_stacked({lt.w_gate, lt.w_up});  // rows gate | up
-    L.w_down = pack_tensor(*lt.w_down);
+    L.wqkv = lt.wqkv ? pack_stacked(packer, {lt.wqkv}) : pack_stacked(packer, {lt.wq, lt.wk, lt.wv});  // q | k | v
+    L.wo = packer.pack(*lt.wo);
+    L.w_gateup = lt.w_gateup ? pack_stacked(packer, {lt.w_gateup}) : pack_stacked(packer, {lt.w_gate, lt.w_up});
+    L.w_down = packer.pack(*lt.w_down);
     if (lt.bq) {  // the biases of q | k | v, side by side as the stacked projection writes its rows
       for (const GgufTensor* b : {lt.bq, lt.bk, lt.bv}) {
         const std::vector<float> v = dequantize_tensor(*b);
@@ -104,7 +106,8 @@ CpuForward::CpuForward(const Model& model, std::unique_ptr<ThreadPool> owned, Th
     layers_.push_back(std::move(L));
   }
   output_norm_ = dequantize_tensor(*t.output_norm);
-  output_ = pack_tensor(*t.output);
+  output_ = packer.pack(*t.output);
+  packer.release(*t.tok_embd);  // read a row per token from now on (a tied head was packed just above)
 }
 
 size_t CpuForward::packed_bytes(bool skipped_too) const {

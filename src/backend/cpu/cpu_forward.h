@@ -18,6 +18,7 @@
 namespace tinfer {
 
 class ThreadPool;
+class WeightPacker;
 
 // The CPU backend: KvStorage is its KvCache.
 class CpuForward final : public Backend {
@@ -102,7 +103,7 @@ class CpuForward final : public Backend {
     // Sum over rows of the positions each attends to, full and sliding-window layers (the profile's bytes).
     double attended_full = 0, attended_window = 0;
   };
-  static Stacked pack_stacked(std::initializer_list<const GgufTensor*> parts);
+  static Stacked pack_stacked(WeightPacker& packer, std::initializer_list<const GgufTensor*> parts);
   void ensure_scratch(int64_t n_tokens, int64_t n_logits);
   void embed(const ForwardBatch& batch);
   // The step, block by block (forward() is the loop over layers; the blocks are in cpu_forward_blocks.cpp).

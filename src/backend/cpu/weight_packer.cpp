@@ -1,0 +1,58 @@
+// WeightPacker: pack on the pool, release the source pages, report progress.
+#include "backend/cpu/weight_packer.h"
+
+#include <cstdio>
+#include <vector>
+
+#include "tinfer/error.h"
+#include "core/thread_pool.h"
+#include "formats/mapped_file.h"
+#include "kernels/pack.h"
+
+namespace tinfer {
+
+namespace {
+constexpr auto kQuiet = std::chrono::seconds(1);  // no line for a load that ends sooner, then one a second
+double seconds(std::chrono::steady_clock::duration d) { return std::chrono::duration<double>(d).count(); }
+}  // namespace
+
+WeightPacker::WeightPacker(ThreadPool& pool, size_t total_bytes)
+    : pool_(pool), total_(total_bytes), start_(std::chrono::steady_clock::now()), last_(start_) {}
+
+WeightPacker::~WeightPacker() {
+  if (!printed_) return;
+  std::fprintf(stderr, "loading: packed %.0f MiB in %.1f s on %d threads, %.0f MiB of file pages given back\n",
+               double(done_) / (1 << 20), seconds(std::chrono::steady_clock::now() - start_), pool_.size(),
+               double(released_) / (1 << 20));
+}
+
+PackedMatrix WeightPacker::pack(std::span<const GgufTensor* const> parts) {
+  check(!parts.empty(), "WeightPacker::pack: no tensors");
+  const GgufTensor& first = *parts.front();
+  std::vector<PackPart> src;
+  for (const GgufTensor* t : parts) {
+    check(t->type == first.type && t->shape[0] == first.shape[0],
+          "WeightPacker::pack: stacked tensors differ in type or row length ('" + t->name + "')");
+    src.push_back({t->data, t->shape.size() > 1 ? t->shape[1] : 1});
+  }
+  PackedMatrix m = pack_matrix(first.type, src, first.shape[0], &pool_);
+  for (const GgufTensor* t : parts) {
+    done_ += t->bytes;
+    release(*t);
+  }
+  progress();
+  return m;
+}
+
+void WeightPacker::release(const GgufTensor& t) { released_ += MappedFile::drop_resident(t.data, t.bytes); }
+
+void WeightPacker::progress() {
+  const auto now = std::chrono::steady_clock::now();
+  if (now - start_ < kQuiet || now - last_ < kQuiet || total_ == 0) return;
+  last_ = now;
+  printed_ = true;
+  std::fprintf(stderr, "loading: packing weights %3.0f%% (%.0f / %.0f MiB, %.1f s)\n", 100.0 * double(done_) / double(total_),
+               double(done_) / (1 << 20), double(total_) / (1 << 20), seconds(now - start_));
+}
+
+}  // namespace tinfer
