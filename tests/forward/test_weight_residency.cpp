@@ -19,6 +19,7 @@
 #include "formats/mapped_file.h"
 #include "model/model.h"
 #include "model/synth/synth.h"
+#include "quant/type_table.h"
 
 namespace tinfer {
 namespace {
@@ -45,7 +46,7 @@ long long mapped_rss(const void* p, size_t n) {
 
 SynthSpec spec_of(DType type, bool tied) {
   SynthSpec s;
-  s.dim = 256, s.n_layers = 3, s.n_heads = 4, s.n_kv_heads = 2, s.ffn_dim = 768, s.n_vocab = 4096, s.ctx_len = 64;
+  s.dim = 256, s.n_layers = 4, s.n_heads = 4, s.n_kv_heads = 2, s.ffn_dim = 768, s.n_vocab = 4096, s.ctx_len = 64;
   s.weight_type = type, s.tied_embeddings = tied, s.seed = 11, s.weight_std = 0.08f;
   return s;
 }
