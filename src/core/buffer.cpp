@@ -37,7 +37,9 @@ Buffer::Buffer(size_t bytes, bool huge) : size_(bytes) {
     if (end > aligned + keep) munmap(reinterpret_cast<void*>(aligned + keep), end - (aligned + keep));
     data_ = reinterpret_cast<uint8_t*>(aligned);
     mapped_ = keep;
-    madvise(data_, mapped_, MADV_HUGEPAGE);
+    // Huge pages for the whole 2 MiB pieces only: a huge page on the partial tail would fault in up to 2 MiB
+    // of padding on first touch (a model's ~100 weight matrices: ~100 MiB of resident zeros).
+    if (bytes >= kHuge) madvise(data_, bytes / kHuge * kHuge, MADV_HUGEPAGE);
   } else {
     data_ = static_cast<uint8_t*>(std::aligned_alloc(kAlign, round_up(bytes, kAlign)));
     if (!data_) fail("out of memory: cannot allocate " + std::to_string(bytes) + " bytes");

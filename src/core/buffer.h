@@ -1,5 +1,6 @@
 // Buffer: an owning, 64-byte aligned allocation. Large buffers are 2 MiB aligned and advised
-// MADV_HUGEPAGE so a decode step that streams all weights can use the full memory bandwidth.
+// MADV_HUGEPAGE (their whole 2 MiB pieces; the partial tail stays in small pages) so a decode step that streams
+// all weights can use the full memory bandwidth.
 #pragma once
 #include <cstddef>
 #include <cstdint>
