@@ -45,9 +45,14 @@ struct EngineConfig {
     bool window = true;
     kv::KvLayout layout = kv::KvLayout::kPaged;  // kReserved: baseline, max context reserved per sequence
     // Element types (tinfer/kv_dtype.h): dtype for K and V unless dtype_k / dtype_v say otherwise (a per-layer
-    // precision plan, Plans::kv_layers, gives every layer's instead).
-    KvDtype dtype = KvDtype::f32;
+    // precision plan, Plans::kv_layers, gives every layer's instead). f16 by default, as every peer's (ΔPPL
+    // +0.01% against f32, BENCHMARKS §2d); f32 on request.
+    KvDtype dtype = KvDtype::f16;
     std::optional<KvDtype> dtype_k, dtype_v;
+    // K smoothing at load (backend/k_smoothing_at_load.h): where some layer's K is quantized and no plan gives
+    // factors (a plan, Plans::kv_layers, says whether K is smoothed), the engine calibrates them with one forward over a built-in text when it starts (well under a
+    // second for SmolLM2-135M). false: a quantized K is stored with per-token scales alone.
+    bool k_smooth_at_load = true;
   };
   // Calibrated plans, applied by the backend and the cache.
   struct Plans {

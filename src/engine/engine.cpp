@@ -25,6 +25,7 @@
 #include "engine/scheduler.h"
 #include "engine/step_extension.h"
 #include "backend/backend.h"
+#include "backend/k_smoothing_at_load.h"
 #include "model/model.h"
 
 namespace tinfer {
@@ -171,6 +172,12 @@ void EngineImpl::allocate_kv() {
   const ModelConfig& mc = model_->config();
   const EngineConfig::Kv& kvc = config_.kv;
   precision_ = config_.kv_precision(mc.n_layers);
+  if (kvc.k_smooth_at_load && config_.plans.kv_layers.empty()) {  // a plan says whether K is smoothed
+    const KSmoothingAtLoad ks = apply_k_smoothing_at_load(precision_, *fwd_, model_->tokenizer());
+    if (config_.verbose && ks.tokens > 0)
+      std::fprintf(stderr, "K smoothing: calibrated at load on %lld built-in tokens in %.2f s\n", (long long)ks.tokens,
+                   ks.seconds);
+  }
   const KvPrecision& dtype = precision_;
   // The reserved layout keeps every block by design: windows are not given back there.
   const kv::KvWindow window = kvc.window && kvc.layout == kv::KvLayout::kPaged

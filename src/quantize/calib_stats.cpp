@@ -127,27 +127,6 @@ class Accumulator {
 
 }  // namespace
 
-void run_calibration_windows(Backend& fwd, const std::vector<int32_t>& tokens, int64_t total, int64_t ctx,
-                             int64_t step, const std::function<void(int64_t, bool)>& before_chunk) {
-  constexpr int64_t kBlock = 16;
-  auto kv = fwd.allocate_kv((ctx + kBlock - 1) / kBlock, kBlock, KvDtype::f32);
-  ForwardBatch batch;
-  for (int64_t w0 = 0; w0 < total; w0 += ctx) {
-    const int64_t wn = std::min(ctx, total - w0);
-    for (int64_t p0 = 0; p0 < wn; p0 += step) {
-      const int64_t n = std::min(step, wn - p0), first = w0 + p0;
-      if (before_chunk) before_chunk(first, p0 == 0);
-      batch.clear();
-      batch.tokens.assign(tokens.begin() + first, tokens.begin() + first + n);
-      batch.seq.assign(size_t(n), 0);
-      for (int64_t i = 0; i < n; ++i) batch.positions.push_back(int32_t(p0 + i));
-      batch.block_tables.emplace_back();
-      for (int64_t b = 0; b < (p0 + n + kBlock - 1) / kBlock; ++b) batch.block_tables[0].push_back(int32_t(b));
-      fwd.forward(batch, *kv, nullptr);
-    }
-  }
-}
-
 CalibStats collect_calib_stats(const Model& model, const std::vector<int32_t>& tokens, const CalibOptions& opts) {
   check(tokens.size() >= 2, "calibration needs at least 2 tokens, got " + std::to_string(tokens.size()));
   check(opts.ctx >= 1 && opts.max_tokens >= 1 && opts.sample_rows >= 0 && opts.first_token_weight > 0,

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "backend/k_smoothing_stats.h"  // run_calibration_windows
+
 namespace tinfer {
 
 class Backend;
@@ -50,13 +52,6 @@ struct CalibOptions {
 // every other tensor as it is. Without the head: calibration of the linear layers (the embedding lookup
 // dequantizes rows exactly; no logits are needed). With it: logits free of int8 activation rounding.
 std::unique_ptr<Model> float_image(const Model& model, bool with_head = false);
-
-// Runs `fwd` over tokens[0, total) as windows of ctx tokens, each one sequence from position 0 on an f32 cache
-// of its own, in prefill chunks of `step` tokens; before each chunk, before_chunk(index of its first token,
-// whether it starts a window). Calibration passes observe the forward through fwd's observer
-// (BackendCapability::kActivationObserver).
-void run_calibration_windows(Backend& fwd, const std::vector<int32_t>& tokens, int64_t total, int64_t ctx,
-                             int64_t step, const std::function<void(int64_t, bool)>& before_chunk = {});
 
 // Runs `model` in float over the first opts.max_tokens of `tokens` and gathers the statistics of every
 // linear layer's input. Each window of opts.ctx tokens (capped at the model's context) is one sequence from

@@ -1,72 +1,20 @@
-// K smoothing: q/k absolute maxima from a forward pass over calibration text, and the factors from them.
+// K smoothing: q/k absolute maxima from a forward pass of `model` on a CPU backend of its own.
 #include "quantize/k_smoothing.h"
 
 #include <algorithm>
-#include <cmath>
 
-#include "tinfer/error.h"
 #include "core/thread_pool.h"
 #include "backend/backend.h"
 #include "model/model.h"
-#include "quantize/calib_stats.h"
 
 namespace tinfer {
 
 QkAbsMax collect_qk_absmax(const Model& model, const std::vector<int32_t>& tokens, const KSmoothOptions& opts) {
-  check(tokens.size() >= 2, "K smoothing calibration needs at least 2 tokens, got " + std::to_string(tokens.size()));
-  check(opts.ctx >= 1 && opts.max_tokens >= 1, "K smoothing calibration: ctx and max_tokens must be >= 1");
-  const ModelConfig& c = model.config();
-  const int64_t total = std::min<int64_t>(int64_t(tokens.size()), opts.max_tokens);
-  const int64_t ctx = std::min(opts.ctx, c.ctx_len), kv_dim = c.kv_dim(), hd = c.head_dim;
-  const int64_t group = c.n_heads / c.n_kv_heads, qkv_w = c.q_dim() + 2 * kv_dim;
-  QkAbsMax st;
-  st.k.assign(size_t(c.n_layers), std::vector<float>(size_t(kv_dim), 0.f));
-  st.q = st.k;
+  const int64_t ctx = std::max<int64_t>(1, std::min(opts.ctx, model.config().ctx_len));
   ThreadPool pool(opts.threads);
   const std::unique_ptr<Backend> backend =
       create_backend("cpu", model, BackendOptions{.pool = &pool, .max_positions = ctx});
-  Backend& fwd = *backend;
-  fwd.set_linear_observer([&](int64_t layer, LinearInput which, const float* x, int64_t n, int64_t) {
-    if (which != LinearInput::kAttnQkv) return;
-    float* km = st.k[size_t(layer)].data();
-    float* qm = st.q[size_t(layer)].data();
-    for (int64_t i = 0; i < n; ++i) {
-      const float* q = x + i * qkv_w;
-      const float* k = q + c.q_dim();
-      for (int64_t d = 0; d < kv_dim; ++d) km[d] = std::max(km[d], std::fabs(k[d]));
-      for (int64_t h = 0; h < c.n_heads; ++h)
-        for (int64_t d = 0; d < hd; ++d) qm[(h / group) * hd + d] = std::max(qm[(h / group) * hd + d], std::fabs(q[h * hd + d]));
-    }
-  });
-  run_calibration_windows(fwd, tokens, total, ctx, 256);
-  return st;
-}
-
-std::vector<std::vector<float>> k_smoothing_factors(const QkAbsMax& st, int64_t hd, double alpha, double floor) {
-  check(alpha >= 0 && alpha <= 1 && floor > 0 && floor <= 1 && hd > 0, "K smoothing: alpha in [0, 1], floor in (0, 1]");
-  std::vector<std::vector<float>> out;
-  for (size_t l = 0; l < st.k.size(); ++l) {
-    const std::vector<float>& k = st.k[l];
-    const std::vector<float>& q = st.q[l];
-    std::vector<float> s(k.size());
-    for (size_t h0 = 0; h0 + size_t(hd) <= k.size(); h0 += size_t(hd)) {
-      double top = 0;
-      for (size_t d = h0; d < h0 + size_t(hd); ++d) {
-        const double kd = std::max<double>(k[d], 1e-30), qd = std::max<double>(q[d], 1e-30);
-        s[d] = float(std::pow(kd, alpha) / std::pow(qd, 1 - alpha));
-        top = std::max(top, double(s[d]));
-      }
-      double log_sum = 0;
-      for (size_t d = h0; d < h0 + size_t(hd); ++d) {
-        s[d] = float(std::max(double(s[d]), floor * top));
-        log_sum += std::log(double(s[d]));
-      }
-      const double gm = std::exp(log_sum / double(hd));
-      for (size_t d = h0; d < h0 + size_t(hd); ++d) s[d] = float(s[d] / gm);
-    }
-    out.push_back(std::move(s));
-  }
-  return out;
+  return collect_qk_absmax(*backend, tokens, opts.max_tokens, opts.ctx);
 }
 
 }  // namespace tinfer

@@ -43,6 +43,11 @@ inline EngineConfig base_config() {
   c.kv.memory_bytes = 8 << 20;
   c.verbose = false;
   c.scheduler.max_batched_tokens = 64;
+  // The tests compare the engine token for token with an f32 Session (session_greedy) or each other: pinned to
+  // the f32 cache (EngineConfig's default is f16; test_engine_kv_default.cpp checks that default end to end).
+  // Likewise K smoothing at load stays off: the int8/int4 tests compare with Sessions on the plain types.
+  c.kv.dtype = KvDtype::f32;
+  c.kv.k_smooth_at_load = false;
   return c;
 }
 

@@ -77,7 +77,7 @@ TEST(KvPlanCli, LikeAndConfigJson) {
 
 TEST(KvPlanCli, KvSplitPerLayerRowsAndTable) {
   const json j = kv_plan("--like tinyllama-1.1b --memory 1G --ctx 2048 --kv-dtype-k int8 --kv-dtype-v int4");
-  EXPECT_EQ(j["kv_types"], "k=int8 v=int4");
+  EXPECT_EQ(j["kv_types"], "k=int8 v=int4 +k-smooth");  // as the engine's start-up line: smoothed at load
   EXPECT_EQ(j["layers"][0]["k_type"], "int8");
   EXPECT_EQ(j["layers"][0]["v_type"], "int4");
   EXPECT_EQ(j["layers"][0]["k_bytes_per_token"], 4 * (64 + 2));  // 4 kv heads x (head_dim 64 codes + fp16 scale)
@@ -87,7 +87,7 @@ TEST(KvPlanCli, KvSplitPerLayerRowsAndTable) {
                              " kv-plan --like tinyllama-1.1b --memory 1G --ctx 2048 --weight-type q4_0 2>&1");
   ASSERT_EQ(t.status, 0) << t.out;
   for (const char* want :
-       {"built-in shape tinyllama-1.1b", "0-21", "per token    45056 bytes", "sequences    ", "q4_0", "int4", "x f16"})
+       {"built-in shape tinyllama-1.1b", "0-21", "per token    22528 bytes" /* the f16 default */, "sequences    ", "q4_0", "int4", "x f16"})
     EXPECT_NE(t.out.find(want), std::string::npos) << want << "\n" << t.out;
 }
 

@@ -81,7 +81,8 @@ TEST_F(CalibrateSkip, WritesAPlanWithinItsBudgetThatPplReproduces) {
   while (!out.empty() && out.back() == '\n') out.pop_back();
   EXPECT_EQ(json::parse(out.substr(out.rfind('\n') + 1))["skip"], p.skip.describe());
 
-  const std::string ppl = "ppl -m " + model_ + " -f " + calib + " --max-tokens 1023 -t 2 ";
+  // calibrate-skip measures on an f32 cache: pinned here so that ppl reproduces it (the default is f16).
+  const std::string ppl = "ppl -m " + model_ + " -f " + calib + " --max-tokens 1023 -t 2 --kv-dtype f32 ";
   auto f = tinfer(ppl + "--ctx 256 --save-logits " + base);
   ASSERT_EQ(f.status, 0) << f.out;
   auto q = tinfer(ppl + "--kld-base " + base + " --json --skip-plan " + plan);

@@ -130,7 +130,7 @@ int cmd_bench(int argc, char** argv) {
   const ModelConfig& c = l.model->config();
   check(n_prompt + n_gen <= c.ctx_len,
         "--prompt + --gen exceeds the model context of " + std::to_string(c.ctx_len));
-  const KvPrecision kv = kv_precision(args, c.n_layers);
+  const KvPrecision kv = kv_precision(args, *l.backend, l.model->tokenizer());
   Session session(*l.backend, n_prompt + n_gen, kv);
 
   std::vector<int32_t> prompt(n_prompt);

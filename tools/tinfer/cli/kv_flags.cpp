@@ -1,7 +1,11 @@
 // KV element-type options onto EngineConfig / KvPrecision.
 #include "cli/kv_flags.h"
 
+#include <cstdio>
+
 #include "tinfer/error.h"
+#include "backend/backend.h"
+#include "backend/k_smoothing_at_load.h"
 #include "plans/kv_plan_file.h"
 #include "plans/skip_plan_file.h"
 #include "model/model_identity.h"
@@ -11,10 +15,13 @@ namespace tinfer::cli {
 std::vector<OptionSpec> kv_type_options() {
   const std::string types = kKvDtypeNames;
   return {
-      // No default value, so that an explicit --kv-dtype can be refused beside --kv-plan (EngineConfig's is f32).
-      {"--kv-dtype", types + " (KV cache element type of K and V; default f32)"},
+      // No default value, so that an explicit --kv-dtype can be refused beside --kv-plan (EngineConfig's is f16).
+      {"--kv-dtype", types + " (KV cache element type of K and V; default f16)"},
       {"--kv-dtype-k", types + " (K only; default: --kv-dtype)"},
       {"--kv-dtype-v", types + " (V only; default: --kv-dtype)"},
+      {"--kv-k-smooth", "auto|off (K smoothing for a quantized K: auto calibrates per-channel factors at load with one "
+                        "forward over a built-in text unless a --kv-plan gives them; off: per-token scales alone; "
+                        "default auto)"},
       {"--kv-plan", "per-layer K/V types from `tinfer calibrate-kv` (a JSON plan made for the -m model)"},
       {"--skip-plan", "layer sub-blocks to skip from `tinfer calibrate-skip` (a JSON plan made for the -m model; "
                       "layers whose attention is skipped hold no KV)"},
@@ -50,6 +57,11 @@ void parse_kv_types(const Args& args, EngineConfig& c, std::vector<std::string>&
   if (args.has("--kv-dtype")) one("--kv-dtype", &c.kv.dtype);
   if (args.has("--kv-dtype-k")) one("--kv-dtype-k", &c.kv.dtype_k.emplace());
   if (args.has("--kv-dtype-v")) one("--kv-dtype-v", &c.kv.dtype_v.emplace());
+  if (args.has("--kv-k-smooth")) {
+    const std::string v = args.str("--kv-k-smooth");
+    if (v == "auto" || v == "off") c.kv.k_smooth_at_load = v == "auto";
+    else errs.push_back("--kv-k-smooth must be auto or off, got '" + v + "'");
+  }
   if (!args.has("--kv-plan")) return;
   if (args.has("--kv-dtype") || args.has("--kv-dtype-k") || args.has("--kv-dtype-v")) {
     errs.push_back("--kv-plan gives every layer's K and V types; it cannot be combined with --kv-dtype, --kv-dtype-k "
@@ -71,7 +83,8 @@ void parse_kv_types(const Args& args, EngineConfig& c, std::vector<std::string>&
   }
 }
 
-KvPrecision kv_precision(const Args& args, int64_t n_layers) {
+namespace {
+EngineConfig parsed_kv_config(const Args& args) {
   EngineConfig c;
   std::vector<std::string> errs;
   parse_kv_types(args, c, errs);
@@ -80,7 +93,21 @@ KvPrecision kv_precision(const Args& args, int64_t n_layers) {
     for (const std::string& e : errs) msg += (msg.empty() ? "" : "; ") + e;
     fail(msg);
   }
-  return c.kv_precision(n_layers);
+  return c;
+}
+}  // namespace
+
+KvPrecision kv_precision(const Args& args, int64_t n_layers) { return parsed_kv_config(args).kv_precision(n_layers); }
+
+KvPrecision kv_precision(const Args& args, Backend& backend, const Tokenizer& tok) {
+  const EngineConfig c = parsed_kv_config(args);
+  KvPrecision p = c.kv_precision(backend.config().n_layers);
+  if (!c.kv.k_smooth_at_load || !c.plans.kv_layers.empty()) return p;  // a plan says whether K is smoothed
+  const KSmoothingAtLoad ks = apply_k_smoothing_at_load(p, backend, tok);
+  if (ks.tokens > 0)
+    std::fprintf(stderr, "K smoothing: calibrated at load on %lld built-in tokens in %.2f s\n", (long long)ks.tokens,
+                 ks.seconds);
+  return p;
 }
 
 }  // namespace tinfer::cli

@@ -10,6 +10,7 @@
 #include "cli/engine_flags.h"
 #include "cli/kv_flags.h"
 #include "modelfile/kv_plan_report.h"
+#include "backend/k_smoothing_at_load.h"
 
 namespace tinfer::cli {
 
@@ -59,7 +60,14 @@ int cmd_kv_plan(int argc, char** argv) {
     for (const std::string& e : errs) msg += (msg.empty() ? "" : "; ") + e;
     fail(msg);
   }
-  const KvPrecision precision = ec.kv_precision(shape.config.n_layers);
+  KvPrecision precision = ec.kv_precision(shape.config.n_layers);
+  // Where the engine would calibrate K smoothing at load (a quantized K, no plan), the report names it as the
+  // engine's start-up line does; the factors need the weights, so these are placeholders (ones): they change no
+  // byte of the accounting.
+  if (ec.kv.k_smooth_at_load && ec.plans.kv_layers.empty() && wants_k_smoothing(precision))
+    for (int64_t l = 0; l < precision.n_layers(); ++l)
+      precision.k_smooth.emplace_back(
+          kv_dtype_quantized(precision.layers[size_t(l)].k) ? size_t(shape.config.kv_dim()) : 0, 1.f);
   KvCapacityQuery q;
   if (args.has("--memory")) q.kv_memory_bytes = parse_bytes(args.str("--memory"), "--memory");
   q.kv_fraction = args.number("--kv-fraction");

@@ -198,8 +198,10 @@ int cmd_ppl(int argc, char** argv) {
   const bool use_ref = args.flag("--reference");
   check(!(use_ref && args.has("--early-exit")),
         "--early-exit is the fast path's: the reference forward scores every layer (compare with --kld-base instead)");
+  const KvPrecision kv = use_ref ? kv_precision(args, l.model->config().n_layers)
+                                 : kv_precision(args, *l.backend, l.model->tokenizer());
   const std::string label = std::filesystem::path(args.str("--model")).filename().string() +
-                            (use_ref ? " reference" : " fast, kv " + kv_precision(args, l.model->config().n_layers).describe());
+                            (use_ref ? " reference" : " fast, kv " + kv.describe());
   PplSinks sinks{.base = base};
   if (args.has("--save-logits"))
     sinks.save.emplace(args.str("--save-logits"), LogitsFileInfo{vocab, uint32_t(n_vocab), uint32_t(p.ctx),
@@ -210,7 +212,7 @@ int cmd_ppl(int argc, char** argv) {
   if (use_ref) ref = std::make_unique<ReferenceForward>(*l.model, skip_plan(args, model_identity(*l.model)));
   // With --early-exit (any threshold, 1 included: the baseline) one token per step, as decode runs it.
   const bool decode_steps = args.has("--early-exit");
-  WindowLogits scorer(*l.backend, p.ctx, kv_precision(args, l.model->config().n_layers), ref.get(), decode_steps ? 1 : 512);
+  WindowLogits scorer(*l.backend, p.ctx, kv, ref.get(), decode_steps ? 1 : 512);
   const PplTotals r = score_all(scorer, p, n_vocab, sinks);
   const double mean = r.nll_sum / double(r.scored);
   std::fprintf(stderr, "scored %lld tokens in %.2f s (%.1f tok/s), windows of %lld tokens every %lld, %s path\n",

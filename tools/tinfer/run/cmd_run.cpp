@@ -38,7 +38,7 @@ int cmd_run(int argc, char** argv) {
   if (args.has("--beams")) return run_beam_search(args, sp, int(n));
   Loaded l = load_model(args);
   const ModelConfig& mc = l.model->config();
-  const KvPrecision kv = kv_precision(args, mc.n_layers);
+  const KvPrecision kv = kv_precision(args, *l.backend, l.model->tokenizer());
   std::fprintf(stderr, "KV cache: %s, %lld bytes/token\n", kv.describe().c_str(),
                (long long)kv.bytes_per_token(mc.n_kv_heads, mc.head_dim));
   const Tokenizer& tok = l.model->tokenizer();
