@@ -87,6 +87,19 @@ void shapes(benchmark::internal::Benchmark* b) {
 }
 BENCHMARK(BM_Matmul)->Apply(shapes)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
+// Float weights in batches on SmolLM2-135M's shapes (q/o 576x576, gate/up 1536x576, down 576x1536, the tied
+// output 49152x576) at m = 16, 32, 64: the continuous-batching steps of `tinfer serve -m DIR` on a Hugging
+// Face bf16 checkpoint. GOPS = 2*rows*cols*m / s. Weights cycle from DRAM as in BM_Matmul (TINFER_BENCH_HOT=1:
+// one copy). A/B the float-GEMM kernels in one binary with TINFER_FLOAT_GEMM=fp32|bf16 (kernel_table.h).
+void BM_SmolFloat(benchmark::State& state) { BM_Matmul(state); }
+void smol_float_shapes(benchmark::internal::Benchmark* b) {
+  const int64_t kShapes[][2] = {{576, 576}, {1536, 576}, {576, 1536}, {49152, 576}};
+  for (DType t : {DType::BF16, DType::F16})
+    for (const auto& s : kShapes)
+      for (int64_t m : {16, 32, 64}) b->Args({int64_t(t), s[0], s[1], m});
+}
+BENCHMARK(BM_SmolFloat)->Apply(smol_float_shapes)->Unit(benchmark::kMicrosecond)->UseRealTime();
+
 // Every packed type's kernel in cache: decode (m=1) on a 512 x 2048 matrix (0.2-1.1 MB: L2) reported as weight
 // GB/s, i.e. the compute throughput a type's GEMV reaches when memory is no limit (compare with the read
 // bandwidth per thread the host's memory can feed); and prefill (m=512) on 2048 x 2048 as int8 GOPS.

@@ -47,6 +47,12 @@ bool cpu_supports(Isa isa) {
   return false;
 }
 
+bool cpu_supports_avx512_bf16() {
+  // CPUID leaf 7 sub-leaf 1, EAX bit 5 (independent of the compiler's __builtin_cpu_supports names).
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  return cpu_supports(Isa::avx512) && __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a & (1u << 5));
+}
+
 Isa best_isa() {
   if (cpu_supports(Isa::avx512)) return Isa::avx512;
   if (cpu_supports(Isa::avx2)) return Isa::avx2;

@@ -1,10 +1,27 @@
 // Run-time dispatch: the kernel table per ISA, the active one (TINFER_ISA or the best), and the
 // element-wise wrappers of kernels.h that call through it.
+#include <cstdlib>
+#include <string>
+
 #include "tinfer/error.h"
+#include "core/fp16.h"
 #include "kernels/kernel_table.h"
 #include "kernels/kernels.h"
 
 namespace tinfer {
+
+namespace {
+// TINFER_FLOAT_GEMM=bf16 on a CPU without the dot products: the rounding alone (f32_to_bf16 is
+// nearest-even like vcvtne2ps2bf16, which also flushes denormal inputs to zero: no effect on model
+// activations).
+void round_acts_bf16_portable(const float* x, int64_t cols, int64_t i0, int64_t i1, uint16_t* xb, int64_t ldxb) {
+  for (int64_t i = i0; i < i1; ++i) {
+    int64_t c = 0;
+    for (; c < cols; ++c) xb[i * ldxb + c] = f32_to_bf16(x[i * cols + c]);
+    for (; c < ldxb; ++c) xb[i * ldxb + c] = 0;
+  }
+}
+}  // namespace
 
 const KernelTable& kernel_table(Isa isa) {
   check(cpu_supports(isa), std::string("kernel table: this CPU cannot run ISA ") + isa_name(isa));
@@ -16,8 +33,21 @@ const KernelTable& kernel_table(Isa isa) {
   return kernel_table_generic();
 }
 
+KernelTable with_float_gemm_mode(KernelTable kt, const char* mode) {
+  const std::string m = mode ? mode : "";
+  if (m.empty() || m == "auto") return kt;
+  if (m == "fp32") {
+    kt.bf16_round_acts = nullptr;
+    kt.bf16_gemm = nullptr;
+    return kt;
+  }
+  check(m == "bf16", "TINFER_FLOAT_GEMM=" + m + ": expected auto, fp32 or bf16");
+  if (!kt.bf16_gemm) kt.bf16_round_acts = round_acts_bf16_portable;
+  return kt;
+}
+
 const KernelTable& active_kernels() {
-  static const KernelTable& t = kernel_table(active_isa());
+  static const KernelTable t = with_float_gemm_mode(kernel_table(active_isa()), std::getenv("TINFER_FLOAT_GEMM"));
   return t;
 }
 

@@ -80,6 +80,10 @@ struct FloatGemmArgs {
   const float* x = nullptr;
   float* y = nullptr;
   int64_t ldy = 0;
+  // KernelTable::bf16_gemm only: the activations rounded to bf16, rows ldxb apart (ldxb a multiple of 32
+  // >= cols, zero-padded); x is not read.
+  const uint16_t* xb = nullptr;
+  int64_t ldxb = 0;
 };
 using FloatGemmFn = void (*)(const FloatGemmArgs& g, int64_t r0, int64_t r1, int64_t i0, int64_t i1);
 
@@ -106,7 +110,23 @@ struct KernelTable {
   // Paged attention over work items (kernels/attention.h); falls back to generic_paged_attention for
   // the shapes this ISA's fast path does not take.
   AttentionFn paged_attention;
+  // Batched BF16-weight GEMMs (m > 1) on bf16 dot products (AVX512-BF16 vdpbf16ps, fp32 accumulation;
+  // kernels/cpu/common/gemm_bf16.h): bf16_round_acts rounds activation rows [i0, i1) of x [.][cols] to
+  // bf16 (nearest even) into xb (rows ldxb apart, zero-padded), once per matmul call; bf16_gemm is then
+  // float_gemm's contract over FloatGemmArgs::xb. Both null where the CPU lacks AVX512-BF16 (then
+  // float_gemm runs, exact). with_float_gemm_mode adjusts them (TINFER_FLOAT_GEMM); bf16_round_acts set
+  // with bf16_gemm null means "bf16 activations through float_gemm" (the same numbers on any CPU).
+  void (*bf16_round_acts)(const float* x, int64_t cols, int64_t i0, int64_t i1, uint16_t* xb, int64_t ldxb);
+  FloatGemmFn bf16_gemm;
 };
+
+// The float-weight GEMM mode (TINFER_FLOAT_GEMM, read once for the active table): null, "" or "auto":
+// the table as it is (bf16 dots for batched BF16 weights where the CPU has them, else exact fp32);
+// "fp32": exact fp32 FMAs everywhere (the entries nulled); "bf16": bf16-rounded activations for batched
+// BF16 weights everywhere: the native dots where present, else the activations rounded to bf16 and run
+// through float_gemm (same numbers up to fp32 summation order: quality A/B on any CPU, at fp32 speed).
+// Throws Error on another value.
+KernelTable with_float_gemm_mode(KernelTable kt, const char* mode);
 
 const KernelTable& kernel_table_generic();
 const KernelTable& kernel_table_avx2();

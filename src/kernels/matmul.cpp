@@ -1,6 +1,8 @@
 // matmul: quantizes the activations once per call into reusable scratch, then splits the packed
 // weight tiles over the thread pool (and blocks over activation rows so they stay in cache).
-// Float weights (F32, F16, BF16) skip the quantization and run the table's register-tiled fp32 GEMM.
+// Float weights (F32, F16, BF16) skip the quantization and run the table's register-tiled fp32 GEMM;
+// batched BF16 weights round the activations to bf16 once per call instead and run the table's bf16
+// dot-product GEMM where it has one (KernelTable::bf16_gemm).
 #include <algorithm>
 #include <atomic>
 #include <cstring>
@@ -8,6 +10,7 @@
 #include <vector>
 
 #include "tinfer/error.h"
+#include "core/fp16.h"
 #include "core/thread_pool.h"
 #include "kernels/kernel_table.h"
 #include "kernels/kernels.h"
@@ -120,6 +123,33 @@ void matmul_tiled(const PackedMatrix& w, const packed::PackedFormat& pf, const f
   split_work(packed::n_tiles(w.rows), m, pool, [&](int64_t t0, int64_t t1, int64_t i0, int64_t i1) { fn(g, t0, t1, i0, i1); });
 }
 
+// Batched BF16 weights with bf16 activations requested (kt.bf16_round_acts): x [m][cols] rounded to bf16
+// once into this thread's reusable panel (rows padded to 32 with zeros), shared by every worker; returns
+// the GEMM to run. With the table's dot-product GEMM the panel is its input (g.xb); without one
+// (TINFER_FLOAT_GEMM=bf16 on a CPU lacking AVX512-BF16) the rounded values are widened back to fp32 and
+// float_gemm runs on them: the same numbers up to summation order.
+FloatGemmFn bf16_acts(const KernelTable& kt, const float* x, int64_t m, int64_t cols, ThreadPool& pool,
+                      FloatGemmArgs& g) {
+  thread_local std::vector<uint16_t> xb;
+  thread_local std::vector<float> xf;
+  const int64_t ld = (cols + 31) / 32 * 32;
+  if (int64_t(xb.size()) < m * ld) xb.resize(size_t(m * ld));
+  uint16_t* panel = xb.data();
+  auto rows = [&](int64_t i0, int64_t i1) { kt.bf16_round_acts(x, cols, i0, i1, panel, ld); };
+  if (m * cols >= (1 << 16)) pool.parallel_for(m, 1, rows);
+  else rows(0, m);
+  if (kt.bf16_gemm) {
+    g.xb = panel;
+    g.ldxb = ld;
+    return kt.bf16_gemm;
+  }
+  if (int64_t(xf.size()) < m * cols) xf.resize(size_t(m * cols));
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t c = 0; c < cols; ++c) xf[size_t(i * cols + c)] = bf16_to_f32(panel[i * ld + c]);
+  g.x = xf.data();
+  return kt.float_gemm;
+}
+
 // Float weights (F32/F16/BF16 rows): no activation quantization; units of 16 rows as for the tiles.
 void matmul_float(const PackedMatrix& w, const float* x, int64_t m, float* y, ThreadPool& pool,
                   const KernelTable& kt, OpProfile* prof, Op role) {
@@ -133,10 +163,15 @@ void matmul_float(const PackedMatrix& w, const float* x, int64_t m, float* y, Th
   g.ldy = w.rows;
   check(w.type == DType::F32 || w.type == DType::F16 || w.type == DType::BF16,
         std::string("matmul: unsupported weight type ") + type_traits(w.type).name);
+  FloatGemmFn fn = kt.float_gemm;
+  if (w.type == DType::BF16 && m > 1 && kt.bf16_round_acts) {
+    OpTimer t(prof, Op::kActQuant, double(m * w.cols) * 4, double(m * w.cols) * 2);
+    fn = bf16_acts(kt, x, m, w.cols, pool, g);
+  }
   OpTimer t(prof, role, double(w.data.size()), 2.0 * double(m) * double(w.rows) * double(w.cols));
   const int64_t nu = packed::n_tiles(w.rows);
   split_work(nu, m, pool, [&](int64_t u0, int64_t u1, int64_t i0, int64_t i1) {
-    kt.float_gemm(g, u0 * packed::kTileRows, std::min(w.rows, u1 * packed::kTileRows), i0, i1);
+    fn(g, u0 * packed::kTileRows, std::min(w.rows, u1 * packed::kTileRows), i0, i1);
   });
 }
 

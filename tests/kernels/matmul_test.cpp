@@ -21,6 +21,10 @@ namespace {
 // outputs are not held to it: one output near 0 makes any NMSE), so 5e-4; a wrong scale or offset gives
 // >1e-2, and the exact int8 path is checked far tighter below. The others run fp32 dots (fp32-vs-double only): 1e-9.
 double nmse_tolerance(DType t) { return packed::find_format(t) ? 5e-4 : 1e-9; }
+// BF16 weights in batches on a table with bf16 dot products round the activations to bf16 (relative
+// error <= 2^-8, about uniform within half an ulp: expected NMSE ~ 2e-6..5e-6); bf16_gemm_test.cpp
+// holds that path to a per-output bound.
+constexpr double kBf16ActNmse = 2e-5;
 // Bound on max error / rms vs the reference that quantizes activations the same way: the int dots
 // are exact, so only fp32 accumulation over the blocks (plus one rounding of d_w * d_a) remains.
 constexpr double kQActTolerance = 1e-5;
@@ -58,7 +62,8 @@ TEST_P(MatmulTest, MatchesReferenceOnEveryIsa) {
       matmul(pw, x.data(), s.m, got.data(), pool, kernel_table(isa));
       // (For the int8 path a statistical bound: a single output may sit near 0, e.g. q2_k at 1x1x1.)
       if (!tiled || got.size() >= 16) {
-        EXPECT_LT(test::nmse(got.data(), want.data(), got.size()), nmse_tolerance(type));
+        const bool bf16_acts = type == DType::BF16 && s.m > 1 && kernel_table(isa).bf16_gemm;
+        EXPECT_LT(test::nmse(got.data(), want.data(), got.size()), bf16_acts ? kBf16ActNmse : nmse_tolerance(type));
       }
       if (tiled) {
         EXPECT_LT(test::max_err_over_rms(got.data(), want_q.data(), got.size()), kQActTolerance);

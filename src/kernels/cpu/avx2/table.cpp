@@ -12,7 +12,8 @@ AttentionFn avx2_paged_attention();
 
 const KernelTable& kernel_table_avx2() {
   static const KernelTable t{Isa::avx2, v_quantize_act_row, avx2_gemms(), v_float_gemm, v_dequant_row, v_rmsnorm, v_silu_mul, v_gelu_mul, v_add_inplace, v_softmax_inplace,
-                             v_dot_f32, v_axpy, v_scale_inplace, avx2_paged_attention()};
+                             v_dot_f32, v_axpy, v_scale_inplace, avx2_paged_attention(),
+                             nullptr, nullptr};  // no bf16 dot products on this ISA: float_gemm
   return t;
 }
 

@@ -1,4 +1,5 @@
-// The AVX-512 (F/BW/VL/DQ/VNNI) kernel table: VNNI GEMMs, paged attention + portable element-wise ops at 16 floats.
+// The AVX-512 (F/BW/VL/DQ/VNNI) kernel table: VNNI GEMMs, paged attention + portable element-wise ops at 16 floats;
+// where the CPU also has AVX512-BF16, batched BF16-weight GEMMs on vdpbf16ps (gemm_bf16.h).
 // GCC 12's AVX-512 headers build "undefined" vectors that -W(maybe-)uninitialized flags falsely.
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #if defined(__GNUC__) && !defined(__clang__)
@@ -10,6 +11,7 @@
 #include "kernels/cpu/common/vec.h"
 #include "kernels/cpu/common/dequant.h"
 #include "kernels/cpu/common/gemm_float.h"
+#include "kernels/cpu/common/gemm_bf16.h"
 #include "kernels/kernel_table.h"
 
 namespace tinfer {
@@ -47,8 +49,11 @@ void quantize_act_row(const float* x, int64_t cols, ActQuant mode, int8_t* q, fl
 }  // namespace
 
 const KernelTable& kernel_table_avx512() {
+  static const bool bf16 = cpu_supports_avx512_bf16();
   static const KernelTable t{Isa::avx512, quantize_act_row, avx512_gemms(), v_float_gemm, v_dequant_row, v_rmsnorm, v_silu_mul, v_gelu_mul, v_add_inplace, v_softmax_inplace,
-                             v_dot_f32, v_axpy, v_scale_inplace, avx512_paged_attention()};
+                             v_dot_f32, v_axpy, v_scale_inplace, avx512_paged_attention(),
+                             // AVX512-BF16 is optional on top of this table's ISA: decided at run time.
+                             bf16 ? bf16k::round_acts : nullptr, bf16 ? bf16k::gemm : nullptr};
   return t;
 }
 
