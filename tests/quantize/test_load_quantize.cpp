@@ -93,8 +93,11 @@ void expect_matches_file(const Model& source, QuantizeOptions opts, const std::s
   ASSERT_EQ(lf.size(), lm.size());
   EXPECT_EQ(std::memcmp(lf.data(), lm.data(), lf.size() * sizeof(float)), 0);
   // The matrices did get the target (or its fallback): none is left float.
-  for (const TensorResult& t : res.tensors)
-    if (t.shape.size() >= 2) EXPECT_TRUE(t.type != D::F32 && t.type != D::F16 && t.type != D::BF16) << t.name;
+  for (const TensorResult& t : res.tensors) {
+    if (t.shape.size() >= 2) {
+      EXPECT_TRUE(t.type != D::F32 && t.type != D::F16 && t.type != D::BF16) << t.name;
+    }
+  }
 }
 
 struct Case {
