@@ -76,6 +76,9 @@ struct EngineConfig {
 
   std::string model_path;
   std::string tokenizer_path;       // llama2.c .bin models only
+  // Applied by create(config) to the loaded model before the backend packs it (the tools' --quantize-on-load:
+  // the float model quantized in memory); empty = none.
+  std::function<std::unique_ptr<Model>(std::unique_ptr<Model>)> model_transform;
   int threads = 0;                  // 0 = all cores
   ActQuant act_quant = ActQuant::block32;  // int8 activation scales per 32-block, or per token (W8A8)
   Kv kv;

@@ -392,7 +392,9 @@ std::unique_ptr<Engine> Engine::create(const EngineConfig& config) {
   check(!config.model_path.empty(), "engine config: model_path is empty");
   ModelLoadOptions opts;
   opts.tokenizer_path = config.tokenizer_path;
-  return create(Model::load(config.model_path, opts), config);
+  std::unique_ptr<Model> model = Model::load(config.model_path, opts);
+  if (config.model_transform) model = config.model_transform(std::move(model));
+  return create(std::move(model), config);
 }
 
 }  // namespace tinfer

@@ -75,6 +75,10 @@ std::unique_ptr<Model> Model::from_gguf_bytes(const std::vector<uint8_t>& bytes)
   return std::unique_ptr<Model>(new Model(GgufFile::from_bytes(bytes.data(), bytes.size()), "<memory>"));
 }
 
+std::unique_ptr<Model> Model::from_gguf(GgufFile gguf, std::string path) {
+  return std::unique_ptr<Model>(new Model(std::move(gguf), std::move(path)));
+}
+
 std::string Model::chat_template() const { return gguf_.get_string("tokenizer.chat_template").value_or(""); }
 
 size_t Model::weight_bytes() const {

@@ -27,6 +27,9 @@ class Model {
   static std::unique_ptr<Model> load(const std::string& path, const ModelLoadOptions& opts = {});
   // From an in-memory GGUF image (tests, synthetic models).
   static std::unique_ptr<Model> from_gguf_bytes(const std::vector<uint8_t>& bytes);
+  // Over a GgufFile already open or assembled (GgufFile::from_view: quantize-on-load's in-memory model); `path`
+  // is for messages and ModelIdentity::file.
+  static std::unique_ptr<Model> from_gguf(GgufFile gguf, std::string path);
 
   const ModelConfig& config() const { return config_; }
   const DecoderTensors& tensors() const { return tensors_; }

@@ -45,6 +45,7 @@ void Progress::update(int64_t tensors_done, uint64_t bytes_written, double work_
   work_ = work_done;
   if (!out_) return;
   const double t = now_s();
+  if (t - t0_ < delay_) return;
   if (tty_) {
     if (t - last_draw_ >= 0.1 || done_ >= total_tensors_) {
       last_draw_ = t;
@@ -61,6 +62,7 @@ void Progress::update(int64_t tensors_done, uint64_t bytes_written, double work_
 }
 
 void Progress::draw(bool final) {
+  ever_drawn_ = true;
   const double elapsed = now_s() - t0_;
   const double frac = total_work_ > 0 ? std::min(1.0, work_ / total_work_) : 1.0;
   const double eta = frac > 0 ? elapsed * (1 - frac) / frac : -1;
@@ -90,6 +92,7 @@ void Progress::note(const std::string& line) {
 void Progress::finish() {
   if (!out_ || finished_) return;
   finished_ = true;
+  if (delay_ > 0 && !ever_drawn_) return;
   if (tty_)
     draw(true);
   else if (last_decile_ < 10)

@@ -16,7 +16,9 @@ class Progress {
   void update(int64_t tensors_done, uint64_t bytes_written, double work_done);
   // Prints a line of its own (clearing the bar first on a terminal).
   void note(const std::string& line);
-  void finish();  // the final state on its own line
+  void finish();  // the final state on its own line (nothing if delayed and never drawn)
+  // Draw nothing until `seconds` have passed (a load that may be short: only long ones show progress).
+  void set_delay(double seconds) { delay_ = seconds; }
 
   // "12/48 tensors  3.2/10.5 MB  1.2 s elapsed  ETA 3.4 s" (exposed for tests).
   static std::string format(int64_t done, int64_t total, uint64_t bytes, uint64_t total_bytes, double elapsed,
@@ -31,7 +33,8 @@ class Progress {
   double total_work_, work_ = 0;
   double t0_, last_draw_ = -1;
   int last_decile_ = -1;
-  bool drawn_ = false, finished_ = false;
+  double delay_ = 0;
+  bool drawn_ = false, finished_ = false, ever_drawn_ = false;
 };
 
 }  // namespace tinfer

@@ -46,14 +46,43 @@ std::string method_label(QuantMethod m, bool calibrated) {
 }
 
 // The output's metadata: every key of the source, except llama.cpp's importance-matrix notes (they
-// describe the source's own quantization), then the file type and quantization version.
-void write_metadata(const GgufFile& src, GgufWriter& w, DType target, const std::string& method) {
+// describe the source's own quantization), then the file type and quantization version (GgufWriter::set's
+// rule: a key already there keeps its place and takes the new value).
+std::vector<std::pair<std::string, GgufValue>> output_metadata(const GgufFile& src, DType target,
+                                                               const std::string& method) {
+  std::vector<std::pair<std::string, GgufValue>> kv;
+  auto set = [&kv](const std::string& k, GgufValue v) {
+    for (auto& [key, old] : kv)
+      if (key == k) {
+        old = std::move(v);
+        return;
+      }
+    kv.emplace_back(k, std::move(v));
+  };
   for (const auto& [k, v] : src.metadata())
-    if (k.rfind("quantize.imatrix.", 0) != 0) w.set(k, v);
-  w.set_u32("general.file_type", llama_file_type(target));
-  w.set_u32("general.quantization_version", 2);
-  w.set_string("tinfer.quantize.method", method);
+    if (k.rfind("quantize.imatrix.", 0) != 0) set(k, v);
+  set("general.file_type", GgufValue{GgufType::UINT32, uint64_t{llama_file_type(target)}});
+  set("general.quantization_version", GgufValue{GgufType::UINT32, uint64_t{2}});
+  set("tinfer.quantize.method", GgufValue{GgufType::STRING, method});
+  return kv;
 }
+
+// The file sink: the GGUF streamed to OUT.tmp-PID and renamed by commit() (gguf_output.h).
+class FileSink final : public QuantizedSink {
+ public:
+  explicit FileSink(std::string path) : path_(std::move(path)) {}
+  void open(const std::vector<std::pair<std::string, GgufValue>>&, const GgufWriter& layout) override {
+    out_.emplace(path_, layout);
+  }
+  void append(const uint8_t* data, size_t bytes, std::vector<uint8_t>*) override { out_->append(data, bytes); }
+  void commit() override { out_->commit(); }
+  uint64_t bytes_written() const override { return out_->bytes_written(); }
+  uint64_t total_bytes() const override { return out_->total_bytes(); }
+
+ private:
+  std::string path_;
+  std::optional<GgufOutputFile> out_;
+};
 
 // pool.parallel_for over rows, with an exception on any thread carried back to the caller (the pool's
 // workers must not throw).
@@ -226,12 +255,15 @@ double QuantizeResult::bits_per_weight(bool matrices_only) const {
 
 namespace {
 
-void check_inputs(const Model& source, const std::string& out_path, const QuantizeOptions& opts) {
+void check_output_path(const Model& source, const std::string& out_path) {
   namespace fs = std::filesystem;
   std::error_code ec;
   check(!out_path.empty(), "missing output path");
   check(source.path().empty() || !fs::exists(out_path, ec) || !fs::equivalent(out_path, source.path(), ec),
         "the output path '" + out_path + "' is the input file; write to a new file");
+}
+
+void check_inputs(const QuantizeOptions& opts) {
   check(!method_needs_calibration(opts.method) || !opts.calib_tokens.empty(),
         std::string("--method ") + quant_method_name(opts.method) + " needs calibration text");
   check(opts.method != QuantMethod::smoothquant || opts.target == DType::Q8_0,
@@ -253,8 +285,19 @@ void report_plan(const std::vector<TensorChoice>& plan, const QuantizeOptions& o
                            "original weights");
   }
   for (const std::string& w : res.warnings) log_line(opts, "warning: " + w);
+  if (!opts.summarize_fallbacks) {
+    for (const TensorChoice& c : plan)
+      if (c.origin == TypeOrigin::fallback) log_line(opts, c.name + ": " + c.note);
+    return;
+  }
+  std::map<std::string, int> changes;  // "q4_k->q5_0" -> tensors
   for (const TensorChoice& c : plan)
-    if (c.origin == TypeOrigin::fallback) log_line(opts, c.name + ": " + c.note);
+    if (c.origin == TypeOrigin::fallback)
+      ++changes[std::string(target_type_name(c.recipe_type)) + "->" + target_type_name(c.type)];
+  if (changes.empty()) return;
+  std::string text;
+  for (const auto& [k, n] : changes) text += (text.empty() ? "" : ", ") + k + " x" + std::to_string(n);
+  log_line(opts, "rows the type's block does not divide fall back: " + text);
 }
 
 // Input statistics of every linear layer on the calibration text (empty without one).
@@ -346,8 +389,14 @@ std::map<std::string, std::vector<uint8_t>> sequential_codes(const Model& source
 }  // namespace
 
 QuantizeResult quantize_model(const Model& source, const std::string& out_path, const QuantizeOptions& opts) {
+  check_output_path(source, out_path);
+  FileSink sink(out_path);
+  return quantize_tensors(source, opts, sink);
+}
+
+QuantizeResult quantize_tensors(const Model& source, const QuantizeOptions& opts, QuantizedSink& out) {
   const double t_start = now_s();
-  check_inputs(source, out_path, opts);
+  check_inputs(opts);
   const bool calibrated = !opts.calib_tokens.empty();
 
   QuantizeResult res;
@@ -359,10 +408,11 @@ QuantizeResult quantize_model(const Model& source, const std::string& out_path, 
   report_plan(plan, opts, res);
 
   // The layout: metadata and every tensor's type and shape, so the header is written first.
+  const std::vector<std::pair<std::string, GgufValue>> metadata = output_metadata(src, opts.target, res.method);
   GgufWriter layout;
-  write_metadata(src, layout, opts.target, res.method);
+  for (const auto& [k, v] : metadata) layout.set(k, v);
   for (const TensorChoice& c : plan) layout.declare_tensor(c.name, c.type, c.shape);
-  GgufOutputFile out(out_path, layout);  // creates OUT.tmp-PID now: a bad path fails before any work
+  out.open(metadata, layout);  // a file sink creates OUT.tmp-PID now: a bad path fails before any work
 
   ThreadPool pool(opts.threads);
   CalibStats stats = calibrate(source, opts, pool, res);  // AWQ / SmoothQuant rescale it as they fold
@@ -378,6 +428,7 @@ QuantizeResult quantize_model(const Model& source, const std::string& out_path, 
   double total_work = 0;
   for (const TensorChoice& c : plan) total_work += work_of(c);
   Progress progress(opts.log, int64_t(plan.size()), out.total_bytes(), total_work, opts.progress_tty);
+  progress.set_delay(opts.progress_delay_s);
   const double t_quant = now_s();
   double work = 0;
   std::vector<float> fbuf;
@@ -392,7 +443,7 @@ QuantizeResult quantize_model(const Model& source, const std::string& out_path, 
     if (copies(c)) {  // already in that type and not transformed: keep the bytes
       r.copied = true;
       r.how = "copy";
-      out.append(st.data, st.bytes);
+      out.append(st.data, st.bytes, nullptr);
       r.bytes = st.bytes;
     } else {
       const float* w = float_rows(st, fm ? &*fm : nullptr, fbuf, pool);
@@ -407,8 +458,8 @@ QuantizeResult quantize_model(const Model& source, const std::string& out_path, 
       }
       check(qbuf.size() == rb * size_t(rows), "quantizing '" + c.name + "' gave " + std::to_string(qbuf.size()) +
                                                   " bytes, expected " + std::to_string(rb * size_t(rows)));
-      out.append(qbuf.data(), qbuf.size());
       r.bytes = qbuf.size();
+      out.append(qbuf.data(), qbuf.size(), &qbuf);
       if (fm) fm->tensors.erase(c.name);  // done with it: memory falls as the file grows
     }
     res.tensors.push_back(std::move(r));

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "formats/gguf.h"
 #include "quantize/calib_stats.h"
 #include "quantize/methods.h"
 #include "quantize/recipe.h"
@@ -46,6 +47,9 @@ struct QuantizeOptions {
   int threads = 0;        // 0 = hardware concurrency
   FILE* log = stderr;     // warnings, fallback notes, the progress bar; nullptr = silent
   int progress_tty = -1;  // -1: redraw in place iff `log` is a terminal
+  double progress_delay_s = 0;  // the progress bar shows only once this much time has passed (loads: 2 s)
+  // One summary line for the shape fallbacks (counts per type change) instead of one line per tensor.
+  bool summarize_fallbacks = false;
   std::function<void(int64_t tensors_done)> after_tensor;  // called after each tensor is written (tests)
 
   // The option combinations refused before any work (quantize_options.cpp), one message each, named by
@@ -75,6 +79,24 @@ struct QuantizeResult {
   int64_t elements(bool matrices_only) const;
   double bits_per_weight(bool matrices_only) const;  // 8 * data_bytes / elements
 };
+
+// Where quantize_tensors puts its output, in file order: a GGUF file (quantize_model) or memory
+// (load_quantize.h: quantize-on-load).
+class QuantizedSink {
+ public:
+  virtual ~QuantizedSink() = default;
+  // Once, before any tensor is quantized: the output's metadata in order and every tensor declared.
+  virtual void open(const std::vector<std::pair<std::string, GgufValue>>& metadata, const GgufWriter& layout) = 0;
+  // The next tensor's bytes (declaration order); `owned`, when not null, holds them and may be moved from.
+  virtual void append(const uint8_t* data, size_t bytes, std::vector<uint8_t>* owned) = 0;
+  virtual void commit() = 0;  // after the last tensor
+  virtual uint64_t bytes_written() const = 0;
+  virtual uint64_t total_bytes() const = 0;  // as a GGUF file: header, tensor table and padded data
+};
+
+// The work of quantize_model without the file: plan, calibrate, fold, quantize every tensor, each handed to
+// `sink` as it is produced. Errors as quantize_model's, except the output-path ones.
+QuantizeResult quantize_tensors(const Model& source, const QuantizeOptions& opts, QuantizedSink& sink);
 
 // Quantizes `source` into a new GGUF at out_path (through out_path.tmp-PID, renamed at the end).
 // Errors (Error, and no file left under either name): out_path is the source file, an override type

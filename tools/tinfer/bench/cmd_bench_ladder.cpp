@@ -195,6 +195,8 @@ LadderOptions parse_ladder(int argc, char** argv) {
   const bool tiny = args.flag("--tiny");
   LadderOptions o;
   EngineConfig& base = o.base;
+  check(!args.has("--quantize-on-load"), "bench ladder: --quantize-on-load is not supported (the rungs choose their own "
+                                         "weights); quantize the file with `tinfer quantize` and pass it with -m");
   base = engine_config(args);
   base.verbose = false;
   // --kv-plan is the plan rung's, not the base's: every other rung sets its own KV types.

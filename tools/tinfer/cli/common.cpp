@@ -9,6 +9,7 @@
 #include "cli/exit_flags.h"
 #include "cli/kv_flags.h"
 #include "cli/model_names.h"
+#include "cli/quantize_flags.h"
 #include "model/model_identity.h"
 
 namespace tinfer::cli {
@@ -19,12 +20,12 @@ std::vector<OptionSpec> concat(std::vector<OptionSpec> a, const std::vector<Opti
 }
 
 std::vector<OptionSpec> model_options() {
-  return {
+  return concat({
       {"-m,--model", "model file (.gguf, or llama2.c .bin) or a known name (" + known_model_list() + ")", true, "", false, true},
       {"-t,--threads", "threads (0 = all cores)", true, "0"},
       {"--tokenizer", "tokenizer for llama2.c .bin models"},
       {"-c,--ctx", "context length (default: the model's, at most 4096)"},
-  };
+  }, quantize_on_load_options());
 }
 
 OptionSpec act_quant_option() {
@@ -56,9 +57,7 @@ Loaded load_model(const Args& args) {
   check(args.has("--model"), "missing -m MODEL\n" + args.help());
   Loaded l;
   double t0 = now_s();
-  ModelLoadOptions opts;
-  opts.tokenizer_path = args.str("--tokenizer");
-  l.model = Model::load(args.str("--model"), opts);
+  l.model = load_model_file(args);  // with --quantize-on-load: the float model quantized (quantize_flags.h)
   long long threads = args.integer("--threads");
   check(threads >= 0 && threads <= 1024, "--threads must be in [0, 1024]");
   l.pool = std::make_unique<ThreadPool>(int(threads));

@@ -8,6 +8,7 @@
 #include "tinfer/error.h"
 #include "cli/exit_flags.h"
 #include "cli/kv_flags.h"
+#include "cli/quantize_flags.h"
 #include "cli/spec_flags.h"
 
 namespace tinfer::cli {
@@ -87,12 +88,14 @@ EngineConfig engine_config(const Args& args) {
   c.requests.default_max_tokens = static_cast<int>(args.integer("--default-max-tokens"));
   if (args.has("--ctx")) c.scheduler.max_model_len = static_cast<int>(args.integer("--ctx"));
   parse_spec(args, c.spec, errs);
+  check_quantize_on_load(args, errs);
   for (auto& e : c.validate()) errs.push_back(std::move(e));
   if (!errs.empty()) {
     std::string msg = "invalid engine options:";
     for (const auto& e : errs) msg += "\n  " + e;
     fail(msg);
   }
+  c.model_transform = quantize_on_load_transform(args);
   return c;
 }
 

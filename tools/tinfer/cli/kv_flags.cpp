@@ -9,6 +9,7 @@
 #include "plans/kv_plan_file.h"
 #include "plans/skip_plan_file.h"
 #include "model/model_identity.h"
+#include "cli/quantize_flags.h"
 
 namespace tinfer::cli {
 
@@ -34,7 +35,10 @@ LayerSkip skip_plan(const Args& args, const ModelIdentity& model) {
 }
 
 namespace {
+// With --quantize-on-load the plan must be the quantized model's: its identity is that of the model quantized
+// here (an extra quantization at start; the identity hashes the quantized bytes).
 ModelIdentity identity_of_model_arg(const Args& args) {
+  if (args.has("--quantize-on-load")) return model_identity(*load_model_file(args));
   ModelLoadOptions opts;
   opts.tokenizer_path = args.has("--tokenizer") ? args.str("--tokenizer") : "";
   return read_model_identity(args.str("--model"), opts);

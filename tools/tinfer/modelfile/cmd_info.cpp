@@ -4,6 +4,7 @@
 
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "cli/quantize_flags.h"
 #include "tinfer/kv_precision.h"
 #include "tinfer/error.h"
 #include "quant/type_table.h"
@@ -13,9 +14,7 @@ namespace tinfer::cli {
 int cmd_info(int argc, char** argv) {
   Args args(argc, argv, concat(model_options(), {{"--tensors", "list every tensor", false}}), "tinfer info -m MODEL");
   check(args.has("--model"), "missing -m MODEL");
-  ModelLoadOptions opts;
-  opts.tokenizer_path = args.str("--tokenizer");
-  auto model = Model::load(args.str("--model"), opts);
+  auto model = load_model_file(args);  // --quantize-on-load: what the quantized model holds (--tensors lists it)
   const ModelConfig& c = model->config();
   std::printf("file           %s (GGUF v%u)\n", model->path().c_str(), model->gguf().version());
   std::printf("name           %s\n", c.name.c_str());

@@ -6,6 +6,7 @@
 
 #include <tinfer/engine.h>
 
+#include "cli/quantize_flags.h"
 #include "cli/chat_flags.h"
 #include "cli/common.h"
 #include "tinfer/error.h"
@@ -29,6 +30,7 @@ int run_beam_search(const Args& args, SamplingParams sampling, int max_tokens) {
   EngineConfig cfg;
   cfg.model_path = args.str("--model");
   cfg.tokenizer_path = args.str("--tokenizer");
+  cfg.model_transform = quantize_on_load_transform(args);
   cfg.threads = int(args.integer("--threads"));
   if (args.has("--ctx")) cfg.scheduler.max_model_len = int(args.integer("--ctx"));
   cfg.scheduler.max_seqs = int(width);

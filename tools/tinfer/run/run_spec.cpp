@@ -6,6 +6,7 @@
 
 #include <tinfer/engine.h>
 
+#include "cli/quantize_flags.h"
 #include "cli/chat_flags.h"
 #include "cli/common.h"
 #include "tinfer/error.h"
@@ -28,6 +29,7 @@ std::unique_ptr<Engine> spec_engine(const Args& args) {
   EngineConfig cfg;
   cfg.model_path = args.str("--model");
   cfg.tokenizer_path = args.str("--tokenizer");
+  cfg.model_transform = quantize_on_load_transform(args);
   cfg.threads = int(args.integer("--threads"));
   cfg.scheduler.max_seqs = 1;
   cfg.verbose = false;
@@ -46,6 +48,7 @@ std::unique_ptr<Engine> spec_engine(const Args& args) {
     fail(msg);
   }
   auto model = Model::load(cfg.model_path, ModelLoadOptions{.tokenizer_path = cfg.tokenizer_path});
+  if (cfg.model_transform) model = cfg.model_transform(std::move(model));
   cfg.scheduler.max_model_len = int(context_length(args, *model));
   return Engine::create(std::move(model), cfg);
 }
