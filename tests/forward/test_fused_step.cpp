@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "common/test_env.h"
+#include "tinfer/op_profile.h"
 #include "forward_test_util.h"
 #include "fused_step_batch.h"
 #include "core/thread_pool.h"
@@ -41,20 +42,36 @@ TEST(FusedStep, BitIdenticalToTheUnfusedStepAndCloseToTheReference) {
       SCOPED_TRACE(std::string(arch) + " " + type_traits(type).name);
       // dim 256 lets Q4_K be Q4_K (a 256 block); ffn 96: its down GEMM falls back to q8_0 rows (synth.h).
       auto model = make_model(arch, type, 256, type == DType::Q4_K ? 512 : 96);
-      CpuForward fused(*model, pool), plain(*model, pool);
-      ASSERT_TRUE(fused.fused_step());
-      plain.set_fused_step(false);
-      Session sf(fused, 64), sp(plain, 64);
       const auto toks = tokens(23, 300);
-      std::vector<float> lf, lp;
-      sf.feed_all_logits(toks, lf, 9);  // prefill chunks 9 + 9 + 5 ...
-      sp.feed_all_logits(toks, lp, 9);
-      ASSERT_EQ(lf.size(), lp.size());
-      EXPECT_EQ(std::memcmp(lf.data(), lp.data(), lf.size() * 4), 0) << "prefill logits differ";
-      for (int32_t t : {7, 19, 200}) {  // ... then decode steps over the cache each wrote
-        const auto& a = sf.feed_token(t);
-        const auto& b = sp.feed_token(t);
-        EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * 4), 0) << "decode logits differ";
+      // Prefill chunks 9 + 9 + 5, then decode steps over the cache each wrote; all logits kept.
+      auto run = [&](FusedStep f) {
+        CpuForward fwd(*model, pool);
+        fwd.set_fused_step(f);
+        Session s(fwd, 64);
+        std::vector<float> out;
+        s.feed_all_logits(toks, out, 9);
+        for (int32_t t : {7, 19, 200}) {
+          const auto& l = s.feed_token(t);
+          out.insert(out.end(), l.begin(), l.end());
+        }
+        // The fused path ran where it can (else the comparison below would compare the unfused step with
+        // itself): with the GLU fused no activation op runs apart, with the norm fused only the head's norm does.
+        const bool quantized = type != DType::F16;
+        EXPECT_EQ(fwd.profile()[Op::kActivation].calls == 0, quantized && f.glu);
+        // 6 forwards; per forward the head's norm (and gemma3's post-attention norm per layer).
+        const int64_t gemma_post = std::string(arch) == "gemma3" ? model->config().n_layers : 0;
+        if (quantized && f.norm) {
+          EXPECT_EQ(fwd.profile()[Op::kNorm].calls, 6 * (1 + gemma_post));
+        }
+        return out;
+      };
+      const std::vector<float> lp = run(FusedStep::none());
+      std::vector<float> lf;
+      for (FusedStep f : {FusedStep{true, false}, FusedStep{false, true}, FusedStep::all()}) {
+        lf = run(f);
+        ASSERT_EQ(lf.size(), lp.size());
+        EXPECT_EQ(std::memcmp(lf.data(), lp.data(), lf.size() * 4), 0)
+            << "logits differ with norm fusion " << f.norm << ", glu fusion " << f.glu;
       }
       ReferenceForward ref(*model);
       const auto want = ref.logits(toks);

@@ -14,6 +14,7 @@
 #include "kernels/kernels.h"
 #include "backend/backend.h"
 #include "backend/forward_batch.h"
+#include "backend/cpu/fused_step.h"
 #include "backend/cpu/kv_storage.h"
 #include "model/model.h"
 #include "model/rope.h"
@@ -67,8 +68,10 @@ class CpuForward final : public Backend {
   // The fused step (on by default): each int8 GEMM's input quantized in the pass that computes it (RMSNorm,
   // residual + RMSNorm, SwiGLU/GeGLU; act_panel.h), bit-identical to the unfused step. Off: the float input
   // is written out and each GEMM quantizes it (what a linear observer gets anyway: it reads the float inputs).
-  void set_fused_step(bool on) { fused_ = on; }
-  bool fused_step() const { return fused_; }
+  // FusedStep (fused_step.h) says which; TINFER_FUSED_STEP sets it at construction.
+  void set_fused_step(FusedStep f) { fused_ = f; }
+  void set_fused_step(bool on) { fused_ = on ? FusedStep::all() : FusedStep::none(); }
+  FusedStep fused_step() const { return fused_; }
   // Per-token early exit for every later forward (BackendOptions::early_exit at construction); Error for exit
   // layers outside [1, n_layers - 1] or not ascending, or a threshold outside [0, 1]. The counters carry on.
   void set_early_exit(EarlyExit exit) override;
@@ -136,8 +139,8 @@ class CpuForward final : public Backend {
   void mlp_residual(int64_t l, Step& s);      // x_ += (post-normed) xb_
   // The offset to fuse a GEMM's input quantization with, or nullopt: the fused step is off, an observer reads
   // the float inputs, or the weights are float.
-  std::optional<int32_t> fusable(const std::optional<int32_t>& corr) const {
-    return fused_ && !observer_ ? corr : std::nullopt;
+  std::optional<int32_t> fusable(bool on, const std::optional<int32_t>& corr) const {
+    return on && !observer_ ? corr : std::nullopt;
   }
   // fn(i) for slots [0, count), split over the pool when count > 1 (prefill has hundreds of rows).
   void per_token(int64_t count, FunctionRef<void(int64_t)> fn);
@@ -156,7 +159,7 @@ class CpuForward final : public Backend {
   RopeTable rope_;
   RopeTable rope_local_;  // the windowed layers' own RoPE (ModelConfig::local_rope), else empty
   ActQuant act_quant_;  // how every GEMM quantizes its activations (BackendOptions::act_quant)
-  bool fused_ = true;   // set_fused_step
+  FusedStep fused_ = FusedStep::from_env();  // set_fused_step
   OpProfile profile_;  // every forward adds to it (always on; see tinfer/op_profile.h)
   LinearObserver observer_;
   LayerSkip skip_;

@@ -31,7 +31,7 @@ void CpuForward::attention_block(int64_t l, Step& s) {
   const int64_t dim = c.dim, n = s.n, na = s.na;
   OpProfile* prof = &profile_;
   // Every slot, exited ones too: their K and V of this layer come from their exit state.
-  if (const std::optional<int32_t> corr = fusable(L.qkv_corr)) {  // the norm fused with the quantization
+  if (const std::optional<int32_t> corr = fusable(fused_.norm, L.qkv_corr)) {  // the norm fused with the quantization
     RowPrologue p;
     p.kind = RowPrologue::kRmsNorm, p.x = x_.data(), p.ldx = dim, p.norm_w = L.attn_norm.data(), p.eps = c.rms_eps;
     prologue_quantize(active_kernels(), p, n, dim, *corr, act_quant_, pool_, panel_, prof);
@@ -122,7 +122,7 @@ void CpuForward::attention_residual(int64_t l, Step& s, bool attn_on, bool mlp_o
   const int64_t dim = c.dim;
   s.ffn_in_quantized = false;
   if (mlp_on) {
-    if (const std::optional<int32_t> corr = fusable(L.gateup_corr)) {  // x_ += xb_, norm, quantize: one pass
+    if (const std::optional<int32_t> corr = fusable(fused_.norm, L.gateup_corr)) {  // x_ += xb_, norm, quantize: one pass
       RowPrologue p;
       p.kind = attn_on ? RowPrologue::kAddRmsNorm : RowPrologue::kRmsNorm;
       p.x = attn_on ? xb_.data() : x_.data(), p.ldx = dim, p.resid = x_.data(), p.ld_resid = dim;
@@ -156,7 +156,7 @@ void CpuForward::mlp_block(int64_t l, Step& s) {
     L.w_gateup.run(xb_.data(), na, gu_.data(), tmp_, pool_, prof, Op::kMatmulGateUp, act_quant_);
   }
   const bool gelu = c.ffn_act == FfnAct::gelu_tanh;
-  if (const std::optional<int32_t> corr = fusable(L.down_corr)) {  // the GLU product fused with the quantization
+  if (const std::optional<int32_t> corr = fusable(fused_.glu, L.down_corr)) {  // the GLU product fused with the quantization
     RowPrologue p;
     p.kind = gelu ? RowPrologue::kGeluMul : RowPrologue::kSiluMul, p.gate_up = gu_.data(), p.ldx = 2 * ffn;
     prologue_quantize(active_kernels(), p, na, ffn, *corr, act_quant_, pool_, panel_, prof);
