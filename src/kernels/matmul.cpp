@@ -84,8 +84,8 @@ void matmul_float(const PackedMatrix& w, const float* x, int64_t m, float* y, Th
   g.x = x;
   g.y = y;
   g.ldy = w.rows;
-  check(w.type == DType::F32 || w.type == DType::F16 || w.type == DType::BF16,
-        std::string("matmul: unsupported weight type ") + type_traits(w.type).name);
+  if (w.type != DType::F32 && w.type != DType::F16 && w.type != DType::BF16)
+    fail(std::string("matmul: unsupported weight type ") + type_traits(w.type).name);
   OpTimer t(prof, role, double(w.data.size()), 2.0 * double(m) * double(w.rows) * double(w.cols));
   const int64_t nu = packed::n_tiles(w.rows);
   split_work(nu, m, pool, [&](int64_t u0, int64_t u1, int64_t i0, int64_t i1) {
@@ -98,8 +98,7 @@ void matmul_float(const PackedMatrix& w, const float* x, int64_t m, float* y, Th
 void matmul(const PackedMatrix& w, const ActPanel& acts, float* y, ThreadPool& pool, const KernelTable& kt,
             OpProfile* prof, Op role) {
   const packed::PackedFormat* pf = packed::find_format(w.type);
-  check(pf != nullptr, std::string("matmul: a quantized activation panel needs quantized weights, not ") +
-                           type_traits(w.type).name);
+  if (!pf) fail(std::string("matmul: a quantized activation panel needs quantized weights, not ") + type_traits(w.type).name);
   check(acts.cols() == w.cols && acts.corr() == pf->g.corr,
         "matmul: the activation panel was made for another shape or packed format");
   gemm_on_panel(w, *pf, acts, y, pool, kt, prof, role);
