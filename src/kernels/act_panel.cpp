@@ -67,20 +67,8 @@ std::optional<int32_t> act_panel_corr(const PackedMatrix& w) {
 
 namespace {
 
-// Per worker thread, grown on first use and then reused: the row the prologue computes and its codes.
-struct RowScratch {
-  std::vector<float> row;
-  std::vector<int8_t> q;
-  std::vector<float> d;
-  std::vector<int16_t> s16;
-  void fit(int64_t cols) {
-    if (int64_t(row.size()) < cols) row.resize(size_t(cols)), q.resize(size_t(cols));
-    if (int64_t(d.size()) < cols / 32) d.resize(size_t(cols / 32)), s16.resize(size_t(2 * (cols / 32)));
-  }
-};
-
 // Row i of the prologue's output: computed into s.row (or read where it already lies, for kCopy).
-const float* prologue_row(const KernelTable& kt, const RowPrologue& p, int64_t i, int64_t cols, RowScratch& s) {
+const float* prologue_row(const KernelTable& kt, const RowPrologue& p, int64_t i, int64_t cols, ActPanel::RowScratch& s) {
   switch (p.kind) {
     case RowPrologue::kCopy:
       return p.x + i * p.ldx;
@@ -109,19 +97,33 @@ void prologue_quantize(const KernelTable& kt, const RowPrologue& p, int64_t m, i
                        ActQuant mode, ThreadPool& pool, ActPanel& panel, OpProfile* prof) {
   OpTimer t(prof, Op::kActQuant, double(m * cols) * 4, double(m * cols) * 2);
   panel.reshape(m, cols, corr, mode);
-  auto rows = [&](int64_t i0, int64_t i1) {
-    thread_local RowScratch s;
-    s.fit(cols);
-    for (int64_t i = i0; i < i1; ++i) {
+  // Whole activation groups per share (a group's rows share cache lines of the panel); each share has its own
+  // row scratch in the panel, sized here before the region: which OS thread runs a share does not matter.
+  const int64_t units = (m + kActGroup - 1) / kActGroup;
+  const int shares = m * cols >= (1 << 16) ? int(std::min<int64_t>(pool.size(), units)) : 1;
+  panel.fit_scratch(shares, cols);
+  auto rows = [&](int t, int nt) {
+    if (t >= shares) return;
+    ActPanel::RowScratch& s = panel.scratch(t);
+    const int64_t i1 = std::min(m, units * (t + 1) / nt * kActGroup);
+    for (int64_t i = units * t / nt * kActGroup; i < i1; ++i) {
       const float* x = prologue_row(kt, p, i, cols, s);
       if (p.out && x != p.out + i * p.ld_out) std::memcpy(p.out + i * p.ld_out, x, size_t(cols) * sizeof(float));
       kt.quantize_act_row(x, cols, mode, s.q.data(), s.d.data(), s.s16.data());
       panel.store_row(i, s.q.data(), s.d.data(), s.s16.data());
     }
   };
-  // Whole activation groups per thread (a group's rows share cache lines of the panel).
-  if (m * cols >= (1 << 16)) pool.parallel_for(m, kActGroup, rows);
-  else rows(0, m);
+  if (shares > 1) pool.run([&](int t, int) { rows(t, shares); });
+  else rows(0, 1);
+}
+
+void ActPanel::fit_scratch(int shares, int64_t cols) {
+  if (int(scratch_.size()) < shares) scratch_.resize(size_t(shares));
+  for (int t = 0; t < shares; ++t) {
+    RowScratch& s = scratch_[size_t(t)];
+    if (int64_t(s.row.size()) < cols) s.row.resize(size_t(cols)), s.q.resize(size_t(cols));
+    if (int64_t(s.d.size()) < cols / 32) s.d.resize(size_t(cols / 32)), s.s16.resize(size_t(2 * (cols / 32)));
+  }
 }
 
 }  // namespace tinfer

@@ -32,10 +32,20 @@ class ActPanel {
   // Writes row i (< rows()) from its int8 codes, per-block scales and half sums (quantize_act_row's output);
   // the padded rows of the last group are zeroed by reshape.
   void store_row(int64_t i, const int8_t* q, const float* d, const int16_t* s16);
+  // Per share of a parallel prologue: the row it computes and its codes (grown by fit_scratch, then reused).
+  struct RowScratch {
+    std::vector<float> row;
+    std::vector<int8_t> q;
+    std::vector<float> d;
+    std::vector<int16_t> s16;
+  };
+  void fit_scratch(int shares, int64_t cols);
+  RowScratch& scratch(int t) { return scratch_[size_t(t)]; }
 
  private:
   void zero_row(int64_t i);
   std::vector<uint8_t> buf_;
+  std::vector<RowScratch> scratch_;
   int64_t m_ = 0, cols_ = 0;
   int32_t corr_ = 0;
   ActQuant mode_ = ActQuant::block32;
