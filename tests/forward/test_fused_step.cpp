@@ -26,6 +26,7 @@ std::unique_ptr<Model> make_model(const std::string& arch, DType type, int64_t d
   spec.arch = arch, spec.dim = dim, spec.n_layers = 2, spec.n_heads = 4, spec.n_kv_heads = 2, spec.ffn_dim = ffn;
   spec.n_vocab = 300, spec.ctx_len = 128, spec.weight_type = type, spec.seed = 11, spec.weight_std = 0.08f;
   if (arch != "llama") spec.rope_layout = RopeLayout::neox;
+  if (arch == "gemma3") spec.tied_embeddings = true, spec.sliding_window = 8;  // (gemma3 needs both)
   return Model::from_gguf_bytes(synthesize_model_bytes(spec));
 }
 
