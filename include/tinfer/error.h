@@ -16,5 +16,10 @@ class Error : public std::runtime_error {
 inline void check(bool ok, const std::string& msg) {
   if (!ok) fail(msg);
 }
+// A literal message builds no std::string unless it fails (the per-step checks stay allocation-free); a message
+// assembled with + is built before the call, so hot paths write `if (!ok) fail(a + b)` instead.
+inline void check(bool ok, const char* msg) {
+  if (!ok) fail(msg);
+}
 
 }  // namespace tinfer

@@ -60,7 +60,7 @@ void ThreadPool::worker(int index) {
   }
 }
 
-void ThreadPool::run(const std::function<void(int, int)>& fn) {
+void ThreadPool::run(FunctionRef<void(int, int)> fn) {
   if (n_ == 1) {
     fn(0, 1);
     return;
@@ -81,7 +81,7 @@ void ThreadPool::run(const std::function<void(int, int)>& fn) {
     }
 }
 
-void ThreadPool::parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
+void ThreadPool::parallel_for(int64_t n, int64_t grain, FunctionRef<void(int64_t, int64_t)> fn) {
   if (n <= 0) return;
   grain = std::max<int64_t>(grain, 1);
   int64_t units = (n + grain - 1) / grain;
@@ -113,7 +113,7 @@ bool ThreadPool::claim(Run& r, bool front, int64_t item, int64_t& b, int64_t& e)
   }
 }
 
-void ThreadPool::parallel_for_runs(int64_t n, int64_t item, const std::function<void(int64_t, int64_t)>& fn) {
+void ThreadPool::parallel_for_runs(int64_t n, int64_t item, FunctionRef<void(int64_t, int64_t)> fn) {
   if (n <= 0) return;
   item = std::max<int64_t>(item, 1);
   if (n_ == 1 || n <= item) {

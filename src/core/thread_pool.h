@@ -6,11 +6,13 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
-#include <functional>
+#include <functional>  // (callers rely on it)
 #include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
+
+#include "core/function_ref.h"
 
 namespace tinfer {
 
@@ -27,16 +29,16 @@ class ThreadPool {
   // Runs fn(index, n_threads) once for every index in [0, n_threads) and waits for all. Index 0 runs
   // on the caller; the others on their worker, or on the caller if that worker is late. fn must not
   // rely on which OS thread runs an index (thread_local scratch is fine, thread identity is not).
-  void run(const std::function<void(int, int)>& fn);
+  void run(FunctionRef<void(int, int)> fn);
 
   // Splits [0, n) into contiguous chunks, one per thread, each a multiple of `grain` (except the last).
-  void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
+  void parallel_for(int64_t n, int64_t grain, FunctionRef<void(int64_t, int64_t)> fn);
 
   // For streams read once (a decode step's weights): thread i owns the contiguous run
   // [i*n/size, (i+1)*n/size) and calls fn on it front to back in pieces of at most `item`; a thread
   // whose run is done takes pieces from the back of the others' runs, so a late or descheduled
   // worker costs only what it has not claimed. Every index is passed to fn exactly once.
-  void parallel_for_runs(int64_t n, int64_t item, const std::function<void(int64_t, int64_t)>& fn);
+  void parallel_for_runs(int64_t n, int64_t item, FunctionRef<void(int64_t, int64_t)> fn);
 
  private:
   // One thread's run for parallel_for_runs: front << 32 | back, so either end is claimed with one CAS.
@@ -50,7 +52,7 @@ class ThreadPool {
   std::unique_ptr<std::atomic<int>[]> slots_;
   std::unique_ptr<Run[]> runs_;
   std::vector<std::thread> threads_;
-  const std::function<void(int, int)>* job_ = nullptr;
+  const FunctionRef<void(int, int)>* job_ = nullptr;  // the region run() is in (its argument)
   std::atomic<uint64_t> generation_{0};
   std::atomic<bool> stop_{false};
   std::mutex mu_;

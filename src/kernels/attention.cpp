@@ -14,12 +14,12 @@ namespace tinfer {
 void paged_attention(const AttentionArgs& a, ThreadPool& pool) { paged_attention(a, pool, active_kernels()); }
 
 void paged_attention(const AttentionArgs& a, ThreadPool& pool, const KernelTable& kt) {
-  check(a.n_kv_heads > 0 && a.n_heads % a.n_kv_heads == 0 && a.head_dim > 0,
-        "attention: " + std::to_string(a.n_heads) + " query heads do not split over " + std::to_string(a.n_kv_heads) +
+  if (!(a.n_kv_heads > 0 && a.n_heads % a.n_kv_heads == 0 && a.head_dim > 0))  // (message built on failure only)
+    fail("attention: " + std::to_string(a.n_heads) + " query heads do not split over " + std::to_string(a.n_kv_heads) +
             " kv heads");
   const int64_t group = a.n_heads / a.n_kv_heads, bs = a.kv.block_size;
-  check(group <= kAttnMaxGroup && bs > 0 && bs <= kAttnMaxBlockSize,
-        "attention: query heads per kv head (" + std::to_string(group) + ") or block size (" + std::to_string(bs) +
+  if (!(group <= kAttnMaxGroup && bs > 0 && bs <= kAttnMaxBlockSize))
+    fail("attention: query heads per kv head (" + std::to_string(group) + ") or block size (" + std::to_string(bs) +
             ") beyond the kernels' limits (" + std::to_string(kAttnMaxGroup) + ", " +
             std::to_string(kAttnMaxBlockSize) + ")");
   if (a.n_tokens <= 0) return;

@@ -1,5 +1,6 @@
-// matmul: quantizes the activations once per call into reusable scratch, then splits the packed
-// weight tiles over the thread pool (and blocks over activation rows so they stay in cache).
+// matmul: quantizes the activations once per call into reusable scratch (or takes a panel quantized once for
+// several GEMMs, act_panel.h), then splits the packed weight tiles over the thread pool (and blocks over
+// activation rows so they stay in cache).
 // Float weights (F32, F16, BF16) skip the quantization and run the table's register-tiled fp32 GEMM;
 // batched BF16 weights round the activations to bf16 once per call instead and run the table's bf16
 // dot-product GEMM where it has one (KernelTable::bf16_gemm).
@@ -12,6 +13,7 @@
 #include "tinfer/error.h"
 #include "core/fp16.h"
 #include "core/thread_pool.h"
+#include "kernels/act_panel.h"
 #include "kernels/kernel_table.h"
 #include "kernels/kernels.h"
 #include "kernels/packed_format.h"
@@ -20,65 +22,6 @@
 namespace tinfer {
 
 namespace {
-
-// Per calling thread, grown on demand and then reused: no allocation per token after warm-up.
-struct ActScratch {
-  std::vector<uint8_t> panel;  // QActs layout (kernel_table.h)
-};
-
-// Quantizes x [m][cols] into the activation panel; corr is the packed codes' offset (Geometry::corr).
-QActs quantize_acts(const KernelTable& kt, const float* x, int64_t m, int64_t cols, int32_t corr, ActQuant mode,
-                    ThreadPool& pool) {
-  thread_local ActScratch s;
-  const int64_t nb = cols / 32, groups = (m + kActGroup - 1) / kActGroup;
-  const int gr = int(std::min<int64_t>(m, kActGroup));
-  const size_t bytes = size_t(groups * nb * act_block_bytes(gr));
-  if (s.panel.size() < bytes) s.panel.resize(bytes);
-  uint8_t* panel = s.panel.data();
-  QActs a;
-  a.panel = panel;
-  a.nb = nb;
-  a.gr = gr;
-  auto rows = [&](int64_t g0, int64_t g1) {
-    thread_local std::vector<int8_t> q;
-    thread_local std::vector<float> d;
-    thread_local std::vector<int16_t> s16;
-    if (int64_t(q.size()) < cols) q.resize(size_t(cols));
-    if (int64_t(d.size()) < nb) d.resize(size_t(nb)), s16.resize(size_t(2 * nb));
-    for (int64_t i = g0 * kActGroup; i < g1 * kActGroup; ++i) {
-      const int r = int(i % kActGroup);
-      if (r >= gr) break;  // (only a single short group stores fewer rows)
-      const bool live = i < m;  // padded rows of the last group are zeros
-      if (live) kt.quantize_act_row(x + i * cols, cols, mode, q.data(), d.data(), s16.data());
-      for (int64_t b = 0; b < nb; ++b) {
-        // Written through QActs' own accessors (the panel is this function's scratch), so the layout
-        // is stated once.
-        const uint8_t* blk = a.block(i / kActGroup, b);
-        auto* qr = const_cast<int8_t*>(a.q(blk, r));
-        auto* sr = const_cast<int16_t*>(a.s16(blk, r));
-        if (!live) {
-          std::memset(qr, 0, 32);
-          *const_cast<float*>(a.d(blk, r)) = 0.0f;
-          *const_cast<float*>(a.ds(blk, r)) = 0.0f;
-          *const_cast<int32_t*>(a.off(blk, r)) = 0;
-          sr[0] = sr[1] = 0;
-          continue;
-        }
-        std::memcpy(qr, q.data() + b * 32, 32);
-        const float db = d[size_t(b)];
-        const int32_t sum = int32_t(s16[size_t(2 * b)]) + s16[size_t(2 * b + 1)];
-        *const_cast<float*>(a.d(blk, r)) = db;
-        *const_cast<float*>(a.ds(blk, r)) = db * float(sum);
-        *const_cast<int32_t*>(a.off(blk, r)) = corr * sum;
-        sr[0] = s16[size_t(2 * b)];
-        sr[1] = s16[size_t(2 * b + 1)];
-      }
-    }
-  };
-  if (m * cols >= (1 << 16)) pool.parallel_for(groups, 1, rows);
-  else rows(0, groups);
-  return a;
-}
 
 // Runs fn(u0, u1, i0, i1) over weight units [0, nu) (16 rows each) x activation rows [0, m).
 template <class Fn>
@@ -106,17 +49,16 @@ void split_work(int64_t nu, int64_t m, ThreadPool& pool, const Fn& fn) {
   pool.run(work);
 }
 
-void matmul_tiled(const PackedMatrix& w, const packed::PackedFormat& pf, const float* x, int64_t m, float* y,
-                  ThreadPool& pool, const KernelTable& kt, OpProfile* prof, Op role, ActQuant act) {
+// The int8 GEMM over a panel already quantized for its format.
+void gemm_on_panel(const PackedMatrix& w, const packed::PackedFormat& pf, const ActPanel& acts, float* y,
+                   ThreadPool& pool, const KernelTable& kt, OpProfile* prof, Op role) {
+  const int64_t m = acts.rows();
+  OpTimer t(prof, role, double(w.data.size()), 2.0 * double(m) * double(w.rows) * double(w.cols));
   GemmArgs g;
   g.w = w.data.data();
   g.tile_bytes = pf.g.tile_bytes(w.cols / pf.g.block);
   g.rows = w.rows;
-  {
-    OpTimer t(prof, Op::kActQuant, double(m * w.cols) * 4, double(m * w.cols) * 2);
-    g.a = quantize_acts(kt, x, m, w.cols, pf.g.corr, act, pool);
-  }
-  OpTimer t(prof, role, double(w.data.size()), 2.0 * double(m) * double(w.rows) * double(w.cols));
+  g.a = acts.view();
   g.y = y;
   g.ldy = w.rows;
   const GemmFn fn = kt.gemm[size_t(pf.fmt)];
@@ -150,6 +92,17 @@ FloatGemmFn bf16_acts(const KernelTable& kt, const float* x, int64_t m, int64_t 
   return kt.float_gemm;
 }
 
+// Quantizes the activations into this calling thread's panel (grown on demand, then reused: no allocation
+// per token after warm-up), then runs the GEMM on it.
+void matmul_tiled(const PackedMatrix& w, const packed::PackedFormat& pf, const float* x, int64_t m, float* y,
+                  ThreadPool& pool, const KernelTable& kt, OpProfile* prof, Op role, ActQuant act) {
+  thread_local ActPanel panel;
+  RowPrologue p;
+  p.x = x, p.ldx = w.cols;
+  prologue_quantize(kt, p, m, w.cols, pf.g.corr, act, pool, panel, prof);
+  gemm_on_panel(w, pf, panel, y, pool, kt, prof, role);
+}
+
 // Float weights (F32/F16/BF16 rows): no activation quantization; units of 16 rows as for the tiles.
 void matmul_float(const PackedMatrix& w, const float* x, int64_t m, float* y, ThreadPool& pool,
                   const KernelTable& kt, OpProfile* prof, Op role) {
@@ -161,8 +114,8 @@ void matmul_float(const PackedMatrix& w, const float* x, int64_t m, float* y, Th
   g.x = x;
   g.y = y;
   g.ldy = w.rows;
-  check(w.type == DType::F32 || w.type == DType::F16 || w.type == DType::BF16,
-        std::string("matmul: unsupported weight type ") + type_traits(w.type).name);
+  if (w.type != DType::F32 && w.type != DType::F16 && w.type != DType::BF16)
+    fail(std::string("matmul: unsupported weight type ") + type_traits(w.type).name);
   FloatGemmFn fn = kt.float_gemm;
   if (w.type == DType::BF16 && m > 1 && kt.bf16_round_acts) {
     OpTimer t(prof, Op::kActQuant, double(m * w.cols) * 4, double(m * w.cols) * 2);
@@ -176,6 +129,15 @@ void matmul_float(const PackedMatrix& w, const float* x, int64_t m, float* y, Th
 }
 
 }  // namespace
+
+void matmul(const PackedMatrix& w, const ActPanel& acts, float* y, ThreadPool& pool, const KernelTable& kt,
+            OpProfile* prof, Op role) {
+  const packed::PackedFormat* pf = packed::find_format(w.type);
+  if (!pf) fail(std::string("matmul: a quantized activation panel needs quantized weights, not ") + type_traits(w.type).name);
+  check(acts.cols() == w.cols && acts.corr() == pf->g.corr,
+        "matmul: the activation panel was made for another shape or packed format");
+  gemm_on_panel(w, *pf, acts, y, pool, kt, prof, role);
+}
 
 void matmul(const PackedMatrix& w, const float* x, int64_t m, float* y, ThreadPool& pool, const KernelTable& kt,
             OpProfile* prof, Op role, ActQuant act) {

@@ -60,9 +60,11 @@ const TypeTraits* find_type(const std::string& name) {
 
 size_t row_bytes(DType t, int64_t n) {
   const TypeTraits& row = type_traits(t);
-  check(n >= 0, "negative element count " + std::to_string(n) + " for type " + row.name);
-  check(n % row.block_size == 0, "row of " + std::to_string(n) + " elements is not a multiple of the " + row.name +
-                                     " block size " + std::to_string(row.block_size));
+  // (Messages built only on failure: the step calls this per token.)
+  if (n < 0) fail("negative element count " + std::to_string(n) + " for type " + row.name);
+  if (n % row.block_size != 0)
+    fail("row of " + std::to_string(n) + " elements is not a multiple of the " + row.name + " block size " +
+         std::to_string(row.block_size));
   return static_cast<size_t>(n / row.block_size) * row.block_bytes;
 }
 

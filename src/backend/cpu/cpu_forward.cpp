@@ -44,6 +44,27 @@ void CpuForward::Stacked::run(const float* x, int64_t n, float* y, std::vector<f
   }
 }
 
+void CpuForward::Stacked::run(const ActPanel& acts, float* y, std::vector<float>& tmp, ThreadPool& pool,
+                              OpProfile* prof, Op role) const {
+  const KernelTable& kt = active_kernels();
+  if (parts.size() == 1) return matmul(parts[0], acts, y, pool, kt, prof, role);
+  const int64_t n = acts.rows();
+  int64_t col = 0;
+  for (const PackedMatrix& p : parts) {
+    tmp.resize(n * p.rows);
+    matmul(p, acts, tmp.data(), pool, kt, prof, role);
+    for (int64_t i = 0; i < n; ++i) std::memcpy(y + i * rows + col, &tmp[i * p.rows], p.rows * sizeof(float));
+    col += p.rows;
+  }
+}
+
+std::optional<int32_t> CpuForward::Stacked::panel_corr() const {
+  std::optional<int32_t> corr = act_panel_corr(parts.front());
+  for (const PackedMatrix& p : parts)
+    if (act_panel_corr(p) != corr) return std::nullopt;
+  return corr;
+}
+
 namespace {
 
 // The bytes CpuForward packs: every projection and the head (the progress line's whole).
@@ -103,6 +124,7 @@ CpuForward::CpuForward(const Model& model, std::unique_ptr<ThreadPool> owned, Th
     if (lt.q_norm) L.q_norm = dequantize_tensor(*lt.q_norm), L.k_norm = dequantize_tensor(*lt.k_norm);
     if (lt.post_attn_norm) L.post_attn_norm = dequantize_tensor(*lt.post_attn_norm);
     if (lt.post_ffn_norm) L.post_ffn_norm = dequantize_tensor(*lt.post_ffn_norm);
+    L.qkv_corr = L.wqkv.panel_corr(), L.gateup_corr = L.w_gateup.panel_corr(), L.down_corr = act_panel_corr(L.w_down);
     layers_.push_back(std::move(L));
   }
   output_norm_ = dequantize_tensor(*t.output_norm);
@@ -170,7 +192,7 @@ void CpuForward::embed(const ForwardBatch& batch) {
   const size_t rb = row_bytes(e.type, c.dim);
   for (size_t i = 0; i < batch.tokens.size(); ++i) {
     int32_t tok = batch.tokens[i];
-    check(tok >= 0 && tok < c.n_vocab, "token id " + std::to_string(tok) + " out of range");
+    if (tok < 0 || tok >= c.n_vocab) fail("token id " + std::to_string(tok) + " out of range");
     tt.to_float(e.data + rb * tok, &x_[i * c.dim], c.dim);
     if (c.embed_scale != 1.f) scale_inplace(&x_[i * c.dim], c.embed_scale, c.dim);
   }
@@ -203,12 +225,15 @@ void CpuForward::forward(const ForwardBatch& batch, KvCache& kv, float* logits) 
 
 int64_t CpuForward::checked_layers(const ForwardBatch& batch, const KvStorage& kv) const {
   const ModelConfig& c = config();
+  // (Messages built only on failure: a step allocates nothing.)
   for (int32_t p : batch.positions)  // once here, so the per-token workers never see a bad position
-    check(p >= 0 && p < rope_.n_positions(), "position " + std::to_string(p) + " outside this forward's context [0, " +
-                                                 std::to_string(rope_.n_positions()) + ")");
+    if (p < 0 || p >= rope_.n_positions())
+      fail("position " + std::to_string(p) + " outside this forward's context [0, " +
+           std::to_string(rope_.n_positions()) + ")");
   const int64_t n_layers = batch.n_layers > 0 ? std::min<int64_t>(batch.n_layers, c.n_layers) : c.n_layers;
-  check(kv.n_layers() >= n_layers, "cpu backend: the KV cache holds " + std::to_string(kv.n_layers()) +
-                                       " layers, the forward runs " + std::to_string(n_layers));
+  if (kv.n_layers() < n_layers)
+    fail("cpu backend: the KV cache holds " + std::to_string(kv.n_layers()) + " layers, the forward runs " +
+         std::to_string(n_layers));
   check(kv.has_window_group() == !batch.window_tables.empty() &&
             (batch.window_tables.empty() || batch.window_tables.size() == batch.block_tables.size()),
         "cpu backend: the batch's window tables do not match the cache's sliding-window pool");

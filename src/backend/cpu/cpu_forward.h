@@ -5,12 +5,16 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <vector>
 
+#include "core/function_ref.h"
+#include "kernels/act_panel.h"
 #include "kernels/attention.h"
 #include "kernels/kernels.h"
 #include "backend/backend.h"
 #include "backend/forward_batch.h"
+#include "backend/cpu/fused_step.h"
 #include "backend/cpu/kv_storage.h"
 #include "model/model.h"
 #include "model/rope.h"
@@ -62,6 +66,13 @@ class CpuForward final : public Backend {
   // changes it between measurements). Error for a plan naming another layer count.
   void set_layer_skip(LayerSkip skip) override;
   const LayerSkip& layer_skip() const override { return skip_; }
+  // The fused step (on by default): each int8 GEMM's input quantized in the pass that computes it (RMSNorm,
+  // residual + RMSNorm, SwiGLU/GeGLU; act_panel.h), bit-identical to the unfused step. Off: the float input
+  // is written out and each GEMM quantizes it (what a linear observer gets anyway: it reads the float inputs).
+  // FusedStep (fused_step.h) says which; TINFER_FUSED_STEP sets it at construction.
+  void set_fused_step(FusedStep f) { fused_ = f; }
+  void set_fused_step(bool on) { fused_ = on ? FusedStep::all() : FusedStep::none(); }
+  FusedStep fused_step() const { return fused_; }
   // Per-token early exit for every later forward (BackendOptions::early_exit at construction); Error for exit
   // layers outside [1, n_layers - 1] or not ascending, or a threshold outside [0, 1]. The counters carry on.
   void set_early_exit(EarlyExit exit) override;
@@ -76,6 +87,12 @@ class CpuForward final : public Backend {
     int64_t rows = 0;
     void run(const float* x, int64_t n, float* y, std::vector<float>& tmp, ThreadPool& pool, OpProfile* prof,
              Op role, ActQuant act) const;
+    // On activations quantized once for every part (panel_corr() must have a value): the sibling GEMMs
+    // share one quantization.
+    void run(const ActPanel& acts, float* y, std::vector<float>& tmp, ThreadPool& pool, OpProfile* prof,
+             Op role) const;
+    // The packed-code offset every part's panel needs, or nullopt (float parts, or parts that differ).
+    std::optional<int32_t> panel_corr() const;
   };
   struct Layer {
     std::vector<float> attn_norm, ffn_norm;
@@ -86,6 +103,8 @@ class CpuForward final : public Backend {
     std::vector<float> bqkv;            // [q_dim | kv_dim | kv_dim] projection biases (qwen2), or empty
     std::vector<float> q_norm, k_norm;  // [head_dim] per-head RMSNorm weights before RoPE (qwen3), or empty
     std::vector<float> post_attn_norm, post_ffn_norm;  // [dim] norms of each block's output (gemma3), or empty
+    // The panels' packed-code offsets of wqkv, w_gateup and w_down (nullopt: float weights, no fused prologue).
+    std::optional<int32_t> qkv_corr, gateup_corr, down_corr;
   };
   CpuForward(const Model& model, std::unique_ptr<ThreadPool> owned, ThreadPool* pool, int64_t max_positions,
              ActQuant act_quant, LayerSkip skip, EarlyExit exit);
@@ -102,6 +121,7 @@ class CpuForward final : public Backend {
     AttentionArgs att;     // the attention kernel's arguments; per layer: window, block tables, KV view
     // Sum over rows of the positions each attends to, full and sliding-window layers (the profile's bytes).
     double attended_full = 0, attended_window = 0;
+    bool ffn_in_quantized = false;  // this layer's attention residual left the MLP input in panel_, quantized
   };
   static Stacked pack_stacked(WeightPacker& packer, std::initializer_list<const GgufTensor*> parts);
   void ensure_scratch(int64_t n_tokens, int64_t n_logits);
@@ -115,9 +135,16 @@ class CpuForward final : public Backend {
   void attention_block(int64_t l, Step& s);  // xb_ = what layer l's attention adds to the stream
   void rope_and_store(int64_t l, Step& s);   // q/k biases, norms, RoPE, K smoothing, the KV write
   void attention_residual(int64_t l, Step& s, bool attn_on, bool mlp_on);  // x_ += xb_; xb_ = ffn_norm(x_)
-  void mlp_block(int64_t l, Step& s);        // x_ += MLP(xb_)
+  void mlp_block(int64_t l, Step& s);        // x_ += MLP(xb_) (or of the panel the residual quantized)
+  void mlp_down_unfused(int64_t l, Step& s);  // xb_ = down(glu(gu_)), the product written out, then quantized
+  void mlp_residual(int64_t l, Step& s);      // x_ += (post-normed) xb_
+  // The offset to fuse a GEMM's input quantization with, or nullopt: the fused step is off, an observer reads
+  // the float inputs, or the weights are float.
+  std::optional<int32_t> fusable(bool on, const std::optional<int32_t>& corr) const {
+    return on && !observer_ ? corr : std::nullopt;
+  }
   // fn(i) for slots [0, count), split over the pool when count > 1 (prefill has hundreds of rows).
-  void per_token(int64_t count, const std::function<void(int64_t)>& fn);
+  void per_token(int64_t count, FunctionRef<void(int64_t)> fn);
   // The step's slots (cpu_forward_exit.cpp): slot_pos_, att_tables_, slot_row_ for every row in batch order, and
   // slot_logit_, the output row of each row that may exit (else -1).
   void begin_slots(const ForwardBatch& batch, bool exits);
@@ -133,6 +160,7 @@ class CpuForward final : public Backend {
   RopeTable rope_;
   RopeTable rope_local_;  // the windowed layers' own RoPE (ModelConfig::local_rope), else empty
   ActQuant act_quant_;  // how every GEMM quantizes its activations (BackendOptions::act_quant)
+  FusedStep fused_ = FusedStep::from_env();  // set_fused_step
   OpProfile profile_;  // every forward adds to it (always on; see tinfer/op_profile.h)
   LinearObserver observer_;
   LayerSkip skip_;
@@ -145,6 +173,7 @@ class CpuForward final : public Backend {
   // ffn_in [n][ffn].
   int64_t cap_tokens_ = 0, cap_logits_ = 0;
   std::vector<float> x_, xb_, qkv_, att_, gu_, ffn_in_, hidden_, tmp_;
+  ActPanel panel_;  // the fused step's quantized GEMM input (reshaped per GEMM; grown to the largest step)
   std::vector<const int32_t*> att_tables_;  // per slot: its sequence's block table (attention args)
   std::vector<const int32_t*> att_window_tables_;  // per slot: its window table (the cache's KV group 1), or empty
   std::vector<int32_t> slot_pos_, slot_row_, slot_logit_;  // per slot: position, batch row, output row or -1

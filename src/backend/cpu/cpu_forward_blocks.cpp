@@ -13,11 +13,12 @@
 #include "tinfer/error.h"
 #include "core/thread_pool.h"
 #include "kernels/attention.h"
+#include "kernels/kernels.h"
 #include "backend/cpu/cpu_forward.h"
 
 namespace tinfer {
 
-void CpuForward::per_token(int64_t count, const std::function<void(int64_t)>& fn) {
+void CpuForward::per_token(int64_t count, FunctionRef<void(int64_t)> fn) {
   if (count == 1) return fn(0);
   pool_.parallel_for(count, 1, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) fn(i);
@@ -29,13 +30,20 @@ void CpuForward::attention_block(int64_t l, Step& s) {
   const Layer& L = layers_[size_t(l)];
   const int64_t dim = c.dim, n = s.n, na = s.na;
   OpProfile* prof = &profile_;
-  {
-    // Every slot, exited ones too: their K and V of this layer come from their exit state.
-    OpTimer t(prof, Op::kNorm);
-    per_token(n, [&](int64_t i) { rmsnorm(&x_[i * dim], L.attn_norm.data(), &xb_[i * dim], dim, c.rms_eps); });
+  // Every slot, exited ones too: their K and V of this layer come from their exit state.
+  if (const std::optional<int32_t> corr = fusable(fused_.norm, L.qkv_corr)) {  // the norm fused with the quantization
+    RowPrologue p;
+    p.kind = RowPrologue::kRmsNorm, p.x = x_.data(), p.ldx = dim, p.norm_w = L.attn_norm.data(), p.eps = c.rms_eps;
+    prologue_quantize(active_kernels(), p, n, dim, *corr, act_quant_, pool_, panel_, prof);
+    L.wqkv.run(panel_, qkv_.data(), tmp_, pool_, prof, Op::kMatmulQkv);  // [n][q | k | v]
+  } else {
+    {
+      OpTimer t(prof, Op::kNorm);
+      per_token(n, [&](int64_t i) { rmsnorm(&x_[i * dim], L.attn_norm.data(), &xb_[i * dim], dim, c.rms_eps); });
+    }
+    if (observer_) observer_(l, LinearInput::kAttnIn, xb_.data(), na, dim);
+    L.wqkv.run(xb_.data(), n, qkv_.data(), tmp_, pool_, prof, Op::kMatmulQkv, act_quant_);  // [n][q | k | v]
   }
-  if (observer_) observer_(l, LinearInput::kAttnIn, xb_.data(), na, dim);
-  L.wqkv.run(xb_.data(), n, qkv_.data(), tmp_, pool_, prof, Op::kMatmulQkv, act_quant_);  // [n][q | k | v]
   rope_and_store(l, s);
   if (na == 0) return;
   s.att.window = c.window(l);
@@ -112,6 +120,18 @@ void CpuForward::attention_residual(int64_t l, Step& s, bool attn_on, bool mlp_o
   const ModelConfig& c = config();
   const Layer& L = layers_[size_t(l)];
   const int64_t dim = c.dim;
+  s.ffn_in_quantized = false;
+  if (mlp_on) {
+    if (const std::optional<int32_t> corr = fusable(fused_.norm, L.gateup_corr)) {  // x_ += xb_, norm, quantize: one pass
+      RowPrologue p;
+      p.kind = attn_on ? RowPrologue::kAddRmsNorm : RowPrologue::kRmsNorm;
+      p.x = attn_on ? xb_.data() : x_.data(), p.ldx = dim, p.resid = x_.data(), p.ld_resid = dim;
+      p.norm_w = L.ffn_norm.data(), p.eps = c.rms_eps;
+      prologue_quantize(active_kernels(), p, s.na, dim, *corr, act_quant_, pool_, panel_, &profile_);
+      s.ffn_in_quantized = true;
+      return;
+    }
+  }
   OpTimer t(&profile_, Op::kNorm);
   if (attn_on && mlp_on)
     per_token(s.na, [&](int64_t i) {
@@ -129,12 +149,33 @@ void CpuForward::mlp_block(int64_t l, Step& s) {
   const Layer& L = layers_[size_t(l)];
   const int64_t dim = c.dim, ffn = c.ffn_dim, na = s.na;
   OpProfile* prof = &profile_;
-  if (observer_) observer_(l, LinearInput::kFfnIn, xb_.data(), na, dim);
-  L.w_gateup.run(xb_.data(), na, gu_.data(), tmp_, pool_, prof, Op::kMatmulGateUp, act_quant_);  // [na][gate | up]
+  if (s.ffn_in_quantized) {
+    L.w_gateup.run(panel_, gu_.data(), tmp_, pool_, prof, Op::kMatmulGateUp);  // [na][gate | up]
+  } else {
+    if (observer_) observer_(l, LinearInput::kFfnIn, xb_.data(), na, dim);
+    L.w_gateup.run(xb_.data(), na, gu_.data(), tmp_, pool_, prof, Op::kMatmulGateUp, act_quant_);
+  }
+  const bool gelu = c.ffn_act == FfnAct::gelu_tanh;
+  if (const std::optional<int32_t> corr = fusable(fused_.glu, L.down_corr)) {  // the GLU product fused with the quantization
+    RowPrologue p;
+    p.kind = gelu ? RowPrologue::kGeluMul : RowPrologue::kSiluMul, p.gate_up = gu_.data(), p.ldx = 2 * ffn;
+    prologue_quantize(active_kernels(), p, na, ffn, *corr, act_quant_, pool_, panel_, prof);
+    matmul(L.w_down, panel_, xb_.data(), pool_, active_kernels(), prof, Op::kMatmulDown);
+  } else {
+    mlp_down_unfused(l, s);
+  }
+  mlp_residual(l, s);
+}
+
+void CpuForward::mlp_down_unfused(int64_t l, Step& s) {
+  const ModelConfig& c = config();
+  const Layer& L = layers_[size_t(l)];
+  const int64_t ffn = c.ffn_dim, na = s.na;
+  OpProfile* prof = &profile_;
+  const bool gelu = c.ffn_act == FfnAct::gelu_tanh;
   {
     // SwiGLU or GeGLU, compacted to [na][ffn] for the down GEMM.
     OpTimer t(prof, Op::kActivation);
-    const bool gelu = c.ffn_act == FfnAct::gelu_tanh;
     per_token(na, [&](int64_t i) {
       float* g = &gu_[i * 2 * ffn];
       if (gelu) gelu_mul(g, g + ffn, ffn);
@@ -144,6 +185,13 @@ void CpuForward::mlp_block(int64_t l, Step& s) {
   }
   if (observer_) observer_(l, LinearInput::kFfnMid, ffn_in_.data(), na, ffn);
   matmul(L.w_down, ffn_in_.data(), na, xb_.data(), pool_, prof, Op::kMatmulDown, act_quant_);
+}
+
+void CpuForward::mlp_residual(int64_t l, Step& s) {
+  const ModelConfig& c = config();
+  const Layer& L = layers_[size_t(l)];
+  const int64_t dim = c.dim, na = s.na;
+  OpProfile* prof = &profile_;
   // ---- Block boundary (tensor parallel: all-reduce xb_ [na][dim] here, before the observer and the residual). ----
   if (observer_) observer_(l, LinearInput::kMlpDelta, xb_.data(), na, dim);
   OpTimer t(prof, Op::kResidual);

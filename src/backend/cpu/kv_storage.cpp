@@ -59,7 +59,7 @@ KvStorage::KvStorage(const ModelConfig& cfg, int64_t n_blocks, int64_t block_siz
 }
 
 KvLayerView KvStorage::layer_view(int64_t layer) const {
-  check(layer >= 0 && layer < n_layers_, "KV layer " + std::to_string(layer) + " out of range");
+  if (layer < 0 || layer >= n_layers_) fail("KV layer " + std::to_string(layer) + " out of range");
   if (!precision_.has_kv(layer)) fail("KV layer " + std::to_string(layer) + " holds no KV (its attention is skipped)");
   return views_[size_t(layer)];
 }

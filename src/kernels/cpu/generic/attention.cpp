@@ -26,8 +26,15 @@ void attend_generic(const AttnItem& it) {
   std::fill(l, l + it.group, 0.f);
   const int64_t bs = it.bs, hd = it.hd;
   const bool in_place = it.kv->k_dtype == KvDtype::f32 && it.kv->v_dtype == KvDtype::f32;
-  thread_local std::vector<float> kbuf, vbuf;
-  if (!in_place && kbuf.size() < size_t(hd * bs)) kbuf.resize(size_t(hd * bs)), vbuf.resize(size_t(hd * bs));
+  // The widened tiles: on the stack up to 4096 floats each (head_dim 256 at block size 16), else per-thread
+  // scratch (grown on a thread's first such item: an allocation whose step depends on scheduling).
+  constexpr int64_t kStackTile = 4096;
+  float kstack[kStackTile], vstack[kStackTile];
+  thread_local std::vector<float> kheap, vheap;
+  const bool on_stack = hd * bs <= kStackTile;
+  if (!in_place && !on_stack && kheap.size() < size_t(hd * bs)) kheap.resize(size_t(hd * bs)), vheap.resize(size_t(hd * bs));
+  float* kbuf = on_stack ? kstack : kheap.data();
+  float* vbuf = on_stack ? vstack : vheap.data();
   for (int64_t b = it.b_first; b < it.n_blocks; ++b) {
     const int64_t len = b + 1 == it.n_blocks ? it.len_last : bs;
     const int64_t begin = b == it.b_first ? it.begin_first : 0;  // slots [begin, len) visible
@@ -36,9 +43,9 @@ void attend_generic(const AttnItem& it) {
     if (in_place) {
       kt = it.k_tile<float>(b), v0 = it.v0<float>(b), kstride = bs, vstride = it.v_stride<float>();
     } else {
-      kv_dequant_k_tile(*it.kv, hd, it.table[b], it.kvh, len, kbuf.data());
-      kv_dequant_v_tile(*it.kv, hd, it.table[b], it.kvh, len, vbuf.data());
-      kt = kbuf.data(), v0 = vbuf.data(), kstride = len, vstride = hd;
+      kv_dequant_k_tile(*it.kv, hd, it.table[b], it.kvh, len, kbuf);
+      kv_dequant_v_tile(*it.kv, hd, it.table[b], it.kvh, len, vbuf);
+      kt = kbuf, v0 = vbuf, kstride = len, vstride = hd;
     }
     for (int64_t g = 0; g < it.group; ++g) {
       const float* qh = it.q + g * hd;
