@@ -9,6 +9,8 @@
 // The tokenizer is checked against llama.cpp in tests/tokenizer/test_qwen_coder_vocab.cpp.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -16,7 +18,7 @@
 #include "backend/cpu/cpu_forward.h"
 #include "common/test_env.h"
 #include "core/thread_pool.h"
-#include "engine/generate.h"
+#include "engine/session.h"
 #include "golden_util.h"
 #include "text/chat/chat_template.h"
 
@@ -87,9 +89,47 @@ TEST_F(QwenCoder, ChatTemplateIsTheQwen25Fixture) {
   EXPECT_EQ(model_->chat_template(), read_all(kData + "chat_templates/templates/qwen2.5.jinja"));
 }
 
+// Greedy decoding that follows llama.cpp's text `want` (its pieces, not ids): every step takes our argmax. Where the
+// argmax's bytes do not continue `want`, the step is a divergence; it is an own near tie when some token whose
+// bytes do continue `want` has a logit within kOwnTie of our top one. Int8 activations are re-quantized at every
+// matmul, so two correct kernel tables (AVX2's 8-lane and AVX-512's 16-lane fp32 sums) flip the rounding of a few
+// activations and move logits by a few hundredths: on AVX2 ' The' leads ' Paris' by 0.022 after "...is Paris.",
+// where llama.cpp and the generic table pick ' Paris'. A wrong kernel or model moves logits by far more than 0.1.
+constexpr float kOwnTie = 0.1f;
+struct Followed {
+  std::string out;        // our greedy text up to the divergence (all of it without one)
+  bool diverged = false;  // our argmax did not continue `want` at out.size()
+  float own_margin = -1;  // the smallest gap from our top logit to a token that continues `want` (-1: none)
+};
+
+Followed follow_greedy(Session& s, const Tokenizer& tok, const std::vector<int32_t>& prompt, int n_predict,
+                       const std::string& want) {
+  Followed f;
+  const std::vector<float>* logits = &s.feed(prompt);
+  for (int step = 0; step < n_predict; ++step) {
+    const std::vector<float>& l = *logits;
+    const int32_t top = int32_t(std::max_element(l.begin(), l.end()) - l.begin());
+    const std::string piece = tok.is_eog(top) ? "" : tok.token_bytes(top);
+    const bool ends = tok.is_eog(top) && f.out == want;
+    if (!ends && (piece.empty() || want.compare(f.out.size(), piece.size(), piece) != 0)) {
+      f.diverged = true;
+      for (int32_t t = 0; t < int32_t(l.size()); ++t) {
+        const std::string pt = tok.is_eog(t) ? "" : tok.token_bytes(t);
+        const bool continues = pt.empty() ? f.out == want : want.compare(f.out.size(), pt.size(), pt) == 0;
+        if (continues && (f.own_margin < 0 || l[top] - l[t] < f.own_margin)) f.own_margin = l[top] - l[t];
+      }
+      return f;
+    }
+    if (tok.is_eog(top)) break;
+    f.out += piece;
+    logits = &s.feed_token(top);
+  }
+  return f;
+}
+
 // Greedy continuations equal llama.cpp's, as text (llama-simple prints pieces, not ids), 32 tokens each, except
-// where greedy.json records a near tie; the tool-calling prompts are first rendered by tinfer from the
-// conversation and must be the bytes llama.cpp was given.
+// where greedy.json records a near tie of the fp64 reference or our own logits have one (kOwnTie); the tool-calling
+// prompts are first rendered by tinfer from the conversation and must be the bytes llama.cpp was given.
 TEST_F(QwenCoder, GreedyContinuationsAreLlamaCpps) {
   const ojson doc = ojson::parse(read_all(kData + "qwen2.5-coder/greedy.json"));
   const ojson convs = ojson::parse(read_all(kData + "chat_templates/conversations.json"));
@@ -101,7 +141,7 @@ TEST_F(QwenCoder, GreedyContinuationsAreLlamaCpps) {
   const ChatTemplate tmpl = ChatTemplate::for_model(model_->chat_template(), model_->config().arch);
   ThreadPool pool(2);
   CpuForward fwd(*model_, pool, 1024);
-  int n = 0, ties = 0;
+  int n = 0, ties = 0, own_ties = 0;
   for (const auto& c : doc.at("cases")) {
     const std::string name = c.at("name").get<std::string>(), prompt = c.at("prompt").get<std::string>();
     SCOPED_TRACE(name);
@@ -115,32 +155,38 @@ TEST_F(QwenCoder, GreedyContinuationsAreLlamaCpps) {
       EXPECT_EQ(tmpl.render(msgs, o).text, prompt);
       EXPECT_EQ(encode_chat(tok, tmpl, msgs, o, tok.add_bos_by_default()), ids);
     }
-    GenerateOptions o;
-    o.max_tokens = c.at("n_predict").get<int>();
-    o.sampling.temperature = 0;
-    Session s(fwd, 1024);
-    std::string out;
-    generate(s, tok, ids, o, [&](int32_t t) { return out += tok.is_eog(t) ? "" : tok.token_bytes(t), true; });
     const std::string want = c.at("continuation").get<std::string>();
-    if (c.contains("near_tie")) {
+    Session s(fwd, 1024);
+    const Followed f = follow_greedy(s, tok, ids, c.at("n_predict").get<int>(), want);
+    const std::string agreed = c.contains("near_tie") ? c.at("near_tie").at("agreed").get<std::string>() : "";
+    if (!agreed.empty()) {
       // A recorded near tie (the fp64 reference's top two within 0.06 logits, greedy.json says which): both tools
       // agree up to it, then int8 activations (theirs and ours) may tip either way.
-      const std::string agreed = c.at("near_tie").at("agreed").get<std::string>();
       ASSERT_EQ(want.rfind(agreed, 0), 0u);
-      EXPECT_EQ(out.substr(0, agreed.size()), agreed);
       ++ties;
-    } else {
-      EXPECT_EQ(out, want);
+    }
+    if (f.diverged && f.out.size() < agreed.size()) ADD_FAILURE() << "diverged before the recorded near tie";
+    if (f.diverged && f.out.size() >= agreed.size() && agreed.empty()) {
+      EXPECT_TRUE(f.own_margin >= 0 && f.own_margin <= kOwnTie)
+          << "our greedy text leaves llama.cpp's after " << f.out.size() << " bytes: '" << f.out
+          << "'; llama.cpp's continues '" << want.substr(f.out.size()) << "'; its token is "
+          << (f.own_margin < 0 ? std::string("not among ours") : std::to_string(f.own_margin) + " below our top");
+      std::printf("  %s: an own near tie after '%s' (margin %.4f)\n", name.c_str(), f.out.c_str(), f.own_margin);
+      ++own_ties;
+    }
+    if (!f.diverged) {
+      EXPECT_EQ(f.out, want);
     }
     if (name == "chat_tool_call") {
       // Greedy, this 0.5B model answers the tool prompt with a ```json block naming the tool rather than the
       // Hermes <tool_call> tags -- llama.cpp does the same -- so tool_choice needs the grammar to hold it to the format.
-      EXPECT_NE(out.find("\"name\": \"get_weather\""), std::string::npos) << out;
+      EXPECT_NE(f.out.find("\"name\": \"get_weather\""), std::string::npos) << f.out;
     }
     ++n;
   }
   EXPECT_EQ(n, 6);
   EXPECT_LE(ties, 2);
+  EXPECT_LE(own_ties, 2);  // more would say our logits drift, not that they tie
 }
 
 // `tinfer ppl --llama-chunks` on llama-perplexity's tokens and windows: within 1% of llama.cpp's figure.

@@ -149,9 +149,13 @@ def compare(name, base_args, this_args, ctx, stride, max_tokens):
     return base_file
 
 
-# 1. stride = ctx-1 (and no --stride) reproduces the figure of the tool before --stride existed.
-r0 = ppl("-m", MODEL, "-f", TEXT, "--max-bytes", 4000, "--ctx", 64)
+# 1. stride = ctx-1 (and no --stride) reproduces the figure of the tool before --stride existed (with the f32
+# cache it had; the default is f16 now, whose figure is checked next).
+r0 = ppl("-m", MODEL, "-f", TEXT, "--max-bytes", 4000, "--ctx", 64, "--kv-dtype", "f32")
 check(r0.stdout.strip().splitlines()[-1] == "nll=1.5778 ppl=4.8440 tokens=1955", f"default stride: {r0.stdout}")
+# The default f16 cache: the same tokens, NLL within f16's rounding of K and V (2^-11 relative) of the f32 figure.
+rh = last_json(ppl("-m", MODEL, "-f", TEXT, "--max-bytes", 4000, "--ctx", 64, "--json"))
+check(rh["tokens"] == 1955 and abs(rh["nll"] - 1.5778) < 1e-3, f"f16 cache vs f32: {rh}")
 ja = last_json(ppl("-m", MODEL, "-f", TEXT, "--max-bytes", 4000, "--ctx", 64, "--json"))
 jb = last_json(ppl("-m", MODEL, "-f", TEXT, "--max-bytes", 4000, "--ctx", 64, "--stride", 63, "--json"))
 check(ja["nll"] == jb["nll"] and ja["tokens"] == jb["tokens"] == 1955, f"stride 63 vs default: {ja} {jb}")

@@ -291,12 +291,15 @@ r = quantize(MODEL, tmp("sq.gguf"), "--type", "q8_0", "--method", "smoothquant",
 check(r.returncode == 0 and last_json(r)["method"] == "smoothquant + rtn", f"smoothquant: {r.stderr.strip()[-300:]}")
 
 # ---- --eval: the same numbers as tinfer ppl --kld-base ----
+# quantize --eval scores both models with an f32 cache (it measures the weights alone); ppl's default cache is
+# f16, so the ppl runs it is checked against name f32.
 r = quantize(MODEL, tmp("ev.gguf"), "--type", "q8_0", "--eval", TEXT, "--eval-tokens", "300", "--ctx", "128", "--json",
              "-t", "2")
 ev = last_json(r)["eval"]
-subprocess.run([BIN, "ppl", "-m", MODEL, "-f", TEXT, "--max-tokens", "300", "--ctx", "128", "-t", "2",
+subprocess.run([BIN, "ppl", "-m", MODEL, "-f", TEXT, "--max-tokens", "300", "--ctx", "128", "-t", "2", "--kv-dtype", "f32",
                 "--save-logits", tmp("base.tkld")], check=True, capture_output=True, timeout=120)
-p = subprocess.run([BIN, "ppl", "-m", tmp("ev.gguf"), "--kld-base", tmp("base.tkld"), "--json", "-t", "2"],
+p = subprocess.run([BIN, "ppl", "-m", tmp("ev.gguf"), "--kld-base", tmp("base.tkld"), "--json", "-t", "2",
+                    "--kv-dtype", "f32"],
                    check=True, capture_output=True, text=True, timeout=120)
 pj = json.loads(p.stdout.strip().splitlines()[-1])
 check(ev["tokens"] == pj["tokens"] == 300 and ev["ctx"] == pj["ctx"] and ev["stride"] == pj["stride"], "eval windows")
