@@ -29,8 +29,6 @@ std::vector<ScaleFold> awq_apply(FloatModel& m, CalibStats& stats, DType target,
     // The group is searched with the type its matrices will be written in (the recipe's plan).
     const DType type = opts.type_of && !g.consumers.empty() ? opts.type_of(g.consumers.front()) : target;
     const TypeTraits& tt = type_traits(type);
-    if (opts.weighted)
-      check(tt.from_float_weighted && tt.grid, std::string("awq: type ") + tt.name + " has no importance-weighted quantizer");
     ScaleFold f;
     f.group = g.label;
     const int64_t cols = g.stats->cols;
@@ -44,13 +42,17 @@ std::vector<ScaleFold> awq_apply(FloatModel& m, CalibStats& stats, DType target,
       report.push_back(f);
       continue;
     }
+    if (opts.weighted)
+      check(tt.from_float_weighted && tt.grid, std::string("awq: type ") + tt.name + " has no importance-weighted quantizer");
     const bool act_quant = opts.act_quant && cols % kActBlock == 0;
-    const FoldProblem p = fold_problem(m, g, opts.max_sample_rows, pool);
+    const bool split = opts.held_out && g.stats->sample_rows >= 2 * kMinHeldOutRows;
+    const FoldProblem p = fold_problem(m, g, opts.max_sample_rows, pool, split ? SampleRows::fit : SampleRows::all);
+    const FoldProblem held = split ? fold_problem(m, g, opts.max_sample_rows, pool, SampleRows::held_out) : FoldProblem{};
     const int64_t rows = p.rows;
     const std::vector<float>& w = p.w;
-    std::vector<float> y(p.y_ref.size());
+    std::vector<float> y_fit(p.y_ref.size()), y_held(held.y_ref.size());  // act_quant_error sizes by y
     std::vector<float> xs;
-    if (act_quant) xs.resize(p.x.size());
+    if (act_quant) xs.resize(std::max(p.x.size(), held.x.size()));
 
     const InputStats& st = *g.stats;
     std::vector<double> mean_abs(static_cast<size_t>(cols));
@@ -62,7 +64,8 @@ std::vector<ScaleFold> awq_apply(FloatModel& m, CalibStats& stats, DType target,
 
     std::vector<float> ws(w.size()), e(w.size()), deq(w.size()), imp_s(imp.size());
     std::vector<double> s(static_cast<size_t>(cols)), best_s;
-    auto loss = [&](double alpha) {
+    // W diag(s) quantized for s = mean|x|^alpha (left in s), as the tool will write it.
+    auto quantize_scaled = [&](double alpha) {
       double smax = 0, smin = INFINITY;
       for (int64_t c = 0; c < cols; ++c) {
         s[c] = std::pow(mean_abs[c], alpha);
@@ -73,9 +76,13 @@ std::vector<ScaleFold> awq_apply(FloatModel& m, CalibStats& stats, DType target,
       for (int64_t r = 0; r < rows; ++r)
         for (int64_t c = 0; c < cols; ++c) ws[r * cols + c] = float(w[r * cols + c] * s[c]);
       for (size_t c = 0; c < imp.size(); ++c) imp_s[c] = float(imp[c] / (s[c] * s[c]));  // energy of x / s
-      const std::vector<uint8_t> q = rtn(tt, ws.data(), rows, cols, opts.weighted ? imp_s.data() : nullptr, pool);
+      return rtn(tt, ws.data(), rows, cols, opts.weighted ? imp_s.data() : nullptr, pool);
+    };
+    // The relative output error of codes q (for the scales in s) on the sample rows of `on`.
+    auto error_on = [&](const FoldProblem& on, const std::vector<uint8_t>& q) {
+      std::vector<float>& y = &on == &p ? y_fit : y_held;
       // with act_quant the runtime's product: int8 (x / s) times the dequantized W diag(s)
-      if (act_quant) return act_quant_error(p, tt, q.data(), s, kActBlock, deq, xs, y, pool) / p.ref;
+      if (act_quant) return act_quant_error(on, tt, q.data(), s, kActBlock, deq, xs, y, pool) / on.ref;
       const size_t rb = row_bytes(type, cols);
       pool.parallel_for(rows, 1, [&](int64_t r0, int64_t r1) {
         for (int64_t r = r0; r < r1; ++r) {
@@ -83,17 +90,35 @@ std::vector<ScaleFold> awq_apply(FloatModel& m, CalibStats& stats, DType target,
           for (int64_t c = 0; c < cols; ++c) e[r * cols + c] = float(w[r * cols + c] - deq[r * cols + c] / s[c]);
         }
       });
-      float_gemm(e.data(), rows, cols, p.x.data(), p.n, y.data(), pool);
-      return sum_squares(y) / p.ref;
+      float_gemm(e.data(), rows, cols, on.x.data(), on.n, y.data(), pool);
+      double err = 0;
+      for (size_t k = 0; k < size_t(on.n * rows); ++k) err += double(y[k]) * y[k];
+      return err / on.ref;
     };
     double best = INFINITY;
     for (int k = 0; k < opts.n_grid; ++k) {
       const double alpha = double(k) / double(opts.n_grid - 1);
-      const double err = loss(alpha);
-      if (k == 0) f.err_plain = err;
+      const std::vector<uint8_t> q = quantize_scaled(alpha);
+      const double err = error_on(p, q);
+      if (k == 0) {
+        f.err_plain = err;
+        if (split) f.err_held_plain = error_on(held, q);
+      }
       if (err < best) best = err, f.alpha = alpha, best_s = s;
     }
     f.err_scaled = best;
+    if (split && f.alpha > 0) {
+      f.err_held_scaled = error_on(held, quantize_scaled(f.alpha));
+      if (f.err_held_scaled >= f.err_held_plain) {
+        // The fit half's alpha does not carry over to the held-out half: no scales (imatrix-RTN, or plain RTN).
+        f.note = "alpha " + std::to_string(f.alpha).substr(0, 4) + " lost on the held-out rows";
+        f.alpha = 0, f.err_scaled = f.err_plain, f.err_held_scaled = f.err_held_plain;
+        report.push_back(f);
+        continue;
+      }
+    } else if (split) {
+      f.err_held_scaled = f.err_held_plain;
+    }
     fold_winner(m, g, f.alpha > 0 ? best_s : std::vector<double>{}, f);  // alpha 0 = no scales
     report.push_back(f);
   }

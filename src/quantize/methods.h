@@ -73,6 +73,8 @@ struct ScaleFold {
   double alpha = 0;      // the chosen exponent
   double err_plain = 0;  // output error of quantizing without scales (relative, on the sample)
   double err_scaled = 0; // with the chosen scales
+  // AWQ with a held-out check: the same two errors on the held-out half of the sample (0 without the check)
+  double err_held_plain = 0, err_held_scaled = 0;
   bool folded = false;   // scales were folded into the model (false: skipped, or no alpha beat no scales)
   std::string note;      // why a group was skipped ("grouped-query attention: ...", "rows of 172 ...")
 };
@@ -92,7 +94,12 @@ struct ScaleSearchOptions {
   // them): || X W^T - Qa(X diag(s)^-1) Q(W diag(s))^T ||^2, so scales that also tame activation outliers win.
   // Groups whose input width is not a multiple of 32 keep the weight-only loss.
   bool act_quant = false;
+  // AWQ: alpha is chosen on the first half of the kept sample rows (an earlier stretch of the calibration text)
+  // and folded only if it also beats no scales on the second half; groups with fewer than 2 * kMinHeldOutRows
+  // kept rows search on all of them. false: chosen and accepted on one sample of all the rows.
+  bool held_out = true;
 };
+constexpr int64_t kMinHeldOutRows = 32;
 
 // The groups both methods fold into, per layer: attn_norm -> q,k,v; v -> o (only when n_kv_heads ==
 // n_heads: with grouped-query attention v's rows do not map one to one onto o's columns; reported as
@@ -103,7 +110,8 @@ struct ScaleSearchOptions {
 
 // AWQ: per input channel s = mean|x|^alpha (normalised by sqrt(max(s) min(s))), alpha on the grid,
 // chosen per group to minimise || W X - Q(W diag(s)) diag(s)^-1 X ||^2 on the calibration sample (the
-// group's matrices evaluated jointly, quantized with `type`), folded when alpha > 0.
+// group's matrices evaluated jointly, quantized with `type`: importance-weighted RTN with opts.weighted, the
+// importance that of X / s), folded when alpha > 0 and (opts.held_out) it also wins on the held-out rows.
 // Updates `m` and `stats` in place. Needs stats with sample rows.
 std::vector<ScaleFold> awq_apply(FloatModel& m, CalibStats& stats, DType type, const ScaleSearchOptions& opts = {});
 

@@ -36,7 +36,7 @@ std::string method_label(QuantMethod m, bool calibrated) {
     case QuantMethod::gptq:
       return "gptq";
     case QuantMethod::awq:
-      return "awq + rtn";
+      return "awq + rtn (importance-weighted)";
     case QuantMethod::awq_gptq:
       return "awq + gptq";
     case QuantMethod::smoothquant:
@@ -326,6 +326,9 @@ std::optional<FloatModel> fold_scales(const Model& source, CalibStats& stats, co
     ScaleSearchOptions so;
     so.threads = pool.size();
     so.act_quant = opts.awq_act_quant;
+    // AWQ searches with the importance-weighted RTN its matrices are then written with (alpha 0 is exactly
+    // rtn --calib, so AWQ cannot lose to it on the search's objective); SmoothQuant's W8A8 keeps plain RTN.
+    so.weighted = opts.method != QuantMethod::smoothquant;
     so.type_of = [&plan, &opts](const std::string& name) {
       for (const TensorChoice& c : plan)
         if (c.name == name) return c.type;
@@ -345,7 +348,7 @@ std::vector<uint8_t> quantize_codes(const TensorChoice& c, const float* w, const
   const size_t rb = row_bytes(c.type, cols);
   std::vector<uint8_t> qbuf;
   if (opts.clip && !is_float_type(c.type) && x && !use_gptq) {
-    // RTN (importance-weighted for rtn, plain after AWQ / SmoothQuant folds) on clip-searched grids.
+    // RTN (importance-weighted for rtn and after AWQ's folds, plain after SmoothQuant's) on clip-searched grids.
     *how = use_importance ? "rtn+importance+clip" : "rtn+clip";
     ClipOptions co = opts.clip_options;
     co.threads = pool.size();
@@ -418,7 +421,7 @@ QuantizeResult quantize_tensors(const Model& source, const QuantizeOptions& opts
   CalibStats stats = calibrate(source, opts, pool, res);  // AWQ / SmoothQuant rescale it as they fold
   std::optional<FloatModel> fm = fold_scales(source, stats, plan, opts, pool, res);
   const bool use_gptq = opts.method == QuantMethod::gptq || opts.method == QuantMethod::awq_gptq;
-  const bool use_importance = opts.method == QuantMethod::rtn && calibrated;
+  const bool use_importance = (opts.method == QuantMethod::rtn || opts.method == QuantMethod::awq) && calibrated;
   check(!opts.sequential || use_gptq, "--sequential is for the GPTQ methods (gptq, awq+gptq)");
   std::map<std::string, std::vector<uint8_t>> done = sequential_codes(source, fm, plan, opts, pool, res);
 

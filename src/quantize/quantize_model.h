@@ -36,7 +36,7 @@ struct QuantizeOptions {
   CalibOptions calib;  // max_tokens, ctx, sample rows (threads: taken from `threads`)
   GptqOptions gptq;
   // Clip search (methods.h ClipOptions) for every quantized matrix with calibration statistics: GPTQ's block
-  // fits, or RTN (importance-weighted for rtn, plain after the folds of awq / smoothquant).
+  // fits, or RTN (importance-weighted for rtn and awq, plain after the folds of smoothquant).
   bool clip = false;
   ClipOptions clip_options;
   // GPTQ methods only: sequential calibration, each layer's statistics taken from the model whose earlier

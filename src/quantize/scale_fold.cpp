@@ -100,12 +100,14 @@ void float_gemm(const float* w, int64_t rows, int64_t cols, const float* x, int6
   matmul(p, x, n, y, pool);
 }
 
-std::vector<float> loss_sample(const InputStats& s, int64_t max_rows, int64_t& n) {
+std::vector<float> loss_sample(const InputStats& s, int64_t first, int64_t end, int64_t max_rows, int64_t& n) {
   check(s.sample_rows > 0, "scale search: the calibration statistics keep no sample rows");
-  n = max_rows > 0 ? std::min(max_rows, s.sample_rows) : s.sample_rows;
+  check(0 <= first && first < end && end <= s.sample_rows, "scale search: an empty or out-of-range sample");
+  const int64_t kept = end - first;
+  n = max_rows > 0 ? std::min(max_rows, kept) : kept;
   std::vector<float> x(static_cast<size_t>(n * s.cols));
   for (int64_t k = 0; k < n; ++k) {  // evenly spread over the kept rows
-    const int64_t r = (2 * k + 1) * s.sample_rows / (2 * n);
+    const int64_t r = first + (2 * k + 1) * kept / (2 * n);
     std::copy(s.sample.begin() + r * s.cols, s.sample.begin() + (r + 1) * s.cols, x.begin() + k * s.cols);
   }
   return x;
@@ -117,11 +119,14 @@ double sum_squares(const std::vector<float>& y) {
   return e;
 }
 
-FoldProblem fold_problem(const FloatModel& m, const FoldGroup& g, int64_t max_sample_rows, ThreadPool& pool) {
+FoldProblem fold_problem(const FloatModel& m, const FoldGroup& g, int64_t max_sample_rows, ThreadPool& pool,
+                         SampleRows rows) {
   FoldProblem p;
   p.cols = g.stats->cols;
   p.w = stacked_weights(m, g, p.rows);
-  p.x = loss_sample(*g.stats, max_sample_rows, p.n);
+  const int64_t kept = g.stats->sample_rows, half = kept / 2;
+  const int64_t first = rows == SampleRows::held_out ? half : 0, end = rows == SampleRows::fit ? half : kept;
+  p.x = loss_sample(*g.stats, first, end, max_sample_rows, p.n);
   p.y_ref.resize(static_cast<size_t>(p.n * p.rows));
   float_gemm(p.w.data(), p.rows, p.cols, p.x.data(), p.n, p.y_ref.data(), pool);
   p.ref = std::max(sum_squares(p.y_ref), 1e-30);

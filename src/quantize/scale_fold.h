@@ -45,8 +45,10 @@ void float_gemm(const float* w, int64_t rows, int64_t cols, const float* x, int6
 // block of `block` values (kernels/ref: quantize_act_row): the runtime's dynamic activation quantization.
 void fake_quant_act(float* x, int64_t n, int64_t cols, int64_t block);
 
-// The group's sample rows the losses use (at most max_rows; 0 = all), as [n][cols].
-std::vector<float> loss_sample(const InputStats& s, int64_t max_rows, int64_t& n);
+// The group's sample rows the losses use (at most max_rows of the kept rows [first, end), evenly spread; max_rows
+// 0 = all of them), as [n][cols]. The kept rows follow the calibration text, so [0, half) and [half, rows) are
+// disjoint stretches of it.
+std::vector<float> loss_sample(const InputStats& s, int64_t first, int64_t end, int64_t max_rows, int64_t& n);
 
 double sum_squares(const std::vector<float>& y);  // in double, in order
 
@@ -58,7 +60,10 @@ struct FoldProblem {
   std::vector<float> w, x, y_ref;
   double ref = 0;
 };
-FoldProblem fold_problem(const FloatModel& m, const FoldGroup& g, int64_t max_sample_rows, ThreadPool& pool);
+// rows: which of the kept sample rows (all; the first half, on which a search fits; the second, held out).
+enum class SampleRows { all, fit, held_out };
+FoldProblem fold_problem(const FloatModel& m, const FoldGroup& g, int64_t max_sample_rows, ThreadPool& pool,
+                         SampleRows rows = SampleRows::all);
 
 // The runtime's output error for the scales s: q (W diag(s) quantized, `rows` rows of type tt) read back into deq,
 // times int8(x / s) rounded per `act_block` values (into xs), into y: || y - y_ref ||^2. deq, xs, y: scratch of

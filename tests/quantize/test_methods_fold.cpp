@@ -2,6 +2,7 @@
 // exactly what a new calibration of the folded model measures, searches never worse than no scales.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <random>
@@ -195,6 +196,59 @@ TEST(SmoothQuant, PerToken) {
   ScaleSearchOptions so;
   so.per_token = true;
   check_method(*model, synth_tokens(256, 3), synth_tokens(20, 4), false, DType::Q8_0, 8, so);
+}
+
+// The held-out half: a group's alpha is fitted on the first half of the sample rows and folded only if it also
+// wins on the second. Here the second half's rows lose their loudest quarter of channels (by mean |x|, which sets
+// the scales) and have the quietest quarter raised 30x: the scales that protect the loud channels of the fit
+// half now cost the held-out half precision where its energy is, so the fit half's alphas are refused.
+TEST(Awq, HeldOutHalfRefusesScalesThatDoNotCarryOver) {
+  auto model = mha_synth();
+  FloatModel fm = load_float_model(*model);
+  const FloatModel before = fm;
+  CalibStats stats = collect_calib_stats(*model, synth_tokens(256, 3), small_calib());
+  std::vector<InputStats*> done;
+  for (auto& [name, st] : stats) {
+    InputStats& x = *st;
+    if (std::find(done.begin(), done.end(), &x) != done.end()) continue;
+    done.push_back(&x);
+    std::vector<int64_t> order(size_t(x.cols));
+    for (int64_t c = 0; c < x.cols; ++c) order[size_t(c)] = c;
+    std::sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return x.sum_abs[a] > x.sum_abs[b]; });
+    std::vector<float> gain(size_t(x.cols), 1.0f);
+    for (int64_t k = 0; k < x.cols / 4; ++k) gain[size_t(order[size_t(k)])] = 0.0f, gain[size_t(order[size_t(x.cols - 1 - k)])] = 30.0f;
+    for (int64_t r = x.sample_rows / 2; r < x.sample_rows; ++r)
+      for (int64_t c = 0; c < x.cols; ++c) x.sample[size_t(r * x.cols + c)] *= gain[size_t(c)];
+  }
+  ASSERT_GE(stats.begin()->second->sample_rows, 2 * kMinHeldOutRows);
+  ScaleSearchOptions so;
+  so.threads = 2;
+  const std::vector<ScaleFold> rep = awq_apply(fm, stats, DType::Q4_0, so);
+  int refused = 0, folded = 0;
+  for (const ScaleFold& f : rep) {
+    std::printf("  %-28s alpha %.3f  fit %.4e -> %.4e  held out %.4e -> %.4e %s\n", f.group.c_str(), f.alpha,
+                f.err_plain, f.err_scaled, f.err_held_plain, f.err_held_scaled, f.note.c_str());
+    if (f.note.find("lost on the held-out rows") != std::string::npos) {
+      ++refused;
+      EXPECT_FALSE(f.folded);
+      EXPECT_EQ(f.alpha, 0.0);
+      EXPECT_EQ(f.err_scaled, f.err_plain);
+    }
+    if (f.folded) {
+      ++folded;
+      EXPECT_LT(f.err_held_scaled, f.err_held_plain) << f.group;
+    }
+  }
+  EXPECT_GT(refused, 0);
+  if (folded == 0) {
+    for (const auto& [name, t] : before.tensors) EXPECT_EQ(t.data, fm.tensors.at(name).data) << name;
+  }
+  // Without the check the same statistics fold more groups (alpha fitted and accepted on all the rows).
+  FloatModel fm2 = load_float_model(*model);
+  so.held_out = false;
+  int folded_without = 0;
+  for (const ScaleFold& f : awq_apply(fm2, stats, DType::Q4_0, so)) folded_without += f.folded;
+  EXPECT_GT(folded_without, folded);
 }
 
 TEST(Awq, ReportsSkippedGroups) {

@@ -286,6 +286,10 @@ for method in ["gptq", "awq", "awq+gptq"]:
         check(rep["calibration"]["tokens"] == 256, f"{method}: calibration tokens")
         check((len(rep["folds"]) > 0) == method.startswith("awq"), f"{method}: folds {len(rep['folds'])}")
         check(any(t["how"] == "gptq" for t in rep["tensors"]) == method.endswith("gptq"), f"{method}: how")
+        if method == "awq":  # after its folds AWQ writes with the importance-weighted RTN its search used
+            check(rep["method"] == "awq + rtn (importance-weighted)", f"awq: method {rep['method']}")
+            layer_hows = {t["how"] for t in rep["tensors"] if t["name"].startswith("blk.") and t["how"] != "convert"}
+            check(layer_hows == {"rtn+importance"}, f"awq: the layers' matrices written by {layer_hows}")
 r = quantize(MODEL, tmp("sq.gguf"), "--type", "q8_0", "--method", "smoothquant", "--calib-tokens", "256", "--json",
              "-t", "2", ok=False)
 check(r.returncode == 0 and last_json(r)["method"] == "smoothquant + rtn", f"smoothquant: {r.stderr.strip()[-300:]}")
