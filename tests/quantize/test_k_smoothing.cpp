@@ -7,6 +7,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "common/logits_kl.h"
 #include "common/test_env.h"
 #include "tinfer/error.h"
 #include "core/thread_pool.h"
@@ -36,22 +37,7 @@ TEST(KSmoothing, FactorsFollowTheFormula) {
   EXPECT_THROW(k_smoothing_factors(st, 2, 1.5, 0.05), Error);
 }
 
-// Mean KL(base || this) over next-token distributions of `tokens`.
-double mean_kl(const std::vector<float>& base, const std::vector<float>& mine, int64_t rows, int64_t vocab) {
-  double kl = 0;
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* a = &base[r * vocab];
-    const float* b = &mine[r * vocab];
-    double ma = -INFINITY, mb = -INFINITY, sa = 0, sb = 0;
-    for (int64_t v = 0; v < vocab; ++v) ma = std::max(ma, double(a[v])), mb = std::max(mb, double(b[v]));
-    for (int64_t v = 0; v < vocab; ++v) sa += std::exp(a[v] - ma), sb += std::exp(b[v] - mb);
-    for (int64_t v = 0; v < vocab; ++v) {
-      const double la = a[v] - ma - std::log(sa), lb = b[v] - mb - std::log(sb);
-      kl += std::exp(la) * (la - lb);
-    }
-  }
-  return kl / double(rows);
-}
+using test::mean_kl;
 
 TEST(KSmoothing, KeepsF32AttentionAndBringsInt4KCloserToF32) {
   const std::string path = test::shared_file("models/stories260K.gguf");

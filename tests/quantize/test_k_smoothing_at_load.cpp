@@ -9,6 +9,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "common/logits_kl.h"
 #include "common/test_env.h"
 #include "core/thread_pool.h"
 #include "engine/session.h"
@@ -19,21 +20,7 @@
 namespace tinfer {
 namespace {
 
-double mean_kl(const std::vector<float>& base, const std::vector<float>& mine, int64_t rows, int64_t vocab) {
-  double kl = 0;
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* a = &base[r * vocab];
-    const float* b = &mine[r * vocab];
-    double ma = -INFINITY, mb = -INFINITY, sa = 0, sb = 0;
-    for (int64_t v = 0; v < vocab; ++v) ma = std::max(ma, double(a[v])), mb = std::max(mb, double(b[v]));
-    for (int64_t v = 0; v < vocab; ++v) sa += std::exp(a[v] - ma), sb += std::exp(b[v] - mb);
-    for (int64_t v = 0; v < vocab; ++v) {
-      const double la = a[v] - ma - std::log(sa), lb = b[v] - mb - std::log(sb);
-      kl += std::exp(la) * (la - lb);
-    }
-  }
-  return kl / double(rows);
-}
+using test::mean_kl;
 
 TEST(KSmoothingAtLoad, WantedOnlyForAQuantizedKWithoutFactors) {
   EXPECT_FALSE(wants_k_smoothing(KvPrecision::uniform(3, KvDtype::f16)));
