@@ -1,5 +1,6 @@
 // quantize_model: plan, calibrate, fold, quantize tensor by tensor, stream to the output GGUF.
 #include "quantize/quantize_model.h"
+#include "quantize/held_out_choice.h"
 
 #include <exception>
 #include <filesystem>
@@ -397,7 +398,9 @@ QuantizeResult quantize_model(const Model& source, const std::string& out_path, 
   return quantize_tensors(source, opts, sink);
 }
 
-QuantizeResult quantize_tensors(const Model& source, const QuantizeOptions& opts, QuantizedSink& out) {
+namespace {
+// One quantization of the model by opts' method (quantize_tensors without the held-out choice).
+QuantizeResult quantize_once(const Model& source, const QuantizeOptions& opts, QuantizedSink& out) {
   const double t_start = now_s();
   check_inputs(opts);
   const bool calibrated = !opts.calib_tokens.empty();
@@ -476,6 +479,16 @@ QuantizeResult quantize_tensors(const Model& source, const QuantizeOptions& opts
   res.quantize_s = now_s() - t_quant;
   res.total_s = now_s() - t_start;
   return res;
+}
+
+}  // namespace
+
+QuantizeResult quantize_tensors(const Model& source, const QuantizeOptions& opts, QuantizedSink& out) {
+  if (!opts.held_out_tokens.empty()) {
+    check_inputs(opts);  // the options' refusals first, as without the choice
+    return quantize_choosing_on_held_out(source, opts, out);
+  }
+  return quantize_once(source, opts, out);
 }
 
 }  // namespace tinfer

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,11 @@ struct QuantizeOptions {
   bool sequential = false;
   // AWQ methods: the scale search's loss includes the runtime's int8 activation rounding.
   bool awq_act_quant = false;
+  // AWQ methods: calibration text held out from the statistics (e.g. the tokens that follow calib_tokens). When
+  // given, the AWQ model is written only if its mean KL from the source on these tokens (the CPU fast path, windows
+  // of calib.ctx) is at most that of the same method without AWQ's scales (awq: importance-weighted RTN; awq+gptq:
+  // GPTQ), else that one is (held_out_choice.h). Empty: AWQ as its search leaves it.
+  std::vector<int32_t> held_out_tokens;
   int threads = 0;        // 0 = hardware concurrency
   FILE* log = stderr;     // warnings, fallback notes, the progress bar; nullptr = silent
   int progress_tty = -1;  // -1: redraw in place iff `log` is a terminal
@@ -64,13 +70,23 @@ struct TensorResult : TensorChoice {
   std::string how;      // "rtn", "rtn+importance", "gptq", "convert", "copy"
 };
 
+// The AWQ methods' held-out choice (held_out_choice.h): both candidates' mean KL from the source on the held-out
+// tokens, and which was written.
+struct HeldOutChoice {
+  int64_t tokens = 0;
+  double kl_awq = 0, kl_baseline = 0;
+  bool kept_awq = false;
+  std::string awq_method, baseline_method;  // e.g. "awq + rtn (importance-weighted)", "rtn (importance-weighted)"
+};
+
 struct QuantizeResult {
   std::vector<TensorResult> tensors;  // file order
   uint64_t file_bytes = 0;            // the output file's size
   bool requantized = false;           // some source matrix was already quantized
   std::string method;                 // e.g. "awq + gptq", "rtn (importance-weighted)"
   int64_t calib_tokens = 0;           // tokens the statistics were gathered on (0: none)
-  std::vector<ScaleFold> folds;       // AWQ / SmoothQuant scale searches
+  std::vector<ScaleFold> folds;       // AWQ / SmoothQuant scale searches (none when the held-out choice refused AWQ)
+  std::optional<HeldOutChoice> held_out;  // AWQ methods given held-out tokens
   std::vector<std::string> warnings;  // also printed to the log
   double calib_s = 0, quantize_s = 0, total_s = 0;
 

@@ -12,6 +12,9 @@ std::vector<std::string> QuantizeOptions::validate() const {
     e.push_back("--awq-act-quant needs --method awq or awq+gptq");
   if (sequential && method != QuantMethod::gptq && method != QuantMethod::awq_gptq)
     e.push_back("--sequential needs --method gptq or awq+gptq");
+  if (!held_out_tokens.empty() && method != QuantMethod::awq && method != QuantMethod::awq_gptq)
+    e.push_back("--held-out-tokens needs --method awq or awq+gptq");
+  if (held_out_tokens.size() == 1) e.push_back("--held-out-tokens must be 0 or at least 2");
   if (!(calib.first_token_weight > 0 && calib.first_token_weight <= 1e6))
     e.push_back("--first-token-weight must be in (0, 1e6]");
   return e;

@@ -284,12 +284,24 @@ for method in ["gptq", "awq", "awq+gptq"]:
         rep = last_json(r)
         check("wikitext-2-test.raw from byte 600000" in rep["calibration"]["text"], f"{method}: default calibration")
         check(rep["calibration"]["tokens"] == 256, f"{method}: calibration tokens")
-        check((len(rep["folds"]) > 0) == method.startswith("awq"), f"{method}: folds {len(rep['folds'])}")
+        check(method.startswith("awq") or not rep["folds"], f"{method}: folds {len(rep['folds'])}")
         check(any(t["how"] == "gptq" for t in rep["tensors"]) == method.endswith("gptq"), f"{method}: how")
-        if method == "awq":  # after its folds AWQ writes with the importance-weighted RTN its search used
+        if method.startswith("awq"):  # the held-out choice: 512 tokens after the 256, both candidates scored
+            h = rep.get("held_out") or {}
+            check(h.get("tokens") == 512 and h.get("kept_awq") == (h.get("kld_awq", 1) <= h.get("kld_baseline", 0)),
+                  f"{method}: held_out {h}")
+            check(rep["method"] == (h.get("awq_method") if h.get("kept_awq") else h.get("baseline_method")),
+                  f"{method}: the method written {rep['method']} vs {h}")
+            check(len(rep["folds"]) > 0 if h.get("kept_awq") else not rep["folds"], f"{method}: folds after the choice")
+        if method == "awq" and rep["method"].startswith("awq"):  # AWQ writes with the importance-weighted RTN it searched with
             check(rep["method"] == "awq + rtn (importance-weighted)", f"awq: method {rep['method']}")
             layer_hows = {t["how"] for t in rep["tensors"] if t["name"].startswith("blk.") and t["how"] != "convert"}
             check(layer_hows == {"rtn+importance"}, f"awq: the layers' matrices written by {layer_hows}")
+# --held-out-tokens 0: AWQ as searched, no choice, its folds reported.
+r = quantize(MODEL, tmp("m.gguf"), "--type", "q4_0", "--method", "awq", "--calib-tokens", "256", "--held-out-tokens",
+             "0", "--json", "-t", "2", ok=False)
+check(r.returncode == 0 and "held_out" not in last_json(r) and last_json(r)["folds"] and
+      last_json(r)["method"] == "awq + rtn (importance-weighted)", f"--held-out-tokens 0: {r.stderr.strip()[-300:]}")
 r = quantize(MODEL, tmp("sq.gguf"), "--type", "q8_0", "--method", "smoothquant", "--calib-tokens", "256", "--json",
              "-t", "2", ok=False)
 check(r.returncode == 0 and last_json(r)["method"] == "smoothquant + rtn", f"smoothquant: {r.stderr.strip()[-300:]}")
@@ -340,6 +352,8 @@ cases = [
     (["--type", "q8_0", "--calib", tmp("no_such.txt")], "cannot read calibration file"),
     (["--type", "q8_0", "--calib", empty], "is empty"),
     (["--type", "q8_0", "--eval", tmp("no_such.txt")], "cannot read"),
+    (["--type", "q4_0", "--held-out-tokens", "64"], "--held-out-tokens needs --method awq or awq+gptq"),
+    (["--type", "q4_0", "--method", "awq", "--held-out-tokens", "1"], "--held-out-tokens must be 0 or at least 2"),
     ([], "missing --type"),
 ]
 for extra, needle in cases:

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <set>
 
 #include "common/greedy_text.h"
@@ -26,6 +27,7 @@
 #include "backend/cpu/reference_forward.h"
 #include "quant/type_table.h"
 #include "quantize/gguf_output.h"
+#include "quantize/held_out_choice.h"
 #include "quantize/progress.h"
 #include "quantize/quantize_model.h"
 #include "quantize/recipe.h"
@@ -96,6 +98,15 @@ TEST(QuantizeOptions, RefusesSwitchesThatDoNotCombine) {
     o.method = m;
     EXPECT_TRUE(o.validate().empty());
   }
+  o = {};
+  o.held_out_tokens = {1, 2, 3};
+  only(o, "--held-out-tokens needs --method awq or awq+gptq");
+  for (QuantMethod m : {QuantMethod::awq, QuantMethod::awq_gptq}) {
+    o.method = m;
+    EXPECT_TRUE(o.validate().empty());
+  }
+  o.held_out_tokens = {1};
+  only(o, "--held-out-tokens must be 0 or at least 2");
   o = {};
   o.threads = -1;
   only(o, "--threads must be in [0, 1024]");
@@ -506,6 +517,58 @@ TEST(QuantizeModel, SequentialGptqLowersHeldOutError) {
   QuantizeOptions r = o;
   r.method = QuantMethod::rtn;
   EXPECT_THROW(quantize_model(*src, dir.file("r.gguf"), r), Error);
+}
+
+std::vector<uint8_t> file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), {});
+}
+
+// The AWQ methods with held-out tokens: both candidates (AWQ, and the same method without its scales) are scored
+// by held_out_kl on them and the closer one is written, byte for byte the file its own run writes; the report
+// gives both scores, and the refused AWQ's folds are not reported as applied.
+TEST(QuantizeModel, AwqHeldOutChoiceWritesTheCloserCandidate) {
+  TINFER_REQUIRE_FILE(stories(), "models/stories260K.gguf");
+  TINFER_REQUIRE_FILE(test::shared_file("corpus/tinystories-valid-head.txt"), "corpus/tinystories-valid-head.txt");
+  auto src = Model::load(stories());
+  const std::vector<int32_t> text = story_tokens(*src, 600000, 12000);
+  ASSERT_GE(text.size(), 2048u + 512u);
+  TempDir dir;
+  std::set<bool> outcomes;
+  // (calibration tokens, method): with 2048 of them AWQ's folds lose to importance-weighted RTN held out, with 1024
+  // they win; both paths of the choice run.
+  for (const auto& [n, m] : std::vector<std::pair<size_t, QuantMethod>>{
+           {1024, QuantMethod::awq}, {1024, QuantMethod::awq_gptq}, {2048, QuantMethod::awq}}) {
+    QuantizeOptions o = quiet(D::Q4_0);
+    o.method = m;
+    o.calib_tokens.assign(text.begin(), text.begin() + std::ptrdiff_t(n));
+    o.calib.max_tokens = int64_t(n), o.calib.ctx = 256;
+    const QuantizeResult with = quantize_model(*src, dir.file("with.gguf"), o);
+    QuantizeOptions b = o;
+    b.method = m == QuantMethod::awq ? QuantMethod::rtn : QuantMethod::gptq;
+    const QuantizeResult without = quantize_model(*src, dir.file("without.gguf"), b);
+    o.held_out_tokens.assign(text.begin() + std::ptrdiff_t(n), text.begin() + std::ptrdiff_t(n + 512));
+    const QuantizeResult chosen = quantize_model(*src, dir.file("chosen.gguf"), o);
+    ASSERT_TRUE(chosen.held_out.has_value());
+    const HeldOutChoice& h = *chosen.held_out;
+    auto mw = Model::load(dir.file("with.gguf")), mo = Model::load(dir.file("without.gguf"));
+    EXPECT_DOUBLE_EQ(h.kl_awq, held_out_kl(*src, *mw, o.held_out_tokens, 256, 2));
+    EXPECT_DOUBLE_EQ(h.kl_baseline, held_out_kl(*src, *mo, o.held_out_tokens, 256, 2));
+    EXPECT_EQ(h.kept_awq, h.kl_awq <= h.kl_baseline);
+    EXPECT_EQ(h.tokens, 512);
+    EXPECT_EQ(h.awq_method, with.method);
+    EXPECT_EQ(h.baseline_method, without.method);
+    EXPECT_EQ(file_bytes(dir.file("chosen.gguf")), file_bytes(dir.file(h.kept_awq ? "with.gguf" : "without.gguf")));
+    EXPECT_EQ(chosen.method, h.kept_awq ? with.method : without.method);
+    EXPECT_EQ(chosen.folds.empty(), !h.kept_awq);
+    std::printf("stories260K q4_0 %s, %zu calibration tokens, 512 held out: KLD %.5f with AWQ, %.5f without: kept %s\n",
+                with.method.c_str(), n, h.kl_awq, h.kl_baseline, h.kept_awq ? "AWQ" : "the baseline");
+    outcomes.insert(h.kept_awq);
+  }
+  EXPECT_EQ(outcomes.size(), 2u) << "one of the choice's outcomes never ran";
+  // The scorer itself: a model against itself is 0 exactly; a quantized one is positive.
+  EXPECT_EQ(held_out_kl(*src, *src, text, 256, 2), 0.0);
+  EXPECT_THROW(held_out_kl(*src, *src, {1}, 256, 2), Error);
 }
 
 TEST(QuantizeModel, FailureLeavesNoFile) {

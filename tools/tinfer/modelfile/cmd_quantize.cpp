@@ -135,7 +135,7 @@ const char* origin_name(TypeOrigin o) {
 struct QuantizeCli {
   std::string in_path, out_path, tokenizer;
   QuantizeOptions opts;
-  long long calib_tokens = 0;
+  long long calib_tokens = 0, held_out_tokens = 0;
   bool dry_run = false, json = false;
   std::optional<CalibText> calib;  // --calib, or the default slice when the method needs one
   std::string eval_file, eval_text;  // --eval: the file and its text (empty: no evaluation)
@@ -165,6 +165,10 @@ std::vector<OptionSpec> quantize_options(const std::string& types) {
            "gptq, awq+gptq: calibrate layer by layer on the partly quantized model (each layer sees the inputs "
            "its quantized predecessors give it; about n_layers/2 times the calibration work)",
            false},
+          {"--held-out-tokens",
+           "awq, awq+gptq: calibration tokens held out from the statistics (the ones that follow them in the text); "
+           "the AWQ model is written only if its KLD from the source on them is at most that of the same method "
+           "without AWQ's scales (rtn --calib, gptq), else that one is; 0 = off (default 512)"},
           {"--awq-act-quant",
            "awq, awq+gptq: the scale search's loss includes the runtime's int8 activation rounding (per 32-block)",
            false},
@@ -224,6 +228,11 @@ QuantizeCli parse_quantize_cli(int argc, char** argv) {
   opts.clip = args.flag("--clip");
   opts.sequential = args.flag("--sequential");
   opts.awq_act_quant = args.flag("--awq-act-quant");
+  const bool awq = opts.method == QuantMethod::awq || opts.method == QuantMethod::awq_gptq;
+  c.held_out_tokens = args.has("--held-out-tokens") ? args.integer("--held-out-tokens") : 512;
+  check(c.held_out_tokens == 0 || c.held_out_tokens >= 2, "--held-out-tokens must be 0 or at least 2");
+  check(awq || !args.has("--held-out-tokens"), "--held-out-tokens needs --method awq or awq+gptq");
+  if (!awq) c.held_out_tokens = 0;
   if (const std::vector<std::string> e = opts.validate(); !e.empty()) fail(e.front());
   c.dry_run = args.flag("--dry-run"), c.json = args.flag("--json");
   if (!c.dry_run) check_output_path(c.in_path, c.out_path);
@@ -320,6 +329,10 @@ void result_json(const QuantizeCli& c, const QuantizeResult& res, const std::opt
   for (const ScaleFold& f : res.folds)
     j["folds"].push_back({{"group", f.group}, {"alpha", f.alpha}, {"err_plain", f.err_plain},
                           {"err_scaled", f.err_scaled}, {"folded", f.folded}, {"note", f.note}});
+  if (res.held_out)
+    j["held_out"] = {{"tokens", res.held_out->tokens},       {"kld_awq", res.held_out->kl_awq},
+                     {"kld_baseline", res.held_out->kl_baseline}, {"kept_awq", res.held_out->kept_awq},
+                     {"awq_method", res.held_out->awq_method}, {"baseline_method", res.held_out->baseline_method}};
   j["tensors"] = nlohmann::json::array();
   for (const TensorResult& t : res.tensors)
     j["tensors"].push_back({{"name", t.name}, {"shape", t.shape}, {"source_type", type_traits(t.source_type).name},
@@ -352,6 +365,12 @@ void print_folds(const std::vector<ScaleFold>& folds) {
   for (const auto& [why, k] : skipped) std::printf("  not folded: %d x %s\n", k, why.c_str());
 }
 
+void print_held_out(const HeldOutChoice& h) {
+  std::printf("held out       %lld calibration tokens: KLD %.5f %s, %.5f %s: wrote %s\n", (long long)h.tokens, h.kl_awq,
+              h.awq_method.c_str(), h.kl_baseline, h.baseline_method.c_str(),
+              h.kept_awq ? "the AWQ model" : "the model without AWQ's scales");
+}
+
 // The report as text.
 void print_report(const QuantizeCli& c, const QuantizeResult& res, const std::optional<EvalResult>& ev,
                   uint64_t source_bytes) {
@@ -375,12 +394,26 @@ void print_report(const QuantizeCli& c, const QuantizeResult& res, const std::op
   std::printf("time           %.2f s (calibration %.2f s, quantization %.2f s)\n", res.total_s, res.calib_s,
               res.quantize_s);
   if (!res.folds.empty()) print_folds(res.folds);
+  if (res.held_out) print_held_out(*res.held_out);
   if (ev) {
     std::printf("eval           %s, %lld tokens, windows of %lld (source vs quantized, fast path, %.1f s)\n",
                 c.eval_file.c_str(), (long long)ev->summary.n, (long long)ev->ctx, ev->seconds);
     print_quality_lines(ev->summary, "quant");
   }
 }
+
+// The calibration tokens read for --calib-tokens + --held-out-tokens split into the statistics' (first) and the
+// held-out ones (after them). A text too short for both keeps --calib-tokens' share in proportion.
+void split_held_out(QuantizeCli& c) {
+  if (c.held_out_tokens <= 0) return;
+  std::vector<int32_t>& t = c.opts.calib_tokens;
+  const int64_t n = int64_t(t.size()), want = c.calib_tokens + c.held_out_tokens;
+  const int64_t held = n >= want ? c.held_out_tokens : n * c.held_out_tokens / want;
+  if (held < 2 || n - held < 2) return;  // too short to hold any out: AWQ as searched
+  c.opts.held_out_tokens.assign(t.end() - held, t.end());
+  t.resize(size_t(n - held));
+}
+
 
 }  // namespace
 
@@ -391,7 +424,8 @@ int cmd_quantize(int argc, char** argv) {
   std::unique_ptr<Model> source = Model::load(c.in_path, load_opts);
   if (c.calib) {
     c.opts.calib.ctx = std::min<int64_t>(c.opts.calib.ctx, source->config().ctx_len);
-    c.opts.calib_tokens = calibration_tokens(source->tokenizer(), *c.calib, c.calib_tokens);
+    c.opts.calib_tokens = calibration_tokens(source->tokenizer(), *c.calib, c.calib_tokens + c.held_out_tokens);
+    split_held_out(c);
   }
   nlohmann::json j;
   j["input"] = c.in_path;
