@@ -21,10 +21,10 @@ constexpr size_t kAlign = 64;
 size_t round_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
 }  // namespace
 
-Buffer::Buffer(size_t bytes, bool huge) : size_(bytes) {
+Buffer::Buffer(size_t bytes, BufferPages pages) : size_(bytes) {
   if (bytes == 0) return;
   // Below 1 MiB a huge page would mostly hold padding (and tiny models have many tiny tensors).
-  if (huge && bytes >= (size_t(1) << 20)) {
+  if (pages != BufferPages::heap && bytes >= (size_t(1) << 20)) {
     // Over-map by 2 MiB so the start can be aligned to a huge-page boundary.
     size_t len = round_up(bytes, kHuge) + kHuge;
     void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -39,7 +39,7 @@ Buffer::Buffer(size_t bytes, bool huge) : size_(bytes) {
     mapped_ = keep;
     // Huge pages for the whole 2 MiB pieces only: a huge page on the partial tail would fault in up to 2 MiB
     // of padding on first touch (a model's ~100 weight matrices: ~100 MiB of resident zeros).
-    if (bytes >= kHuge) madvise(data_, bytes / kHuge * kHuge, MADV_HUGEPAGE);
+    if (pages == BufferPages::huge && bytes >= kHuge) madvise(data_, bytes / kHuge * kHuge, MADV_HUGEPAGE);
   } else {
     data_ = static_cast<uint8_t*>(std::aligned_alloc(kAlign, round_up(bytes, kAlign)));
     if (!data_) fail("out of memory: cannot allocate " + std::to_string(bytes) + " bytes");

@@ -7,11 +7,24 @@
 
 namespace tinfer {
 
+// How a Buffer's pages come (all three read as zeros until written):
+//   heap  -- aligned_alloc + memset: every page touched now (small buffers, scratch);
+//   huge  -- from 1 MiB: mmap, 2 MiB aligned, MADV_HUGEPAGE on the whole 2 MiB pieces (packed weights, written
+//            once at load, then streamed by every decode step);
+//   lazy  -- from 1 MiB: mmap without advice, pages faulted in on first write. For the KV arena, reserved for
+//            the worst case and filled over the server's life: huge pages there would fault in 2 MiB at a time
+//            in the middle of serving, and with THP defrag "madvise" (Debian's default) each such fault may
+//            compact memory directly -- on SmolLM2 every K and V region of all 30 layers crossed a 2 MiB
+//            boundary in the same step every ~340 blocks, one request's TTFT in ~38 paid ~60 of those faults
+//            (+200-270 ms on a 270 ms prefill).
+enum class BufferPages { heap, huge, lazy };
+
 class Buffer {
  public:
   Buffer() = default;
-  // Allocates `bytes` (zero-filled). huge=true and >= 1 MiB: 2 MiB aligned + MADV_HUGEPAGE (weights, KV).
-  explicit Buffer(size_t bytes, bool huge = false);
+  // Allocates `bytes` (zero-filled). huge=true: BufferPages::huge, else heap.
+  explicit Buffer(size_t bytes, bool huge = false) : Buffer(bytes, huge ? BufferPages::huge : BufferPages::heap) {}
+  Buffer(size_t bytes, BufferPages pages);
   ~Buffer();
   Buffer(Buffer&& o) noexcept;
   Buffer& operator=(Buffer&& o) noexcept;
