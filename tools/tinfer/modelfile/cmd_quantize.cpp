@@ -371,6 +371,23 @@ void print_held_out(const HeldOutChoice& h) {
               h.kept_awq ? "the AWQ model" : "the model without AWQ's scales");
 }
 
+// The input's size: a file's, or the sum of the regular files directly in a Hugging Face checkpoint directory
+// (fs::file_size of a directory is an error, which read as 2^64 - 1). 0 when unreadable.
+uint64_t bytes_on_disk(const std::string& path) {
+  std::error_code ec;
+  if (!fs::is_directory(path, ec)) {
+    const uintmax_t n = fs::file_size(path, ec);
+    return ec ? 0 : uint64_t(n);
+  }
+  uint64_t total = 0;
+  for (const fs::directory_entry& e : fs::directory_iterator(path, ec))
+    if (e.is_regular_file(ec)) {
+      const uintmax_t n = e.file_size(ec);
+      if (!ec) total += uint64_t(n);
+    }
+  return total;
+}
+
 // The report as text.
 void print_report(const QuantizeCli& c, const QuantizeResult& res, const std::optional<EvalResult>& ev,
                   uint64_t source_bytes) {
@@ -433,8 +450,7 @@ int cmd_quantize(int argc, char** argv) {
   j["type"] = target_type_name(c.opts.target);
   j["file_type"] = llama_file_type(c.opts.target);
   j["file_type_name"] = llama_file_type_name(c.opts.target);
-  std::error_code ec;
-  const uint64_t source_bytes = fs::file_size(c.in_path, ec);
+  const uint64_t source_bytes = bytes_on_disk(c.in_path);
   j["source_bytes"] = source_bytes;
   if (c.dry_run) {
     dry_run_report(*source, c, j);
