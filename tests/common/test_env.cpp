@@ -3,6 +3,8 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 
 namespace tinfer::test {
 
@@ -14,6 +16,11 @@ std::string shared_dir() {
 std::string shared_file(const std::string& rel) {
   std::string p = shared_dir() + "/" + rel;
   return std::filesystem::exists(p) ? p : std::string();
+}
+
+std::string read_shared_text(const std::string& rel) {
+  std::ifstream in(shared_file(rel), std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
 std::string default_model() {

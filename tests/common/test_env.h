@@ -10,6 +10,8 @@ namespace tinfer::test {
 std::string shared_dir();
 // Full path of a file under shared/; empty string if it does not exist.
 std::string shared_file(const std::string& rel);
+// The whole text of a file under shared/ ("" if it does not exist).
+std::string read_shared_text(const std::string& rel);
 // Path of the default model if the set-up fetched it ($TINFER_DEFAULT_MODEL or models/ in the repo); empty if absent.
 std::string default_model();
 // Path of the tinfer binary under test ($TINFER_BIN).

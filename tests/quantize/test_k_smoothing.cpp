@@ -43,8 +43,7 @@ TEST(KSmoothing, KeepsF32AttentionAndBringsInt4KCloserToF32) {
   const std::string path = test::shared_file("models/stories260K.gguf");
   TINFER_REQUIRE_FILE(path, "models/stories260K.gguf");
   auto model = Model::load(path);
-  std::ifstream in(test::shared_file("corpus/tinystories-valid-head.txt"));
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string text = test::read_shared_text("corpus/tinystories-valid-head.txt");
   ASSERT_GT(text.size(), 6000u);
   const std::vector<int32_t> toks = model->tokenizer().encode(text.substr(0, 6000), true);
   const std::vector<int32_t> calib(toks.begin() + 600, toks.end()), eval(toks.begin(), toks.begin() + 512);

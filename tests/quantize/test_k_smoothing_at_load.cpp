@@ -82,8 +82,7 @@ TEST(KSmoothingAtLoad, Int8KCloserToF32WithTheLoadTimeFactors) {
   const std::string path = test::shared_file("models/stories260K.gguf");
   TINFER_REQUIRE_FILE(path, "models/stories260K.gguf");
   auto model = Model::load(path);
-  std::ifstream in(test::shared_file("corpus/tinystories-valid-head.txt"));
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string text = test::read_shared_text("corpus/tinystories-valid-head.txt");
   ASSERT_GT(text.size(), 6000u);
   ThreadPool pool(2);
   auto be = create_backend("cpu", *model, BackendOptions{.pool = &pool});
