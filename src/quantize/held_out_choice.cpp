@@ -2,12 +2,12 @@
 #include "quantize/held_out_choice.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 
 #include "tinfer/error.h"
 #include "backend/backend.h"
 #include "core/thread_pool.h"
+#include "core/timer.h"
 #include "model/model.h"
 #include "quantize/memory_sink.h"
 
@@ -47,22 +47,13 @@ void log_softmax(const float* x, int64_t n, std::vector<double>& lp) {
   for (int64_t v = 0; v < n; ++v) lp[size_t(v)] = double(x[v]) - mx - ls;
 }
 
-double now_seconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
 QuantMethod without_awq(QuantMethod m) { return m == QuantMethod::awq_gptq ? QuantMethod::gptq : QuantMethod::rtn; }
 
-}  // namespace
-
-double held_out_kl(const Model& source, const Model& quant, const std::vector<int32_t>& tokens, int64_t ctx,
-                   int threads) {
-  check(tokens.size() >= 2, "held-out KL needs at least 2 tokens");
-  check(source.config().n_vocab == quant.config().n_vocab, "held-out KL: the vocabularies differ");
-  ctx = std::max<int64_t>(2, std::min(ctx, source.config().ctx_len));
-  ThreadPool pool(threads);
-  const std::vector<float> a = window_logits(source, tokens, ctx, pool), b = window_logits(quant, tokens, ctx, pool);
-  const int64_t n = int64_t(tokens.size()), vocab = source.config().n_vocab;
+// Mean KL from the source's logits `a` ([n][vocab], window_logits) to quant's on the same tokens and windows.
+double kl_from(const std::vector<float>& a, const Model& quant, const std::vector<int32_t>& tokens, int64_t ctx,
+               ThreadPool& pool) {
+  const std::vector<float> b = window_logits(quant, tokens, ctx, pool);
+  const int64_t n = int64_t(tokens.size()), vocab = quant.config().n_vocab;
   std::vector<double> la(static_cast<size_t>(vocab)), lb(static_cast<size_t>(vocab));
   double kl = 0;
   int64_t scored = 0;
@@ -77,10 +68,22 @@ double held_out_kl(const Model& source, const Model& quant, const std::vector<in
   return kl / double(scored);
 }
 
+int64_t scoring_ctx(const Model& source, int64_t ctx) { return std::max<int64_t>(2, std::min(ctx, source.config().ctx_len)); }
+}  // namespace
+
+double held_out_kl(const Model& source, const Model& quant, const std::vector<int32_t>& tokens, int64_t ctx,
+                   int threads) {
+  check(tokens.size() >= 2, "held-out KL needs at least 2 tokens");
+  check(source.config().n_vocab == quant.config().n_vocab, "held-out KL: the vocabularies differ");
+  ctx = scoring_ctx(source, ctx);
+  ThreadPool pool(threads);
+  return kl_from(window_logits(source, tokens, ctx, pool), quant, tokens, ctx, pool);
+}
+
 QuantizeResult quantize_choosing_on_held_out(const Model& source, const QuantizeOptions& opts, QuantizedSink& out) {
   check(opts.method == QuantMethod::awq || opts.method == QuantMethod::awq_gptq,
         "the held-out choice is for the AWQ methods (awq, awq+gptq)");
-  const double t0 = now_seconds();
+  const double t0 = now_s();
   QuantizeOptions with = opts;
   with.held_out_tokens.clear();  // each candidate is quantized as it is
   QuantizeOptions without = with;
@@ -89,23 +92,23 @@ QuantizeResult quantize_choosing_on_held_out(const Model& source, const Quantize
   MemorySink sink_with, sink_without;
   QuantizeResult r_with = quantize_tensors(source, with, sink_with);
   QuantizeResult r_without = quantize_tensors(source, without, sink_without);
-  const int threads = opts.threads;
-  const int64_t ctx = opts.calib.ctx;
-  const double kl_with = held_out_kl(source, *sink_with.to_model(source, r_with, "awq candidate"), opts.held_out_tokens,
-                                     ctx, threads);
-  const double kl_without = held_out_kl(source, *sink_without.to_model(source, r_without, "baseline candidate"),
-                                        opts.held_out_tokens, ctx, threads);
+  // The source's logits once, each candidate's against them.
+  const std::vector<int32_t>& held = opts.held_out_tokens;
+  check(held.size() >= 2, "held-out KL needs at least 2 tokens");
+  const int64_t ctx = scoring_ctx(source, opts.calib.ctx);
+  ThreadPool pool(opts.threads);
+  const std::vector<float> base = window_logits(source, held, ctx, pool);
+  const double kl_with = kl_from(base, *sink_with.to_model(source, r_with, "awq candidate"), held, ctx, pool);
+  const double kl_without = kl_from(base, *sink_without.to_model(source, r_without, "baseline candidate"), held, ctx, pool);
   const bool keep_awq = kl_with <= kl_without;
   const HeldOutChoice choice{int64_t(opts.held_out_tokens.size()), kl_with, kl_without, keep_awq, r_with.method,
                              r_without.method};
-  const QuantizeResult& other = keep_awq ? r_without : r_with;
-  const double other_calib_s = other.calib_s, other_total_s = other.total_s;
+  const double other_calib_s = (keep_awq ? r_without : r_with).calib_s;
   QuantizeResult res = std::move(keep_awq ? r_with : r_without);
   (keep_awq ? sink_with : sink_without).replay(out);
   if (!keep_awq) res.folds.clear();  // the written model has none of AWQ's scales
   res.calib_s += other_calib_s;
-  res.total_s = now_seconds() - t0;
-  (void)other_total_s;
+  res.total_s = now_s() - t0;
   res.held_out = choice;
   return res;
 }
