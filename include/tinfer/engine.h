@@ -76,6 +76,9 @@ struct EngineConfig {
 
   std::string model_path;
   std::string tokenizer_path;       // llama2.c .bin models only
+  // A directory for packed-weight caches (--packed-cache): a later start of the same model reads its packed
+  // weights back instead of packing them. "" = pack at every start.
+  std::string packed_cache_dir;
   // Applied by create(config) to the loaded model before the backend packs it (the tools' --quantize-on-load:
   // the float model quantized in memory); empty = none.
   std::function<std::unique_ptr<Model>(std::unique_ptr<Model>)> model_transform;

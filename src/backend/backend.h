@@ -72,6 +72,8 @@ struct BackendOptions {
   ActQuant act_quant = ActQuant::block32;  // CPU: int8 activation scales per 32-block or per token (row)
   LayerSkip skip;  // sub-blocks every forward leaves out (a calibrated skip plan); empty = none
   EarlyExit early_exit;  // per-token early exit (tinfer/early_exit.h); off by default
+  // CPU: a directory for packed-weight caches (backend/cpu/packed_cache.h); "" = pack every load.
+  std::string packed_cache;
 };
 
 class Backend {

@@ -51,7 +51,8 @@ class EngineImpl final : public Engine, private SeqRegistry, private DraftGate {
     fwd_ = create_backend("cpu", *model_, BackendOptions{.pool = pool_.get(), .max_positions = max_model_len_cfg_,
                                                           .act_quant = config_.act_quant,
                                                           .skip = config_.plans.skip,
-                                                          .early_exit = config_.plans.early_exit});
+                                                          .early_exit = config_.plans.early_exit,
+                                                          .packed_cache = config_.packed_cache_dir});
     allocate_kv();
     make_scheduler();
     runner_ = std::make_unique<ModelRunner>(*fwd_, *kv_);

@@ -7,30 +7,12 @@
 #include <fstream>
 
 #include "tinfer/error.h"
+#include "core/fnv1a.h"
 #include "model/arch/arch.h"
 
 namespace tinfer {
 
 namespace {
-
-// FNV-1a, 64 bits: a fingerprint against mix-ups, not an adversary.
-class Fnv1a64 {
- public:
-  void bytes(const void* p, size_t n) {
-    const auto* b = static_cast<const uint8_t*>(p);
-    for (size_t i = 0; i < n; ++i) h_ = (h_ ^ b[i]) * 0x100000001b3ull;
-  }
-  void u64(uint64_t v) {
-    uint8_t le[8];
-    for (int i = 0; i < 8; ++i) le[i] = uint8_t(v >> (8 * i));
-    bytes(le, 8);
-  }
-  void str(const std::string& s) { u64(s.size()), bytes(s.data(), s.size()); }
-  uint64_t value() const { return h_; }
-
- private:
-  uint64_t h_ = 0xcbf29ce484222325ull;
-};
 
 void hash_value(Fnv1a64& h, const GgufValue& v) {
   h.u64(uint64_t(v.type));
@@ -76,9 +58,7 @@ std::string gguf_fingerprint(const GgufFile& file) {
     const size_t n = std::min(kSample, t.bytes);
     if (t.data) h.bytes(t.data, n), h.bytes(t.data + t.bytes - n, n);
   }
-  char hex[17];
-  std::snprintf(hex, sizeof hex, "%016llx", (unsigned long long)h.value());
-  return std::string("fnv1a64:") + hex;
+  return "fnv1a64:" + h.hex();
 }
 
 ModelIdentity model_identity(const Model& model) {

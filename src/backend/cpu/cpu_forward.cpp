@@ -4,6 +4,7 @@
 #include "backend/cpu/cpu_forward.h"
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <functional>
 
@@ -11,6 +12,7 @@
 #include "core/thread_pool.h"
 #include "kernels/attention.h"
 #include "backend/cpu/reference_forward.h"
+#include "backend/cpu/packed_cache.h"
 #include "backend/cpu/weight_packer.h"
 #include "quant/type_table.h"
 
@@ -88,13 +90,13 @@ int64_t checked_positions(const ModelConfig& c, int64_t max_positions) {
 
 CpuForward::CpuForward(const Model& model, const BackendOptions& opts)
     : CpuForward(model, opts.pool ? nullptr : std::make_unique<ThreadPool>(opts.threads), opts.pool,
-                 opts.max_positions, opts.act_quant, opts.skip, opts.early_exit) {}
+                 opts.max_positions, opts.act_quant, opts.skip, opts.early_exit, opts.packed_cache) {}
 
 CpuForward::CpuForward(const Model& model, ThreadPool& pool, int64_t max_positions)
-    : CpuForward(model, nullptr, &pool, max_positions, ActQuant::block32, {}, {}) {}
+    : CpuForward(model, nullptr, &pool, max_positions, ActQuant::block32, {}, {}, {}) {}
 
 CpuForward::CpuForward(const Model& model, std::unique_ptr<ThreadPool> owned, ThreadPool* pool, int64_t max_positions,
-                       ActQuant act_quant, LayerSkip skip, EarlyExit exit)
+                       ActQuant act_quant, LayerSkip skip, EarlyExit exit, const std::string& packed_cache)
     : model_(model),
       owned_pool_(std::move(owned)),
       pool_(pool ? *pool : *owned_pool_),
@@ -106,7 +108,9 @@ CpuForward::CpuForward(const Model& model, std::unique_ptr<ThreadPool> owned, Th
   const ModelConfig& c = model.config();
   check(c.n_heads / c.n_kv_heads <= 64, "grouped-query attention with more than 64 heads per KV head is unsupported");
   const DecoderTensors& t = model.tensors();
-  WeightPacker packer(pool_, source_bytes(t));  // packs on every thread, gives the file's pages back
+  std::unique_ptr<PackedCache> cache =
+      packed_cache.empty() ? nullptr : std::make_unique<PackedCache>(packed_cache, model, pool_);
+  WeightPacker packer(pool_, source_bytes(t), cache.get());  // packs on every thread, gives the file's pages back
   for (const LayerTensors& lt : t.layers) {
     Layer L;
     L.attn_norm = dequantize_tensor(*lt.attn_norm);
@@ -130,6 +134,10 @@ CpuForward::CpuForward(const Model& model, std::unique_ptr<ThreadPool> owned, Th
   output_norm_ = dequantize_tensor(*t.output_norm);
   output_ = packer.pack(*t.output);
   packer.release(*t.tok_embd);  // read a row per token from now on (a tied head was packed just above)
+  if (cache) {
+    const std::string done = cache->finish();  // writes the file when some matrix did not come from it
+    if (!done.empty()) std::fprintf(stderr, "loading: %s\n", done.c_str());
+  }
 }
 
 size_t CpuForward::packed_bytes(bool skipped_too) const {

@@ -1,7 +1,8 @@
 // WeightPacker: CpuForward's load path. Packs GGUF tensors into the kernels' tiles on every thread of the
 // pool, then gives the tensors' mapped file pages back (MappedFile::drop_resident), so a loaded model
 // holds one copy of its weights, not the packed copy beside the file's pages; prints a progress line on
-// stderr once a load has run for a second.
+// stderr once a load has run for a second. With a PackedCache it takes each matrix from the cache file when
+// the file holds it, and records every matrix so that the cache can write the file after the load.
 #pragma once
 #include <chrono>
 #include <cstddef>
@@ -12,12 +13,13 @@
 
 namespace tinfer {
 
+class PackedCache;
 class ThreadPool;
 
 class WeightPacker {
  public:
-  // total_bytes: the bytes the load will pack (the progress line's denominator).
-  WeightPacker(ThreadPool& pool, size_t total_bytes);
+  // total_bytes: the bytes the load will pack (the progress line's denominator). cache: optional.
+  WeightPacker(ThreadPool& pool, size_t total_bytes, PackedCache* cache = nullptr);
   ~WeightPacker();  // the closing line, when a progress line was printed
   WeightPacker(const WeightPacker&) = delete;
   WeightPacker& operator=(const WeightPacker&) = delete;
@@ -37,7 +39,8 @@ class WeightPacker {
  private:
   void progress();
   ThreadPool& pool_;
-  size_t total_ = 0, done_ = 0, released_ = 0;
+  PackedCache* cache_ = nullptr;
+  size_t total_ = 0, done_ = 0, released_ = 0, cached_ = 0;
   std::chrono::steady_clock::time_point start_, last_;
   bool printed_ = false;
 };

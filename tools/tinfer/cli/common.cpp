@@ -25,6 +25,8 @@ std::vector<OptionSpec> model_options() {
       {"-t,--threads", "threads (0 = all cores)", true, "0"},
       {"--tokenizer", "tokenizer for llama2.c .bin models"},
       {"-c,--ctx", "context length (default: the model's, at most 4096)"},
+      {"--packed-cache", "directory for packed-weight caches: later loads of the same model file read its packed "
+                         "weights back instead of packing (keyed by the file and the packed-format version)"},
   }, quantize_on_load_options());
 }
 
@@ -67,7 +69,8 @@ Loaded load_model(const Args& args) {
                                             .act_quant = act_quant(args),
                                             .skip = args.has("--skip-plan") ? skip_plan(args, model_identity(*l.model))
                                                                             : LayerSkip{},
-                                            .early_exit = early_exit(args)});
+                                            .early_exit = early_exit(args),
+                                            .packed_cache = args.str("--packed-cache")});
   l.load_s = now_s() - t0;
   return l;
 }
