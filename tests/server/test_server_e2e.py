@@ -274,6 +274,31 @@ def test_overload_auth_shutdown():
             srv.proc.kill()
 
 
+def test_packed_cache():
+    # --packed-cache: the first start writes the packed weights, the second reads them back; both answer greedy
+    # prompts exactly as `tinfer run` does (without a cache).
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        cache = os.path.join(d, "packed")
+        logs = []
+        for _ in range(2):
+            srv = Server(TINFER, MODEL, "--packed-cache", cache, "--kv-memory", "16M", "--ctx", "256")
+            try:
+                status, _, body = srv.request("POST", "/v1/completions", {
+                    "model": "stories260K", "prompt": PROMPTS[2], "max_tokens": 30, "temperature": 0})
+                check(status == 200, "completion: %s %s" % (status, body[:200]))
+                text = json.loads(body)["choices"][0]["text"]
+                check(text == tinfer_run(PROMPTS[2], 30), "greedy completion with a packed cache != tinfer run: %r" % text)
+            finally:
+                check(srv.stop() == 0, "exit status")
+            logs.append("".join(srv.log))
+        check("wrote" in logs[0] and "packed weights to" in logs[0], "first start did not write the cache:\n" + logs[0])
+        check("read" in logs[1] and "packed weights from" in logs[1] and "rewriting" not in logs[1],
+              "second start did not read the cache:\n" + logs[1])
+        files = os.listdir(cache)
+        check(len(files) == 1 and files[0].endswith(".tpack"), "cache directory: %s" % files)
+
+
 def main():
     why = skip_reason(MODEL)
     if why:
@@ -291,7 +316,8 @@ def main():
                  ("concurrent_streams_64", lambda: test_concurrent_streams(srv)),
                  ("open_streams_256", lambda: test_256_open_streams(srv)),
                  ("vanishing_client", lambda: test_vanishing_client(srv)),
-                 ("overload_auth_shutdown", test_overload_auth_shutdown)]
+                 ("overload_auth_shutdown", test_overload_auth_shutdown),
+                 ("packed_cache", test_packed_cache)]
         failures += run_named(tests, 24)
         code = srv.stop()
         if code != 0:

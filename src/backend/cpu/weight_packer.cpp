@@ -63,7 +63,7 @@ void WeightPacker::progress() {
   if (now - start_ < kQuiet || now - last_ < kQuiet || total_ == 0) return;
   last_ = now;
   printed_ = true;
-  std::fprintf(stderr, "loading: packing weights %3.0f%% (%.0f / %.0f MiB, %.1f s)\n", 100.0 * double(done_) / double(total_),
+  std::fprintf(stderr, "loading: weights %3.0f%% (%.0f / %.0f MiB, %.1f s)\n", 100.0 * double(done_) / double(total_),
                double(done_) / (1 << 20), double(total_) / (1 << 20), seconds(now - start_));
 }
 
