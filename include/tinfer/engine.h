@@ -79,6 +79,7 @@ struct EngineConfig {
   // A directory for packed-weight caches (--packed-cache): a later start of the same model reads its packed
   // weights back instead of packing them. "" = pack at every start.
   std::string packed_cache_dir;
+  bool packed_cache_copy = false;  // --packed-cache-mode copy: into huge-page buffers instead of mapped in place
   // Applied by create(config) to the loaded model before the backend packs it (the tools' --quantize-on-load:
   // the float model quantized in memory); empty = none.
   std::function<std::unique_ptr<Model>(std::unique_ptr<Model>)> model_transform;

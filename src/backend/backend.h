@@ -74,6 +74,9 @@ struct BackendOptions {
   EarlyExit early_exit;  // per-token early exit (tinfer/early_exit.h); off by default
   // CPU: a directory for packed-weight caches (backend/cpu/packed_cache.h); "" = pack every load.
   std::string packed_cache;
+  // CPU: how a cache file's matrices are used: mapped in place (false: page-cache pages, no copy, 4 KiB pages)
+  // or copied into huge-page buffers (true: decode exactly as after packing).
+  bool packed_cache_copy = false;
 };
 
 class Backend {

@@ -47,9 +47,16 @@ Buffer::Buffer(size_t bytes, BufferPages pages) : size_(bytes) {
   }
 }
 
+Buffer Buffer::borrow(uint8_t* data, size_t bytes, std::shared_ptr<const void> owner) {
+  Buffer b;
+  b.data_ = data, b.size_ = bytes, b.owner_ = std::move(owner);
+  return b;
+}
+
 void Buffer::release() {
   if (!data_) return;
-  if (mapped_) munmap(data_, mapped_);
+  if (owner_) owner_.reset();
+  else if (mapped_) munmap(data_, mapped_);
   else std::free(data_);
   data_ = nullptr;
   size_ = mapped_ = 0;
@@ -58,7 +65,10 @@ void Buffer::release() {
 Buffer::~Buffer() { release(); }
 
 Buffer::Buffer(Buffer&& o) noexcept
-    : data_(std::exchange(o.data_, nullptr)), size_(std::exchange(o.size_, 0)), mapped_(std::exchange(o.mapped_, 0)) {}
+    : data_(std::exchange(o.data_, nullptr)),
+      size_(std::exchange(o.size_, 0)),
+      mapped_(std::exchange(o.mapped_, 0)),
+      owner_(std::move(o.owner_)) {}
 
 Buffer& Buffer::operator=(Buffer&& o) noexcept {
   if (this != &o) {
@@ -66,6 +76,7 @@ Buffer& Buffer::operator=(Buffer&& o) noexcept {
     data_ = std::exchange(o.data_, nullptr);
     size_ = std::exchange(o.size_, 0);
     mapped_ = std::exchange(o.mapped_, 0);
+    owner_ = std::move(o.owner_);
   }
   return *this;
 }

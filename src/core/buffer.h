@@ -4,6 +4,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 
 namespace tinfer {
 
@@ -25,6 +26,8 @@ class Buffer {
   // Allocates `bytes` (zero-filled). huge=true: BufferPages::huge, else heap.
   explicit Buffer(size_t bytes, bool huge = false) : Buffer(bytes, huge ? BufferPages::huge : BufferPages::heap) {}
   Buffer(size_t bytes, BufferPages pages);
+  // Memory someone else owns (a mapped file): `owner` keeps it alive as long as this buffer or its moves.
+  static Buffer borrow(uint8_t* data, size_t bytes, std::shared_ptr<const void> owner);
   ~Buffer();
   Buffer(Buffer&& o) noexcept;
   Buffer& operator=(Buffer&& o) noexcept;
@@ -43,6 +46,7 @@ class Buffer {
   uint8_t* data_ = nullptr;
   size_t size_ = 0;
   size_t mapped_ = 0;  // >0 when the memory came from mmap
+  std::shared_ptr<const void> owner_;  // set for borrowed memory (neither freed nor unmapped here)
 };
 
 // Bytes of `p`..`p+bytes` currently backed by transparent huge pages (from /proc/self/smaps), -1 if unknown.

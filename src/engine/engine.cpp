@@ -52,7 +52,8 @@ class EngineImpl final : public Engine, private SeqRegistry, private DraftGate {
                                                           .act_quant = config_.act_quant,
                                                           .skip = config_.plans.skip,
                                                           .early_exit = config_.plans.early_exit,
-                                                          .packed_cache = config_.packed_cache_dir});
+                                                          .packed_cache = config_.packed_cache_dir,
+                                                          .packed_cache_copy = config_.packed_cache_copy});
     allocate_kv();
     make_scheduler();
     runner_ = std::make_unique<ModelRunner>(*fwd_, *kv_);

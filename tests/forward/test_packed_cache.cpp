@@ -34,11 +34,12 @@ SynthSpec spec_of(DType type, bool tied, uint64_t seed = 11) {
   return s;
 }
 
-class PackedCacheTest : public ::testing::Test {
+class PackedCacheTest : public ::testing::TestWithParam<bool> {  // true: --packed-cache-mode copy
  protected:
   void SetUp() override {
-    root_ = fs::temp_directory_path() / ("tinfer_packed_cache_" + std::to_string(::getpid()) + "_" +
-                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    for (char& ch : name) ch = ch == '/' ? '_' : ch;
+    root_ = fs::temp_directory_path() / ("tinfer_packed_cache_" + std::to_string(::getpid()) + "_" + name);
     fs::remove_all(root_);
     fs::create_directories(root_);
     dir_ = (root_ / "cache").string();
@@ -61,7 +62,7 @@ class PackedCacheTest : public ::testing::Test {
     auto model = Model::load(model_path_);
     ::testing::internal::CaptureStderr();
     BackendOptions o;
-    o.pool = &pool_, o.max_positions = 64, o.packed_cache = cache_dir;
+    o.pool = &pool_, o.max_positions = 64, o.packed_cache = cache_dir, o.packed_cache_copy = GetParam();
     CpuForward fwd(*model, o);
     Load l;
     l.err = ::testing::internal::GetCapturedStderr();
@@ -121,7 +122,7 @@ class PackedCacheTest : public ::testing::Test {
   std::string dir_, model_path_;
 };
 
-TEST_F(PackedCacheTest, SecondLoadReadsWhatTheFirstWrote) {
+TEST_P(PackedCacheTest, SecondLoadReadsWhatTheFirstWrote) {
   for (bool tied : {false, true}) {
     for (DType type : {DType::Q8_0, DType::Q4_K, DType::Q6_K, DType::F16}) {
       SCOPED_TRACE(std::string(type_traits(type).name) + (tied ? " tied" : ""));
@@ -144,7 +145,7 @@ TEST_F(PackedCacheTest, SecondLoadReadsWhatTheFirstWrote) {
   }
 }
 
-TEST_F(PackedCacheTest, CorruptFilesAreRefusedAndRewritten) {
+TEST_P(PackedCacheTest, CorruptFilesAreRefusedAndRewritten) {
   write_model(spec_of(DType::Q8_0, false));
   const std::vector<float> want = load("").logits;
   load(dir_);
@@ -167,12 +168,12 @@ TEST_F(PackedCacheTest, CorruptFilesAreRefusedAndRewritten) {
   EXPECT_EQ(u64_at(the_cache(), 16), index_at) << "the rewritten file is laid out as the first";
 }
 
-TEST_F(PackedCacheTest, AnotherRequestSequenceIsRewritten) {
+TEST_P(PackedCacheTest, AnotherRequestSequenceIsRewritten) {
   write_model(spec_of(DType::Q4_K, false));
   const std::vector<float> want = load("").logits;
   {  // a cache of this model's key whose first matrix is something else (as after a change to the stacking)
     auto model = Model::load(model_path_);
-    PackedCache cache(dir_, *model, pool_);
+    PackedCache cache(dir_, *model, pool_, !GetParam());
     ASSERT_FALSE(cache.take("other.weight", DType::Q4_K, 16, 256).has_value()) << "nothing to read yet";
     const std::vector<uint8_t> rows(16 * row_bytes(DType::Q4_K, 256), 0);
     const PackedMatrix m = pack_matrix(DType::Q4_K, rows.data(), 16, 256);
@@ -182,7 +183,7 @@ TEST_F(PackedCacheTest, AnotherRequestSequenceIsRewritten) {
   expect_rewritten(want, "matrix 0 is 'other.weight', the load asks for 'blk.0.attn_q.weight | blk.0.attn_k.weight");
 }
 
-TEST_F(PackedCacheTest, TouchedOrRewrittenModelFilesInvalidate) {
+TEST_P(PackedCacheTest, TouchedOrRewrittenModelFilesInvalidate) {
   write_model(spec_of(DType::Q8_0, false));
   load(dir_);
   const fs::path first = the_cache();
@@ -200,7 +201,7 @@ TEST_F(PackedCacheTest, TouchedOrRewrittenModelFilesInvalidate) {
   EXPECT_EQ(load(dir_).logits, want);
 }
 
-TEST_F(PackedCacheTest, AnUnusableDirectoryOnlyWarns) {
+TEST_P(PackedCacheTest, AnUnusableDirectoryOnlyWarns) {
   write_model(spec_of(DType::Q8_0, false));
   const std::vector<float> want = load("").logits;
   std::ofstream(dir_) << "a file, not a directory";
@@ -209,11 +210,14 @@ TEST_F(PackedCacheTest, AnUnusableDirectoryOnlyWarns) {
   EXPECT_EQ(l.logits, want);
 }
 
-TEST_F(PackedCacheTest, LayoutProbeIsStable) {
+TEST_P(PackedCacheTest, LayoutProbeIsStable) {
   const std::string p = PackedCache::layout_probe();
   EXPECT_EQ(p.size(), 16u);
   EXPECT_EQ(p, PackedCache::layout_probe());
 }
+
+INSTANTIATE_TEST_SUITE_P(Modes, PackedCacheTest, ::testing::Values(false, true),
+                         [](const ::testing::TestParamInfo<bool>& i) { return i.param ? "copy" : "map"; });
 
 }  // namespace
 }  // namespace tinfer

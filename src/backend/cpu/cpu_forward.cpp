@@ -90,13 +90,15 @@ int64_t checked_positions(const ModelConfig& c, int64_t max_positions) {
 
 CpuForward::CpuForward(const Model& model, const BackendOptions& opts)
     : CpuForward(model, opts.pool ? nullptr : std::make_unique<ThreadPool>(opts.threads), opts.pool,
-                 opts.max_positions, opts.act_quant, opts.skip, opts.early_exit, opts.packed_cache) {}
+                 opts.max_positions, opts.act_quant, opts.skip, opts.early_exit, opts.packed_cache,
+                 opts.packed_cache_copy) {}
 
 CpuForward::CpuForward(const Model& model, ThreadPool& pool, int64_t max_positions)
-    : CpuForward(model, nullptr, &pool, max_positions, ActQuant::block32, {}, {}, {}) {}
+    : CpuForward(model, nullptr, &pool, max_positions, ActQuant::block32, {}, {}, {}, false) {}
 
 CpuForward::CpuForward(const Model& model, std::unique_ptr<ThreadPool> owned, ThreadPool* pool, int64_t max_positions,
-                       ActQuant act_quant, LayerSkip skip, EarlyExit exit, const std::string& packed_cache)
+                       ActQuant act_quant, LayerSkip skip, EarlyExit exit, const std::string& packed_cache,
+                       bool packed_cache_copy)
     : model_(model),
       owned_pool_(std::move(owned)),
       pool_(pool ? *pool : *owned_pool_),
@@ -109,7 +111,7 @@ CpuForward::CpuForward(const Model& model, std::unique_ptr<ThreadPool> owned, Th
   check(c.n_heads / c.n_kv_heads <= 64, "grouped-query attention with more than 64 heads per KV head is unsupported");
   const DecoderTensors& t = model.tensors();
   std::unique_ptr<PackedCache> cache =
-      packed_cache.empty() ? nullptr : std::make_unique<PackedCache>(packed_cache, model, pool_);
+      packed_cache.empty() ? nullptr : std::make_unique<PackedCache>(packed_cache, model, pool_, !packed_cache_copy);
   WeightPacker packer(pool_, source_bytes(t), cache.get());  // packs on every thread, gives the file's pages back
   for (const LayerTensors& lt : t.layers) {
     Layer L;

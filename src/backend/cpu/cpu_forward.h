@@ -107,7 +107,8 @@ class CpuForward final : public Backend {
     std::optional<int32_t> qkv_corr, gateup_corr, down_corr;
   };
   CpuForward(const Model& model, std::unique_ptr<ThreadPool> owned, ThreadPool* pool, int64_t max_positions,
-             ActQuant act_quant, LayerSkip skip, EarlyExit exit, const std::string& packed_cache);
+             ActQuant act_quant, LayerSkip skip, EarlyExit exit, const std::string& packed_cache,
+             bool packed_cache_copy);
   // One step's state, shared by the blocks of every layer: forward() sets it up, an exit point shrinks na.
   struct Step {
     const ForwardBatch& batch;

@@ -2,6 +2,7 @@
 #include "backend/cpu/packed_cache.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -146,7 +147,8 @@ std::string PackedCache::layout_probe() {
   return probe;
 }
 
-PackedCache::PackedCache(const std::string& dir, const Model& model, ThreadPool& pool) : pool_(pool), dir_(dir) {
+PackedCache::PackedCache(const std::string& dir, const Model& model, ThreadPool& pool, bool map)
+    : pool_(pool), dir_(dir), map_mode_(map) {
   source_line_ = source_line(model);
   stem_ = model.path().empty() ? "model" : fs::path(model.path()).stem().string();
   const std::string fingerprint = gguf_fingerprint(model.gguf());
@@ -175,6 +177,7 @@ void PackedCache::invalidate(const std::string& why) {
   if (fd_ >= 0) ::close(fd_);
   fd_ = -1;
   entries_.clear();
+  map_.reset(), base_ = nullptr;  // (matrices already taken keep the mapping alive)
 }
 
 void PackedCache::open_existing() {
@@ -238,7 +241,16 @@ void PackedCache::open_existing() {
       entries_.push_back(std::move(e));
     }
     check(r.done(), "trailing bytes after the index");
-    ::posix_fadvise(fd_, 0, off_t(index_at), POSIX_FADV_WILLNEED);  // a cold file: start reading it all now
+    if (map_mode_) {
+      // Populated now: a cold file is read here, before the server says ready, not in the first steps.
+      void* p = ::mmap(nullptr, index_at, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd_, 0);
+      check(p != MAP_FAILED, "cannot map it (" + errno_text() + ")");
+      const size_t len = index_at;
+      map_ = std::shared_ptr<const void>(p, [len](const void* q) { ::munmap(const_cast<void*>(q), len); });
+      base_ = static_cast<const uint8_t*>(p);
+    } else {
+      ::posix_fadvise(fd_, 0, off_t(index_at), POSIX_FADV_WILLNEED);  // a cold file: start reading it all now
+    }
   } catch (const Error& e) {
     invalidate(e.what());
   }
@@ -258,6 +270,17 @@ std::optional<PackedMatrix> PackedCache::take(const std::string& desc, DType typ
   }
   PackedMatrix m;
   m.type = type, m.rows = rows, m.cols = cols;
+  if (base_) {
+    m.data = Buffer::borrow(const_cast<uint8_t*>(base_ + e.offset), e.bytes, map_);  // read-only pages
+    if (sample_hash(m.data.data(), e.bytes) != e.sample) {
+      invalidate("matrix '" + desc + "' does not match its checksum");
+      all_taken_ = false;
+      return std::nullopt;
+    }
+    ++next_;
+    read_bytes_ += e.bytes;
+    return m;
+  }
   m.data = Buffer(e.bytes, BufferPages::huge);  // where packing would have put it
   uint8_t* dst = m.data.data();
   std::atomic<int> err{0};

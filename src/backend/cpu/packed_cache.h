@@ -19,6 +19,7 @@
 // pool, so a cached load decodes exactly as fast as a packed one and holds one anonymous copy.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -34,7 +35,9 @@ class PackedCache {
  public:
   // Looks DIR/<stem>-<hash>.tpack up for `model` (DIR is created if missing). Never throws for the cache's
   // sake: an unusable directory is a warning and a cache that neither reads nor writes.
-  PackedCache(const std::string& dir, const Model& model, ThreadPool& pool);
+  // map: a valid file's matrices are used where they lie in a read-only mapping of it (page cache pages, shared
+  // between processes, no copy); otherwise they are read into huge-page buffers.
+  PackedCache(const std::string& dir, const Model& model, ThreadPool& pool, bool map = true);
   ~PackedCache();
   PackedCache(const PackedCache&) = delete;
   PackedCache& operator=(const PackedCache&) = delete;
@@ -83,6 +86,9 @@ class PackedCache {
   size_t next_ = 0;                // the next entry take() expects
   bool all_taken_ = true;          // every request so far came from the file
   bool usable_ = true;             // the directory exists and can be written
+  bool map_mode_ = true;
+  std::shared_ptr<const void> map_;  // the mapping matrices borrow (map mode), kept alive by every one of them
+  const uint8_t* base_ = nullptr;
   size_t read_bytes_ = 0;
   std::vector<Recorded> recorded_;
 };

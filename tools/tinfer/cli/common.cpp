@@ -27,6 +27,8 @@ std::vector<OptionSpec> model_options() {
       {"-c,--ctx", "context length (default: the model's, at most 4096)"},
       {"--packed-cache", "directory for packed-weight caches: later loads of the same model file read its packed "
                          "weights back instead of packing (keyed by the file and the packed-format version)"},
+      {"--packed-cache-mode", "map|copy: use the cache file's pages in place (fastest start, shared between "
+                              "processes) or copy them into huge pages (decode as fast as after packing)", true, "map"},
   }, quantize_on_load_options());
 }
 
@@ -55,6 +57,12 @@ std::vector<OptionSpec> sampling_options() {
   };
 }
 
+bool packed_cache_copy(const Args& args) {
+  const std::string v = args.has("--packed-cache-mode") ? args.str("--packed-cache-mode") : "map";
+  check(v == "map" || v == "copy", "--packed-cache-mode must be map or copy, got '" + v + "'");
+  return v == "copy";
+}
+
 Loaded load_model(const Args& args) {
   check(args.has("--model"), "missing -m MODEL\n" + args.help());
   Loaded l;
@@ -70,7 +78,8 @@ Loaded load_model(const Args& args) {
                                             .skip = args.has("--skip-plan") ? skip_plan(args, model_identity(*l.model))
                                                                             : LayerSkip{},
                                             .early_exit = early_exit(args),
-                                            .packed_cache = args.str("--packed-cache")});
+                                            .packed_cache = args.str("--packed-cache"),
+                                            .packed_cache_copy = packed_cache_copy(args)});
   l.load_s = now_s() - t0;
   return l;
 }

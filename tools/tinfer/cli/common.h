@@ -37,6 +37,7 @@ Backend& backend_with(Loaded& l, std::initializer_list<BackendCapability> caps, 
 SamplingParams sampling_params(const Args& args);              // validated: Error lists every problem
 // --act-quant when the subcommand declares it (else block32); Error for anything else.
 ActQuant act_quant(const Args& args);
+bool packed_cache_copy(const Args& args);  // --packed-cache-mode map|copy (Error on anything else)
 
 // BOS (if the tokenizer adds one) + the encoded text; an empty prompt gives BOS alone.
 std::vector<int32_t> encode_prompt(const Tokenizer& tok, const std::string& text, bool parse_special = false);

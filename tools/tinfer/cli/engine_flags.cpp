@@ -63,6 +63,7 @@ EngineConfig engine_config(const Args& args) {
   c.model_path = args.str("--model");
   c.tokenizer_path = args.str("--tokenizer");
   c.packed_cache_dir = args.str("--packed-cache");
+  c.packed_cache_copy = packed_cache_copy(args);
   c.threads = static_cast<int>(args.integer("--threads"));
   if (args.has("--kv-memory")) c.kv.memory_bytes = parse_bytes(args.str("--kv-memory"), "--kv-memory");
   c.kv.fraction = args.number("--kv-fraction");
