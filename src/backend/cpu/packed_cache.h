@@ -15,8 +15,11 @@
 // reader sees the old file or the new, never half of one); an older file of the same source path and a
 // different fingerprint (the model was rewritten) is removed then.
 //
-// Loads read, not map, the matrices: into the same huge-page buffers packing fills, on every thread of the
-// pool, so a cached load decodes exactly as fast as a packed one and holds one anonymous copy.
+// Map mode (the default, --packed-cache-mode map): the matrices are used where they lie in a read-only,
+// populated mapping of the file (page-cache pages shared between processes; every matrix's Buffer holds the
+// mapping). The file is only ever replaced by rename, never written in place, so a mapped file never changes
+// under a reader. Copy mode: read into the huge-page buffers packing fills, on every thread of the pool, so a
+// cached load decodes exactly as a packed one (docs/BENCHMARKS.md §1w-4 measures both).
 #pragma once
 #include <cstdint>
 #include <memory>
