@@ -257,51 +257,35 @@ void PackedCache::open_existing() {
 }
 
 std::optional<PackedMatrix> PackedCache::take(const std::string& desc, DType type, int64_t rows, int64_t cols) {
-  if (fd_ < 0 || next_ >= entries_.size()) {
-    if (fd_ >= 0) invalidate("it holds " + std::to_string(entries_.size()) + " matrices, the load asks for more");
+  auto miss = [&](const std::string& why) -> std::optional<PackedMatrix> {
+    if (!why.empty()) invalidate(why);
     all_taken_ = false;
     return std::nullopt;
-  }
+  };
+  if (fd_ < 0) return miss("");
+  if (next_ >= entries_.size())
+    return miss("it holds " + std::to_string(entries_.size()) + " matrices, the load asks for more");
   const Entry& e = entries_[next_];
-  if (e.desc != desc || e.type != type || e.rows != rows || e.cols != cols) {
-    invalidate("matrix " + std::to_string(next_) + " is '" + e.desc + "', the load asks for '" + desc + "'");
-    all_taken_ = false;
-    return std::nullopt;
-  }
+  if (e.desc != desc || e.type != type || e.rows != rows || e.cols != cols)
+    return miss("matrix " + std::to_string(next_) + " is '" + e.desc + "', the load asks for '" + desc + "'");
   PackedMatrix m;
   m.type = type, m.rows = rows, m.cols = cols;
   if (base_) {
     m.data = Buffer::borrow(const_cast<uint8_t*>(base_ + e.offset), e.bytes, map_);  // read-only pages
-    if (sample_hash(m.data.data(), e.bytes) != e.sample) {
-      invalidate("matrix '" + desc + "' does not match its checksum");
-      all_taken_ = false;
-      return std::nullopt;
-    }
-    ++next_;
-    read_bytes_ += e.bytes;
-    return m;
+  } else {
+    m.data = Buffer(e.bytes, BufferPages::huge);  // where packing would have put it
+    uint8_t* dst = m.data.data();
+    std::atomic<int> err{0};
+    const int64_t chunks = int64_t((e.bytes + kChunk - 1) / kChunk);
+    pool_.parallel_for(chunks, 1, [&](int64_t b, int64_t en) {
+      for (int64_t c = b; c < en; ++c) {
+        const uint64_t at = uint64_t(c) * kChunk, n = std::min<uint64_t>(kChunk, e.bytes - at);
+        if (!pread_all(fd_, dst + at, n, e.offset + at)) err.store(errno ? errno : EIO);
+      }
+    });
+    if (err.load() != 0) return miss("cannot read matrix '" + desc + "' (" + std::strerror(err.load()) + ")");
   }
-  m.data = Buffer(e.bytes, BufferPages::huge);  // where packing would have put it
-  uint8_t* dst = m.data.data();
-  std::atomic<int> err{0};
-  const int64_t chunks = int64_t((e.bytes + kChunk - 1) / kChunk);
-  pool_.parallel_for(chunks, 1, [&](int64_t b, int64_t en) {
-    for (int64_t c = b; c < en; ++c) {
-      const uint64_t at = uint64_t(c) * kChunk, n = std::min<uint64_t>(kChunk, e.bytes - at);
-      if (!pread_all(fd_, dst + at, n, e.offset + at)) err.store(errno ? errno : EIO);
-    }
-  });
-  if (err.load() != 0) {
-    errno = err.load();
-    invalidate("cannot read matrix '" + desc + "' (" + errno_text() + ")");
-    all_taken_ = false;
-    return std::nullopt;
-  }
-  if (sample_hash(dst, e.bytes) != e.sample) {
-    invalidate("matrix '" + desc + "' does not match its checksum");
-    all_taken_ = false;
-    return std::nullopt;
-  }
+  if (sample_hash(m.data.data(), e.bytes) != e.sample) return miss("matrix '" + desc + "' does not match its checksum");
   ++next_;
   read_bytes_ += e.bytes;
   return m;
