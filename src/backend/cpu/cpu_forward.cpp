@@ -89,29 +89,26 @@ int64_t checked_positions(const ModelConfig& c, int64_t max_positions) {
 }  // namespace
 
 CpuForward::CpuForward(const Model& model, const BackendOptions& opts)
-    : CpuForward(model, opts.pool ? nullptr : std::make_unique<ThreadPool>(opts.threads), opts.pool,
-                 opts.max_positions, opts.act_quant, opts.skip, opts.early_exit, opts.packed_cache,
-                 opts.packed_cache_copy) {}
+    : CpuForward(model, opts.pool ? nullptr : std::make_unique<ThreadPool>(opts.threads), opts) {}
 
 CpuForward::CpuForward(const Model& model, ThreadPool& pool, int64_t max_positions)
-    : CpuForward(model, nullptr, &pool, max_positions, ActQuant::block32, {}, {}, {}, false) {}
+    : CpuForward(model, nullptr, BackendOptions{.pool = &pool, .max_positions = max_positions}) {}
 
-CpuForward::CpuForward(const Model& model, std::unique_ptr<ThreadPool> owned, ThreadPool* pool, int64_t max_positions,
-                       ActQuant act_quant, LayerSkip skip, EarlyExit exit, const std::string& packed_cache,
-                       bool packed_cache_copy)
+CpuForward::CpuForward(const Model& model, std::unique_ptr<ThreadPool> owned, const BackendOptions& opts)
     : model_(model),
       owned_pool_(std::move(owned)),
-      pool_(pool ? *pool : *owned_pool_),
-      rope_(model.config(), checked_positions(model.config(), max_positions)),
+      pool_(opts.pool ? *opts.pool : *owned_pool_),
+      rope_(model.config(), checked_positions(model.config(), opts.max_positions)),
       rope_local_(model.config().rope_base_swa > 0.f ? RopeTable(model.config(), rope_.n_positions(), true) : RopeTable()),
-      act_quant_(act_quant) {
-  set_layer_skip(std::move(skip));
-  set_early_exit(std::move(exit));
+      act_quant_(opts.act_quant) {
+  set_layer_skip(opts.skip);
+  set_early_exit(opts.early_exit);
   const ModelConfig& c = model.config();
   check(c.n_heads / c.n_kv_heads <= 64, "grouped-query attention with more than 64 heads per KV head is unsupported");
   const DecoderTensors& t = model.tensors();
   std::unique_ptr<PackedCache> cache =
-      packed_cache.empty() ? nullptr : std::make_unique<PackedCache>(packed_cache, model, pool_, !packed_cache_copy);
+      opts.packed_cache.empty() ? nullptr
+                                : std::make_unique<PackedCache>(opts.packed_cache, model, pool_, !opts.packed_cache_copy);
   WeightPacker packer(pool_, source_bytes(t), cache.get());  // packs on every thread, gives the file's pages back
   for (const LayerTensors& lt : t.layers) {
     Layer L;

@@ -106,9 +106,8 @@ class CpuForward final : public Backend {
     // The panels' packed-code offsets of wqkv, w_gateup and w_down (nullopt: float weights, no fused prologue).
     std::optional<int32_t> qkv_corr, gateup_corr, down_corr;
   };
-  CpuForward(const Model& model, std::unique_ptr<ThreadPool> owned, ThreadPool* pool, int64_t max_positions,
-             ActQuant act_quant, LayerSkip skip, EarlyExit exit, const std::string& packed_cache,
-             bool packed_cache_copy);
+  // On opts.pool if set, else on `owned` (the public constructors decide which).
+  CpuForward(const Model& model, std::unique_ptr<ThreadPool> owned, const BackendOptions& opts);
   // One step's state, shared by the blocks of every layer: forward() sets it up, an exit point shrinks na.
   struct Step {
     const ForwardBatch& batch;

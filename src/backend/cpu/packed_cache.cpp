@@ -39,6 +39,31 @@ uint64_t align_up(uint64_t v) { return (v + kAlign - 1) / kAlign * kAlign; }
 
 std::string errno_text() { return std::strerror(errno); }
 
+bool pread_all(int fd, void* dst, size_t n, uint64_t off);
+
+// The fixed header at offset 0: magic, version, index offset and bytes, file bytes, FNV of the index.
+struct Header {
+  uint32_t version = 0;
+  uint64_t index_at = 0, index_bytes = 0, file_bytes = 0, index_hash = 0;
+
+  // false: shorter than a header or another magic.
+  bool read(int fd) {
+    char b[kHeader];
+    if (!pread_all(fd, b, kHeader, 0) || std::memcmp(b, kMagic, 8) != 0) return false;
+    std::memcpy(&version, b + 8, 4);
+    std::memcpy(&index_at, b + 16, 8), std::memcpy(&index_bytes, b + 24, 8);
+    std::memcpy(&file_bytes, b + 32, 8), std::memcpy(&index_hash, b + 40, 8);
+    return true;
+  }
+  std::string bytes() const {
+    std::string b(kHeader, '\0');
+    std::memcpy(b.data(), kMagic, 8), std::memcpy(b.data() + 8, &version, 4);
+    std::memcpy(b.data() + 16, &index_at, 8), std::memcpy(b.data() + 24, &index_bytes, 8);
+    std::memcpy(b.data() + 32, &file_bytes, 8), std::memcpy(b.data() + 40, &index_hash, 8);
+    return b;
+  }
+};
+
 uint64_t sample_hash(const uint8_t* p, size_t n) {
   Fnv1a64 h;
   h.u64(n);
@@ -177,7 +202,7 @@ void PackedCache::invalidate(const std::string& why) {
   if (fd_ >= 0) ::close(fd_);
   fd_ = -1;
   entries_.clear();
-  map_.reset(), base_ = nullptr;  // (matrices already taken keep the mapping alive)
+  map_.reset();  // (matrices already taken keep the mapping alive)
 }
 
 void PackedCache::open_existing() {
@@ -190,14 +215,10 @@ void PackedCache::open_existing() {
     struct stat st {};
     check(::fstat(fd_, &st) == 0, "cannot stat it (" + errno_text() + ")");
     const uint64_t size = uint64_t(st.st_size);
-    char head[kHeader];
-    check(size >= kHeader && pread_all(fd_, head, kHeader, 0), "shorter than its header");
-    check(std::memcmp(head, kMagic, 8) == 0, "not a packed cache (bad magic)");
-    uint32_t version;
-    uint64_t index_at, index_bytes, file_bytes, index_hash;
-    std::memcpy(&version, head + 8, 4);
-    std::memcpy(&index_at, head + 16, 8), std::memcpy(&index_bytes, head + 24, 8);
-    std::memcpy(&file_bytes, head + 32, 8), std::memcpy(&index_hash, head + 40, 8);
+    check(size >= kHeader, "shorter than its header");
+    Header head;
+    check(head.read(fd_), "not a packed cache (bad magic)");
+    const auto [version, index_at, index_bytes, file_bytes, index_hash] = head;
     check(version == kVersion, "cache format version " + std::to_string(version) + ", this build reads " +
                                    std::to_string(kVersion));
     check(file_bytes == size, "truncated or extended: " + std::to_string(size) + " bytes, its header says " +
@@ -231,12 +252,12 @@ void PackedCache::open_existing() {
     uint64_t end = kAlign;
     for (uint64_t i = 0; i < n; ++i) {
       Entry e;
-      e.desc = r.str();
-      e.type = DType(r.u32());
-      e.rows = int64_t(r.u64()), e.cols = int64_t(r.u64());
+      e.req.desc = r.str();
+      e.req.type = DType(r.u32());
+      e.req.rows = int64_t(r.u64()), e.req.cols = int64_t(r.u64());
       e.offset = r.u64(), e.bytes = r.u64(), e.sample = r.u64();
       check(e.offset % kAlign == 0 && e.offset >= end && e.bytes > 0 && e.bytes <= index_at - e.offset,
-            "entry " + std::to_string(i) + " ('" + e.desc + "') lies outside the data");
+            "entry " + std::to_string(i) + " ('" + e.req.desc + "') lies outside the data");
       end = e.offset + e.bytes;
       entries_.push_back(std::move(e));
     }
@@ -247,7 +268,6 @@ void PackedCache::open_existing() {
       check(p != MAP_FAILED, "cannot map it (" + errno_text() + ")");
       const size_t len = index_at;
       map_ = std::shared_ptr<const void>(p, [len](const void* q) { ::munmap(const_cast<void*>(q), len); });
-      base_ = static_cast<const uint8_t*>(p);
     } else {
       ::posix_fadvise(fd_, 0, off_t(index_at), POSIX_FADV_WILLNEED);  // a cold file: start reading it all now
     }
@@ -258,20 +278,20 @@ void PackedCache::open_existing() {
 
 std::optional<PackedMatrix> PackedCache::take(const std::string& desc, DType type, int64_t rows, int64_t cols) {
   auto miss = [&](const std::string& why) -> std::optional<PackedMatrix> {
-    if (!why.empty()) invalidate(why);
-    all_taken_ = false;
+    invalidate(why);
     return std::nullopt;
   };
-  if (fd_ < 0) return miss("");
+  if (fd_ < 0) return std::nullopt;
   if (next_ >= entries_.size())
     return miss("it holds " + std::to_string(entries_.size()) + " matrices, the load asks for more");
   const Entry& e = entries_[next_];
-  if (e.desc != desc || e.type != type || e.rows != rows || e.cols != cols)
-    return miss("matrix " + std::to_string(next_) + " is '" + e.desc + "', the load asks for '" + desc + "'");
+  if (!(e.req == Request{desc, type, rows, cols}))
+    return miss("matrix " + std::to_string(next_) + " is '" + e.req.desc + "', the load asks for '" + desc + "'");
   PackedMatrix m;
   m.type = type, m.rows = rows, m.cols = cols;
-  if (base_) {
-    m.data = Buffer::borrow(const_cast<uint8_t*>(base_ + e.offset), e.bytes, map_);  // read-only pages
+  if (map_) {
+    const auto* base = static_cast<const uint8_t*>(map_.get());
+    m.data = Buffer::borrow(const_cast<uint8_t*>(base + e.offset), e.bytes, map_);  // read-only pages
   } else {
     m.data = Buffer(e.bytes, BufferPages::huge);  // where packing would have put it
     uint8_t* dst = m.data.data();
@@ -292,11 +312,11 @@ std::optional<PackedMatrix> PackedCache::take(const std::string& desc, DType typ
 }
 
 void PackedCache::record(const std::string& desc, const PackedMatrix& m) {
-  recorded_.push_back({desc, m.type, m.rows, m.cols, m.data.data(), m.data.size()});
+  recorded_.push_back({{desc, m.type, m.rows, m.cols}, m.data.data(), m.data.size()});
 }
 
 std::string PackedCache::finish() {
-  if (fd_ >= 0 && all_taken_ && next_ == entries_.size())
+  if (fd_ >= 0 && next_ == entries_.size())  // (any miss closed the file)
     return "read " + std::to_string(read_bytes_ >> 20) + " MiB of packed weights from " + path_;
   if (fd_ >= 0) invalidate("the load asked for " + std::to_string(next_) + " of its " +
                            std::to_string(entries_.size()) + " matrices");
@@ -323,25 +343,21 @@ bool PackedCache::write_file(std::string& why) const {
   uint64_t at = kAlign;
   bool ok = true;
   for (const Recorded& r : recorded_) {
-    index.str(r.desc);
-    index.u32(uint32_t(r.type));
-    index.u64(uint64_t(r.rows)), index.u64(uint64_t(r.cols));
+    index.str(r.req.desc);
+    index.u32(uint32_t(r.req.type));
+    index.u64(uint64_t(r.req.rows)), index.u64(uint64_t(r.req.cols));
     index.u64(at), index.u64(r.bytes), index.u64(sample_hash(r.data, r.bytes));
     for (uint64_t done = 0; ok && done < r.bytes; done += kChunk)
       ok = pwrite_all(fd, r.data + done, std::min<uint64_t>(kChunk, r.bytes - done), at + done);
     if (!ok) break;
     at = align_up(at + r.bytes);
   }
-  const uint64_t index_at = at;
   Fnv1a64 h;
   h.bytes(index.out.data(), index.out.size());
-  Writer head;
-  head.raw(kMagic, 8);
-  head.u32(kVersion), head.u32(0);
-  head.u64(index_at), head.u64(index.out.size()), head.u64(index_at + index.out.size()), head.u64(h.value());
-  head.out.resize(kHeader, '\0');
-  ok = ok && pwrite_all(fd, index.out.data(), index.out.size(), index_at) &&
-       pwrite_all(fd, head.out.data(), head.out.size(), 0) && ::fdatasync(fd) == 0;
+  const Header head{kVersion, at, index.out.size(), at + index.out.size(), h.value()};
+  const std::string head_bytes = head.bytes();
+  ok = ok && pwrite_all(fd, index.out.data(), index.out.size(), head.index_at) &&
+       pwrite_all(fd, head_bytes.data(), head_bytes.size(), 0) && ::fdatasync(fd) == 0;
   if (!ok) why = errno_text();
   ok = ::close(fd) == 0 && ok;
   if (ok && ::rename(tmp.c_str(), path_.c_str()) != 0) why = errno_text(), ok = false;
@@ -363,15 +379,11 @@ void PackedCache::remove_stale_siblings() const {
     if (d.path() == fs::path(path_) || name.rfind(stem_ + "-", 0) != 0 || d.path().extension() != ".tpack") continue;
     const int fd = ::open(d.path().c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) continue;
-    char head[kHeader];
-    uint64_t index_at = 0, index_bytes = 0;
+    Header head;
     std::string line(source_line_.size() + 9, '\0');  // the key's length field, then its first line
-    if (pread_all(fd, head, kHeader, 0) && std::memcmp(head, kMagic, 8) == 0) {
-      std::memcpy(&index_at, head + 16, 8), std::memcpy(&index_bytes, head + 24, 8);
-      if (index_bytes >= line.size() && pread_all(fd, line.data(), line.size(), index_at) &&
-          line.compare(8, std::string::npos, source_line_ + "\n") == 0)
-        fs::remove(d.path(), ec);
-    }
+    if (head.read(fd) && head.index_bytes >= line.size() && pread_all(fd, line.data(), line.size(), head.index_at) &&
+        line.compare(8, std::string::npos, source_line_ + "\n") == 0)
+      fs::remove(d.path(), ec);
     ::close(fd);
   }
 }

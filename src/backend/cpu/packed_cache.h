@@ -55,25 +55,23 @@ class PackedCache {
   // load's progress line ("read 1048 MiB from ...", "wrote ...", "cannot write ...: reason").
   std::string finish();
 
-  const std::string& path() const { return path_; }
-  bool readable() const { return fd_ >= 0; }  // a valid file was found (before any take)
-  size_t bytes_read() const { return read_bytes_; }
-
   // The layout probe: FNV of every packed format's bytes for one fixed matrix (exposed for tests).
   static std::string layout_probe();
   static constexpr uint32_t kVersion = 1;
 
  private:
-  struct Entry {
+  struct Request {  // what the load asks for: the source tensors' names, type and shape
     std::string desc;
     DType type;
     int64_t rows, cols;
+    bool operator==(const Request&) const = default;
+  };
+  struct Entry {  // a matrix of the file
+    Request req;
     uint64_t offset, bytes, sample;
   };
-  struct Recorded {
-    std::string desc;
-    DType type;
-    int64_t rows, cols;
+  struct Recorded {  // a matrix of this load, for write_file
+    Request req;
     const uint8_t* data;
     size_t bytes;
   };
@@ -84,14 +82,14 @@ class PackedCache {
 
   ThreadPool& pool_;
   std::string dir_, path_, key_, source_line_, stem_;
-  int fd_ = -1;                    // the valid file being read, or -1
+  int fd_ = -1;                    // the valid file being read, or -1 (none, or invalidated by a miss)
   std::vector<Entry> entries_;     // its index
   size_t next_ = 0;                // the next entry take() expects
-  bool all_taken_ = true;          // every request so far came from the file
   bool usable_ = true;             // the directory exists and can be written
   bool map_mode_ = true;
-  std::shared_ptr<const void> map_;  // the mapping matrices borrow (map mode), kept alive by every one of them
-  const uint8_t* base_ = nullptr;
+  // Map mode: the mapping of fd_ that matrices borrow, kept alive by every one of them. Mapped from the
+  // descriptor that was validated, not reopened by path, so a concurrent rename cannot swap the file.
+  std::shared_ptr<const void> map_;
   size_t read_bytes_ = 0;
   std::vector<Recorded> recorded_;
 };
