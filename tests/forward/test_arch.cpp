@@ -48,7 +48,10 @@ struct TypeCase {
   DType type;
   double max_nmse;  // int8 activations on the integer paths
 };
-const TypeCase kTypes[] = {{DType::F32, 1e-9}, {DType::F16, 1e-9}, {DType::BF16, 1e-9}, {DType::Q8_0, 2e-3},
+const TypeCase kTypes[] = {{DType::F32, 1e-9},
+                           {DType::F16, 1e-9},
+                           {DType::BF16, forward_test::bf16_weights_nmse()},
+                           {DType::Q8_0, 2e-3},
                            {DType::Q4_0, 2e-3}, {DType::Q5_1, 2e-3}, {DType::Q4_K, 2e-3}, {DType::Q6_K, 2e-3}};
 
 SynthSpec spec_of(const ArchShape& s, DType type) {

@@ -42,7 +42,8 @@ struct TypeCase {
   double max_nmse;  // activations quantized to int8 per 32-block for integer paths
 };
 const TypeCase kTypes[] = {
-    {DType::F32, 1e-9}, {DType::F16, 1e-9}, {DType::BF16, 1e-9}, {DType::Q8_0, 2e-3},
+    {DType::F32, 1e-9},  {DType::F16, 1e-9},  {DType::BF16, forward_test::bf16_weights_nmse()},
+    {DType::Q8_0, 2e-3},
     {DType::Q4_0, 2e-3}, {DType::Q4_1, 2e-3}, {DType::Q5_0, 2e-3}, {DType::Q5_1, 2e-3},
     {DType::Q2_K, 2e-3}, {DType::Q3_K, 2e-3}, {DType::Q4_K, 2e-3}, {DType::Q5_K, 2e-3}, {DType::Q6_K, 2e-3},
 };
