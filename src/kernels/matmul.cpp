@@ -24,21 +24,24 @@ namespace tinfer {
 namespace {
 
 // Runs fn(u0, u1, i0, i1) over weight units [0, nu) (16 rows each) x activation rows [0, m).
+// Work items hold an even number of units: the AVX-512 int8 GEMM takes tiles in pairs for batches (one
+// activation broadcast feeds both tiles' dots), and an odd item leaves a tile to the one-tile loop.
 template <class Fn>
 void split_work(int64_t nu, int64_t m, ThreadPool& pool, const Fn& fn) {
+  auto even = [](int64_t k) { return k + (k & 1); };
   const int64_t n_ic = (m + kMaxGemmRows - 1) / kMaxGemmRows;
   if (n_ic == 1) {
     // Decode streams every weight byte from DRAM once, so each thread reads one long contiguous run:
     // measured on this host, interleaving ~280 KB items between two threads lost 15% of the read
     // bandwidth; 2 MB runs lose nothing.
-    pool.parallel_for_runs(nu, std::max<int64_t>(1, nu / (16 * pool.size())),
+    pool.parallel_for_runs(nu, even(std::max<int64_t>(1, nu / (16 * pool.size()))),
                            [&](int64_t u0, int64_t u1) { fn(u0, u1, 0, m); });
     return;
   }
   // Prefill: work items are (activation chunk, unit chunk) pairs handed out dynamically, activation-chunk
   // major (both threads share the L2/L3-resident activation chunk): a late or descheduled worker then
   // costs only its unclaimed items instead of stalling a static share of the matrix.
-  const int64_t tc = std::max<int64_t>(1, nu / (8 * pool.size())), n_tc = (nu + tc - 1) / tc;
+  const int64_t tc = even(std::max<int64_t>(1, nu / (8 * pool.size()))), n_tc = (nu + tc - 1) / tc;
   std::atomic<int64_t> next{0};
   auto work = [&](int, int) {
     for (int64_t item = next.fetch_add(1); item < n_ic * n_tc; item = next.fetch_add(1)) {

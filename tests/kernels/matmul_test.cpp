@@ -3,6 +3,7 @@
 // (packed_format_test.cpp covers every packed format with random blocks on more shapes.)
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "core/isa.h"
@@ -115,6 +116,31 @@ TEST(MatmulTest, DecodeSplitComputesEveryTileOnce) {
           ASSERT_EQ(0, std::memcmp(got.data(), first.data(), got.size() * sizeof(float))) << threads << " threads";
         }
       }
+    }
+  }
+}
+
+// AVX-512 batches (4+ rows) of the 32-element-scale formats take the weight tiles in pairs (one activation
+// broadcast feeds two tiles' dots); decode takes them one at a time. Both sum the same exact int dots and fold
+// them in the same order, so each row of a batch equals that row alone, bit for bit: a pair that mixed up its
+// tiles' sums, scales or outputs would not. Ragged: 3 full tiles + 9 rows (an odd tile left alone), 3 groups
+// with 4 + 4, 4 + 2 + 1 and 4 + 1 rows.
+TEST(MatmulTest, PairedTilesEqualRowsAloneBitExactly) {
+  const auto isas = supported_isas();
+  if (std::find(isas.begin(), isas.end(), Isa::avx512) == isas.end())
+    GTEST_SKIP() << "this CPU has no AVX-512 VNNI: the paired-tile kernel cannot run here";
+  const int64_t rows = 16 * 3 + 9, cols = 32 * 11, m = 21;
+  ThreadPool pool(2);
+  for (DType type : {DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1}) {
+    SCOPED_TRACE(type_traits(type).name);
+    const auto w = test::random_weights(type, rows, cols, 21);
+    const auto x = test::random_floats(size_t(m * cols), 22);
+    const PackedMatrix pw = pack_matrix(type, w.data(), rows, cols);
+    std::vector<float> batch(size_t(m * rows), -1e30f), alone(size_t(rows), -1e30f);
+    matmul(pw, x.data(), m, batch.data(), pool, kernel_table(Isa::avx512));
+    for (int64_t i = 0; i < m; ++i) {
+      matmul(pw, x.data() + i * cols, 1, alone.data(), pool, kernel_table(Isa::avx512));
+      ASSERT_EQ(0, std::memcmp(alone.data(), batch.data() + i * rows, alone.size() * sizeof(float))) << "row " << i;
     }
   }
 }
