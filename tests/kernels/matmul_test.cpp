@@ -145,6 +145,34 @@ TEST(MatmulTest, PairedTilesEqualRowsAloneBitExactly) {
   }
 }
 
+// Batches likewise: whichever thread computes a tile, and whether its work item paired it with a neighbour
+// (AVX-512) or not, the bits are the same. 1, 2, 3 and 5 threads cut the 14 tiles at different, odd and even,
+// boundaries; m = 70 takes the prefill split (two activation chunks).
+TEST(MatmulTest, BatchSplitIsBitIdenticalAcrossPoolSizes) {
+  const int64_t rows = 16 * 13 + 5, cols = 512;
+  for (DType type : {DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q2_K, DType::Q3_K,
+                     DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
+    const auto w = test::random_weights(type, rows, cols, 31);
+    const PackedMatrix pw = pack_matrix(type, w.data(), rows, cols);
+    for (int64_t m : {5, 13, 21, 70}) {
+      SCOPED_TRACE(testing::Message() << type_traits(type).name << " m=" << m);
+      const auto x = test::random_floats(size_t(m * cols), 32);
+      for (Isa isa : supported_isas()) {
+        std::vector<float> first(size_t(m * rows), -1e30f);
+        ThreadPool p1(1);
+        matmul(pw, x.data(), m, first.data(), p1, kernel_table(isa));
+        for (int threads : {2, 3, 5}) {
+          ThreadPool pool(threads);
+          std::vector<float> got(first.size(), -1e30f);
+          matmul(pw, x.data(), m, got.data(), pool, kernel_table(isa));
+          ASSERT_EQ(0, std::memcmp(got.data(), first.data(), got.size() * sizeof(float)))
+              << isa_name(isa) << ", " << threads << " threads";
+        }
+      }
+    }
+  }
+}
+
 TEST(ActQuantTest, EveryIsaMatchesReferenceBitExactly) {
   const int64_t cols = 32 * 9;
   auto x = test::random_floats(size_t(cols), 11, 3.0f);

@@ -312,7 +312,16 @@ inline void group_rows2(const uint8_t* tile0, const uint8_t* tile1, const QActs&
   for (; r0 + 4 <= n; r0 += 4)
     tile_rows2<G, 4>(tile0, tile1, a, g, r0, b0, b1, acc0 + 16 * r0, acc1 + 16 * r0, prefetch && r0 == 0);
   if (n - r0 >= 2) tile_rows2<G, 2>(tile0, tile1, a, g, r0, b0, b1, acc0 + 16 * r0, acc1 + 16 * r0, false), r0 += 2;
-  if (n - r0 >= 1) tile_rows2<G, 1>(tile0, tile1, a, g, r0, b0, b1, acc0 + 16 * r0, acc1 + 16 * r0, false);
+  if (n - r0 >= 1) {
+    // A lone row of a 256-element K-quant takes gemv_k (another float order), as in the one-tile loop: a tile
+    // gives the same bits whether a work item paired it or not (items depend on the thread schedule).
+    if constexpr (G.block > packed::kSub) {
+      tile_rows<G, 1>(tile0, a, g, r0, b0, b1, acc0 + 16 * r0, false);
+      tile_rows<G, 1>(tile1, a, g, r0, b0, b1, acc1 + 16 * r0, false);
+    } else {
+      tile_rows2<G, 1>(tile0, tile1, a, g, r0, b0, b1, acc0 + 16 * r0, acc1 + 16 * r0, false);
+    }
+  }
 }
 
 // Per tile, the blocks are walked in slices small enough to stay in L1 (kSliceBytes of quants), and
