@@ -21,7 +21,7 @@ inline double nmse(const std::vector<float>& got, const std::vector<float>& want
 // weights: 1e-9) unless the active table rounds batched activations to bf16 (AVX512-BF16 dot products,
 // or TINFER_FLOAT_GEMM=bf16): then each GEMM adds ~2^-16/3 of relative noise (kBf16ActNmse in
 // matmul_test.cpp), compounded over the layers: measured 1e-5..1.3e-4 on the 1..6-layer shapes here
-// (Zen 4, vdpbf16ps), so 5e-4, still 4x under the int8 paths' 2e-3.
+// (Zen 5, vdpbf16ps), so 5e-4, still 4x under the int8 paths' 2e-3.
 inline double bf16_weights_nmse() { return active_kernels().bf16_round_acts ? 5e-4 : 1e-9; }
 
 }  // namespace tinfer::forward_test
