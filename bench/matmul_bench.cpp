@@ -100,6 +100,17 @@ void smol_float_shapes(benchmark::internal::Benchmark* b) {
 }
 BENCHMARK(BM_SmolFloat)->Apply(smol_float_shapes)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
+// The same shapes and batches quantized (what `--quantize-on-load q8_0|q4_k` serves): the int8 GEMMs' batched
+// steps against weights from DRAM, side by side with the float ones above.
+void BM_SmolQuant(benchmark::State& state) { BM_Matmul(state); }
+void smol_quant_shapes(benchmark::internal::Benchmark* b) {
+  const int64_t kShapes[][2] = {{576, 576}, {3072, 576}, {576, 1536}, {49152, 576}};
+  for (DType t : {DType::Q8_0, DType::Q4_K})
+    for (const auto& s : kShapes)
+      for (int64_t m : {16, 32, 64}) b->Args({int64_t(t), s[0], s[1], m});
+}
+BENCHMARK(BM_SmolQuant)->Apply(smol_quant_shapes)->Unit(benchmark::kMicrosecond)->UseRealTime();
+
 // Every packed type's kernel in cache: decode (m=1) on a 512 x 2048 matrix (0.2-1.1 MB: L2) reported as weight
 // GB/s, i.e. the compute throughput a type's GEMV reaches when memory is no limit (compare with the read
 // bandwidth per thread the host's memory can feed); and prefill (m=512) on 2048 x 2048 as int8 GOPS.

@@ -32,14 +32,20 @@ using packed::Scales;
 // read bandwidth, and software prefetch only costs (TinyLlama decode step, Zen 4, fast memory mode:
 // Q8_0 17.4-18.1 ms without vs 21.5-23.3 ms with a 2 KiB prefetch; Q4_0 slow mode 15.5 vs 19.8 ms).
 // With 4+ rows (batched decode) a block takes ~8x longer to compute and the demand loads of the
-// first group's pass stall on L1 misses: a 2 KiB prefetch into L1 (NTA: the slice is reread only
-// from L1) takes a 16-row Q8_0 step from 74-80 to ~60 ms and an 8-row one from 52-55 to 33-36 ms.
-// (With the previous layout, scales in a region ahead of the quants, 8 KiB into L2 suited both.)
+// first group's pass stall on L1 misses. Two prefetches per line of the first pass: 2 KiB ahead into L1
+// (NTA: the slice is reread only from L1), which took a 16-row Q8_0 step from 74-80 to ~60 ms (Zen 4),
+// and 16 KiB ahead into L2: DRAM's lead (one core keeps ~20 GB/s x ~120 ns = 2.5 KB in flight, more than
+// its L1 miss slots hold), and for short tiles (SmolLM2's 576 columns: 9.8 KB) the start of the tiles
+// to come, which no hardware prefetcher predicts: +13-27% at m = 16-64 on those shapes from DRAM, one
+// Zen 5 core; -6% .. +4% on TinyLlama's 2048-column tiles (m = 4 .. 32); prefill unchanged (§1ac).
 template <int MR>
 inline void prefetch_weights(const uint8_t* qb, int qbytes) {
   if constexpr (MR > 2) {
 #pragma GCC unroll 8
-    for (int c = 0; c < qbytes; c += 64) _mm_prefetch(reinterpret_cast<const char*>(qb + 2048 + c), _MM_HINT_NTA);
+    for (int c = 0; c < qbytes; c += 64) {
+      _mm_prefetch(reinterpret_cast<const char*>(qb + 16384 + c), _MM_HINT_T1);
+      _mm_prefetch(reinterpret_cast<const char*>(qb + 2048 + c), _MM_HINT_NTA);
+    }
   }
 }
 
