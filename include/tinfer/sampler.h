@@ -98,6 +98,7 @@ class Sampler {
   // logits -> work_ (masked, biased, penalised, unscaled)
   void apply_penalties(const float* logits, const uint32_t* allowed = nullptr);
   void filter();                              // work_ -> cand_ (survivors with probabilities)
+  bool draw_tempered(double u, int32_t& token);  // temperature alone: a draw from work_ without cand_
   int32_t argmax() const;                     // of work_, NaN never chosen
   void fill_logprobs(const float* logits, int32_t token);
 
@@ -113,7 +114,8 @@ class Sampler {
   std::vector<int32_t> count_ids_;  // distinct ids with counts_ > 0
 
   std::vector<float> work_;         // [n_vocab] penalised logits
-  std::vector<Candidate> cand_;     // capacity n_vocab; cand_[0, n_cand_) are the survivors
+  std::vector<Candidate> cand_;     // n_vocab once filter() first runs; cand_[0, n_cand_) are the survivors
+  std::vector<float> chunk_sums_;   // draw_tempered: the weights' sums per kExpChunk tokens
   size_t n_cand_ = 0;
   SampleResult result_;
 };

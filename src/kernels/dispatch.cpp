@@ -56,6 +56,9 @@ void silu_mul(float* gate, const float* up, int64_t n) { active_kernels().silu_m
 void gelu_mul(float* gate, const float* up, int64_t n) { active_kernels().gelu_mul(gate, up, n); }
 void add_inplace(float* y, const float* x, int64_t n) { active_kernels().add_inplace(y, x, n); }
 void softmax_inplace(float* x, int64_t n) { active_kernels().softmax_inplace(x, n); }
+void exp_weights(const float* x, int64_t n, float best, float inv_t, float* e, float* sums) {
+  active_kernels().exp_weights(x, n, best, inv_t, e, sums);
+}
 float dot_f32(const float* a, const float* b, int64_t n) { return active_kernels().dot_f32(a, b, n); }
 void axpy(float a, const float* x, float* y, int64_t n) { active_kernels().axpy(a, x, y, n); }
 void scale_inplace(float* x, float s, int64_t n) { active_kernels().scale_inplace(x, s, n); }

@@ -54,6 +54,12 @@ void silu_mul(float* gate, const float* up, int64_t n);                         
 void gelu_mul(float* gate, const float* up, int64_t n);                          // gate = gelu_tanh(gate) * up
 void add_inplace(float* y, const float* x, int64_t n);                           // y += x
 void softmax_inplace(float* x, int64_t n);
+// Sampling weights over a vocabulary row: e[i] = exp((x[i] - best) * inv_t) (0 where x[i] is NaN or -inf;
+// best >= every x[i] keeps them in [0, 1]), and sums[c] = the sum of e[i] over chunk c, the kExpChunk
+// elements from kExpChunk * c (the last chunk partial): a draw finds its chunk, then its token, without a
+// second pass over the row. e may be x.
+constexpr int64_t kExpChunk = 64;
+void exp_weights(const float* x, int64_t n, float best, float inv_t, float* e, float* sums);
 float dot_f32(const float* a, const float* b, int64_t n);
 void axpy(float a, const float* x, float* y, int64_t n);  // y += a * x
 void scale_inplace(float* x, float s, int64_t n);

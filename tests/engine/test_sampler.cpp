@@ -301,6 +301,51 @@ TEST(Sampler, TemperatureSamplingMatchesSoftmax) {
   EXPECT_LT(chi2, 25.0) << "4 degrees of freedom: P(chi2 > 25) ~ 5e-5";  // seeded: deterministic
 }
 
+// Temperature alone takes the list-free draw (draw_tempered); any filter takes filter(). Both must draw from
+// the same distribution: a vocabulary of 300 (several kExpChunk chunks, a partial last one) with masked
+// and NaN logits, 60,000 draws each, the empirical frequencies against softmax(l / T), and the two paths
+// against each other token by token where they share a seed (a top-k equal to the vocabulary is no filter
+// for the distribution, but it routes the draw through filter()).
+TEST(Sampler, TemperatureDrawWithoutListMatchesFilteredDraw) {
+  const int V = 300;
+  std::vector<float> l(V);
+  std::mt19937 rng(5);
+  std::normal_distribution<float> nd(0.0f, 1.5f);
+  for (float& v : l) v = nd(rng);
+  l[7] = -std::numeric_limits<float>::infinity();
+  l[250] = std::numeric_limits<float>::quiet_NaN();
+  const float T = 0.9f;
+  SamplingParams dense;
+  dense.seed = 99, dense.temperature = T;
+  SamplingParams listed = dense;
+  listed.top_k = V - 1;  // drops the NaN only (never a candidate anyway): the same distribution, via filter()
+  Sampler a(dense, V), b(listed, V);
+  const int n = 60000;
+  std::vector<int> hits(V, 0);
+  int same = 0;
+  for (int i = 0; i < n; ++i) {
+    const int32_t ta = a.sample(l.data()).token, tb = b.sample(l.data()).token;
+    ASSERT_TRUE(ta != 7 && ta != 250) << "a masked or NaN logit was drawn";
+    ++hits[size_t(ta)];
+    same += ta == tb;
+    a.accept(ta), b.accept(tb);
+  }
+  // Same u per position: the draws differ only where u falls within rounding of a bucket edge.
+  EXPECT_GE(same, n - 5);
+  double z = 0;
+  for (float v : l)
+    if (!std::isnan(v)) z += std::exp(double(v) / T);
+  double chi2 = 0;
+  int dof = -1;
+  for (int t = 0; t < V; ++t) {
+    if (t == 7 || t == 250) continue;
+    const double e = n * std::exp(double(l[size_t(t)]) / T) / z;
+    chi2 += (hits[size_t(t)] - e) * (hits[size_t(t)] - e) / e;
+    ++dof;
+  }
+  EXPECT_LT(chi2, dof + 6.0 * std::sqrt(2.0 * dof)) << "chi2 with " << dof << " degrees of freedom";
+}
+
 TEST(Sampler, Logprobs) {
   std::vector<float> l = {1.0f, 3.0f, 2.0f, -1.0f};
   SamplingParams p;

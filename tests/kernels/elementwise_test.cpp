@@ -72,6 +72,42 @@ TEST(ElementwiseTest, EveryIsaMatchesReference) {
   }
 }
 
+// The sampler's tempered weights: exp((x - best) / T) per element against double exp, NaN and -inf weighing 0,
+// and each kExpChunk chunk's sum against the double sum of the reference weights (the last chunk partial).
+TEST(ElementwiseTest, ExpWeightsMatchReferenceOnEveryIsa) {
+  const float kNan = std::numeric_limits<float>::quiet_NaN(), kInf = std::numeric_limits<float>::infinity();
+  for (Isa isa : supported_isas()) {
+    const KernelTable& kt = kernel_table(isa);
+    for (int64_t n : {int64_t(1), int64_t(15), int64_t(64), int64_t(65), int64_t(1000), int64_t(4099)}) {
+      for (float inv_t : {1.0f, 1.25f, 0.1f}) {
+        SCOPED_TRACE(testing::Message() << isa_name(isa) << " n=" << n << " 1/T=" << inv_t);
+        auto x = test::random_floats(size_t(n), uint32_t(7 * n + 1), 8.0f);
+        if (n > 5) x[3] = kNan, x[5] = -kInf, x[n - 1] = -200.0f;  // NaN, masked, below exp's range
+        float best = -kInf;
+        for (float v : x) best = v > best ? v : best;  // (NaN never wins)
+        const int64_t chunks = (n + kExpChunk - 1) / kExpChunk;
+        std::vector<float> e(size_t(n), -1.0f), sums(size_t(chunks), -1.0f);
+        kt.exp_weights(x.data(), n, best, inv_t, e.data(), sums.data());
+        std::vector<double> want(static_cast<size_t>(n));
+        for (int64_t i = 0; i < n; ++i) {
+          const float w = (x[size_t(i)] - best) * inv_t;  // the argument as the kernel rounds it: exp checked alone
+          want[size_t(i)] = std::isnan(x[size_t(i)]) ? 0.0 : std::exp(double(w));
+          ASSERT_NEAR(e[size_t(i)], want[size_t(i)], 4e-6 * want[size_t(i)] + 1e-30) << "at " << i;
+        }
+        for (int64_t c = 0; c < chunks; ++c) {
+          double ws = 0;
+          for (int64_t i = c * kExpChunk; i < std::min(n, (c + 1) * kExpChunk); ++i) ws += want[size_t(i)];
+          ASSERT_NEAR(sums[size_t(c)], ws, 1e-5 * ws + 1e-30) << "chunk " << c;
+        }
+        // In place (the sampler's use): the same values.
+        std::vector<float> inplace = x;
+        kt.exp_weights(inplace.data(), n, best, inv_t, inplace.data(), sums.data());
+        EXPECT_EQ(inplace, e);
+      }
+    }
+  }
+}
+
 TEST(ElementwiseTest, ActiveIsaWrappers) {
   const int64_t n = 37;
   const auto a = test::random_floats(size_t(n), 1), b = test::random_floats(size_t(n), 2);

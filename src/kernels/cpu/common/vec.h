@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "tinfer/act_quant.h"
+#include "kernels/kernels.h"  // kExpChunk
 #if defined(__AVX512F__) && TINFER_VEC_FLOATS == 16
 #include <immintrin.h>
 #endif
@@ -142,6 +143,30 @@ inline void v_softmax_inplace(float* x, int64_t n) {
   }
   for (; i < n; ++i) { x[i] = std::exp(x[i] - mx); st += x[i]; }
   v_scale_inplace(x, 1.0f / (hsum(s) + st), n);
+}
+
+// The sampler's tempered weights (contract in kernels.h): e[i] = exp((x[i] - best) * inv_t), 0 where x[i] is
+// NaN or -inf, and sums[c] = the float sum of e over chunk c = [kExpChunk c, kExpChunk (c + 1)). e may be x.
+inline void v_exp_weights(const float* x, int64_t n, float best, float inv_t, float* e, float* sums) {
+  static_assert(kExpChunk % kW == 0);
+  for (int64_t c0 = 0; c0 < n; c0 += kExpChunk) {
+    const int64_t c1 = c0 + kExpChunk < n ? c0 + kExpChunk : n;
+    vf s{};
+    float st = 0;
+    int64_t i = c0;
+    for (; i + kW <= c1; i += kW) {
+      const vf w = (vload(x + i) - best) * inv_t;
+      const vf v = w == w ? vexp(w) : vsplat(0.0f);  // NaN: weight 0 (vexp(-inf) is 0 already)
+      vstore(e + i, v);
+      s += v;
+    }
+    for (; i < c1; ++i) {
+      const float w = (x[i] - best) * inv_t;
+      e[i] = w == w ? std::exp(w) : 0.0f;
+      st += e[i];
+    }
+    sums[c0 / kExpChunk] = hsum(s) + st;
+  }
 }
 
 // One activation row to int8 per 32-block (the contract in kernel_table.h; bit-exact with the
