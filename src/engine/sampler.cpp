@@ -181,15 +181,9 @@ void Sampler::apply_penalties(const float* logits, const uint32_t* allowed) {
 
 // The best of work_: the first id with the highest value, NaN never chosen; token 0 when every value is NaN
 // (a broken model row: nothing to prefer).
-int32_t Sampler::argmax() const {
-  int32_t best = 0;
-  while (best < n_vocab_ && std::isnan(work_[best])) ++best;  // start at a number: nothing compares above NaN
-  if (best == n_vocab_) return 0;
-  float m = work_[best];  // the running max in a register: indexing work_[best] each time chains a load per element
-  for (int32_t i = best + 1; i < n_vocab_; ++i)
-    if (work_[i] > m) m = work_[i], best = i;  // strict: lowest id wins ties; a NaN is never greater
-  return best;
-}
+// The kernel table's vectorized argmax: a one-pass scalar loop with a running index was most of a greedy
+// step's sampling at 49,152 tokens (32 rows: ~1.3 ms).
+int32_t Sampler::argmax() const { return int32_t(tinfer::argmax(work_.data(), n_vocab_)); }
 
 void Sampler::filter() {
   const int64_t V = n_vocab_;
@@ -301,9 +295,8 @@ bool Sampler::draw_tempered(double u, int32_t& token) {
   const int64_t V = n_vocab_;
   if (params_.greedy() || (params_.top_k > 0 && params_.top_k < V) || params_.top_p < 1.0f || params_.min_p > 0.0f)
     return false;
-  float best = kNegInf;
-  for (int64_t i = 0; i < V; ++i) best = std::max(best, work_[i]);  // NaN never wins
-  if (best == kNegInf || best == kPosInf) return false;
+  const float best = work_[size_t(argmax())];  // NaN only when every logit is
+  if (!(best > kNegInf) || best == kPosInf) return false;
   const int64_t chunks = (V + kExpChunk - 1) / kExpChunk;
   chunk_sums_.resize(size_t(chunks));
   exp_weights(work_.data(), V, best, 1.0f / params_.temperature, work_.data(), chunk_sums_.data());

@@ -56,6 +56,7 @@ void silu_mul(float* gate, const float* up, int64_t n) { active_kernels().silu_m
 void gelu_mul(float* gate, const float* up, int64_t n) { active_kernels().gelu_mul(gate, up, n); }
 void add_inplace(float* y, const float* x, int64_t n) { active_kernels().add_inplace(y, x, n); }
 void softmax_inplace(float* x, int64_t n) { active_kernels().softmax_inplace(x, n); }
+int64_t argmax(const float* x, int64_t n) { return active_kernels().argmax(x, n); }
 void exp_weights(const float* x, int64_t n, float best, float inv_t, float* e, float* sums) {
   active_kernels().exp_weights(x, n, best, inv_t, e, sums);
 }

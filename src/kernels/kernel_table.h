@@ -105,6 +105,7 @@ struct KernelTable {
   void (*add_inplace)(float* y, const float* x, int64_t n);
   void (*softmax_inplace)(float* x, int64_t n);
   void (*exp_weights)(const float* x, int64_t n, float best, float inv_t, float* e, float* sums);
+  int64_t (*argmax)(const float* x, int64_t n);
   float (*dot_f32)(const float* a, const float* b, int64_t n);
   void (*axpy)(float a, const float* x, float* y, int64_t n);
   void (*scale_inplace)(float* x, float s, int64_t n);

@@ -60,6 +60,8 @@ void softmax_inplace(float* x, int64_t n);
 // second pass over the row. e may be x.
 constexpr int64_t kExpChunk = 64;
 void exp_weights(const float* x, int64_t n, float best, float inv_t, float* e, float* sums);
+// The first index of the largest value of x[0, n) (n >= 1), NaN never chosen; 0 when every value is NaN.
+int64_t argmax(const float* x, int64_t n);
 float dot_f32(const float* a, const float* b, int64_t n);
 void axpy(float a, const float* x, float* y, int64_t n);  // y += a * x
 void scale_inplace(float* x, float s, int64_t n);

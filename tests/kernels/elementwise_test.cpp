@@ -108,6 +108,40 @@ TEST(ElementwiseTest, ExpWeightsMatchReferenceOnEveryIsa) {
   }
 }
 
+// argmax against the plain first-max loop: random rows with ragged lengths, ties planted across block edges,
+// NaNs, all -inf and all NaN rows.
+TEST(ElementwiseTest, ArgmaxIsTheFirstLargestOnEveryIsa) {
+  const float kNan = std::numeric_limits<float>::quiet_NaN(), kInf = std::numeric_limits<float>::infinity();
+  auto plain = [](const std::vector<float>& x) {
+    int64_t best = -1;
+    for (size_t i = 0; i < x.size(); ++i)
+      if (x[i] == x[i] && (best < 0 || x[i] > x[size_t(best)])) best = int64_t(i);
+    return best < 0 ? int64_t(0) : best;
+  };
+  for (Isa isa : supported_isas()) {
+    const KernelTable& kt = kernel_table(isa);
+    for (int64_t n : {int64_t(1), int64_t(7), int64_t(256), int64_t(257), int64_t(1000), int64_t(49152)}) {
+      SCOPED_TRACE(testing::Message() << isa_name(isa) << " n=" << n);
+      auto x = test::random_floats(size_t(n), uint32_t(n + 3), 4.0f);
+      EXPECT_EQ(kt.argmax(x.data(), n), plain(x));
+      if (n > 300) {
+        x[299] = x[5] = 100.0f;  // a tie across blocks: the lower id
+        x[2] = kNan;
+        EXPECT_EQ(kt.argmax(x.data(), n), 5);
+        x[5] = kNan;
+        EXPECT_EQ(kt.argmax(x.data(), n), 299);
+        x[n - 1] = kInf;
+        EXPECT_EQ(kt.argmax(x.data(), n), n - 1);
+      }
+      std::vector<float> neg(size_t(n), -kInf);
+      neg[0] = kNan;
+      EXPECT_EQ(kt.argmax(neg.data(), n), n > 1 ? 1 : 0);
+      std::vector<float> nan(size_t(n), kNan);
+      EXPECT_EQ(kt.argmax(nan.data(), n), 0);
+    }
+  }
+}
+
 TEST(ElementwiseTest, ActiveIsaWrappers) {
   const int64_t n = 37;
   const auto a = test::random_floats(size_t(n), 1), b = test::random_floats(size_t(n), 2);

@@ -50,7 +50,7 @@ void quantize_act_row(const float* x, int64_t cols, ActQuant mode, int8_t* q, fl
 
 const KernelTable& kernel_table_avx512() {
   static const bool bf16 = cpu_supports_avx512_bf16();
-  static const KernelTable t{Isa::avx512, quantize_act_row, avx512_gemms(), v_float_gemm, v_dequant_row, v_rmsnorm, v_silu_mul, v_gelu_mul, v_add_inplace, v_softmax_inplace, v_exp_weights,
+  static const KernelTable t{Isa::avx512, quantize_act_row, avx512_gemms(), v_float_gemm, v_dequant_row, v_rmsnorm, v_silu_mul, v_gelu_mul, v_add_inplace, v_softmax_inplace, v_exp_weights, v_argmax,
                              v_dot_f32, v_axpy, v_scale_inplace, avx512_paged_attention(),
                              // AVX512-BF16 is optional on top of this table's ISA: decided at run time.
                              bf16 ? bf16k::round_acts : nullptr, bf16 ? bf16k::gemm : nullptr};

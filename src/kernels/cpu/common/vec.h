@@ -169,6 +169,35 @@ inline void v_exp_weights(const float* x, int64_t n, float best, float inv_t, fl
   }
 }
 
+// The first index of the largest value of x[0, n) (contract in kernels.h). Per 256-value block its max in
+// vectors, the first block holding the overall max kept (a strict >: earlier blocks win ties), then a scalar
+// search of that block alone. (A running index does not vectorize.)
+inline int64_t v_argmax(const float* x, int64_t n) {
+  constexpr int64_t kBlock = 256;
+  const float kNegInf = -__builtin_inff();
+  float best = kNegInf;
+  int64_t at = -1;
+  for (int64_t b0 = 0; b0 < n; b0 += kBlock) {
+    const int64_t b1 = b0 + kBlock < n ? b0 + kBlock : n;
+    vf m = vsplat(kNegInf);
+    int64_t i = b0;
+    for (; i + kW <= b1; i += kW) {
+      const vf v = vload(x + i);
+      m = v > m ? v : m;  // NaN never wins (the comparison is false)
+    }
+    float bm = hmax(m);
+    for (; i < b1; ++i) bm = x[i] > bm ? x[i] : bm;
+    if (bm > best) best = bm, at = b0;
+  }
+  if (at < 0) {  // nothing above -inf: the first value that is a number (-inf), else 0 (all NaN)
+    for (int64_t i = 0; i < n; ++i)
+      if (x[i] == x[i]) return i;
+    return 0;
+  }
+  for (int64_t i = at;; ++i)
+    if (x[i] == best) return i;
+}
+
 // One activation row to int8 per 32-block (the contract in kernel_table.h; bit-exact with the
 // reference: d = amax / 127, q = nearbyint(x * (1 / d))), with the sums of each 16-element half.
 inline void v_quantize_act_row(const float* x, int64_t cols, ActQuant mode, int8_t* q, float* d, int16_t* s16) {
