@@ -74,6 +74,7 @@ struct BenchFigures {
   Spread p, d, b;
   double fp32 = 0, int8 = 0, weight_bytes = 0, decode_bound = 0, prefill_bound = 0;
   bool quantized = false;
+  bool bf16_dots = false;  // float GEMMs on bf16 dot products: their bound is 2 x fp32
 };
 
 void print_bench(const Loaded& l, const BenchFigures& f, long long n_prompt, long long n_gen, size_t n_bw,
@@ -84,7 +85,8 @@ void print_bench(const Loaded& l, const BenchFigures& f, long long n_prompt, lon
   std::printf("roofline     read %.1f GB/s (median of %zu, range %.1f-%.1f), fp32 %.0f GFLOP/s, int8 %.0f GOP/s\n",
               f.b.median, n_bw, f.b.min, f.b.max, f.fp32, f.int8);
   std::printf("prefill      %lld tokens: %.1f tok/s (range %.1f-%.1f) = %.0f%% of the %s compute bound %.0f tok/s\n",
-              n_prompt, f.p.median, f.p.min, f.p.max, 100 * f.p.median / f.prefill_bound, f.quantized ? "int8" : "fp32",
+              n_prompt, f.p.median, f.p.min, f.p.max, 100 * f.p.median / f.prefill_bound,
+              f.quantized ? "int8" : f.bf16_dots ? "bf16 (2 x fp32)" : "fp32",
               f.prefill_bound);
   std::printf("decode       %lld tokens: %.1f tok/s (range %.1f-%.1f) = %.0f%% of the bandwidth bound %.1f tok/s (%.1f GB/s effective)\n",
               n_gen, f.d.median, f.d.min, f.d.max, 100 * f.d.median / f.decode_bound, f.decode_bound,
@@ -147,7 +149,8 @@ int cmd_bench(int argc, char** argv) {
   f.weight_bytes = double(l.backend->weight_bytes_read());  // a skip plan's blocks are not read
   f.decode_bound = f.b.median * 1e9 / f.weight_bytes;
   f.quantized = int8_weights(*l.model);
-  f.prefill_bound = (f.quantized ? f.int8 : f.fp32) * 1e9 / (2 * matmul_macs(c));
+  f.bf16_dots = !f.quantized && bf16_dot_weights(*l.model);
+  f.prefill_bound = (f.quantized ? f.int8 : f.bf16_dots ? 2 * f.fp32 : f.fp32) * 1e9 / (2 * matmul_macs(c));
   const std::string skipped = skip_plan(args, model_identity(*l.model)).describe();
   print_bench(l, f, n_prompt, n_gen, runs.bw.size(), skipped);
   const EarlyExitCounters ex = l.backend->early_exit_counters();
@@ -157,7 +160,7 @@ int cmd_bench(int argc, char** argv) {
                 exit_desc.c_str(), 100 * ex.share(), (long long)ex.eligible, ex.mean_layers(c.n_layers),
                 (long long)c.n_layers);
   if (args.flag("--profile")) {
-    const Roofline3 roof{f.b.median, f.int8, f.fp32, f.quantized};
+    const Roofline3 roof{f.b.median, f.int8, f.fp32, f.quantized, f.bf16_dots};
     print_profile(stdout, "prefill (per forward of the whole prompt)", runs.pre_prof, repeat, runs.pre_wall, roof);
     print_profile(stdout, "decode (per token)", runs.dec_prof, repeat * (n_gen - 1), runs.dec_wall, roof);
   }

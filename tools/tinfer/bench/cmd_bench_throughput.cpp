@@ -256,7 +256,7 @@ int cmd_bench_throughput(int argc, char** argv) {
   if (args.flag("--profile")) {  // measured before the run, on as many threads as the engine uses
     ThreadPool pool(cfg.threads);
     roof = {measure_read_gbps(pool, size_t(512) << 20, 3, true), measure_int8_gops(pool, 0.2),
-            measure_fp32_gflops(pool, 0.2), int8_weights(engine->model())};
+            measure_fp32_gflops(pool, 0.2), int8_weights(engine->model()), bf16_dot_weights(engine->model())};
   }
   OpProfile& prof = engine->stepping_profile();
   prof.reset();

@@ -29,7 +29,11 @@ void print_profile(std::FILE* out, const char* title, const OpProfile& p, int64_
     const OpStat& s = p[op];
     if (s.calls == 0) continue;
     const double gbs = s.seconds > 0 ? s.bytes / s.seconds / 1e9 : 0, gops = s.seconds > 0 ? s.ops / s.seconds / 1e9 : 0;
-    const double peak = int8_op(op) && roof.int8_gemms ? roof.int8_gops : roof.fp32_gflops;
+    // (A batch's GEMMs take bf16 dots; its m = 1 rows would be memory-bound whatever the peak.)
+    const double peak = !int8_op(op)        ? roof.fp32_gflops
+                        : roof.int8_gemms   ? roof.int8_gops
+                        : roof.bf16_gemms   ? 2 * roof.fp32_gflops
+                                            : roof.fp32_gflops;
     char bw[32] = "-", bwp[16] = "-", ops[32] = "-", opsp[16] = "-";
     if (s.bytes > 0) {
       std::snprintf(bw, sizeof bw, "%.1f", gbs);

@@ -12,6 +12,7 @@ namespace tinfer::cli {
 struct Roofline3 {
   double read_gbps = 0, int8_gops = 0, fp32_gflops = 0;
   bool int8_gemms = true;  // GEMMs on quantized weights run on int8 (their peak); float weights on fp32
+  bool bf16_gemms = false;  // float GEMMs on bf16 dot products (bf16_dot_weights): 2 x the fp32 peak
 };
 
 // steps: how many steps the profile covers; wall_s: their measured wall time (the table says how much of it

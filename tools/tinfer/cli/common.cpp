@@ -10,6 +10,8 @@
 #include "cli/kv_flags.h"
 #include "cli/model_names.h"
 #include "cli/quantize_flags.h"
+#include "kernels/kernel_table.h"
+#include "kernels/kernels.h"
 #include "model/model_identity.h"
 
 namespace tinfer::cli {
@@ -87,6 +89,10 @@ Loaded load_model(const Args& args) {
 bool int8_weights(const Model& model) {
   const DType t = model.tensors().layers[0].first_matrix().type;
   return t != DType::F32 && t != DType::F16 && t != DType::BF16;
+}
+
+bool bf16_dot_weights(const Model& model) {
+  return model.tensors().layers[0].first_matrix().type == DType::BF16 && active_kernels().bf16_gemm != nullptr;
 }
 
 int64_t context_length(const Args& args, const Model& model) {

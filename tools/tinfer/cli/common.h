@@ -27,7 +27,10 @@ OptionSpec act_quant_option();               // --act-quant block32|token
 std::vector<OptionSpec> concat(std::vector<OptionSpec> a, const std::vector<OptionSpec>& b);
 
 Loaded load_model(const Args& args);  // the CPU backend with act_quant(args)
-bool int8_weights(const Model& model);  // GEMMs run on int8 (quantized weights), not fp32  // the backend positions the model's whole context
+bool int8_weights(const Model& model);  // GEMMs run on int8 (quantized weights), not fp32
+// Batched GEMMs run on bf16 dot products: BF16 weights and a kernel table with them (AVX512-BF16, not
+// TINFER_FLOAT_GEMM=fp32): their peak is twice the fp32 FMA's.
+bool bf16_dot_weights(const Model& model);  // the backend positions the model's whole context
 int64_t context_length(const Args& args, const Model& model);  // -c or min(trained, 4096)
 // The calibrate-* commands' windows: -c, else min(trained, 512).
 int64_t calibration_context(const Args& args, const Model& model);
