@@ -36,8 +36,9 @@ using packed::Scales;
 // (NTA: the slice is reread only from L1), which took a 16-row Q8_0 step from 74-80 to ~60 ms (Zen 4),
 // and 16 KiB ahead into L2: DRAM's lead (one core keeps ~20 GB/s x ~120 ns = 2.5 KB in flight, more than
 // its L1 miss slots hold), and for short tiles (SmolLM2's 576 columns: 9.8 KB) the start of the tiles
-// to come, which no hardware prefetcher predicts: +13-27% at m = 16-64 on those shapes from DRAM, one
-// Zen 5 core; -6% .. +4% on TinyLlama's 2048-column tiles (m = 4 .. 32); prefill unchanged (§1ac).
+// to come, which no hardware prefetcher predicts: +2-23% at m = 16-64 on those shapes from DRAM, one
+// Zen 5 core (-1..-3% on the 26 KB tiles of the down projection); -9% at m = 4 and flat at m >= 16 on
+// TinyLlama's 2048-column tiles; prefill unchanged (BENCHMARKS §1ac).
 template <int MR>
 inline void prefetch_weights(const uint8_t* qb, int qbytes) {
   if constexpr (MR > 2) {
