@@ -142,7 +142,10 @@ TEST(Forward, RaggedBatchOfSequencesEqualsOneAtATime) {
   for (int i = 0; i < 5; ++i) batch.tokens.push_back(t1[i]), batch.positions.push_back(i), batch.seq.push_back(1);
   batch.logit_rows = {10, 15};
   std::vector<float> logits(2 * vocab);
+  EXPECT_EQ(kv.populated_blocks(0), 0);
   fwd.forward(batch, kv, logits.data());
+  // The forward made the highest block it writes (7) resident before writing, with the lead (clamped to 16).
+  EXPECT_EQ(kv.populated_blocks(0), 16);
   Session s0(fwd, 32), s1(fwd, 32);
   auto want0 = s0.feed(t0), want1 = s1.feed(t1);
   EXPECT_LT(nmse(std::vector<float>(logits.begin(), logits.begin() + vocab), want0), 1e-10);

@@ -3,6 +3,7 @@
 // residual) -> head. The blocks are in cpu_forward_blocks.cpp, the slots and early exit in cpu_forward_exit.cpp.
 #include "backend/cpu/cpu_forward.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -258,6 +259,17 @@ void CpuForward::begin_step(Step& s) {
   // running ([0, na) run the whole layer; [na, n) exited: only their K and V are written, from their exit state).
   s.exits = exit_.enabled() && s.batch.n_layers == 0 && s.logits != nullptr;
   begin_slots(s.batch, s.exits);
+  {  // the highest block each KV group writes this step: its pages resident before the workers write
+    int64_t top[2] = {-1, -1};
+    const int64_t bs = s.kv.block_size();
+    for (int64_t i = 0; i < s.n; ++i) {
+      const int64_t b = slot_pos_[size_t(i)] / bs;
+      top[0] = std::max<int64_t>(top[0], att_tables_[size_t(i)][b]);
+      if (!att_window_tables_.empty()) top[1] = std::max<int64_t>(top[1], att_window_tables_[size_t(i)][b]);
+    }
+    for (int g = 0; g < 2; ++g)
+      if (top[g] >= 0) s.kv.populate_through(g, top[g], &pool_);
+  }
   s.na = s.n;
   AttentionArgs& att = s.att;
   att.n_heads = c.n_heads, att.n_kv_heads = c.n_kv_heads, att.head_dim = c.head_dim;

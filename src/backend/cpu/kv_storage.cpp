@@ -1,12 +1,18 @@
 // KvStorage: one huge-page buffer for every layer's K and V blocks, each layer in its own types.
 #include "backend/cpu/kv_storage.h"
 
+#include <algorithm>
+#include <atomic>
 #include <cassert>
 #include <cmath>
 #include <cstring>
 #include <string>
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include "tinfer/error.h"
+#include "core/thread_pool.h"
 #include "kernels/kv_quant.h"
 
 namespace tinfer {
@@ -73,6 +79,36 @@ void KvStorage::copy_block(int64_t src, int64_t dst, int group) {
     std::memcpy(k + dst * v.k_block_bytes, k + src * v.k_block_bytes, size_t(v.k_block_bytes));
     std::memcpy(vv + dst * v.v_block_bytes, vv + src * v.v_block_bytes, size_t(v.v_block_bytes));
   }
+}
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23  // Linux 5.14 (older glibc headers lack it)
+#endif
+
+void KvStorage::populate_through(int group, int64_t block, ThreadPool* pool) {
+  const int64_t n = group == 1 ? n_window_blocks_ : n_blocks_;
+  int64_t& done = populated_[group];
+  if (!populate_works_ || block + kPopulateAhead / 2 < done || done >= n) return;
+  const int64_t to = std::min(n, std::max(block + 1, done) + kPopulateAhead);
+  static const uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
+  std::atomic<bool> refused{false};
+  auto populate = [&](const uint8_t* base, int64_t block_bytes) {
+    const uintptr_t b = uintptr_t(base + done * block_bytes) / page * page;
+    const uintptr_t e = (uintptr_t(base + to * block_bytes) + page - 1) / page * page;
+    if (e > b && madvise(reinterpret_cast<void*>(b), e - b, MADV_POPULATE_WRITE) != 0) refused = true;
+  };
+  auto layers = [&](int64_t l0, int64_t l1) {
+    for (int64_t l = l0; l < l1; ++l) {
+      const KvLayerView& v = views_[size_t(l)];
+      if (v.k == nullptr || group_[size_t(l)] != group) continue;
+      populate(v.k, v.k_block_bytes);
+      populate(v.v, v.v_block_bytes);
+    }
+  };
+  if (pool && pool->size() > 1) pool->parallel_for(n_layers_, 1, layers);
+  else layers(0, n_layers_);
+  populate_works_ = !refused;
+  done = to;
 }
 
 void KvStorage::write(int64_t layer, int64_t block, int64_t slot, const float* k, const float* v) {
