@@ -55,7 +55,8 @@ KvStorage::KvStorage(const ModelConfig& cfg, int64_t n_blocks, int64_t block_siz
     offsets.push_back(total);
     total += blocks.back() * (views_.back().k_block_bytes + views_.back().v_block_bytes);
   }
-  buf_ = Buffer(size_t(total), BufferPages::lazy);  // reserved for the worst case, faulted in 4 KiB at a time
+  buf_ = Buffer(size_t(total), BufferPages::lazy);  // reserved for the worst case, made resident ahead of use
+                                                    // (populate_through), 4 KiB pages
   for (int64_t l = 0; l < n_layers_; ++l) {
     KvLayerView& v = views_[size_t(l)];
     if (!precision.has_kv(l)) continue;  // null pointers: nothing reads or writes this layer
