@@ -142,7 +142,7 @@ inline void round_rows(const float* x, int64_t cols, int64_t i0, int64_t i1, uin
 // Two prefetches per panel: "far", into L2, the panel kPrefetchRows rows ahead, spread over the panel's
 // first steps; "near", into L1, the next panel, in the panel's last step (from L2 by then, so it arrives
 // in time without sitting in L1 while a long activation panel streams through it). Measured on one
-// core, m = 16: 133 -> ~400 GOPS (q/o), 155 -> ~430 (the output matrix); BENCHMARKS §1ac.
+// core, m = 16, interleaved medians: 152 -> 425 GOPS (q/o), 173 -> 436 (the output matrix); BENCHMARKS §1ac.
 struct Ahead {
   const uint8_t* p = nullptr;
   int64_t step = 0;
