@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <random>
 #include <vector>
 
@@ -87,28 +88,27 @@ void shapes(benchmark::internal::Benchmark* b) {
 }
 BENCHMARK(BM_Matmul)->Apply(shapes)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
+// SmolLM2's serving shapes at m = 16, 32, 64 for each of `types` (gate/up as given: unfused for the float
+// rows, fused 3072 x 576 as --quantize-on-load packs it for the quantized ones).
+void smol_shapes(benchmark::internal::Benchmark* b, std::initializer_list<DType> types, int64_t gate_up_rows) {
+  const int64_t kShapes[][2] = {{576, 576}, {gate_up_rows, 576}, {576, 1536}, {49152, 576}};
+  for (DType t : types)
+    for (const auto& s : kShapes)
+      for (int64_t m : {16, 32, 64}) b->Args({int64_t(t), s[0], s[1], m});
+}
+
 // Float weights in batches on SmolLM2-135M's shapes (q/o 576x576, gate/up 1536x576, down 576x1536, the tied
 // output 49152x576) at m = 16, 32, 64: the continuous-batching steps of `tinfer serve -m DIR` on a Hugging
 // Face bf16 checkpoint. GOPS = 2*rows*cols*m / s. Weights cycle from DRAM as in BM_Matmul (TINFER_BENCH_HOT=1:
 // one copy). A/B the float-GEMM kernels in one binary with TINFER_FLOAT_GEMM=fp32|bf16 (kernel_table.h).
 void BM_SmolFloat(benchmark::State& state) { BM_Matmul(state); }
-void smol_float_shapes(benchmark::internal::Benchmark* b) {
-  const int64_t kShapes[][2] = {{576, 576}, {1536, 576}, {576, 1536}, {49152, 576}};
-  for (DType t : {DType::BF16, DType::F16})
-    for (const auto& s : kShapes)
-      for (int64_t m : {16, 32, 64}) b->Args({int64_t(t), s[0], s[1], m});
-}
+void smol_float_shapes(benchmark::internal::Benchmark* b) { smol_shapes(b, {DType::BF16, DType::F16}, 1536); }
 BENCHMARK(BM_SmolFloat)->Apply(smol_float_shapes)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 // The same shapes and batches quantized (what `--quantize-on-load q8_0|q4_k` serves): the int8 GEMMs' batched
 // steps against weights from DRAM, side by side with the float ones above.
 void BM_SmolQuant(benchmark::State& state) { BM_Matmul(state); }
-void smol_quant_shapes(benchmark::internal::Benchmark* b) {
-  const int64_t kShapes[][2] = {{576, 576}, {3072, 576}, {576, 1536}, {49152, 576}};
-  for (DType t : {DType::Q8_0, DType::Q4_K})
-    for (const auto& s : kShapes)
-      for (int64_t m : {16, 32, 64}) b->Args({int64_t(t), s[0], s[1], m});
-}
+void smol_quant_shapes(benchmark::internal::Benchmark* b) { smol_shapes(b, {DType::Q8_0, DType::Q4_K}, 3072); }
 BENCHMARK(BM_SmolQuant)->Apply(smol_quant_shapes)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 // Every packed type's kernel in cache: decode (m=1) on a 512 x 2048 matrix (0.2-1.1 MB: L2) reported as weight

@@ -98,7 +98,8 @@ class Sampler {
   // logits -> work_ (masked, biased, penalised, unscaled)
   void apply_penalties(const float* logits, const uint32_t* allowed = nullptr);
   void filter();                              // work_ -> cand_ (survivors with probabilities)
-  bool draw_tempered(double u, int32_t& token);  // temperature alone: a draw from work_ without cand_
+  std::optional<int32_t> draw_tempered(double u);  // temperature alone: a draw from work_ without cand_
+  int32_t draw_filtered(double u);                  // filter(), then a draw from cand_
   int32_t argmax() const;                     // of work_, NaN never chosen
   void fill_logprobs(const float* logits, int32_t token);
 

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <random>
 #include <sstream>
 
@@ -289,14 +290,14 @@ void Sampler::fill_logprobs(const float* logits, int32_t token) {
 // draw needs no list. The weights e = exp((w - best) / T) overwrite work_ (vectorized, with their sums per
 // kExpChunk tokens); the draw walks the chunk sums to u * z, then one chunk. filter() + the scan over its
 // list took ~40 us a row at SmolLM2's 49,152 tokens (scalar exp, a 590 KB list): 5-8% of a 32-request step.
-// The same distribution as filter()'s up to float rounding. False: not this case (or every logit masked or
+// The same distribution as filter()'s up to float rounding. nullopt: not this case (or every logit masked or
 // an infinite one), filter() decides.
-bool Sampler::draw_tempered(double u, int32_t& token) {
+std::optional<int32_t> Sampler::draw_tempered(double u) {
   const int64_t V = n_vocab_;
   if (params_.greedy() || (params_.top_k > 0 && params_.top_k < V) || params_.top_p < 1.0f || params_.min_p > 0.0f)
-    return false;
+    return std::nullopt;
   const float best = work_[size_t(argmax())];  // NaN only when every logit is
-  if (!(best > kNegInf) || best == kPosInf) return false;
+  if (!(best > kNegInf) || best == kPosInf) return std::nullopt;
   const int64_t chunks = (V + kExpChunk - 1) / kExpChunk;
   chunk_sums_.resize(size_t(chunks));
   exp_weights(work_.data(), V, best, 1.0f / params_.temperature, work_.data(), chunk_sums_.data());
@@ -315,40 +316,32 @@ bool Sampler::draw_tempered(double u, int32_t& token) {
       if (!(work_[size_t(i)] > 0.0f)) continue;
       acc += work_[size_t(i)];
       last = i;
-      if (target < acc) return token = int32_t(i), true;
+      if (target < acc) return int32_t(i);
     }
-    if (last >= 0) return token = int32_t(last), true;  // the chunk's float sum rounded past its elements'
+    if (last >= 0) return int32_t(last);  // the chunk's float sum rounded past its elements'
   }
   for (int64_t i = V - 1; i >= 0; --i)  // u * z at the very top: the last token that has weight
-    if (work_[size_t(i)] > 0.0f) return token = int32_t(i), true;
-  return false;  // (unreachable: the best token's weight is 1)
+    if (work_[size_t(i)] > 0.0f) return int32_t(i);
+  return std::nullopt;  // (unreachable: the best token's weight is 1)
+}
+
+// filter()'s survivors, drawn by u over their cumulative probabilities.
+int32_t Sampler::draw_filtered(double u) {
+  filter();
+  if (n_cand_ == 1) return cand_[0].token;
+  double acc = 0.0;
+  for (size_t j = 0; j < n_cand_; ++j) {
+    acc += cand_[j].prob;
+    if (u < acc) return cand_[j].token;
+  }
+  return cand_[n_cand_ - 1].token;
 }
 
 const SampleResult& Sampler::sample(const float* logits, const uint32_t* allowed) {
   apply_penalties(logits, allowed);
   const double u = sample_uniform(seed_, uint64_t(n_generated_));
-  int32_t drawn;
-  if (draw_tempered(u, drawn)) {
-    result_.token = drawn;
-    result_.logprob = 0.0f;
-    result_.top.clear();
-    if (params_.logprobs || params_.top_logprobs > 0) fill_logprobs(logits, drawn);
-    return result_;
-  }
-  filter();
-  int32_t token = cand_[n_cand_ - 1].token;
-  if (n_cand_ > 1) {
-    double acc = 0.0;
-    for (size_t j = 0; j < n_cand_; ++j) {
-      acc += cand_[j].prob;
-      if (u < acc) {
-        token = cand_[j].token;
-        break;
-      }
-    }
-  } else {
-    token = cand_[0].token;
-  }
+  const std::optional<int32_t> tempered = draw_tempered(u);
+  const int32_t token = tempered ? *tempered : draw_filtered(u);
   result_.token = token;
   result_.logprob = 0.0f;
   result_.top.clear();
