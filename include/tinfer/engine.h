@@ -44,6 +44,9 @@ struct EngineConfig {
     // otherwise. false: they keep the whole context like every other layer (their attention is windowed either way).
     bool window = true;
     kv::KvLayout layout = kv::KvLayout::kPaged;  // kReserved: baseline, max context reserved per sequence
+    // Freed blocks before never-used ones (the arena's resident memory grows to the running peak), or vLLM's
+    // never-used first (it grows to the whole arena): kv_types.h.
+    kv::ReuseOrder reuse = kv::ReuseOrder::kResidentFirst;
     // Element types (tinfer/kv_dtype.h): dtype for K and V unless dtype_k / dtype_v say otherwise (a per-layer
     // precision plan, Plans::kv_layers, gives every layer's instead). f16 by default, as every peer's (ΔPPL
     // +0.01% against f32, BENCHMARKS §2d); f32 on request.
@@ -138,6 +141,7 @@ struct EngineStats {
   int running = 0, waiting = 0;
   int background_running = 0, background_waiting = 0;  // of which the background class
   int kv_blocks_total = 0, kv_blocks_used = 0, kv_blocks_peak = 0;
+  int kv_blocks_touched = 0;  // ever handed out: with --kv-reuse resident the peak, with fresh it grows to the total
   double prefix_hit_rate = 0;        // hit tokens / looked-up tokens
   int64_t prompt_tokens = 0, generated_tokens = 0, preemptions = 0, aborts = 0, steps = 0;
   int64_t padding_tokens = 0;  // computed for padding rows (static-padded batching)

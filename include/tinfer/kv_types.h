@@ -32,4 +32,26 @@ inline bool parse_kv_layout(std::string_view s, KvLayout* out) {
   return false;
 }
 
+// Which free block allocate() hands out first: one freed earlier, or one never handed out ("untouched": its
+// KV memory may never have been written). The first write to an untouched block's pages costs a page fault and
+// a zeroed page per 4 KiB, paid inside a forward; where a VM's host backs guest memory lazily that is ~5 ms per
+// MiB (BENCHMARKS §1ad), 12% of a served c=32 step while the arena grows.
+enum class ReuseOrder : uint8_t {
+  // Freed blocks first (least recently freed first, a cached one evicted), untouched ones only when none is
+  // free: the touched part of the arena grows only to the peak the running sequences need, and the prefix
+  // cache lives in it. The default.
+  kResidentFirst,
+  // vLLM's order: every untouched block before any freed one, so cached blocks are evicted only once the whole
+  // arena has been used (its resident memory then is the whole arena).
+  kFreshFirst,
+};
+
+inline const char* reuse_order_name(ReuseOrder o) { return o == ReuseOrder::kFreshFirst ? "fresh" : "resident"; }
+// "resident" | "fresh"; false for anything else.
+inline bool parse_reuse_order(std::string_view s, ReuseOrder* out) {
+  if (s == "resident") return *out = ReuseOrder::kResidentFirst, true;
+  if (s == "fresh") return *out = ReuseOrder::kFreshFirst, true;
+  return false;
+}
+
 }  // namespace tinfer::kv

@@ -205,7 +205,8 @@ void EngineImpl::make_scheduler() {
                        .block_size = plan_.block_size,
                        .window_tokens = plan_.window_release ? plan_.window_tokens : 0,
                        .prefix_caching = config_.kv.prefix_caching,
-                       .layout = config_.kv.layout};
+                       .layout = config_.kv.layout,
+                       .reuse = config_.kv.reuse};
   // Mixed sliding-window models: group 0 the full-attention layers, group 1 the windowed ones (their own pool).
   const kv::KvGroupSpec groups[] = {{plan_.num_blocks, 0}, {plan_.window_blocks, plan_.window_tokens}};
   sched_ = std::make_unique<Scheduler>(sc, plan_.window_blocks > 0 ? kv::KvCacheGroups(kc, groups) : kv::KvCacheGroups(kc),
@@ -350,6 +351,7 @@ void EngineImpl::publish_stats() {
   stats_.kv_blocks_total = ks.num_blocks;
   stats_.kv_blocks_used = ks.used;
   stats_.kv_blocks_peak = ks.peak_used;
+  stats_.kv_blocks_touched = ks.touched;
   stats_.prefix_hit_rate =
       ks.prefix_query_tokens > 0 ? double(ks.prefix_hit_tokens) / double(ks.prefix_query_tokens) : 0.0;
   stats_.prompt_tokens = prompt_tokens_;

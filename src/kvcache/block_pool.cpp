@@ -8,11 +8,11 @@
 
 namespace tinfer::kv {
 
-BlockPool::BlockPool(int num_blocks, int block_size) : block_size_(block_size) {
+BlockPool::BlockPool(int num_blocks, int block_size, ReuseOrder order) : block_size_(block_size), order_(order) {
   check(num_blocks > 0, "block pool: num_blocks must be positive, got " + std::to_string(num_blocks));
   check(block_size > 0, "block pool: block_size must be positive, got " + std::to_string(block_size));
   blocks_.resize(num_blocks);
-  for (BlockId id = 0; id < num_blocks; ++id) push_tail(id);
+  num_free_ = num_blocks;  // all untouched
 }
 
 void BlockPool::push_tail(BlockId id) {
@@ -56,12 +56,20 @@ void BlockPool::drop_hash(BlockId id) {
 }
 
 BlockId BlockPool::allocate() {
-  check(head_ != kNoBlock, "block pool: out of blocks (" + std::to_string(num_blocks()) + " in use)");
-  const BlockId id = head_;
-  unlink(id);
-  if (blocks_[id].cached) {
-    ++evictions_;
-    drop_hash(id);
+  const bool untouched_left = untouched_ < num_blocks();
+  check(head_ != kNoBlock || untouched_left, "block pool: out of blocks (" + std::to_string(num_blocks()) + " in use)");
+  BlockId id;
+  if (untouched_left && (order_ == ReuseOrder::kFreshFirst || head_ == kNoBlock)) {
+    id = untouched_++;
+    --num_free_;
+    peak_used_ = std::max(peak_used_, num_used());
+  } else {
+    id = head_;
+    unlink(id);
+    if (blocks_[id].cached) {
+      ++evictions_;
+      drop_hash(id);
+    }
   }
   blocks_[id].ref = 1;
   return id;
@@ -70,7 +78,8 @@ BlockId BlockPool::allocate() {
 void BlockPool::ref(BlockId id) {
   Block& b = blocks_.at(id);
   if (b.ref == 0) {
-    check(b.in_free_list, "block pool: block " + std::to_string(id) + " has no owner and is not free");
+    check(b.in_free_list, "block pool: block " + std::to_string(id) +
+                              (id >= untouched_ ? " was never allocated" : " has no owner and is not free"));
     unlink(id);
   }
   ++b.ref;
@@ -118,7 +127,12 @@ std::optional<BlockHash> BlockPool::hash_of(BlockId id) const {
 
 std::vector<BlockId> BlockPool::free_list() const {
   std::vector<BlockId> out;
+  auto untouched = [&] {
+    for (BlockId id = untouched_; id < num_blocks(); ++id) out.push_back(id);
+  };
+  if (order_ == ReuseOrder::kFreshFirst) untouched();
   for (BlockId id = head_; id != kNoBlock; id = blocks_[id].next) out.push_back(id);
+  if (order_ == ReuseOrder::kResidentFirst) untouched();
   return out;
 }
 

@@ -1,5 +1,6 @@
-// Block pool: fixed-size KV blocks with ref counts, an O(1) LRU free list (intrusive doubly linked list) and the
-// prefix-cache index (hash -> block). Knows nothing of sequences, models or tensors.
+// Block pool: fixed-size KV blocks with ref counts, an O(1) LRU list of freed blocks (intrusive doubly linked
+// list), the range of blocks never handed out, and the prefix-cache index (hash -> block). Knows nothing of
+// sequences, models or tensors.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -13,11 +14,12 @@ namespace tinfer::kv {
 
 class BlockPool {
  public:
-  // All blocks start free, in id order: the first allocate() returns block 0.
-  BlockPool(int num_blocks, int block_size);
+  // All blocks start free and untouched; untouched blocks go out in id order (the first allocate() returns 0).
+  BlockPool(int num_blocks, int block_size, ReuseOrder order = ReuseOrder::kResidentFirst);
 
-  // Takes the least recently freed block (free-list head); if it was cached its hash is dropped (eviction).
-  // Returns it with ref count 1. Throws Error when no block is free.
+  // Takes a free block in the pool's ReuseOrder: the least recently freed one (free-list head; if it was cached
+  // its hash is dropped: eviction) or the lowest untouched one. Returns it with ref count 1. Throws Error when
+  // no block is free.
   BlockId allocate();
   // One more owner. A free (ref 0) cached block is revived: it leaves the free list.
   void ref(BlockId id);
@@ -33,7 +35,9 @@ class BlockPool {
 
   int block_size() const { return block_size_; }
   int num_blocks() const { return static_cast<int>(blocks_.size()); }
-  int num_free() const { return num_free_; }  // ref 0, including cached ones
+  int num_free() const { return num_free_; }  // ref 0, including cached and untouched ones
+  int num_touched() const { return untouched_; }  // blocks ever handed out: ids [0, num_touched())
+  ReuseOrder reuse_order() const { return order_; }
   int num_used() const { return num_blocks() - num_free_; }
   int num_cached() const { return static_cast<int>(index_.size()); }  // blocks holding a hash (used or free)
   int num_cached_free() const;                                        // evictable cached blocks
@@ -43,7 +47,8 @@ class BlockPool {
   int ref_count(BlockId id) const { return blocks_.at(id).ref; }
   bool is_cached(BlockId id) const { return blocks_.at(id).cached; }
   std::optional<BlockHash> hash_of(BlockId id) const;
-  // Free list from head (next to be allocated) to tail; O(free blocks), for tests and debugging.
+  // Every free block in the order allocate() would take them (the untouched ones before or after the freed
+  // ones, by ReuseOrder); O(free blocks), for tests and debugging.
   std::vector<BlockId> free_list() const;
 
  private:
@@ -63,7 +68,9 @@ class BlockPool {
   void drop_hash(BlockId id);
 
   int block_size_;
+  ReuseOrder order_;
   std::vector<Block> blocks_;
+  BlockId untouched_ = 0;  // blocks [untouched_, num_blocks) were never handed out (and are not in the list)
   BlockId head_ = kNoBlock;
   BlockId tail_ = kNoBlock;
   int num_free_ = 0;

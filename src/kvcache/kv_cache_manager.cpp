@@ -9,7 +9,7 @@
 namespace tinfer::kv {
 
 KvCacheManager::KvCacheManager(KvCacheConfig config)
-    : config_(std::move(config)), pool_(config_.num_blocks, config_.block_size) {
+    : config_(std::move(config)), pool_(config_.num_blocks, config_.block_size, config_.reuse) {
   check(static_cast<bool>(config_.hash_fn), "kv cache: hash function is empty");
   check(config_.window_tokens >= 0, "kv cache: negative sliding window");
   check(config_.window_tokens == 0 || config_.layout == KvLayout::kPaged,
@@ -236,6 +236,7 @@ KvStats KvCacheManager::stats() const {
   st.free = pool_.num_free();
   st.cached_free = pool_.num_cached_free();
   st.peak_used = pool_.peak_used();
+  st.touched = pool_.num_touched();
   st.evictions = pool_.num_evictions();
   st.prefix_query_tokens = query_tokens_;
   st.prefix_hit_tokens = hit_tokens_;

@@ -23,6 +23,7 @@ struct KvCacheConfig {
   int window_tokens = 0;
   bool prefix_caching = true;
   KvLayout layout = KvLayout::kPaged;
+  ReuseOrder reuse = ReuseOrder::kResidentFirst;  // which free block the pool hands out first (kv_types.h)
   BlockHashFn hash_fn = default_block_hash;  // tests inject a colliding one
 };
 
@@ -46,6 +47,7 @@ struct AllocRequest {
 
 struct KvStats {
   int num_blocks = 0, used = 0, free = 0, cached_free = 0, peak_used = 0;
+  int touched = 0;  // blocks ever handed out (BlockPool::num_touched): the arena's part that got written
   int64_t evictions = 0;
   int64_t prefix_query_tokens = 0;  // tokens looked up (record_prefix_query)
   int64_t prefix_hit_tokens = 0;    // of which found in the cache

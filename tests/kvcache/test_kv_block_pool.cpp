@@ -1,6 +1,7 @@
 // BlockPool: exact block ids, ref counts and LRU free-list order; cached blocks revive or get evicted.
 #include <gtest/gtest.h>
 
+#include <string>
 #include <vector>
 
 #include "tinfer/error.h"
@@ -12,7 +13,7 @@ namespace {
 std::vector<Token> fill(int n, Token v) { return std::vector<Token>(n, v); }
 
 TEST(BlockPool, AllocatesInIdOrderAndFreesToTail) {
-  BlockPool pool(4, 2);
+  BlockPool pool(4, 2, ReuseOrder::kFreshFirst);
   EXPECT_EQ(pool.free_list(), (std::vector<BlockId>{0, 1, 2, 3}));
   EXPECT_EQ(pool.allocate(), 0);
   EXPECT_EQ(pool.allocate(), 1);
@@ -27,8 +28,57 @@ TEST(BlockPool, AllocatesInIdOrderAndFreesToTail) {
   EXPECT_EQ(pool.peak_used(), 3);
 }
 
-TEST(BlockPool, RefCountsKeepBlocksOutOfTheFreeList) {
+// The default order: what was freed goes out again before any untouched block, so the touched ids stay 0..2.
+TEST(BlockPool, ResidentFirstReusesFreedBlocksBeforeUntouchedOnes) {
+  BlockPool pool(4, 2);
+  EXPECT_EQ(pool.reuse_order(), ReuseOrder::kResidentFirst);
+  EXPECT_EQ(pool.free_list(), (std::vector<BlockId>{0, 1, 2, 3}));
+  EXPECT_EQ(pool.allocate(), 0);
+  EXPECT_EQ(pool.allocate(), 1);
+  EXPECT_EQ(pool.allocate(), 2);
+  EXPECT_EQ(pool.num_touched(), 3);
+  pool.release(1);
+  pool.release(0);
+  EXPECT_EQ(pool.free_list(), (std::vector<BlockId>{1, 0, 3}));  // freed (LRU), then untouched
+  EXPECT_EQ(pool.num_free(), 3);
+  EXPECT_EQ(pool.allocate(), 1);
+  EXPECT_EQ(pool.allocate(), 0);
+  EXPECT_EQ(pool.num_touched(), 3);
+  EXPECT_EQ(pool.allocate(), 3);  // nothing freed left: the arena grows
+  EXPECT_EQ(pool.num_touched(), 4);
+  EXPECT_EQ(pool.peak_used(), 4);
+  EXPECT_THROW(pool.allocate(), Error);
+}
+
+// A cached free block is evicted before untouched memory is used; vLLM's order keeps it while any is left.
+TEST(BlockPool, ResidentFirstEvictsBeforeTouchingFreshFirstKeepsTheCache) {
+  for (ReuseOrder order : {ReuseOrder::kResidentFirst, ReuseOrder::kFreshFirst}) {
+    SCOPED_TRACE(reuse_order_name(order));
+    BlockPool pool(3, 2, order);
+    const BlockId a = pool.allocate();
+    ASSERT_TRUE(pool.cache_block(a, 5, 0, fill(2, 3), 0));
+    pool.release(a);
+    const bool resident = order == ReuseOrder::kResidentFirst;
+    EXPECT_EQ(pool.allocate(), resident ? a : 1);
+    EXPECT_EQ(pool.lookup(5, 0, fill(2, 3), 0).has_value(), !resident);
+    EXPECT_EQ(pool.num_evictions(), resident ? 1 : 0);
+    EXPECT_EQ(pool.num_touched(), resident ? 1 : 2);
+  }
+}
+
+TEST(BlockPool, RefOfABlockNeverAllocatedIsAnError) {
   BlockPool pool(3, 2);
+  pool.allocate();
+  try {
+    pool.ref(2);
+    FAIL() << "ref of an untouched block";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("block 2 was never allocated"), std::string::npos) << e.what();
+  }
+}
+
+TEST(BlockPool, RefCountsKeepBlocksOutOfTheFreeList) {
+  BlockPool pool(3, 2, ReuseOrder::kFreshFirst);
   const BlockId b = pool.allocate();
   pool.ref(b);
   EXPECT_EQ(pool.ref_count(b), 2);

@@ -25,6 +25,7 @@ KvCacheConfig cfg(int blocks, bool caching = true, KvLayout layout = KvLayout::k
   c.block_size = 4;
   c.prefix_caching = caching;
   c.layout = layout;
+  c.reuse = ReuseOrder::kFreshFirst;  // the exact ids below follow vLLM's order (ResidentFirst* tests: the default's)
   return c;
 }
 
@@ -44,6 +45,32 @@ TEST(KvCacheManager, AllocatesOnDemandAndFreesInReverse) {
   EXPECT_EQ(kv.stats().peak_used, 4);
   kv.free(2);
   EXPECT_EQ(kv.stats().free, 8);
+}
+
+// The default order over a sequence's life: the next sequence takes the blocks the last one freed (its chain's
+// tail first), evicting their cached prefix, and the arena's touched part stays at the peak in use.
+TEST(KvCacheManager, ResidentFirstReusesTheFreedChainBeforeUntouchedBlocks) {
+  KvCacheConfig c = cfg(8);
+  c.reuse = ReuseOrder::kResidentFirst;
+  KvCacheManager kv(c);
+  const auto toks = iota_tokens(10);
+  ASSERT_TRUE(kv.allocate(1, {.num_computed = 0, .num_new = 10}, nullptr));
+  EXPECT_EQ(kv.block_table(1), (Ids{0, 1, 2}));
+  kv.commit(1, toks, 10);
+  kv.free(1);
+  EXPECT_EQ(kv.pool().free_list(), (Ids{2, 1, 0, 3, 4, 5, 6, 7}));
+  EXPECT_EQ(kv.stats().cached_free, 2);
+  const auto other = iota_tokens(10, 50);
+  ASSERT_TRUE(kv.allocate(2, {.num_computed = 0, .num_new = 10}, nullptr));
+  EXPECT_EQ(kv.block_table(2), (Ids{2, 1, 0}));  // block 2 was uncached; 1 and 0 evicted
+  EXPECT_EQ(kv.stats().evictions, 2);
+  EXPECT_EQ(kv.match_prefix(toks, 0, 9).num_tokens, 0);
+  kv.commit(2, other, 10);
+  EXPECT_EQ(kv.match_prefix(other, 0, 9).blocks, (Ids{2, 1}));
+  ASSERT_TRUE(kv.allocate(3, {.num_computed = 0, .num_new = 4}, nullptr));  // nothing freed: the arena grows
+  EXPECT_EQ(kv.block_table(3), (Ids{3}));
+  EXPECT_EQ(kv.pool().num_touched(), 4);
+  EXPECT_EQ(kv.stats().peak_used, 4);
 }
 
 TEST(KvCacheManager, RefusesWithoutChangingAnything) {

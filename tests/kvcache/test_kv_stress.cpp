@@ -19,8 +19,9 @@ struct LiveSeq {
 
 class KvStress {
  public:
-  KvStress(uint32_t seed, KvLayout layout) : rng_(seed) {
+  KvStress(uint32_t seed, KvLayout layout, ReuseOrder reuse = ReuseOrder::kResidentFirst) : rng_(seed) {
     KvCacheConfig c;
+    c.reuse = reuse;
     c.num_blocks = 40;
     c.block_size = 4;
     c.prefix_caching = layout == KvLayout::kPaged;
@@ -140,11 +141,13 @@ class KvStress {
 };
 
 TEST(KvStress, PagedWithPrefixCachingNeverLeaksOrCorrupts) {
-  for (uint32_t seed : {1u, 2u, 3u}) {
-    KvStress s(seed, KvLayout::kPaged);
-    s.run(4000);
-    EXPECT_GT(s.hits(), 0) << "the workload should exercise prefix hits";
-  }
+  for (ReuseOrder reuse : {ReuseOrder::kResidentFirst, ReuseOrder::kFreshFirst})
+    for (uint32_t seed : {1u, 2u, 3u}) {
+      SCOPED_TRACE(reuse_order_name(reuse));
+      KvStress s(seed, KvLayout::kPaged, reuse);
+      s.run(4000);
+      EXPECT_GT(s.hits(), 0) << "the workload should exercise prefix hits";
+    }
 }
 
 TEST(KvStress, ReservedLayoutNeverLeaks) {

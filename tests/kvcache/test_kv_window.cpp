@@ -25,6 +25,7 @@ KvCacheConfig cfg(int blocks, int window, bool caching = false) {
   c.block_size = 4;
   c.window_tokens = window;
   c.prefix_caching = caching;
+  c.reuse = ReuseOrder::kFreshFirst;  // the exact ids below follow vLLM's order (test_kv_cache_manager: the default's)
   return c;
 }
 

@@ -170,9 +170,9 @@ void report_load(const LoadResult& r, int requests, int concurrency, int beams, 
   report_latency(j, "TTFT s", "ttft", r.ttft, 1.0, 3);
   report_latency(j, "per-token latency ms", "tpot", r.tpot, 1e3, 1);
   report_latency(j, "request latency s", "e2e", r.e2e, 1.0, 3);
-  std::printf("KV: peak %d of %d blocks, max running %d, prefix hit rate %.1f%%, preemptions %lld, "
+  std::printf("KV: peak %d of %d blocks (%d touched), max running %d, prefix hit rate %.1f%%, preemptions %lld, "
               "waste %.1f%% of held slots (peak %lld slots), steps %lld, padding tokens computed %lld\n",
-              s.kv_blocks_peak, s.kv_blocks_total, s.running_peak, 100 * s.prefix_hit_rate,
+              s.kv_blocks_peak, s.kv_blocks_total, s.kv_blocks_touched, s.running_peak, 100 * s.prefix_hit_rate,
               (long long)s.preemptions, 100 * r.mean_waste, (long long)r.peak_waste_slots, (long long)s.steps,
               (long long)s.padding_tokens);
   if (beams > 0) {  // the cost of the search: positions computed beyond the prompts (all beams, recomputes too)
@@ -190,6 +190,7 @@ void report_load(const LoadResult& r, int requests, int concurrency, int beams, 
   j["total_tok_s"] = total_tok_s;
   j["gen_tok_s"] = gen_tok_s;
   j["peak_kv_blocks"] = s.kv_blocks_peak;
+  j["touched_kv_blocks"] = s.kv_blocks_touched;
   j["max_running"] = s.running_peak;
   j["prefix_hit_rate"] = s.prefix_hit_rate;
   j["preemptions"] = s.preemptions;

@@ -23,6 +23,8 @@ std::vector<OptionSpec> engine_options() {
       {"--chunked-prefill", "on|off", true, "on"},
       {"--batching", "continuous|static|static-padded", true, "continuous"},
       {"--kv-layout", "paged|reserved", true, "paged"},
+      {"--kv-reuse", "resident|fresh: freed KV blocks before never-used ones (resident memory grows to the running peak), or never-used first as vLLM (grows to the whole arena)",
+       true, "resident"},
       act_quant_option(),
       {"--max-batched-tokens", "token budget of one step", true, "512"},
       {"--max-seqs", "requests running at once", true, "64"},
@@ -76,6 +78,8 @@ EngineConfig engine_config(const Args& args) {
     errs.push_back("--batching must be continuous, static or static-padded, got '" + args.str("--batching") + "'");
   if (!kv::parse_kv_layout(args.str("--kv-layout"), &c.kv.layout))
     errs.push_back("--kv-layout must be paged or reserved, got '" + args.str("--kv-layout") + "'");
+  if (!kv::parse_reuse_order(args.str("--kv-reuse"), &c.kv.reuse))
+    errs.push_back("--kv-reuse must be resident or fresh, got '" + args.str("--kv-reuse") + "'");
   parse_kv_types(args, c, errs);
   try {
     c.plans.early_exit = early_exit(args);
