@@ -50,8 +50,9 @@ class KvStorage final : public KvCache {
   // Blocks up to `block` of KV group `group` are about to be written: keeps [0, block + kPopulateAhead) of
   // every layer's K and V regions of that group resident, kPopulateAhead / 2 blocks or more at a time, each
   // range with one madvise(MADV_POPULATE_WRITE) (contents untouched). Why: the arena is reserved lazily for
-  // the worst case, and the block pool hands out never-used ids in increasing order until it wraps, so every
-  // new block's first writes faulted its pages in 4 KiB at a time inside the per-token KV writes (SmolLM2:
+  // the worst case, and the block pool hands out never-used ids in increasing order (all the time with
+  // --kv-reuse fresh; with resident, only while the running peak grows), so every new block's first writes
+  // faulted its pages in 4 KiB at a time inside the per-token KV writes (SmolLM2:
   // ~90 faults a block; under 32 requests the fault path was 3-5% of the server's cycles, BENCHMARKS §1ac).
   // Populating ahead costs the same page clearing without a fault per page; `pool` shares the regions out
   // (one thread alone clearing what both cores cleared in their own faults measured 1% slower served).
