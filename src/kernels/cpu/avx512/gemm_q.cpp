@@ -39,12 +39,13 @@ using packed::Scales;
 // to come, which no hardware prefetcher predicts: +2-23% at m = 16-64 on those shapes from DRAM, one
 // Zen 5 core (-1..-3% on the 26 KB tiles of the down projection); -9% at m = 4 and flat at m >= 16 on
 // TinyLlama's 2048-column tiles; prefill unchanged (BENCHMARKS §1ac).
+// `far`: the L2 prefetch's distance in bytes (a tile pair's passes take the same blocks of the next pair).
 template <int MR>
-inline void prefetch_weights(const uint8_t* qb, int qbytes) {
+inline void prefetch_weights(const uint8_t* qb, int qbytes, int64_t far = 16384) {
   if constexpr (MR > 2) {
 #pragma GCC unroll 8
     for (int c = 0; c < qbytes; c += 64) {
-      _mm_prefetch(reinterpret_cast<const char*>(qb + 16384 + c), _MM_HINT_T1);
+      _mm_prefetch(reinterpret_cast<const char*>(qb + far + c), _MM_HINT_T1);
       _mm_prefetch(reinterpret_cast<const char*>(qb + 2048 + c), _MM_HINT_NTA);
     }
   }
@@ -171,23 +172,34 @@ template <Geometry G, int MR>
 inline void sub_rows2(const uint8_t* q0, const uint8_t* q1, const QActs& a, const uint8_t* blk, int r0,
                       const SubScale<V>& s0, const SubScale<V>& s1, __m512* f0, __m512* f1) {
   static_assert(!G.sub16());
-  __m512i acc0[MR], acc1[MR];
+  // Row r0's codes as an opaque base, so every broadcast below is base + an immediate: given a.q(blk, r0 + r)
+  // GCC hoists the 32 offsets (r0 + r) * 32 + 16 h + 4 i as loop invariants, spills them, and adds a load
+  // per broadcast.
+  const int8_t* x = a.q(blk, r0);
+  asm("" : "+r"(x));
+  // Two chains per row and tile, one per half (quads 0-3 and 4-7), summed before the fold: 16 chains of 4
+  // dots instead of 8 of 8, so a sub-block's latency (a chain's dots are dependent) no longer sets the pace.
+  __m512i acc0[MR], acc1[MR], hi0[MR], hi1[MR];
 #pragma GCC unroll 8
-  for (int r = 0; r < MR; ++r) acc0[r] = acc1[r] = chain_init<V, G>(a, blk, r0 + r, 0);
-#pragma GCC unroll 2
-  for (int h = 0; h < 2; ++h) {
-    __m512i w0[4], w1[4];
-    if (h == 0) unpack_half<V, G.bits, 0>(q0, w0), unpack_half<V, G.bits, 0>(q1, w1);
-    else unpack_half<V, G.bits, 1>(q0, w0), unpack_half<V, G.bits, 1>(q1, w1);
-#pragma GCC unroll 4
-    for (int i = 0; i < 4; ++i)
-#pragma GCC unroll 8
-      for (int r = 0; r < MR; ++r) {
-        const __m512i xb = bcast4(a.q(blk, r0 + r) + 16 * h + 4 * i);
-        acc0[r] = _mm512_dpbusd_epi32(acc0[r], w0[i], xb);
-        acc1[r] = _mm512_dpbusd_epi32(acc1[r], w1[i], xb);
-      }
+  for (int r = 0; r < MR; ++r) {
+    acc0[r] = acc1[r] = chain_init<V, G>(a, blk, r0 + r, 0);
+    hi0[r] = hi1[r] = _mm512_setzero_si512();
   }
+  __m512i w0[8], w1[8];
+  unpack_half<V, G.bits, 0>(q0, w0), unpack_half<V, G.bits, 0>(q1, w1);
+  unpack_half<V, G.bits, 1>(q0, w0 + 4), unpack_half<V, G.bits, 1>(q1, w1 + 4);
+#pragma GCC unroll 4
+  for (int i = 0; i < 4; ++i)
+#pragma GCC unroll 8
+    for (int r = 0; r < MR; ++r) {
+      const __m512i xl = bcast4(x + 32 * r + 4 * i), xh = bcast4(x + 32 * r + 16 + 4 * i);
+      acc0[r] = _mm512_dpbusd_epi32(acc0[r], w0[i], xl);
+      acc1[r] = _mm512_dpbusd_epi32(acc1[r], w1[i], xl);
+      hi0[r] = _mm512_dpbusd_epi32(hi0[r], w0[4 + i], xh);
+      hi1[r] = _mm512_dpbusd_epi32(hi1[r], w1[4 + i], xh);
+    }
+#pragma GCC unroll 8
+  for (int r = 0; r < MR; ++r) acc0[r] = _mm512_add_epi32(acc0[r], hi0[r]), acc1[r] = _mm512_add_epi32(acc1[r], hi1[r]);
 #pragma GCC unroll 8
   for (int r = 0; r < MR; ++r) {
     f0[r] = fold<V, G>(f0[r], acc0[r], s0, a, blk, r0 + r, 0);
@@ -293,7 +305,7 @@ inline void group_rows(const uint8_t* tile, const QActs& a, int64_t g, int n, in
 // Two tiles at once (sub_rows2): rows r0..r0+MR of group g over tile blocks [b0, b1); acc0 / acc1 as tile_rows'.
 template <Geometry G, int MR>
 inline void tile_rows2(const uint8_t* tile0, const uint8_t* tile1, const QActs& a, int64_t g, int r0, int64_t b0,
-                       int64_t b1, float* acc0, float* acc1, bool prefetch) {
+                       int64_t b1, float* acc0, float* acc1, int64_t far) {
   __m512 f0[MR], f1[MR];
 #pragma GCC unroll 8
   for (int r = 0; r < MR; ++r) f0[r] = _mm512_loadu_ps(acc0 + 16 * r), f1[r] = _mm512_loadu_ps(acc1 + 16 * r);
@@ -302,7 +314,7 @@ inline void tile_rows2(const uint8_t* tile0, const uint8_t* tile1, const QActs& 
     const BlockScales<V, G> bs0(tile0 + G.scale_offset(b), 0), bs1(tile1 + G.scale_offset(b), 0);
     for (int s = 0; s < G.subs(); ++s) {
       const uint8_t *q0 = qb0 + s * G.sub_bytes(), *q1 = qb1 + s * G.sub_bytes();
-      if (prefetch) prefetch_weights<4>(q0, int(G.sub_bytes())), prefetch_weights<4>(q1, int(G.sub_bytes()));
+      if (far) prefetch_weights<4>(q0, int(G.sub_bytes()), far), prefetch_weights<4>(q1, int(G.sub_bytes()), far);
       sub_rows2<G, MR>(q0, q1, a, a.block(g, b * G.subs() + s), r0, bs0.sub(s), bs1.sub(s), f0, f1);
     }
   }
@@ -314,11 +326,11 @@ inline void tile_rows2(const uint8_t* tile0, const uint8_t* tile1, const QActs& 
 // what fits the 32 zmm registers beside the 8 code planes), then 2 and 1.
 template <Geometry G>
 inline void group_rows2(const uint8_t* tile0, const uint8_t* tile1, const QActs& a, int64_t g, int n, int64_t b0,
-                        int64_t b1, float* acc0, float* acc1, bool prefetch) {
+                        int64_t b1, float* acc0, float* acc1, int64_t far) {
   int r0 = 0;
   for (; r0 + 4 <= n; r0 += 4)
-    tile_rows2<G, 4>(tile0, tile1, a, g, r0, b0, b1, acc0 + 16 * r0, acc1 + 16 * r0, prefetch && r0 == 0);
-  if (n - r0 >= 2) tile_rows2<G, 2>(tile0, tile1, a, g, r0, b0, b1, acc0 + 16 * r0, acc1 + 16 * r0, false), r0 += 2;
+    tile_rows2<G, 4>(tile0, tile1, a, g, r0, b0, b1, acc0 + 16 * r0, acc1 + 16 * r0, r0 == 0 ? far : 0);
+  if (n - r0 >= 2) tile_rows2<G, 2>(tile0, tile1, a, g, r0, b0, b1, acc0 + 16 * r0, acc1 + 16 * r0, 0), r0 += 2;
   if (n - r0 >= 1) {
     // A lone row of a 256-element K-quant takes gemv_k (another float order), as in the one-tile loop: a tile
     // gives the same bits whether a work item paired it or not (items depend on the thread schedule).
@@ -326,7 +338,7 @@ inline void group_rows2(const uint8_t* tile0, const uint8_t* tile1, const QActs&
       tile_rows<G, 1>(tile0, a, g, r0, b0, b1, acc0 + 16 * r0, false);
       tile_rows<G, 1>(tile1, a, g, r0, b0, b1, acc1 + 16 * r0, false);
     } else {
-      tile_rows2<G, 1>(tile0, tile1, a, g, r0, b0, b1, acc0 + 16 * r0, acc1 + 16 * r0, false);
+      tile_rows2<G, 1>(tile0, tile1, a, g, r0, b0, b1, acc0 + 16 * r0, acc1 + 16 * r0, 0);
     }
   }
 }
@@ -361,7 +373,8 @@ void gemm(const GemmArgs& ga, int64_t t0, int64_t t1, int64_t i0, int64_t i1) {
         const bool first = g * kActGroup == i0;
         if constexpr (kPairable) {
           if (nt == 2) {
-            group_rows2<G>(tile, tile + ga.tile_bytes, ga.a, g, n, b0, b1, acc + at, acc1 + at, first);
+            group_rows2<G>(tile, tile + ga.tile_bytes, ga.a, g, n, b0, b1, acc + at, acc1 + at,
+                           first ? 2 * ga.tile_bytes : 0);  // the next pair's same blocks
             continue;
           }
         }
