@@ -100,7 +100,7 @@ void prologue_quantize(const KernelTable& kt, const RowPrologue& p, int64_t m, i
   // Whole activation groups per share (a group's rows share cache lines of the panel); each share has its own
   // row scratch in the panel, sized here before the region: which OS thread runs a share does not matter.
   const int64_t units = (m + kActGroup - 1) / kActGroup;
-  const int shares = m * cols >= (1 << 16) ? int(std::min<int64_t>(pool.size(), units)) : 1;
+  const int shares = m * cols >= (1 << 13) ? int(std::min<int64_t>(pool.size(), units)) : 1;
   panel.fit_scratch(shares, cols);
   auto rows = [&](int t, int nt) {
     if (t >= shares) return;
