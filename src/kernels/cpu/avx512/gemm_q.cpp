@@ -177,29 +177,48 @@ inline void sub_rows2(const uint8_t* q0, const uint8_t* q1, const QActs& a, cons
   // per broadcast.
   const int8_t* x = a.q(blk, r0);
   asm("" : "+r"(x));
-  // Two chains per row and tile, one per half (quads 0-3 and 4-7), summed before the fold: 16 chains of 4
-  // dots instead of 8 of 8, so a sub-block's latency (a chain's dots are dependent) no longer sets the pace.
-  __m512i acc0[MR], acc1[MR], hi0[MR], hi1[MR];
+  __m512i acc0[MR], acc1[MR];
 #pragma GCC unroll 8
-  for (int r = 0; r < MR; ++r) {
-    acc0[r] = acc1[r] = chain_init<V, G>(a, blk, r0 + r, 0);
-    hi0[r] = hi1[r] = _mm512_setzero_si512();
-  }
-  __m512i w0[8], w1[8];
-  unpack_half<V, G.bits, 0>(q0, w0), unpack_half<V, G.bits, 0>(q1, w1);
-  unpack_half<V, G.bits, 1>(q0, w0 + 4), unpack_half<V, G.bits, 1>(q1, w1 + 4);
+  for (int r = 0; r < MR; ++r) acc0[r] = acc1[r] = chain_init<V, G>(a, blk, r0 + r, 0);
+  if constexpr (G.bits == 8) {
+    // Two chains per row and tile, one per half (quads 0-3 and 4-7), summed before the fold: 16 chains of 4
+    // dots instead of 8 of 8, so a sub-block's latency (a chain's dots are dependent) no longer sets the
+    // pace. Codes of fewer bits keep one chain: their unpacking needs the registers the second chain takes.
+    __m512i hi0[MR], hi1[MR];
+#pragma GCC unroll 8
+    for (int r = 0; r < MR; ++r) hi0[r] = hi1[r] = _mm512_setzero_si512();
+    __m512i w0[8], w1[8];
+    unpack_half<V, G.bits, 0>(q0, w0), unpack_half<V, G.bits, 0>(q1, w1);
+    unpack_half<V, G.bits, 1>(q0, w0 + 4), unpack_half<V, G.bits, 1>(q1, w1 + 4);
 #pragma GCC unroll 4
-  for (int i = 0; i < 4; ++i)
+    for (int i = 0; i < 4; ++i)
 #pragma GCC unroll 8
-    for (int r = 0; r < MR; ++r) {
-      const __m512i xl = bcast4(x + 32 * r + 4 * i), xh = bcast4(x + 32 * r + 16 + 4 * i);
-      acc0[r] = _mm512_dpbusd_epi32(acc0[r], w0[i], xl);
-      acc1[r] = _mm512_dpbusd_epi32(acc1[r], w1[i], xl);
-      hi0[r] = _mm512_dpbusd_epi32(hi0[r], w0[4 + i], xh);
-      hi1[r] = _mm512_dpbusd_epi32(hi1[r], w1[4 + i], xh);
+      for (int r = 0; r < MR; ++r) {
+        const __m512i xl = bcast4(x + 32 * r + 4 * i), xh = bcast4(x + 32 * r + 16 + 4 * i);
+        acc0[r] = _mm512_dpbusd_epi32(acc0[r], w0[i], xl);
+        acc1[r] = _mm512_dpbusd_epi32(acc1[r], w1[i], xl);
+        hi0[r] = _mm512_dpbusd_epi32(hi0[r], w0[4 + i], xh);
+        hi1[r] = _mm512_dpbusd_epi32(hi1[r], w1[4 + i], xh);
+      }
+#pragma GCC unroll 8
+    for (int r = 0; r < MR; ++r)
+      acc0[r] = _mm512_add_epi32(acc0[r], hi0[r]), acc1[r] = _mm512_add_epi32(acc1[r], hi1[r]);
+  } else {
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; ++h) {
+      __m512i w0[4], w1[4];
+      if (h == 0) unpack_half<V, G.bits, 0>(q0, w0), unpack_half<V, G.bits, 0>(q1, w1);
+      else unpack_half<V, G.bits, 1>(q0, w0), unpack_half<V, G.bits, 1>(q1, w1);
+#pragma GCC unroll 4
+      for (int i = 0; i < 4; ++i)
+#pragma GCC unroll 8
+        for (int r = 0; r < MR; ++r) {
+          const __m512i xb = bcast4(x + 32 * r + 16 * h + 4 * i);
+          acc0[r] = _mm512_dpbusd_epi32(acc0[r], w0[i], xb);
+          acc1[r] = _mm512_dpbusd_epi32(acc1[r], w1[i], xb);
+        }
     }
-#pragma GCC unroll 8
-  for (int r = 0; r < MR; ++r) acc0[r] = _mm512_add_epi32(acc0[r], hi0[r]), acc1[r] = _mm512_add_epi32(acc1[r], hi1[r]);
+  }
 #pragma GCC unroll 8
   for (int r = 0; r < MR; ++r) {
     f0[r] = fold<V, G>(f0[r], acc0[r], s0, a, blk, r0 + r, 0);
