@@ -48,16 +48,24 @@ std::vector<float> random_x(int64_t n) {
   return x;
 }
 
+// One random packed matrix, or (`cycle`, unless TINFER_BENCH_HOT is set) enough copies (>= 256 MiB) that a
+// loop over them reads its weights from DRAM.
+std::vector<PackedMatrix> weight_copies(DType type, int64_t rows, int64_t cols, bool cycle) {
+  std::vector<PackedMatrix> ws;
+  ws.push_back(random_packed(type, rows, cols));
+  const size_t bytes = ws[0].data.size();
+  const size_t copies = cycle && !std::getenv("TINFER_BENCH_HOT") ? std::max<size_t>(1, (size_t(256) << 20) / bytes) : 1;
+  while (ws.size() < copies) ws.push_back(random_packed(type, rows, cols));
+  return ws;
+}
+
 // args: type, rows, cols, m. Decode shapes (m <= 64) cycle through enough copies (>= 256 MiB) that weights
 // come from DRAM, as in a real decode step (TINFER_BENCH_HOT=1: one copy, to see in-cache kernel speed).
 void BM_Matmul(benchmark::State& state) {
   const DType type = DType(state.range(0));
   const int64_t rows = state.range(1), cols = state.range(2), m = state.range(3);
-  std::vector<PackedMatrix> ws;
-  ws.push_back(random_packed(type, rows, cols));
+  const std::vector<PackedMatrix> ws = weight_copies(type, rows, cols, m <= 64);
   const size_t bytes = ws[0].data.size();
-  const size_t copies = m <= 64 && !std::getenv("TINFER_BENCH_HOT") ? std::max<size_t>(1, (size_t(256) << 20) / bytes) : 1;
-  while (ws.size() < copies) ws.push_back(random_packed(type, rows, cols));
   const auto x = random_x(m * cols);
   std::vector<float> y(static_cast<size_t>(m * rows));
   size_t k = 0;
@@ -119,11 +127,7 @@ BENCHMARK(BM_SmolQuant)->Apply(smol_quant_shapes)->Unit(benchmark::kMicrosecond)
 void BM_SmolPanel(benchmark::State& state) {
   const DType type = DType(state.range(0));
   const int64_t rows = state.range(1), cols = state.range(2), m = state.range(3);
-  std::vector<PackedMatrix> ws;
-  ws.push_back(random_packed(type, rows, cols));
-  const size_t bytes = ws[0].data.size();
-  const size_t copies = !std::getenv("TINFER_BENCH_HOT") ? std::max<size_t>(1, (size_t(256) << 20) / bytes) : 1;
-  while (ws.size() < copies) ws.push_back(random_packed(type, rows, cols));
+  const std::vector<PackedMatrix> ws = weight_copies(type, rows, cols, true);
   const auto x = random_x(m * cols);
   ActPanel panel;
   RowPrologue p;
