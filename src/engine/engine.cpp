@@ -234,6 +234,7 @@ std::unique_ptr<StepExtension> EngineImpl::make_extension() {
                                     .max_len = max_len_,
                                     .block_size = plan_.block_size,
                                     .kv_tokens = int64_t(plan_.num_blocks) * plan_.block_size,
+                                    .kv_reuse = config_.kv.reuse,
                                     .disable_batch = spec.disable_batch > 0 ? spec.disable_batch
                                                                             : config_.scheduler.max_seqs,
                                     .verbose = config_.verbose}));

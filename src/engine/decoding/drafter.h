@@ -46,6 +46,7 @@ struct DrafterEnv {
   int max_len = 0;
   int block_size = 16;
   int64_t kv_tokens = 0;
+  kv::ReuseOrder kv_reuse = kv::ReuseOrder::kResidentFirst;  // the target's --kv-reuse, for the draft's own cache
   int disable_batch = 4;   // SpecConfig::disable_batch: most sequences drafting at once (0 = no limit)
   bool verbose = false;
 };

@@ -42,7 +42,8 @@ class ModelDrafter final : public Drafter {
         fwd_(fwd),
         n_layers_(n_layers),
         max_len_(env.max_len),
-        mgr_(kv::KvCacheConfig{.num_blocks = blocks_for(env), .block_size = env.block_size, .prefix_caching = false}) {
+        mgr_(kv::KvCacheConfig{.num_blocks = blocks_for(env), .block_size = env.block_size, .prefix_caching = false,
+                                .reuse = env.kv_reuse}) {
     const int64_t layers = n_layers_ > 0 ? n_layers_ : fwd_.config().n_layers;
     kv_ = fwd_.allocate_kv(mgr_.pool().num_blocks(), env.block_size, KvPrecision::uniform(layers, KvDtype::f16));
     if (env.verbose)

@@ -118,6 +118,7 @@ nlohmann::json config_json(const EngineConfig& cfg, const Engine& engine, double
   j["threads"] = cfg.threads;
   j["batching"] = batching_mode_name(cfg.batching);
   j["kv_layout"] = kv::kv_layout_name(cfg.kv.layout);
+  j["kv_reuse"] = kv::reuse_order_name(cfg.kv.reuse);
   j["kv_dtype"] = engine.stats().kv_types;
   j["prefix_caching"] = cfg.kv.prefix_caching;
   j["window_kv"] = cfg.kv.window;

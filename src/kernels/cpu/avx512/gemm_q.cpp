@@ -38,8 +38,9 @@ using packed::Scales;
 // its L1 miss slots hold), and for short tiles (SmolLM2's 576 columns: 9.8 KB) the start of the tiles
 // to come, which no hardware prefetcher predicts: +2-23% at m = 16-64 on those shapes from DRAM, one
 // Zen 5 core (-1..-3% on the 26 KB tiles of the down projection); -9% at m = 4 and flat at m >= 16 on
-// TinyLlama's 2048-column tiles; prefill unchanged (BENCHMARKS §1ac).
-// `far`: the L2 prefetch's distance in bytes (a tile pair's passes take the same blocks of the next pair).
+// TinyLlama's 2048-column tiles; prefill unchanged (BENCHMARKS §1ac). `far`: the L2 prefetch's distance in
+// bytes. The paired path (tile_rows2) aims it at the next pair's same blocks, 2 tiles on (+6-17% on TinyLlama's
+// tiles and SmolLM2's down projection at m = 16-64 from DRAM, flat elsewhere: §1ad).
 template <int MR>
 inline void prefetch_weights(const uint8_t* qb, int qbytes, int64_t far = 16384) {
   if constexpr (MR > 2) {
@@ -341,8 +342,9 @@ inline void tile_rows2(const uint8_t* tile0, const uint8_t* tile1, const QActs& 
   for (int r = 0; r < MR; ++r) _mm512_storeu_ps(acc0 + 16 * r, f0[r]), _mm512_storeu_ps(acc1 + 16 * r, f1[r]);
 }
 
-// Rows 0..n of group g against two tiles, 4 rows at a time (4 x 2 tiles = 8 dot chains, 16 float sums:
-// what fits the 32 zmm registers beside the 8 code planes), then 2 and 1.
+// Rows 0..n of group g against two tiles, 4 rows at a time (4 x 2 tiles = 8 dot chains and 8 float sums beside
+// the 8 code planes of a half; Q8_0's split chains and 16 planes go past the 32 zmm registers and spill a
+// few, measured faster all the same: §1ad), then 2 and 1.
 template <Geometry G>
 inline void group_rows2(const uint8_t* tile0, const uint8_t* tile1, const QActs& a, int64_t g, int n, int64_t b0,
                         int64_t b1, float* acc0, float* acc1, int64_t far) {
