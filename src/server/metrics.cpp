@@ -90,6 +90,9 @@ std::string Metrics::render(const EngineStats& s, int queued, bool ready, const 
         static_cast<double>(preprocess_waiting.load()));
   gauge(o, "tinfer:kv_blocks_used", "gauge", "KV-cache blocks in use.", s.kv_blocks_used);
   gauge(o, "tinfer:kv_blocks_total", "gauge", "KV-cache blocks in the pool.", s.kv_blocks_total);
+  gauge(o, "tinfer:kv_blocks_touched", "gauge",
+        "KV-cache blocks ever handed out (resident in memory): the running peak with --kv-reuse resident.",
+        s.kv_blocks_touched);
   if (s.kv_window_blocks_total > 0) {  // the sliding-window layers' own pool (kvcache/kv_cache_groups.h)
     gauge(o, "tinfer:kv_window_blocks_used", "gauge", "Sliding-window layers' KV blocks in use.", s.kv_window_blocks_used);
     gauge(o, "tinfer:kv_window_blocks_total", "gauge", "Sliding-window layers' KV blocks in their pool.",

@@ -152,10 +152,12 @@ TEST(Metrics, RendersPrometheusText) {
   EngineStats s;
   s.kv_blocks_used = 3;
   s.kv_blocks_total = 10;
+  s.kv_blocks_touched = 7;
   s.kv_bytes_per_token = 11880;
   s.kv_types = "mixed: 28 int8/int8, 2 f16/f16";
   std::string t = m.render(s, 2, true);
   EXPECT_NE(t.find("tinfer:kv_blocks_used 3\n"), std::string::npos);
+  EXPECT_NE(t.find("tinfer:kv_blocks_touched 7\n"), std::string::npos);
   EXPECT_NE(t.find("tinfer:kv_bytes_per_token 11880\n"), std::string::npos);
   EXPECT_NE(t.find("tinfer:kv_cache_info{types=\"mixed: 28 int8/int8, 2 f16/f16\"} 1\n"), std::string::npos);
   EXPECT_NE(t.find("tinfer:time_to_first_token_seconds_bucket{le=\"0.04\"} 1\n"), std::string::npos);
