@@ -16,7 +16,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from server_harness import run_named, report, skip_reason, Server, env_paths  # noqa: E402
-from test_server_hostile import check, connect  # noqa: E402
+from test_server_hostile import check, connect, Reader  # noqa: E402
 
 TINFER, MODEL = env_paths()
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -147,17 +147,15 @@ def paced_read(s, rate, limit_s):
     return b"".join(parts), time.time() - t0
 
 
-def dechunk(data):
-    """The body of one raw chunked HTTP/1.1 response (head included in `data`)."""
-    i = data.index(b"\r\n\r\n") + 4
-    body = []
-    while True:
-        j = data.index(b"\r\n", i)
-        n = int(data[i:j].split(b";")[0], 16)
-        if n == 0:
-            return b"".join(body)
-        body.append(data[j + 2:j + 2 + n])
-        i = j + 2 + n + 2
+class _Received:
+    """Bytes already read, as the socket test_server_hostile.Reader parses (one recv, then EOF)."""
+
+    def __init__(self, data):
+        self.data = data
+
+    def recv(self, _n):
+        d, self.data = self.data, b""
+        return d
 
 
 def test_slow_reader_completes(srv):
@@ -177,7 +175,7 @@ def test_slow_reader_completes(srv):
           "slow reader cut after %.1f s, %d bytes: ...%r" % (took, len(data), tail[-120:]))
     # Counted in the de-chunked body: while the client lags, the server sends its backlog 16 KiB per HTTP chunk,
     # and a chunk boundary may fall inside an event (a count over the raw bytes then missed one: a flake).
-    finishes = dechunk(data).count(b'"finish_reason":"length"')
+    finishes = Reader(_Received(data)).response()[2].count(b'"finish_reason":"length"')
     check(finishes == 16, "final events: %d of 16" % finishes)
 
 
